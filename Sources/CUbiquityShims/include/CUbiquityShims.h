@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Thin wrappers over Linux system calls that Swift's Glibc module does not expose:
+// extended attributes, open-file-description locks and renameat2.
+#ifndef CUBIQUITY_SHIMS_H
+#define CUBIQUITY_SHIMS_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/// Sets, reads, lists and removes an extended attribute (returns -1 and sets errno on failure).
+int ub_setxattr(const char *path, const char *name, const void *value, size_t size, int flags);
+ssize_t ub_getxattr(const char *path, const char *name, void *value, size_t size);
+ssize_t ub_listxattr(const char *path, char *list, size_t size);
+int ub_removexattr(const char *path, const char *name);
+int ub_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags);
+ssize_t ub_fgetxattr(int fd, const char *name, void *value, size_t size);
+ssize_t ub_flistxattr(int fd, char *list, size_t size);
+
+/// Takes (type = F_RDLCK / F_WRLCK) or releases (F_UNLCK) an open-file-description lock on
+/// the byte range [start, start + len). `wait` selects F_OFD_SETLKW over F_OFD_SETLK.
+int ub_ofd_lock(int fd, int wait, short type, long long start, long long len);
+
+/// renameat2(2) with RENAME_NOREPLACE (noreplace = 1) or RENAME_EXCHANGE (exchange = 1).
+int ub_rename(const char *from, const char *to, int noreplace, int exchange);
+
+#endif

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include "CUbiquityShims.h"
+
+int ub_setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    return setxattr(path, name, value, size, flags);
+}
+ssize_t ub_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
+}
+ssize_t ub_listxattr(const char *path, char *list, size_t size) { return listxattr(path, list, size); }
+int ub_removexattr(const char *path, const char *name) { return removexattr(path, name); }
+int ub_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) {
+    return fsetxattr(fd, name, value, size, flags);
+}
+ssize_t ub_fgetxattr(int fd, const char *name, void *value, size_t size) {
+    return fgetxattr(fd, name, value, size);
+}
+ssize_t ub_flistxattr(int fd, char *list, size_t size) { return flistxattr(fd, list, size); }
+
+int ub_ofd_lock(int fd, int wait, short type, long long start, long long len) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = len;
+    return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
+}
+
+int ub_rename(const char *from, const char *to, int noreplace, int exchange) {
+    unsigned int flags = 0;
+    if (noreplace) flags |= RENAME_NOREPLACE;
+    if (exchange) flags |= RENAME_EXCHANGE;
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+import CUbiquityShims
+import Foundation
+import Glibc
+import Synchronization
+import UbiquityCore
+
+/// Mutual exclusion between processes without the daemon: open-file-description byte-range
+/// locks on one lock file, at offsets derived from each item's canonical path.
+///
+/// Each path has three bytes: the item itself (shared for reads, exclusive for writes), a
+/// "something inside is being read" intention and a "something inside is being written"
+/// intention. An access takes the item byte and the matching intention byte of every ancestor;
+/// deleting/moving/replacing a folder takes both intention bytes of the folder exclusively, a
+/// read `forUploading` the write-intention byte. That gives Apple's rules — readers share,
+/// writers exclude, a folder delete covers its subtree, a plain folder write does not — across
+/// processes. Bytes are taken in offset order (so two processes cannot deadlock) with a
+/// non-blocking attempt and a bounded back-off, so a time-out is an error, never a hang.
+///
+/// Claims with the same purpose identifier share locks (nested coordination is allowed).
+/// Presenters in other processes are not messaged in this mode: that needs the daemon.
+package final class InterprocessLocks: Sendable {
+    private struct Held { var shared = 0; var exclusive = 0 }
+    private struct PurposeLocks { var fd: Int32; var held: [Int64: Held] = [:] }
+    private let table = Mutex<[String: PurposeLocks]>([:])
+    private let lockFile: String
+
+    package init(lockFile: String) {
+        self.lockFile = lockFile
+    }
+
+    /// The byte-range requests for `locks`: offset → exclusive?, sorted by offset.
+    package static func requests(for locks: [ItemLock]) -> [(offset: Int64, exclusive: Bool)] {
+        var wanted: [Int64: Bool] = [:]
+        func want(_ offset: Int64, _ exclusive: Bool) { wanted[offset] = (wanted[offset] ?? false) || exclusive }
+        for lock in locks {
+            let base = slot(lock.path)
+            want(base, lock.mode.isWrite)
+            switch lock.mode {
+            case .subtreeWrite: want(base + 1, true); want(base + 2, true)
+            case .subtreeRead: want(base + 2, true)
+            default: break
+            }
+            for ancestor in CanonicalPath.ancestors(of: lock.path) {
+                want(slot(ancestor) + (lock.mode.isWrite ? 2 : 1), false)
+            }
+        }
+        return wanted.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    static func slot(_ path: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(bitPattern: (hash & ((1 << 58) - 1)) << 2)
+    }
+
+    /// Takes the byte locks for `locks` on behalf of `purpose`, waiting until `deadline`.
+    package func acquire(_ locks: [ItemLock], purpose: String, deadline: ContinuousClock.Instant) throws {
+        let wanted = Self.requests(for: locks)
+        var taken: [(Int64, Bool)] = []
+        var delay = 20  // microseconds
+        var index = 0
+        while index < wanted.count {
+            let (offset, exclusive) = wanted[index]
+            let result: Int32 = try table.withLock { table in
+                if table[purpose] == nil {
+                    let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                    guard fd >= 0 else { throw UbiquityError.posix("open", path: lockFile) }
+                    table[purpose] = PurposeLocks(fd: fd)
+                }
+                var entry = table[purpose]!
+                var held = entry.held[offset] ?? Held()
+                let covered = exclusive ? held.exclusive > 0 : (held.shared > 0 || held.exclusive > 0)
+                if !covered {
+                    if ub_ofd_lock(entry.fd, 0, Int16(exclusive ? F_WRLCK : F_RDLCK), offset, 1) != 0 {
+                        return errno
+                    }
+                }
+                if exclusive { held.exclusive += 1 } else { held.shared += 1 }
+                entry.held[offset] = held
+                table[purpose] = entry
+                return 0
+            }
+            if result == 0 {
+                taken.append((offset, exclusive))
+                index += 1
+                delay = 20
+                continue
+            }
+            guard result == EAGAIN || result == EACCES || result == EINTR else {
+                release(taken, purpose: purpose)
+                throw UbiquityError.posix("fcntl(F_OFD_SETLK)", path: lockFile, errno: result)
+            }
+            if ContinuousClock.now >= deadline {
+                release(taken, purpose: purpose)
+                throw UbiquityError(.timedOut,
+                    "another process held a coordinated access to '\(locks.first?.path ?? "?")' past the time-out (inter-process lock on \(lockFile))")
+            }
+            usleep(UInt32(delay))
+            delay = min(delay * 2, 2000)
+        }
+    }
+
+    /// Releases what ``acquire(_:purpose:deadline:)`` took.
+    package func release(_ locks: [ItemLock], purpose: String) {
+        release(Self.requests(for: locks).map { ($0.offset, $0.exclusive) }, purpose: purpose)
+    }
+
+    private func release(_ taken: [(Int64, Bool)], purpose: String) {
+        table.withLock { table in
+            guard var entry = table[purpose] else { return }
+            for (offset, exclusive) in taken.reversed() {
+                guard var held = entry.held[offset] else { continue }
+                if exclusive { held.exclusive -= 1 } else { held.shared -= 1 }
+                if held.exclusive == 0 && held.shared == 0 {
+                    _ = ub_ofd_lock(entry.fd, 0, Int16(F_UNLCK), offset, 1)
+                    entry.held.removeValue(forKey: offset)
+                } else {
+                    if exclusive && held.exclusive == 0 { _ = ub_ofd_lock(entry.fd, 0, Int16(F_RDLCK), offset, 1) }
+                    entry.held[offset] = held
+                }
+            }
+            if entry.held.isEmpty {
+                close(entry.fd)
+                table.removeValue(forKey: purpose)
+            } else {
+                table[purpose] = entry
+            }
+        }
+    }
+}

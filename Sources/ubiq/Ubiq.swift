@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import Foundation
+import Ubiquity
+
+/// `ubiq`: Ubiquity's one executable. Subcommands are thin wiring over the libraries.
+@main
+struct Ubiq: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ubiq",
+        abstract: "Ubiquity: iCloud-style document storage and file coordination for Linux.",
+        discussion: """
+            Exit codes: 0 success; 1 failure (message on stderr); 64 bad usage; 69 a needed \
+            service is unavailable; 75 timed out. `ubiq coordinate` exits with its command's status.
+            """,
+        subcommands: [
+            Daemon.self, Present.self, Coordinate.self,
+            ContainerCommand.self,
+            Versions.self, Resolve.self, Exclude.self, Include.self, Status.self,
+        ]
+    )
+}

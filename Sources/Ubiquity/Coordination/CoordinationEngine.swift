@@ -39,6 +39,8 @@ package final class CoordinationEngine: Sendable {
         var byPath: [String: Set<UInt64>] = [:]
         var claims: [UInt64: Claim] = [:]
         var nextToken: UInt64 = 1
+        /// Presenters moved by a claim's accessor (by purpose): they heard `didMove`, not `didChange`.
+        var moved: [String: Set<UInt64>] = [:]
     }
 
     private let state = Mutex(State())
@@ -121,8 +123,9 @@ package final class CoordinationEngine: Sendable {
                     guard case .write(let options) = item.access else { continue }
                     let before = claim.preStamps[item.path] ?? nil
                     let after = postStamps[item.path] ?? nil
+                    let moved = state.moved[claim.request.purpose] ?? []
                     func others(_ ids: Set<UInt64>) -> [UInt64] {
-                        ids.filter { state.presenters[$0]?.purpose != claim.request.purpose }
+                        ids.filter { state.presenters[$0]?.purpose != claim.request.purpose && !moved.contains($0) }
                     }
                     if after != nil, !options.contains(.forDeleting), after?.isDirectory == false {
                         for id in others(state.byPath[item.path] ?? []) { post.append((id, .didChange)) }
@@ -137,6 +140,9 @@ package final class CoordinationEngine: Sendable {
                 }
             }
             let record = state.claims.removeValue(forKey: id)
+            if !state.claims.values.contains(where: { $0.request.purpose == claim.request.purpose }) {
+                state.moved.removeValue(forKey: claim.request.purpose)
+            }
             let granted = state.arbiter.remove(id)
             var endpoints: [UInt64: any PresenterEndpoint] = [:]
             for (pid, _) in post { endpoints[pid] = state.presenters[pid]?.endpoint }
@@ -162,6 +168,9 @@ package final class CoordinationEngine: Sendable {
                 state.byPath[path]?.remove(id)
                 state.byPath[moved, default: []].insert(id)
                 state.presenters[id]!.path = moved
+                if state.claims.values.contains(where: { $0.request.purpose == purpose }) {
+                    state.moved[purpose, default: []].insert(id)
+                }
                 if presenter.purpose != purpose { deliveries.append((presenter.endpoint, .didMove(to: moved))) }
             }
             var seen = Set<UInt64>()
@@ -229,7 +238,7 @@ package final class CoordinationEngine: Sendable {
                 }
                 var messages: [(UInt64, any PresenterEndpoint, PresenterMessage)] = []
                 if stage <= 2 {
-                    for (pid, message) in targets(of: claim.request, stage: stage, state: &state) {
+                    for (pid, message) in targets(of: claim.request, stage: stage, preStamps: claim.preStamps, state: &state) {
                         guard let presenter = state.presenters[pid] else { continue }
                         switch message {
                         case .relinquishToReader(let token), .relinquishToWriter(let token):
@@ -323,8 +332,15 @@ package final class CoordinationEngine: Sendable {
     }
 
     /// The messages of one stage of `request`, by presenter.
-    private func targets(of request: ClaimRequest, stage: Int, state: inout State) -> [(UInt64, PresenterMessage)] {
+    private func targets(of request: ClaimRequest, stage: Int, preStamps: [String: FileStamp?],
+                         state: inout State) -> [(UInt64, PresenterMessage)] {
         var result: [UInt64: PresenterMessage] = [:]
+        // Presenters already prepared by a `prepare(…)` batch of the same purpose are not asked again.
+        var prepared = Set<UInt64>()
+        for claim in state.claims.values where claim.request.isPrepare && claim.request.purpose == request.purpose
+            && claim.phase == .granted && claim.request.id != request.id {
+            prepared.formUnion(claim.relinquished.map(\.presenter))
+        }
         func presenters(at path: String, subtree: Bool) -> [UInt64] {
             var ids = Array(state.byPath[path] ?? [])
             if subtree {
@@ -332,7 +348,7 @@ package final class CoordinationEngine: Sendable {
                     if let p = presenter.path, p != path, CanonicalPath.isSameOrDescendant(p, of: path) { ids.append(id) }
                 }
             }
-            return ids.filter { state.presenters[$0]?.purpose != request.purpose }
+            return ids.filter { state.presenters[$0]?.purpose != request.purpose && !prepared.contains($0) }
         }
         for item in request.items {
             let subtree = item.lock.mode.isSubtree
@@ -353,6 +369,7 @@ package final class CoordinationEngine: Sendable {
                 }
             case (.write(let options), 2):
                 if !options.isDisjoint(with: [.forDeleting, .forReplacing]) {
+                    guard (preStamps[item.path] ?? nil) != nil else { continue }  // nothing there to delete
                     for id in presenters(at: item.path, subtree: true) { result[id] = .accommodateDeletion }
                     for ancestor in CanonicalPath.ancestors(of: item.path) {
                         for id in presenters(at: ancestor, subtree: false) where result[id] == nil {

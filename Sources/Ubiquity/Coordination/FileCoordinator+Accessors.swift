@@ -65,6 +65,7 @@ extension FileCoordinator {
     // MARK: Throwing forms
 
     /// Coordinated read; returns what `reader` returns and rethrows what it throws.
+    @discardableResult
     public func coordinate<T>(readingItemAt url: URL, options: ReadingOptions = [],
                               byAccessor reader: (URL) throws -> T) throws -> T {
         let path = try canonical(url, resolveLast: options.contains(.resolvesSymbolicLink))
@@ -78,6 +79,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated write; returns what `writer` returns and rethrows what it throws.
+    @discardableResult
     public func coordinate<T>(writingItemAt url: URL, options: WritingOptions = [],
                               byAccessor writer: (URL) throws -> T) throws -> T {
         let path = try canonical(url)
@@ -85,6 +87,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated read of one item and write of another.
+    @discardableResult
     public func coordinate<T>(readingItemAt readingURL: URL, options readingOptions: ReadingOptions = [],
                               writingItemAt writingURL: URL, options writingOptions: WritingOptions = [],
                               byAccessor readerWriter: (URL, URL) throws -> T) throws -> T {
@@ -96,6 +99,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated write of two items (a move, a copy over).
+    @discardableResult
     public func coordinate<T>(writingItemAt url1: URL, options options1: WritingOptions = [],
                               writingItemAt url2: URL, options options2: WritingOptions = [],
                               byAccessor writer: (URL, URL) throws -> T) throws -> T {

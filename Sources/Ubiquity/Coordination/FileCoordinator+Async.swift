@@ -4,6 +4,7 @@ import UbiquityCore
 
 extension FileCoordinator {
     /// Coordinated read that waits without blocking a thread. Task cancellation cancels the wait.
+    @discardableResult
     public func coordinate<T: Sendable>(readingItemAt url: URL, options: ReadingOptions = [],
                                         byAccessor reader: @Sendable (URL) async throws -> T) async throws -> T {
         let path = try canonical(url, resolveLast: options.contains(.resolvesSymbolicLink))
@@ -17,6 +18,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated write that waits without blocking a thread.
+    @discardableResult
     public func coordinate<T: Sendable>(writingItemAt url: URL, options: WritingOptions = [],
                                         byAccessor writer: @Sendable (URL) async throws -> T) async throws -> T {
         let path = try canonical(url)
@@ -24,6 +26,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated read of one item and write of another, without blocking a thread.
+    @discardableResult
     public func coordinate<T: Sendable>(readingItemAt readingURL: URL, options readingOptions: ReadingOptions = [],
                                         writingItemAt writingURL: URL, options writingOptions: WritingOptions = [],
                                         byAccessor readerWriter: @Sendable (URL, URL) async throws -> T) async throws -> T {
@@ -35,6 +38,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated write of two items, without blocking a thread.
+    @discardableResult
     public func coordinate<T: Sendable>(writingItemAt url1: URL, options options1: WritingOptions = [],
                                         writingItemAt url2: URL, options options2: WritingOptions = [],
                                         byAccessor writer: @Sendable (URL, URL) async throws -> T) async throws -> T {
@@ -45,6 +49,7 @@ extension FileCoordinator {
     }
 
     /// Coordinated access to every intent's item as one claim; use `intent.url` inside `accessor`.
+    @discardableResult
     public func coordinate<T: Sendable>(with intents: [FileAccessIntent],
                                         byAccessor accessor: @Sendable () async throws -> T) async throws -> T {
         let items = try intents.map { intent -> ItemRequest in

@@ -1,8 +1,172 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
+import Foundation
+import Synchronization
+import Ubiquity
 
-// PLACEHOLDER: replaced by its implementation.
-struct Present: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "present")
-    func run() throws { throw ExitCode.failure }
+/// `ubiq present PATH`: makes any program a file presenter. Messages arrive as JSON lines on
+/// stdout; those that need an answer carry an `id`, answered with `{"ack":ID}` (or
+/// `{"ack":ID,"error":"…"}`) on stdin. Protocol: docs/coordination-protocol.md.
+struct Present: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Register a file presenter for PATH and print the messages it receives as JSON lines.",
+        discussion: """
+            Prints {"event":"ready",…} once registered, then one object per message, e.g.
+              {"id":7,"event":"relinquishToWriter"}    answer with {"ack":7}
+              {"id":8,"event":"savePresentedItemChanges"}
+              {"event":"didChange"}
+              {"event":"didMove","to":"/abs/new/path"}
+              {"event":"reacquire"}
+            Messages with an "id" hold the coordination until answered (or until the time-out).
+            Exits at end of stdin (unless --auto-ack), on SIGTERM or SIGINT.
+
+            Examples:
+              ubiq present ~/Ubiquity/notes.txt --auto-ack
+              coproc ubiq present notes.txt   # answer acks from a script
+            """
+    )
+
+    @Argument(help: "The file or folder to present (it need not exist yet).")
+    var path: String
+
+    @Flag(help: "Answer every message at once instead of waiting for acks on stdin.")
+    var autoAck = false
+
+    func run() async throws {
+        let absolute = CLI.absolutePath(path)
+        let presenter = JSONLinePresenter(url: URL(fileURLWithPath: absolute), autoAck: autoAck)
+        FileCoordinator.addFilePresenter(presenter)
+        CLI.printLine(CLI.jsonObject([
+            ("event", "ready"), ("path", presenter.presentedItemURL?.path ?? absolute),
+            ("daemon", FileCoordinator.isUsingCoordinationService),
+        ]))
+        if autoAck {
+            await CLI.waitForTermination { FileCoordinator.removeFilePresenter(presenter) }
+        } else {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let thread = Thread {
+                    while let line = readLine() { presenter.handleAnswer(line) }
+                    presenter.failPending("ubiq present: stdin closed")
+                    FileCoordinator.removeFilePresenter(presenter)
+                    continuation.resume()
+                }
+                thread.name = "ubiq.present.stdin"
+                thread.start()
+            }
+        }
+    }
+}
+
+/// A presenter that reports every message as a JSON line and waits for acks.
+final class JSONLinePresenter: FilePresenter {
+    private struct State {
+        var url: URL?
+        var nextID = 1
+        var pending: [Int: @Sendable ((any Error)?) -> Void] = [:]
+    }
+    private let state: Mutex<State>
+    private let autoAck: Bool
+    let presentedItemOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+
+    init(url: URL, autoAck: Bool) {
+        state = Mutex(State(url: url))
+        self.autoAck = autoAck
+    }
+
+    var presentedItemURL: URL? { state.withLock { $0.url } }
+
+    private func emit(_ event: String, _ extra: [(String, Any?)] = []) {
+        CLI.printLine(CLI.jsonObject([("event", event)] + extra))
+    }
+
+    /// Prints a message that needs an answer; `answer` runs when the ack arrives.
+    private func ask(_ event: String, _ extra: [(String, Any?)] = [], answer: @escaping @Sendable ((any Error)?) -> Void) {
+        let id = state.withLock { state -> Int in
+            defer { state.nextID += 1 }
+            if !autoAck { state.pending[state.nextID] = answer }
+            return state.nextID
+        }
+        CLI.printLine(CLI.jsonObject([("id", id), ("event", event)] + extra))
+        if autoAck { answer(nil) }
+    }
+
+    /// Handles one stdin line: `{"ack":N}` or `{"ack":N,"error":"…"}`.
+    func handleAnswer(_ line: String) {
+        guard let data = line.data(using: .utf8),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let id = (object["ack"] as? NSNumber)?.intValue else {
+            if !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                FileHandle.standardError.write(Data("ubiq present: ignoring line that is not {\"ack\":ID}: \(line)\n".utf8))
+            }
+            return
+        }
+        guard let answer = state.withLock({ $0.pending.removeValue(forKey: id) }) else {
+            FileHandle.standardError.write(Data("ubiq present: no pending message with id \(id)\n".utf8))
+            return
+        }
+        if let message = object["error"] as? String {
+            answer(UbiquityError(.presenterFailed, message))
+        } else {
+            answer(nil)
+        }
+    }
+
+    /// Answers every pending message with an error (stdin closed).
+    func failPending(_ message: String) {
+        let pending = state.withLock { state in defer { state.pending.removeAll() }; return Array(state.pending.values) }
+        for answer in pending { answer(UbiquityError(.presenterFailed, message)) }
+    }
+
+    func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        ask("relinquishToReader") { [self] _ in reader { self.emit("reacquire") } }
+    }
+
+    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        ask("relinquishToWriter") { [self] _ in writer { self.emit("reacquire") } }
+    }
+
+    func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        ask("savePresentedItemChanges", answer: completionHandler)
+    }
+
+    func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        ask("accommodateDeletion", answer: completionHandler)
+    }
+
+    func accommodatePresentedSubitemDeletion(at url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        ask("accommodateSubitemDeletion", [("path", url.path)], answer: completionHandler)
+    }
+
+    func presentedItemDidMove(to newURL: URL) {
+        state.withLock { $0.url = newURL }
+        emit("didMove", [("to", newURL.path)])
+    }
+
+    func presentedItemDidChange() { emit("didChange") }
+    func presentedSubitemDidAppear(at url: URL) { emit("subitemDidAppear", [("path", url.path)]) }
+    func presentedSubitemDidChange(at url: URL) { emit("subitemDidChange", [("path", url.path)]) }
+    func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
+        emit("subitemDidMove", [("path", oldURL.path), ("to", newURL.path)])
+    }
+    func presentedItemDidGain(_ version: FileVersion) { emit("didGainVersion", [("version", version.persistentIdentifier)]) }
+    func presentedItemDidLose(_ version: FileVersion) { emit("didLoseVersion", [("version", version.persistentIdentifier)]) }
+    func presentedItemDidResolveConflict(_ version: FileVersion) {
+        emit("didResolveConflictVersion", [("version", version.persistentIdentifier)])
+    }
+    func presentedSubitem(at url: URL, didGain version: FileVersion) {
+        emit("subitemDidGainVersion", [("path", url.path), ("version", version.persistentIdentifier)])
+    }
+    func presentedSubitem(at url: URL, didLose version: FileVersion) {
+        emit("subitemDidLoseVersion", [("path", url.path), ("version", version.persistentIdentifier)])
+    }
+    func presentedSubitem(at url: URL, didResolve version: FileVersion) {
+        emit("subitemDidResolveConflictVersion", [("path", url.path), ("version", version.persistentIdentifier)])
+    }
+    func presentedItemDidChangeUbiquityAttributes(_ attributes: Set<URLResourceKey>) {
+        emit("didChangeUbiquityAttributes", [("attributes", attributes.map(\.rawValue).sorted().joined(separator: ","))])
+    }
 }

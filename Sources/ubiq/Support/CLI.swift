@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import Foundation
+import Logging
+import Synchronization
+import Ubiquity
+
+/// Shared plumbing of the `ubiq` subcommands.
+enum CLI {
+    /// Exit code for "a needed service is unavailable" (sysexits EX_UNAVAILABLE).
+    static let unavailable: Int32 = 69
+    /// Exit code for "timed out" (sysexits EX_TEMPFAIL).
+    static let timedOut: Int32 = 75
+
+    /// An absolute path for a command-line argument (relative ones are taken from the current directory).
+    static func absolutePath(_ argument: String) -> String {
+        if argument.hasPrefix("/") { return CanonicalPath.normalize(argument) }
+        return CanonicalPath.normalize(FileManager.default.currentDirectoryPath + "/" + argument)
+    }
+
+    /// Prints `error` on stderr and returns the exit code for it.
+    static func report(_ error: any Error) -> ExitCode {
+        let message: String
+        var code = ExitCode.failure
+        if let error = error as? UbiquityError {
+            message = error.description
+            if error.code == .timedOut { code = ExitCode(timedOut) }
+            if error.code == .serviceUnavailable { code = ExitCode(unavailable) }
+        } else {
+            message = "\(error)"
+        }
+        FileHandle.standardError.write(Data("ubiq: \(message)\n".utf8))
+        return code
+    }
+
+    /// Runs `body`, turning a thrown error into a printed message and an exit code.
+    static func run(_ body: () throws -> Void) throws {
+        do { try body() } catch let error as ExitCode { throw error } catch let error as ValidationError { throw error } catch {
+            throw report(error)
+        }
+    }
+
+    /// Bootstraps logging to stderr at `level` (executables only).
+    static func bootstrapLogging(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// A process-wide lock for stdout, so that JSON lines from several threads never interleave.
+    static let outputLock = Mutex(())
+
+    /// Writes one line to stdout and flushes it.
+    static func printLine(_ line: String) {
+        outputLock.withLock { _ in
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+
+    /// Encodes a JSON object with the keys in the given order (values: String, Int, Bool, nil).
+    static func jsonObject(_ pairs: [(String, Any?)]) -> String {
+        let body = pairs.map { key, value -> String in
+            let encoded: String
+            switch value {
+            case let string as String: encoded = jsonString(string)
+            case let int as Int: encoded = String(int)
+            case let int as UInt64: encoded = String(int)
+            case let bool as Bool: encoded = bool ? "true" : "false"
+            case let double as Double: encoded = String(double)
+            default: encoded = "null"
+            }
+            return jsonString(key) + ":" + encoded
+        }
+        return "{" + body.joined(separator: ",") + "}"
+    }
+
+    /// A JSON string literal.
+    static func jsonString(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
+            }
+        }
+        return out + "\""
+    }
+
+    /// Blocks until SIGTERM or SIGINT arrives, then runs `onSignal`.
+    static func waitForTermination(_ onSignal: @escaping @Sendable () -> Void) async {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let queue = DispatchQueue(label: "ubiq.signals")
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let fired = Atomic<Bool>(false)
+            let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
+            for source in sources {
+                source.setEventHandler {
+                    guard !fired.exchange(true, ordering: .relaxed) else { return }
+                    onSignal()
+                    continuation.resume()
+                }
+                source.resume()
+            }
+            SignalSources.keep(sources)
+        }
+    }
+}
+
+/// Keeps signal sources alive for the life of the process.
+enum SignalSources {
+    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    private static let lock = NSLock()
+    static func keep(_ new: [any DispatchSourceSignal]) {
+        lock.lock()
+        sources += new
+        lock.unlock()
+    }
+}
+
+/// `--log-level` for commands that log.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "notice"
+
+    var level: Logger.Level { Logger.Level(rawValue: logLevel) ?? .notice }
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical (got '\(logLevel)')")
+        }
+    }
+}

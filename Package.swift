@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "UbiquitySyncTests",
-            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "ubiq", "MonkeyDocument"],
+            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "ubiq", "MonkeyDocument", "UbiquityBench"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Ubiquity
+
+/// `UbiquityBench MODE [options]`: the measurements behind docs/benchmarks.md and the
+/// cross-process stress worker used by the tests. Run through scripts/bench.
+@main
+enum UbiquityBench {
+    static func main() throws {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard !arguments.isEmpty else { usage() }
+        let mode = arguments.removeFirst()
+        let options = Options(arguments)
+        switch mode {
+        case "stress-worker": try StressWorker.run(options)
+        case "coordination": try CoordinationBench.run(options)
+        case "document-save": try DocumentSaveBench.run(options)
+        default: usage()
+        }
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("""
+            usage: UbiquityBench stress-worker --dir DIR --files N --ops M --threads T --log FILE
+                   UbiquityBench coordination --iterations N [--label L] [--presenter-in-process]
+                   UbiquityBench document-save --mib N [--runs R] --dir DIR
+
+            """.utf8))
+        exit(64)
+    }
+}
+
+/// `--name value` options.
+struct Options {
+    private var values: [String: String] = [:]
+    private var flags: Set<String> = []
+    init(_ arguments: [String]) {
+        var index = 0
+        while index < arguments.count {
+            let key = arguments[index].trimmingCharacters(in: CharacterSet(charactersIn: "-"))
+            if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
+                values[key] = arguments[index + 1]
+                index += 2
+            } else {
+                flags.insert(key)
+                index += 1
+            }
+        }
+    }
+    func string(_ key: String, _ fallback: String? = nil) -> String {
+        guard let value = values[key] ?? fallback else {
+            FileHandle.standardError.write(Data("missing --\(key)\n".utf8))
+            exit(64)
+        }
+        return value
+    }
+    func int(_ key: String, _ fallback: Int) -> Int { values[key].flatMap(Int.init) ?? fallback }
+    func flag(_ key: String) -> Bool { flags.contains(key) }
+}
+
+/// Percentiles of nanosecond samples.
+struct Samples {
+    var values: [UInt64] = []
+    mutating func add(_ value: UInt64) { values.append(value) }
+    func percentile(_ p: Double) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000
+    }
+}
+
+@inline(__always) func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}

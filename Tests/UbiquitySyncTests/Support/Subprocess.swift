@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Synchronization
+
+/// Where the package's executables were built (next to the test bundle), or `UBIQ_BIN_DIR`.
+enum Binaries {
+    static let directory: URL = {
+        if let dir = ProcessInfo.processInfo.environment["UBIQ_BIN_DIR"] { return URL(fileURLWithPath: dir) }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("ubiq").path) { return url }
+        }
+        let source = URL(fileURLWithPath: #filePath)
+        return source.deletingLastPathComponent().appendingPathComponent("../../../.build/debug").standardized
+    }()
+    static var ubiq: URL { directory.appendingPathComponent("ubiq") }
+    static var bench: URL { directory.appendingPathComponent("UbiquityBench") }
+    static var monkey: URL { directory.appendingPathComponent("MonkeyDocument") }
+}
+
+/// One simulated device: its own HOME and XDG folders, so daemons and clients of different
+/// devices never meet. Paths are short because Unix socket paths are limited to 107 bytes.
+final class Device: Sendable {
+    let root: URL
+    let environment: [String: String]
+
+    init() {
+        root = URL(fileURLWithPath: "/tmp/ubq-" + String(UUID().uuidString.prefix(8)))
+        for sub in ["home", "data", "state", "config", "run"] {
+            try! FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        var env = ProcessInfo.processInfo.environment
+        env["HOME"] = root.appendingPathComponent("home").path
+        env["XDG_DATA_HOME"] = root.appendingPathComponent("data").path
+        env["XDG_STATE_HOME"] = root.appendingPathComponent("state").path
+        env["XDG_CONFIG_HOME"] = root.appendingPathComponent("config").path
+        env["XDG_RUNTIME_DIR"] = root.appendingPathComponent("run").path
+        env.removeValue(forKey: "UBIQUITY_COORDINATION_SOCKET")
+        env.removeValue(forKey: "UBIQUITY_HOME")
+        environment = env
+    }
+
+    var socket: String { root.appendingPathComponent("run/ubiquity/coordination.sock").path }
+
+    func file(_ name: String, _ contents: String? = nil) -> URL {
+        let url = root.appendingPathComponent(name)
+        if let contents { try! Data(contents.utf8).write(to: url) }
+        return url
+    }
+
+    /// Starts a process of this device.
+    func start(_ executable: URL, _ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Subprocess {
+        try Subprocess(executable, arguments, environment: environment.merging(extraEnvironment) { $1 })
+    }
+
+    /// Runs `ubiq` to completion.
+    func ubiq(_ arguments: [String], timeout: Double = 60) throws -> (status: Int32, output: String) {
+        let process = try start(Binaries.ubiq, arguments)
+        let status = process.wait(seconds: timeout)
+        return (status ?? -1, process.output.joined(separator: "\n"))
+    }
+
+    /// Starts a daemon and waits until it listens.
+    func startDaemon() throws -> Subprocess {
+        let daemon = try start(Binaries.ubiq, ["daemon", "--log-level", "warning"])
+        guard daemon.waitForLine(containing: "listening on") != nil else {
+            daemon.kill()
+            throw DeviceError.didNotStart("ubiq daemon")
+        }
+        return daemon
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+}
+
+enum DeviceError: Error { case didNotStart(String) }
+
+/// A child process whose stdout lines are collected as they arrive.
+final class Subprocess: Sendable {
+    let process: Process
+    private let lines = Mutex<[String]>([])
+    private let input: Pipe
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String]) throws {
+        process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe()
+        input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.standardError
+        let handle = output.fileHandleForReading
+        let lines = self.lines
+        let thread = Thread {
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 10) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        try process.run()
+        thread.start()
+    }
+
+    var output: [String] { lines.withLock { $0 } }
+
+    /// Waits (generous deadline) for a line containing `text`; returns it.
+    func waitForLine(containing text: String, seconds: Double = 30) -> String? {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            if let line = output.first(where: { $0.contains(text) }) { return line }
+            usleep(5000)
+        }
+        return nil
+    }
+
+    /// Waits until at least `count` lines arrived.
+    func waitForLines(_ count: Int, seconds: Double = 30) -> [String] {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while output.count < count && Date() < deadline { usleep(5000) }
+        return output
+    }
+
+    /// Writes a line to the child's stdin.
+    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    func closeInput() { try? input.fileHandleForWriting.close() }
+
+    /// Waits for exit; nil on time-out.
+    func wait(seconds: Double = 60) -> Int32? {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while process.isRunning && Date() < deadline { usleep(5000) }
+        if process.isRunning { return nil }
+        return process.terminationStatus
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    func kill(_ signal: Int32 = SIGKILL) {
+        if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
+        _ = wait(seconds: 10)
+    }
+
+    deinit { kill() }
+}

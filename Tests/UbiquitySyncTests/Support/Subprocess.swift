@@ -79,7 +79,7 @@ enum DeviceError: Error { case didNotStart(String) }
 /// A child process whose stdout lines are collected as they arrive.
 final class Subprocess: Sendable {
     let process: Process
-    private let lines = Mutex<[String]>([])
+    private let lines = LineBuffer()
     private let input: Pipe
 
     init(_ executable: URL, _ arguments: [String], environment: [String: String]) throws {
@@ -103,7 +103,7 @@ final class Subprocess: Sendable {
                 while let newline = buffer.firstIndex(of: 10) {
                     let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
                     buffer.removeSubrange(buffer.startIndex...newline)
-                    lines.withLock { $0.append(line) }
+                    lines.append(line)
                 }
             }
         }
@@ -111,7 +111,7 @@ final class Subprocess: Sendable {
         thread.start()
     }
 
-    var output: [String] { lines.withLock { $0 } }
+    var output: [String] { lines.all }
 
     /// Waits (generous deadline) for a line containing `text`; returns it.
     func waitForLine(containing text: String, seconds: Double = 30) -> String? {
@@ -150,4 +150,11 @@ final class Subprocess: Sendable {
     }
 
     deinit { kill() }
+}
+
+/// Lines collected from a child's stdout.
+final class LineBuffer: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
 }

@@ -74,7 +74,10 @@ struct CrossProcessCoordinationTests {
         let refused = try device.start(Binaries.ubiq, ["coordinate", "read", file.path, "--", "touch", marker.path])
         let ask2 = try #require(present.waitForLine(containing: "relinquishToReader"))
         let id2 = try #require((try JSONSerialization.jsonObject(with: Data(ask2.utf8)) as? [String: Any])?["id"] as? Int)
-        present.send("{\"ack\":\(id2),\"error\":\"busy editing\"}")
+        present.send("{\"ack\":\(id2)}")
+        let ask3 = try #require(present.waitForLine(containing: "savePresentedItemChanges"))
+        let id3 = try #require((try JSONSerialization.jsonObject(with: Data(ask3.utf8)) as? [String: Any])?["id"] as? Int)
+        present.send("{\"ack\":\(id3),\"error\":\"busy editing\"}")
         #expect(refused.wait() == 1)
         #expect(!FileManager.default.fileExists(atPath: marker.path))
     }

@@ -35,8 +35,11 @@ struct Coordinate: AsyncParsableCommand {
     @Argument(help: "The item.")
     var path: String
 
-    @Argument(parsing: .captureForPassthrough, help: "For move: the destination; then -- and the command to run.")
-    var rest: [String] = []
+    @Argument(help: "For move: the destination.")
+    var destination: String?
+
+    @Argument(parsing: .postTerminator, help: "After --: the command to run and its arguments.")
+    var command: [String] = []
 
     @Option(help: "Coordination options, comma-separated (see above).")
     var options: String = ""
@@ -45,17 +48,11 @@ struct Coordinate: AsyncParsableCommand {
     var timeout: Double?
 
     func split() throws -> (dest: String?, command: [String]) {
-        var items = rest
-        var dest: String?
-        if let first = items.first, first != "--" {
-            dest = first
-            items.removeFirst()
-        }
-        guard items.first == "--" else {
+        let dest = destination
+        let items = command
+        guard !items.isEmpty else {
             throw ValidationError("expected -- and a command after the path, e.g. ubiq coordinate read FILE -- cat FILE")
         }
-        items.removeFirst()
-        guard !items.isEmpty else { throw ValidationError("no command given after --") }
         if kind == .move, dest == nil { throw ValidationError("move needs a destination: ubiq coordinate move SRC DEST -- COMMAND") }
         if kind != .move, let dest { throw ValidationError("unexpected argument '\(dest)' before --; only move takes a destination") }
         return (dest, items)

@@ -121,12 +121,24 @@ final class JSONLinePresenter: FilePresenter {
         for answer in pending { answer(UbiquityError(.presenterFailed, message)) }
     }
 
+    // A relinquish cannot be refused (Apple's API has no error for it): an error in its ack is
+    // reported on stderr and the item is relinquished; refuse in the save or accommodate answer.
     func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
-        ask("relinquishToReader") { [self] _ in reader { self.emit("reacquire") } }
+        ask("relinquishToReader") { [self] error in
+            if let error { Self.warnIgnoredRefusal(error) }
+            reader { self.emit("reacquire") }
+        }
     }
 
     func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
-        ask("relinquishToWriter") { [self] _ in writer { self.emit("reacquire") } }
+        ask("relinquishToWriter") { [self] error in
+            if let error { Self.warnIgnoredRefusal(error) }
+            writer { self.emit("reacquire") }
+        }
+    }
+
+    private static func warnIgnoredRefusal(_ error: any Error) {
+        FileHandle.standardError.write(Data("ubiq present: a relinquish cannot be refused (\(error)); answer the save or accommodate message with an error instead\n".utf8))
     }
 
     func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {

@@ -15,6 +15,8 @@ enum StressWorker {
         let failures = Mutex<[String]>([])
         let next = Atomic<Int>(0)
         let pid = getpid()
+        // --uncoordinated: the control run, which must show overlaps (proves the checker works).
+        let uncoordinated = options.flag("uncoordinated")
         DispatchQueue.concurrentPerform(iterations: threads) { _ in
             var generator = SystemRandomNumberGenerator()
             while true {
@@ -24,16 +26,22 @@ enum StressWorker {
                 let url = URL(fileURLWithPath: "\(dir)/f\(file)")
                 let write = Int.random(in: 0..<3, using: &generator) == 0
                 let coordinator = FileCoordinator()
+                func write(_ body: (URL) throws -> Void) throws {
+                    if uncoordinated { try body(url) } else { try coordinator.coordinate(writingItemAt: url, byAccessor: body) }
+                }
+                func read(_ body: (URL) throws -> Void) throws {
+                    if uncoordinated { try body(url) } else { try coordinator.coordinate(readingItemAt: url, byAccessor: body) }
+                }
                 do {
                     if write {
-                        try coordinator.coordinate(writingItemAt: url) { url in
+                        try write { url in
                             let start = monotonicNanoseconds()
                             try Data("\(pid) \(op)\n".utf8).write(to: url)
                             usleep(UInt32.random(in: 0...200))
                             records.withLock { $0.append("w \(file) \(start) \(monotonicNanoseconds()) \(pid)") }
                         }
                     } else {
-                        try coordinator.coordinate(readingItemAt: url) { url in
+                        try read { url in
                             let start = monotonicNanoseconds()
                             _ = try? Data(contentsOf: url)
                             usleep(UInt32.random(in: 0...200))

@@ -1,8 +1,141 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
+import Foundation
+import Ubiquity
 
-// PLACEHOLDER: replaced by its implementation.
+/// `ubiq container`: where the declared ubiquity containers live.
 struct ContainerCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "container")
-    func run() throws { throw ExitCode.failure }
+    static let configuration = CommandConfiguration(
+        commandName: "container",
+        abstract: "Show the declared ubiquity containers and their directories.",
+        discussion: """
+            Containers are declared with --container (repeatable) and the UBIQUITY_CONTAINERS \
+            environment variable (comma-separated); --container ones come first, and the first \
+            declared container is the default. Containers live in $UBIQUITY_HOME/containers or \
+            $XDG_DATA_HOME/ubiquity/containers.
+            """,
+        subcommands: [URLCommand.self, ListCommand.self]
+    )
+
+    /// The options every `container` subcommand takes.
+    struct Declarations: ParsableArguments {
+        @Option(name: .customLong("container"),
+                help: ArgumentHelp("Declare a container (repeatable), in addition to UBIQUITY_CONTAINERS.",
+                                   valueName: "id"))
+        var containers: [String] = []
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func validate() throws {
+            for container in containers {
+                do { _ = try ContainerIdentifier(container) } catch let error as UbiquityError {
+                    throw ValidationError("--container: \(error.message)")
+                }
+            }
+        }
+
+        /// The declared containers, or exit 1 with the error on stderr.
+        func load() throws -> UbiquityContainers {
+            try ContainerCommand.reporting { try UbiquityContainers(declaring: containers) }
+        }
+    }
+
+    /// One container, as printed with --json.
+    struct Entry: Encodable {
+        var identifier: String
+        var path: String
+        var documents: String
+        var isDefault: Bool
+
+        init(_ identifier: ContainerIdentifier, in containers: UbiquityContainers, url: URL? = nil) {
+            let location = url ?? containers.location(of: identifier)
+            self.identifier = identifier.rawValue
+            path = location.path
+            documents = location.appendingPathComponent(UbiquityContainers.documentsDirectoryName).path
+            isDefault = identifier == containers.defaultIdentifier
+        }
+    }
+
+    /// `ubiq container url [ID]`.
+    struct URLCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "url",
+            abstract: "Print a container's directory, creating it (and its Documents folder) if missing."
+        )
+
+        @Argument(help: ArgumentHelp("The container identifier (default: the first declared container).",
+                                     valueName: "id"))
+        var identifier: String?
+
+        @OptionGroup var declarations: Declarations
+
+        func validate() throws {
+            guard let identifier else { return }
+            do { _ = try ContainerIdentifier(identifier) } catch let error as UbiquityError {
+                throw ValidationError(error.message)
+            }
+        }
+
+        func run() throws {
+            let containers = try declarations.load()
+            let (resolved, url) = try ContainerCommand.reporting {
+                (try containers.identifier(for: identifier), try containers.containerURL(for: identifier))
+            }
+            if declarations.json {
+                try ContainerCommand.printJSON(Entry(resolved, in: containers, url: url))
+            } else {
+                print(url.path)
+            }
+        }
+    }
+
+    /// `ubiq container list`.
+    struct ListCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list",
+            abstract: "List the declared containers (the default first) and their directories, creating nothing."
+        )
+
+        @OptionGroup var declarations: Declarations
+
+        func run() throws {
+            let containers = try declarations.load()
+            let entries = containers.identifiers.map { Entry($0, in: containers) }
+            if declarations.json {
+                try ContainerCommand.printJSON(entries)
+                return
+            }
+            if entries.isEmpty {
+                ContainerCommand.printError("no ubiquity container is declared; use --container ID or "
+                                            + "\(UbiquityContainers.environmentVariable)=ID[,ID...]")
+                return
+            }
+            for entry in entries {
+                print("\(entry.identifier)\(entry.isDefault ? " (default)" : "")\t\(entry.path)")
+            }
+        }
+    }
+
+    /// Runs `body`; a `UbiquityError` goes to stderr and becomes exit status 1.
+    static func reporting<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as UbiquityError {
+            let hint = error.code == .unknownContainer ? "; on the command line, --container ID declares one too" : ""
+            printError("error: \(error.description)\(hint)")
+            throw ExitCode.failure
+        }
+    }
+
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
 }

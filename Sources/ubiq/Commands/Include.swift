@@ -1,8 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
+import Foundation
+import Ubiquity
 
-// PLACEHOLDER: replaced by its implementation.
+/// `ubiq include PATH`: clears the skip-backup attribute set by `ubiq exclude`.
 struct Include: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "include")
-    func run() throws { throw ExitCode.failure }
+    static let configuration = CommandConfiguration(
+        commandName: "include",
+        abstract: "Include an item in backup and sync again (clears the skip-backup attribute).",
+        discussion: "Removes the attribute `ubiq exclude` sets, under a coordinated metadata-only write. Including an item that is not excluded does nothing."
+    )
+
+    @Argument(help: "The file or folder (relative paths are taken from the current folder).")
+    var path: String
+
+    func run() throws {
+        try DocumentCommandIO.run("include") {
+            let url = try DocumentCommandIO.absoluteURL(path)
+            try Exclude.setExcluded(false, url)
+            print("'\(url.path)' is included in backup and sync")
+        }
+    }
 }

@@ -1,8 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
+import Foundation
+import Ubiquity
 
-// PLACEHOLDER: replaced by its implementation.
+/// `ubiq status PATH [--json]`: what Ubiquity knows about an item.
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status")
-    func run() throws { throw ExitCode.failure }
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show an item's kind, size, modification time, skip-backup state and conflicts.",
+        discussion: """
+            JSON keys: path, exists, kind (file, folder, symlink or null), size, modified, \
+            excluded (true or false) and conflicts (unresolved conflict versions). A missing item \
+            is reported with "exists": false, not as an error.
+            """
+    )
+
+    @Argument(help: "The file or folder (relative paths are taken from the current folder).")
+    var path: String
+
+    @Flag(help: "Print JSON (sorted keys).")
+    var json = false
+
+    func run() throws {
+        try DocumentCommandIO.run("status") {
+            let url = try DocumentCommandIO.absoluteURL(path)
+            let stamp = FileStamp.of(url.path)
+            let kind = stamp.map { $0.isSymbolicLink ? "symlink" : $0.isDirectory ? "folder" : "file" }
+            var excluded = false
+            if stamp != nil {
+                do {
+                    excluded = try url.ubiquityIsExcludedFromBackup
+                } catch let error as UbiquityError where error.code == .unsupported || error.code == .notFound {
+                    excluded = false  // no user attributes there (or a dangling symlink): nothing can be excluded
+                }
+            }
+            let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0
+            let modified = DocumentCommandIO.timestamp(stamp?.modificationDate)
+            if json {
+                try DocumentCommandIO.printJSON([
+                    "path": url.path,
+                    "exists": stamp != nil,
+                    "kind": kind ?? NSNull(),
+                    "size": stamp.map { $0.size as Any } ?? NSNull(),
+                    "modified": modified ?? NSNull(),
+                    "excluded": excluded,
+                    "conflicts": conflicts,
+                ])
+                return
+            }
+            print("path:      \(url.path)")
+            print("exists:    \(stamp != nil ? "yes" : "no")")
+            guard let stamp else { return }
+            print("kind:      \(kind ?? "-")")
+            print("size:      \(stamp.size) bytes")
+            print("modified:  \(modified ?? "-")")
+            print("excluded:  \(excluded ? "yes" : "no")")
+            print("conflicts: \(conflicts)")
+        }
+    }
 }

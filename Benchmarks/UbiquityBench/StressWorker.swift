@@ -26,22 +26,22 @@ enum StressWorker {
                 let url = URL(fileURLWithPath: "\(dir)/f\(file)")
                 let write = Int.random(in: 0..<3, using: &generator) == 0
                 let coordinator = FileCoordinator()
-                func write(_ body: (URL) throws -> Void) throws {
+                func coordinatedWrite(_ body: (URL) throws -> Void) throws {
                     if uncoordinated { try body(url) } else { try coordinator.coordinate(writingItemAt: url, byAccessor: body) }
                 }
-                func read(_ body: (URL) throws -> Void) throws {
+                func coordinatedRead(_ body: (URL) throws -> Void) throws {
                     if uncoordinated { try body(url) } else { try coordinator.coordinate(readingItemAt: url, byAccessor: body) }
                 }
                 do {
                     if write {
-                        try write { url in
+                        try coordinatedWrite { url in
                             let start = monotonicNanoseconds()
                             try Data("\(pid) \(op)\n".utf8).write(to: url)
                             usleep(UInt32.random(in: 0...200))
                             records.withLock { $0.append("w \(file) \(start) \(monotonicNanoseconds()) \(pid)") }
                         }
                     } else {
-                        try read { url in
+                        try coordinatedRead { url in
                             let start = monotonicNanoseconds()
                             _ = try? Data(contentsOf: url)
                             usleep(UInt32.random(in: 0...200))

@@ -15,6 +15,7 @@ enum UbiquityBench {
         case "stress-worker": try StressWorker.run(options)
         case "coordination": try CoordinationBench.run(options)
         case "document-save": try DocumentSaveBench.run(options)
+        case "stress-check": try StressCheck.run(arguments)
         default: usage()
         }
     }
@@ -24,6 +25,7 @@ enum UbiquityBench {
             usage: UbiquityBench stress-worker --dir DIR --files N --ops M --threads T --log FILE
                    UbiquityBench coordination --iterations N [--label L] [--presenter-in-process]
                    UbiquityBench document-save --mib N [--runs R] --dir DIR
+                   UbiquityBench stress-check LOG...
 
             """.utf8))
         exit(64)

@@ -43,7 +43,7 @@ public final class FileCoordinator: Sendable {
         if let filePresenter {
             purpose = Mutex((PresenterRegistry.purposeIdentifier(of: filePresenter), true))
         } else {
-            purpose = Mutex((UUID().uuidString, false))
+            purpose = Mutex((PurposeIdentifiers.next(), false))
         }
     }
 
@@ -117,4 +117,11 @@ public final class FileCoordinator: Sendable {
         guard let path = try? CanonicalPath.canonicalize(url.path) else { return }
         CoordinationRuntime.shared.ubiquityAttributesChanged(path: path, keys: attributes.map(\.rawValue))
     }
+}
+
+/// Cheap unique purpose identifiers: a per-process random prefix and a counter.
+enum PurposeIdentifiers {
+    private static let prefix = "\(getpid())-" + String(UInt64.random(in: 0...UInt64.max), radix: 36) + "-"
+    private static let counter = Atomic<UInt64>(0)
+    static func next() -> String { prefix + String(counter.wrappingAdd(1, ordering: .relaxed).oldValue, radix: 36) }
 }

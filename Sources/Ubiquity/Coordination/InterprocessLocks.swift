@@ -23,6 +23,8 @@ package final class InterprocessLocks: Sendable {
     private struct Held { var shared = 0; var exclusive = 0 }
     private struct PurposeLocks { var fd: Int32; var held: [Int64: Held] = [:] }
     private let table = Mutex<[String: PurposeLocks]>([:])
+    /// Open descriptors of the lock file that hold no locks, reused to avoid an open per claim.
+    private let spare = Mutex<[Int32]>([])
     private let lockFile: String
 
     package init(lockFile: String) {
@@ -64,7 +66,8 @@ package final class InterprocessLocks: Sendable {
             let (offset, exclusive) = wanted[index]
             let result: Int32 = try table.withLock { table in
                 if table[purpose] == nil {
-                    let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                    var fd = spare.withLock { $0.popLast() } ?? -1
+                    if fd < 0 { fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
                     guard fd >= 0 else { throw UbiquityError.posix("open", path: lockFile) }
                     table[purpose] = PurposeLocks(fd: fd)
                 }
@@ -121,7 +124,12 @@ package final class InterprocessLocks: Sendable {
                 }
             }
             if entry.held.isEmpty {
-                close(entry.fd)
+                let kept = spare.withLock { spare -> Bool in
+                    guard spare.count < 16 else { return false }
+                    spare.append(entry.fd)
+                    return true
+                }
+                if !kept { close(entry.fd) }
                 table.removeValue(forKey: purpose)
             } else {
                 table[purpose] = entry

@@ -116,9 +116,11 @@ package final class CoordinationEngine: Sendable {
         guard let claim = state.withLock({ $0.claims[id] }) else { return }
         var post: [(UInt64, PresenterMessage)] = []
         var postStamps: [String: FileStamp?] = [:]
-        for item in claim.request.items { postStamps[item.path] = FileStamp.of(item.path) }
+        if !claim.preStamps.isEmpty {
+            for item in claim.request.items { postStamps[item.path] = FileStamp.of(item.path) }
+        }
         let (endpoints, reacquire, granted) = state.withLock { state -> ([UInt64: any PresenterEndpoint], [(UInt64, UInt64)], [UInt64]) in
-            if !claim.request.isPrepare {
+            if !claim.request.isPrepare && !claim.preStamps.isEmpty {
                 for item in claim.request.items {
                     guard case .write(let options) = item.access else { continue }
                     let before = claim.preStamps[item.path] ?? nil
@@ -227,7 +229,8 @@ package final class CoordinationEngine: Sendable {
         var stage = first
         while true {
             var stamps: [String: FileStamp?] = [:]
-            if stage == 1, let items = state.withLock({ $0.claims[id]?.request.items }) {
+            // Stamps tell presenters "appeared" from "changed"; without presenters nobody asks.
+            if stage == 1, let items = state.withLock({ $0.presenters.isEmpty ? nil : $0.claims[id]?.request.items }) {
                 for item in items { stamps[item.path] = FileStamp.of(item.path) }
             }
             let step = state.withLock { state -> Step in

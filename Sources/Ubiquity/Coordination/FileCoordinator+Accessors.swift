@@ -226,11 +226,12 @@ extension FileCoordinator {
         let id = try acquire(items, isPrepare: false)
         let runtime = CoordinationRuntime.shared
         let locks = items.map(\.lock)
+        let bytes = InterprocessLocks.requests(for: locks)
         let purpose = purposeIdentifier
         let interprocess: InterprocessLocks
         do {
             interprocess = try runtime.locks()
-            try interprocess.acquire(locks, purpose: purpose, deadline: .now.advanced(by: timeout))
+            try interprocess.acquire(bytes, describing: items[0].path, purpose: purpose, deadline: .now.advanced(by: timeout))
         } catch {
             runtime.finish(claimID: id)
             throw error
@@ -239,7 +240,7 @@ extension FileCoordinator {
         stack.claims.append(ArbiterState.Claim(id: id, purpose: purpose, locks: locks))
         defer {
             stack.claims.removeLast()
-            interprocess.release(locks, purpose: purpose)
+            interprocess.release(bytes, purpose: purpose)
             runtime.finish(claimID: id)
             afterClaim()
         }

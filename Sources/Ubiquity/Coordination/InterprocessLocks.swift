@@ -31,20 +31,28 @@ package final class InterprocessLocks: Sendable {
         self.lockFile = lockFile
     }
 
-    /// The byte-range requests for `locks`: offset → exclusive?, sorted by offset.
+    /// The byte-range requests for `locks`: offset → exclusive?, sorted by offset. The root
+    /// folder takes no intention bytes (coordinating the deletion of `/` is not supported).
     package static func requests(for locks: [ItemLock]) -> [(offset: Int64, exclusive: Bool)] {
         var wanted: [Int64: Bool] = [:]
         func want(_ offset: Int64, _ exclusive: Bool) { wanted[offset] = (wanted[offset] ?? false) || exclusive }
         for lock in locks {
-            let base = slot(lock.path)
+            // One pass over the path: the FNV-1a state at each "/" is the hash of that ancestor.
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var index = 0
+            for byte in lock.path.utf8 {
+                if byte == UInt8(ascii: "/"), index > 0 {
+                    want(offset(of: hash) + (lock.mode.isWrite ? 2 : 1), false)
+                }
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                index += 1
+            }
+            let base = offset(of: hash)
             want(base, lock.mode.isWrite)
             switch lock.mode {
             case .subtreeWrite: want(base + 1, true); want(base + 2, true)
             case .subtreeRead: want(base + 2, true)
             default: break
-            }
-            for ancestor in CanonicalPath.ancestors(of: lock.path) {
-                want(slot(ancestor) + (lock.mode.isWrite ? 2 : 1), false)
             }
         }
         return wanted.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -53,12 +61,19 @@ package final class InterprocessLocks: Sendable {
     static func slot(_ path: String) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return Int64(bitPattern: (hash & ((1 << 58) - 1)) << 2)
+        return offset(of: hash)
     }
+
+    private static func offset(of hash: UInt64) -> Int64 { Int64(bitPattern: (hash & ((1 << 58) - 1)) << 2) }
 
     /// Takes the byte locks for `locks` on behalf of `purpose`, waiting until `deadline`.
     package func acquire(_ locks: [ItemLock], purpose: String, deadline: ContinuousClock.Instant) throws {
-        let wanted = Self.requests(for: locks)
+        try acquire(Self.requests(for: locks), describing: locks.first?.path ?? "?", purpose: purpose, deadline: deadline)
+    }
+
+    /// Takes precomputed byte locks (see ``requests(for:)``).
+    package func acquire(_ wanted: [(offset: Int64, exclusive: Bool)], describing path: String, purpose: String,
+                         deadline: ContinuousClock.Instant) throws {
         var taken: [(Int64, Bool)] = []
         var delay = 20  // microseconds
         var index = 0
@@ -91,13 +106,13 @@ package final class InterprocessLocks: Sendable {
                 continue
             }
             guard result == EAGAIN || result == EACCES || result == EINTR else {
-                release(taken, purpose: purpose)
+                release(taken.map { (offset: $0.0, exclusive: $0.1) }, purpose: purpose)
                 throw UbiquityError.posix("fcntl(F_OFD_SETLK)", path: lockFile, errno: result)
             }
             if ContinuousClock.now >= deadline {
-                release(taken, purpose: purpose)
+                release(taken.map { (offset: $0.0, exclusive: $0.1) }, purpose: purpose)
                 throw UbiquityError(.timedOut,
-                    "another process held a coordinated access to '\(locks.first?.path ?? "?")' past the time-out (inter-process lock on \(lockFile))")
+                    "another process held a coordinated access to '\(path)' past the time-out (inter-process lock on \(lockFile))")
             }
             usleep(UInt32(delay))
             delay = min(delay * 2, 2000)
@@ -106,12 +121,18 @@ package final class InterprocessLocks: Sendable {
 
     /// Releases what ``acquire(_:purpose:deadline:)`` took.
     package func release(_ locks: [ItemLock], purpose: String) {
-        release(Self.requests(for: locks).map { ($0.offset, $0.exclusive) }, purpose: purpose)
+        release(Self.requests(for: locks), purpose: purpose)
     }
 
-    private func release(_ taken: [(Int64, Bool)], purpose: String) {
+    /// Releases precomputed byte locks.
+    package func release(_ taken: [(offset: Int64, exclusive: Bool)], purpose: String) {
         table.withLock { table in
             guard var entry = table[purpose] else { return }
+            if entry.held.count == taken.count && taken.allSatisfy({ entry.held[$0.offset].map { $0.shared + $0.exclusive == 1 } ?? false }) {
+                // The common case: this claim is the purpose's only holder — one unlock of everything.
+                _ = ub_ofd_lock(entry.fd, 0, Int16(F_UNLCK), 0, 0)
+                entry.held.removeAll()
+            }
             for (offset, exclusive) in taken.reversed() {
                 guard var held = entry.held[offset] else { continue }
                 if exclusive { held.exclusive -= 1 } else { held.shared -= 1 }

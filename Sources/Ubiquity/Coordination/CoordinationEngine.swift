@@ -151,8 +151,14 @@ package final class CoordinationEngine: Sendable {
             for (pid, _) in record?.relinquished ?? [] { endpoints[pid] = state.presenters[pid]?.endpoint }
             return (endpoints, record?.relinquished ?? [], granted)
         }
-        for (pid, message) in post { endpoints[pid]?.deliver(message, reply: nil) }
-        for (pid, token) in reacquire { endpoints[pid]?.deliver(.reacquire(token: token), reply: nil) }
+        // Per presenter, in order: change notifications, then reacquire — one delivery each.
+        var batches: [UInt64: [PresenterMessage]] = [:]
+        var order: [UInt64] = []
+        for (pid, message) in post + reacquire.map({ ($0.0, PresenterMessage.reacquire(token: $0.1)) }) {
+            if batches[pid] == nil { order.append(pid) }
+            batches[pid, default: []].append(message)
+        }
+        for pid in order { endpoints[pid]?.deliver(batches[pid]!) }
         beginMessaging(granted)
     }
 

@@ -12,9 +12,24 @@ package final class LocalPresenterEndpoint: PresenterEndpoint {
         self.presenter = presenter
     }
 
+    /// Runs several reply-less messages in one operation on the presenter's queue.
+    package func deliver(_ messages: [PresenterMessage]) {
+        guard messages.count > 1 else {
+            if let message = messages.first { deliver(message, reply: nil) }
+            return
+        }
+        let inline = InlineQueue()
+        for message in messages { deliver(message, reply: nil, queue: inline) }
+        presenter.presentedItemOperationQueue.addOperation { inline.run() }
+    }
+
     package func deliver(_ message: PresenterMessage, reply: (@Sendable (UbiquityError?) -> Void)?) {
+        deliver(message, reply: reply, queue: nil)
+    }
+
+    private func deliver(_ message: PresenterMessage, reply: (@Sendable (UbiquityError?) -> Void)?, queue inline: InlineQueue?) {
         let presenter = self.presenter
-        let queue = presenter.presentedItemOperationQueue
+        let queue: any MessageQueue = inline ?? presenter.presentedItemOperationQueue
         let answer: @Sendable ((any Error)?) -> Void = { error in
             reply?(error.map { error in
                 (error as? UbiquityError) ?? UbiquityError(.presenterFailed, "\(error)", underlying: error)
@@ -67,4 +82,18 @@ package final class LocalPresenterEndpoint: PresenterEndpoint {
             queue.addOperation { presenter.presentedItemDidChangeUbiquityAttributes(Set(keys.map(URLResourceKey.init(rawValue:)))) }
         }
     }
+}
+
+/// Where a message's work goes: the presenter's queue, or a batch run later in one operation.
+protocol MessageQueue {
+    func addOperation(_ block: @escaping @Sendable () -> Void)
+}
+
+extension OperationQueue: MessageQueue {}
+
+/// Collects blocks to run together, in order, inside one operation.
+final class InlineQueue: MessageQueue, @unchecked Sendable {  // @unchecked because blocks are added before run() is scheduled
+    private var blocks: [@Sendable () -> Void] = []
+    func addOperation(_ block: @escaping @Sendable () -> Void) { blocks.append(block) }
+    func run() { for block in blocks { block() } }
 }

@@ -38,4 +38,12 @@ package protocol PresenterEndpoint: AnyObject, Sendable {
     /// Delivers `message`; `reply` is called once with nil (done) or an error when the message
     /// needs a reply, and is never called otherwise.
     func deliver(_ message: PresenterMessage, reply: (@Sendable ((UbiquityError)?) -> Void)?)
+    /// Delivers several messages that need no reply, in order (one queue hop where possible).
+    func deliver(_ messages: [PresenterMessage])
+}
+
+extension PresenterEndpoint {
+    package func deliver(_ messages: [PresenterMessage]) {
+        for message in messages { deliver(message, reply: nil) }
+    }
 }

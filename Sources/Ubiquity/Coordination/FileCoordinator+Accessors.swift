@@ -207,7 +207,9 @@ extension FileCoordinator {
         if cancelled.load(ordering: .relaxed) { runtime.cancel(claimID: request.id) }
         // Presenters usually answer within tens of microseconds: spin briefly before sleeping,
         // which saves a thread wake-up on the common path.
-        let spinUntil = DispatchTime.now().uptimeNanoseconds + 40_000
+        // Only in-process: through the daemon, the answer takes several hops and spinning would
+        // take a core away from the daemon and the presenter.
+        let spinUntil = DispatchTime.now().uptimeNanoseconds + (runtime.connectedClient() == nil ? 40_000 : 0)
         while !outcome.finished.load(ordering: .acquiring) && DispatchTime.now().uptimeNanoseconds < spinUntil {}
         if done.wait(timeout: .now() + .milliseconds(Int(request.timeout.components.seconds * 1000) + 5000)) == .timedOut {
             runtime.cancel(claimID: request.id)

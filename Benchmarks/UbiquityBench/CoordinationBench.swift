@@ -18,6 +18,15 @@ enum CoordinationBench {
         init(_ url: URL) { presentedItemURL = url }
     }
 
+    /// Registers a presenter that relinquishes at once and prints nothing, then waits forever.
+    static func present(_ options: Options) -> Never {
+        let presenter = Presenter(URL(fileURLWithPath: options.string("file")))
+        FileCoordinator.addFilePresenter(presenter)
+        print("ready daemon \(FileCoordinator.isUsingCoordinationService)")
+        fflush(stdout)
+        while true { sleep(3600) }
+    }
+
     static func run(_ options: Options) throws {
         let iterations = options.int("iterations", 2000)
         let file = URL(fileURLWithPath: options.string("file"))

@@ -16,6 +16,7 @@ enum UbiquityBench {
         case "coordination": try CoordinationBench.run(options)
         case "document-save": try DocumentSaveBench.run(options)
         case "stress-check": try StressCheck.run(arguments)
+        case "presenter": CoordinationBench.present(options)
         default: usage()
         }
     }
@@ -26,6 +27,7 @@ enum UbiquityBench {
                    UbiquityBench coordination --iterations N [--label L] [--presenter-in-process]
                    UbiquityBench document-save --mib N [--runs R] --dir DIR
                    UbiquityBench stress-check LOG...
+                   UbiquityBench presenter --file FILE   (a silent presenter until killed)
 
             """.utf8))
         exit(64)

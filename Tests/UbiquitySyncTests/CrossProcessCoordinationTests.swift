@@ -125,6 +125,31 @@ struct CrossProcessCoordinationTests {
         #expect(result.status == 75)
     }
 
+    @Test("presenters register with a daemon that starts later, and again after it restarts")
+    func reconnect() throws {
+        let device = Device()
+        let file = device.file("doc.txt", "x")
+        let present = try device.start(Binaries.ubiq, ["present", file.path, "--auto-ack"])
+        defer { present.kill() }
+        let ready = try #require(present.waitForLine(containing: "\"ready\""))
+        #expect(ready.contains("\"daemon\":false"))
+        func writeUntilHeard(_ count: Int) -> Bool {
+            let deadline = Date(timeIntervalSinceNow: 20)
+            while Date() < deadline {
+                _ = try? device.ubiq(["coordinate", "write", file.path, "--", "true"])
+                if events(present).filter({ $0 == "didChange" }).count >= count { return true }
+                usleep(100_000)
+            }
+            return false
+        }
+        let daemon = try device.startDaemon()
+        #expect(writeUntilHeard(1))
+        daemon.kill(SIGKILL)
+        let restarted = try device.startDaemon()
+        defer { restarted.kill(SIGTERM) }
+        #expect(writeUntilHeard(2))
+    }
+
     @Test("without a daemon, writers in different processes still exclude each other")
     func exclusionWithoutDaemon() throws {
         let device = Device()

@@ -14,6 +14,7 @@ package final class CoordinationRuntime: Sendable {
         var lastAttempt: ContinuousClock.Instant?
         var locks: InterprocessLocks
         var lockDirectoryReady = false
+        var reconnecting = false
     }
     private let state: Mutex<State>
     private let claimBackends = Mutex<[UInt64: any CoordinationBackend]>([:])
@@ -92,7 +93,32 @@ package final class CoordinationRuntime: Sendable {
 
     /// Called by the daemon client when its connection dropped.
     package func clientDisconnected(_ client: DaemonClient) {
-        state.withLock { if $0.client === client { $0.client = nil } }
+        state.withLock { if $0.client === client { $0.client = nil; $0.lastAttempt = nil } }
+        keepReconnecting()
+    }
+
+    /// While this process has presenters and no daemon connection, tries to reach the daemon
+    /// every 0.5 s, so that presenters are registered (again) as soon as a daemon runs — even
+    /// in a process that never coordinates itself (Apple's "re-adding presenters").
+    package func keepReconnecting() {
+        let start = state.withLock { state -> Bool in
+            guard state.configuration.usesDaemon, !state.reconnecting else { return false }
+            state.reconnecting = true
+            return true
+        }
+        guard start else { return }
+        _ = DeadlineTimer.shared.schedule(after: .milliseconds(500)) { [self] in self.reconnectAttempt() }
+    }
+
+    private func reconnectAttempt() {
+        _ = backend()
+        let presenters = !registry.entries.isEmpty
+        let again = state.withLock { state -> Bool in
+            let again = state.client == nil && presenters && state.configuration.usesDaemon
+            if !again { state.reconnecting = false }
+            return again
+        }
+        if again { _ = DeadlineTimer.shared.schedule(after: .milliseconds(500)) { [self] in self.reconnectAttempt() } }
     }
 
     // MARK: Presenters and events
@@ -100,7 +126,11 @@ package final class CoordinationRuntime: Sendable {
     package func addPresenter(_ presenter: any FilePresenter) {
         guard let entry = registry.add(presenter) else { return }
         engine.addPresenter(id: entry.id, purpose: entry.purpose, path: entry.path, endpoint: entry.endpoint)
-        if let client = connectedClient() { client.addPresenter(entry) } else { _ = backend() }
+        if let client = connectedClient() {
+            client.addPresenter(entry)
+        } else if !(backend() is DaemonClient) {
+            keepReconnecting()
+        }
     }
 
     package func removePresenter(_ presenter: any FilePresenter) {

@@ -22,8 +22,7 @@ enum CoordinationBench {
     static func present(_ options: Options) -> Never {
         let presenter = Presenter(URL(fileURLWithPath: options.string("file")))
         FileCoordinator.addFilePresenter(presenter)
-        print("ready daemon \(FileCoordinator.isUsingCoordinationService)")
-        fflush(stdout)
+        FileHandle.standardOutput.write(Data("ready daemon \(FileCoordinator.isUsingCoordinationService)\n".utf8))
         while true { sleep(3600) }
     }
 

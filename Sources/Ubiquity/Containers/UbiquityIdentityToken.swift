@@ -14,7 +14,7 @@ public struct UbiquityIdentityToken: Hashable, Sendable, Codable, CustomStringCo
     package init(server: String, user: String) {
         // Length-prefixed so that no two (server, user) pairs hash the same input.
         let input = "ubiquity-identity-v1:\(server.utf8.count):\(server):\(user.utf8.count):\(user)"
-        digest = IdentityDigest.hexHash(input.utf8)
+        digest = SHA256Digest.hexHash(input.utf8)
     }
 
     /// The token of `account`.

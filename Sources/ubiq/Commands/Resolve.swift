@@ -49,7 +49,7 @@ struct Resolve: ParsableCommand {
                 try DocumentCommandIO.printJSON([
                     "path": url.path,
                     "kept": keep,
-                    "savedVersion": outcome.savedVersion ?? NSNull(),
+                    "savedVersion": outcome.savedVersion.map { $0 as Any } ?? NSNull(),
                     "resolved": outcome.resolved,
                     "removed": outcome.removed,
                 ])

@@ -82,7 +82,7 @@ enum DocumentCommandIO {
     }
 
     /// Prints `object` as pretty JSON with sorted keys.
-    static func printJSON(_ object: Any) throws {
+    static func printJSON(_ object: [String: Any]) throws {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         print(String(decoding: data, as: UTF8.self))
     }

@@ -5,30 +5,55 @@ import Glibc
 /// Path helpers for coordination: every item is keyed by an absolute, normalised path whose
 /// existing parent directories have their symbolic links resolved.
 public enum CanonicalPath {
-    /// The canonical form of `path`: absolute (relative paths are refused), `.` and `..` removed,
-    /// symbolic links in the existing ancestors resolved. The last component is resolved too when
-    /// `resolveLast` is set (the `resolvesSymbolicLink` reading option).
+    /// The canonical form of `path`: absolute (relative paths are refused), walked the way the
+    /// kernel walks it — every symbolic link met is followed before a later `..` applies, so
+    /// `link/../x` means what the shell means — with the last component's link left alone unless
+    /// `resolveLast` (the `resolvesSymbolicLink` reading option). Components that do not exist
+    /// are kept as written. A trailing `/` after something that is not a folder is refused.
     public static func canonicalize(_ path: String, resolveLast: Bool = false) throws -> String {
         guard path.hasPrefix("/") else {
             throw UbiquityError(.invalidArgument, "path '\(path)' is relative; an absolute path is required")
         }
-        let normal = normalize(path)
-        if normal == "/" { return normal }
-        if resolveLast, let real = realpath(normal) { return real }
-        let parent = parentPath(of: normal)
-        let name = String(normal[normal.index(after: normal.lastIndex(of: "/")!)...])
-        // Resolve the nearest existing ancestor and re-append what does not exist yet.
-        var existing = parent
-        var missing: [String] = []
-        while existing != "/", realpath(existing) == nil {
-            missing.insert(lastComponent(of: existing), at: 0)
-            existing = parentPath(of: existing)
+        let resolved = try resolve(path, followLast: resolveLast)
+        if path.count > 1, path.hasSuffix("/"), let stamp = FileStamp.of(resolved), !stamp.isDirectory, !stamp.isSymbolicLink {
+            throw UbiquityError(.invalidArgument, "'\(path)' ends with '/' but '\(resolved)' is not a folder")
         }
-        var base = realpath(existing) ?? existing
-        for component in missing + [name] {
-            base = base == "/" ? "/" + component : base + "/" + component
+        return resolved
+    }
+
+    /// How many symbolic links a walk may follow (Linux's own limit).
+    public static let maximumLinks = 40
+
+    /// Walks `path` component by component as the kernel does (see ``canonicalize(_:resolveLast:)``);
+    /// `followLast` also follows a symbolic link in the last component.
+    public static func resolve(_ path: String, followLast: Bool) throws -> String {
+        guard path.hasPrefix("/") else {
+            throw UbiquityError(.invalidArgument, "path '\(path)' is relative; an absolute path is required")
         }
-        return base
+        var resolved: [Substring] = []
+        var pending = Array(path.split(separator: "/", omittingEmptySubsequences: true).reversed())
+        var links = 0
+        while let component = pending.popLast() {
+            if component == "." { continue }
+            if component == ".." {
+                if !resolved.isEmpty { resolved.removeLast() }
+                continue
+            }
+            // The last component of the walk is followed only when asked (or when more follows).
+            let isLast = pending.allSatisfy { $0 == "." }
+            let candidate = "/" + (resolved + [component]).joined(separator: "/")
+            guard !isLast || followLast, let target = readLink(candidate) else {
+                resolved.append(component)
+                continue
+            }
+            links += 1
+            guard links <= maximumLinks else {
+                throw UbiquityError(.invalidArgument, "path '\(path)' has too many levels of symbolic links")
+            }
+            if target.hasPrefix("/") { resolved.removeAll() }
+            pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: true).reversed())
+        }
+        return "/" + resolved.joined(separator: "/")
     }
 
     /// `path` with `.`, `..`, repeated and trailing slashes removed (purely lexical).
@@ -78,9 +103,11 @@ public enum CanonicalPath {
         return new + path.dropFirst(old.count)
     }
 
-    private static func realpath(_ path: String) -> String? {
-        guard let resolved = Glibc.realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+    /// The target of the symbolic link at `path`, or nil when it is not one (or is missing).
+    private static func readLink(_ path: String) -> Substring? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count >= 0 else { return nil }
+        return Substring(String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 }

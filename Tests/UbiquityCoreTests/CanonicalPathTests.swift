@@ -80,3 +80,32 @@ struct CanonicalPathTests {
         return String(cString: resolved)
     }
 }
+
+struct CanonicalPathKernelWalkTests {
+    @Test("'..' after a symbolic link applies to the link's target, as the kernel does")
+    func dotDotAfterLink() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-walk-" + UUID().uuidString).path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/a/b", withIntermediateDirectories: true)
+        try Data("hi".utf8).write(to: URL(fileURLWithPath: root + "/a/target"))
+        try FileManager.default.createSymbolicLink(atPath: root + "/lb", withDestinationPath: "a/b")
+        let real = try CanonicalPath.canonicalize(root)
+        #expect(try CanonicalPath.canonicalize(root + "/lb/../target") == real + "/a/target")
+        // The last component's link is kept unless asked; resolveLast follows it.
+        #expect(try CanonicalPath.canonicalize(root + "/lb") == real + "/lb")
+        #expect(try CanonicalPath.canonicalize(root + "/lb", resolveLast: true) == real + "/a/b")
+        // A trailing slash after a file is refused, as the kernel refuses it.
+        #expect(throws: UbiquityError.self) { try CanonicalPath.canonicalize(root + "/a/target/") }
+        #expect(try CanonicalPath.canonicalize(root + "/a/") == real + "/a")
+    }
+
+    @Test("symbolic link loops are an error, not a hang")
+    func loops() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-loop-" + UUID().uuidString).path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/x", withDestinationPath: "y")
+        try FileManager.default.createSymbolicLink(atPath: root + "/y", withDestinationPath: "x")
+        #expect(throws: UbiquityError.self) { try CanonicalPath.canonicalize(root + "/x/file") }
+    }
+}

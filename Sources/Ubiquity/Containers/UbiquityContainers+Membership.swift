@@ -11,12 +11,12 @@ extension UbiquityContainers {
     /// `outsideContainer` for any other path.
     public func container(containing url: URL) throws -> (identifier: ContainerIdentifier, relativePath: String) {
         let path = try Self.absolutePath(of: url)
-        let resolved = try ContainerPathResolver.resolve(path)
+        let resolved = try CanonicalPath.resolve(path, followLast: true)
         for identifier in identifiers {
-            let root = try ContainerPathResolver.resolve(location(of: identifier).path)
+            let root = try CanonicalPath.resolve(location(of: identifier).path, followLast: true)
             if let relative = Self.relativePath(of: resolved, under: root) { return (identifier, relative) }
         }
-        let containers = try ContainerPathResolver.resolve(paths.containersDirectory.path)
+        let containers = try CanonicalPath.resolve(paths.containersDirectory.path, followLast: true)
         if let relative = Self.relativePath(of: resolved, under: containers),
            let folder = relative.split(separator: "/").first,
            let identifier = try? ContainerIdentifier(folder.replacingOccurrences(of: "~", with: ".")) {
@@ -36,8 +36,8 @@ extension UbiquityContainers {
     public func validate(_ url: URL, in identifier: String? = nil) throws -> URL {
         let container = try self.identifier(for: identifier)
         let path = try Self.absolutePath(of: url)
-        let resolved = try ContainerPathResolver.resolve(path)
-        let root = try ContainerPathResolver.resolve(location(of: container).path)
+        let resolved = try CanonicalPath.resolve(path, followLast: true)
+        let root = try CanonicalPath.resolve(location(of: container).path, followLast: true)
         guard Self.relativePath(of: resolved, under: root) != nil else {
             throw UbiquityError(.outsideContainer, "'\(path)'\(Self.resolutionNote(path, resolved)) is outside container "
                                 + "'\(container)' ('\(root)')")

@@ -32,15 +32,7 @@ extension Document {
     func performOpen() -> Bool {
         begin(.open)
         defer { end() }
-        do {
-            try readCoordinated(from: fileURL)
-            updateState { $0.remove([.closed, .savingError]) }
-            refreshConflictState()
-            return true
-        } catch {
-            handleError(error, userInteractionPermitted: false)
-            return false
-        }
+        return loadMarkingOpen(from: fileURL)
     }
 
     func performRevert(to url: URL) -> Bool {
@@ -52,6 +44,11 @@ extension Document {
             updateState { $0.remove(.editingDisabled) }
             enableEditing()
         }
+        return loadMarkingOpen(from: url)
+    }
+
+    /// Reads `url` under coordination and marks the document open (or reports the error).
+    private func loadMarkingOpen(from url: URL) -> Bool {
         do {
             try readCoordinated(from: url)
             updateState { $0.remove([.closed, .savingError]) }

@@ -104,7 +104,7 @@ struct Coordinate: AsyncParsableCommand {
     func perform() throws -> Int32 {
         let (dest, command) = try split()
         let (reading, writing) = try parsedOptions()
-        let source = URL(fileURLWithPath: CLI.absolutePath(path))
+        let source = URL(fileURLWithPath: try CLI.absolutePath(path))
         let coordinator = FileCoordinator()
         if let timeout { coordinator.timeout = .milliseconds(Int64(timeout * 1000)) }
         var status: Int32 = 0
@@ -123,7 +123,7 @@ struct Coordinate: AsyncParsableCommand {
                     try Self.execute(command, path: $0, dest: nil)
                 }
             case .move:
-                let destination = URL(fileURLWithPath: CLI.absolutePath(dest!))
+                let destination = URL(fileURLWithPath: try CLI.absolutePath(dest!))
                 status = try coordinator.coordinate(writingItemAt: source, options: writing.union(.forMoving),
                                                     writingItemAt: destination, options: .forReplacing) { from, to in
                     let status = try Self.execute(command, path: from, dest: to)

@@ -32,15 +32,16 @@ struct Daemon: AsyncParsableCommand {
     func run() async throws {
         CLI.bootstrapLogging(level: logging.level)
         let logger = Logger(label: "ubiq.daemon")
-        let path = socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
         let service: CoordinationService
+        let path: String
         do {
+            path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             service = try CoordinationService(socketPath: path, logger: logger)
         } catch {
             throw CLI.report(error)
         }
         service.start()
-        if let readyFile { try? Data(path.utf8).write(to: URL(fileURLWithPath: CLI.absolutePath(readyFile))) }
+        if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }
         CLI.printLine("coordination service listening on \(path)")
         logger.notice("daemon ready", metadata: ["ubiquity.socket": "\(path)"])
         await CLI.waitForTermination { service.stop() }

@@ -33,7 +33,8 @@ struct Present: AsyncParsableCommand {
     var autoAck = false
 
     func run() async throws {
-        let absolute = CLI.absolutePath(path)
+        let absolute: String
+        do { absolute = try CLI.absolutePath(path) } catch { throw CLI.report(error) }
         let presenter = JSONLinePresenter(url: URL(fileURLWithPath: absolute), autoAck: autoAck)
         FileCoordinator.addFilePresenter(presenter)
         CLI.printLine(CLI.jsonObject([

@@ -40,7 +40,7 @@ struct Resolve: ParsableCommand {
 
     func run() throws {
         try DocumentCommandIO.run("resolve") {
-            let url = try DocumentCommandIO.absoluteURL(path)
+            let url = try DocumentCommandIO.fileURL(path)
             let keep = self.keep
             let outcome = try FileCoordinator().coordinate(writingItemAt: url, options: []) { url in
                 try Self.resolve(url, keeping: keep)

@@ -24,7 +24,7 @@ struct Versions: ParsableCommand {
 
     func run() throws {
         try DocumentCommandIO.run("versions") {
-            let url = try DocumentCommandIO.absoluteURL(path)
+            let url = try DocumentCommandIO.fileURL(path)
             guard let current = FileVersion.currentVersionOfItem(at: url) else {
                 throw UbiquityError(.notFound, "no item at '\(url.path)'")
             }
@@ -76,9 +76,16 @@ enum DocumentCommandIO {
     /// folder (the libraries refuse them).
     static func absoluteURL(_ argument: String) throws -> URL {
         guard !argument.isEmpty else { throw ValidationError("PATH must not be empty") }
-        let absolute = argument.hasPrefix("/") ? argument
-            : FileManager.default.currentDirectoryPath + "/" + argument
-        return URL(fileURLWithPath: CanonicalPath.normalize(absolute))
+        return URL(fileURLWithPath: try CLI.absolutePath(argument))
+    }
+
+    /// `absoluteURL`, refusing folders (file versions are kept for files only).
+    static func fileURL(_ argument: String) throws -> URL {
+        let url = try absoluteURL(argument)
+        if FileStamp.of(url.path)?.isDirectory == true {
+            throw UbiquityError(.unsupported, "'\(url.path)' is a folder; versions are kept for files only")
+        }
+        return url
     }
 
     /// Prints `object` as pretty JSON with sorted keys.

@@ -12,10 +12,11 @@ enum CLI {
     /// Exit code for "timed out" (sysexits EX_TEMPFAIL).
     static let timedOut: Int32 = 75
 
-    /// An absolute path for a command-line argument (relative ones are taken from the current directory).
-    static func absolutePath(_ argument: String) -> String {
-        if argument.hasPrefix("/") { return CanonicalPath.normalize(argument) }
-        return CanonicalPath.normalize(FileManager.default.currentDirectoryPath + "/" + argument)
+    /// An absolute path for a command-line argument (relative ones are taken from the current
+    /// directory), walked as the kernel walks it, so `link/../x` means what the shell means.
+    static func absolutePath(_ argument: String) throws -> String {
+        let absolute = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
+        return try CanonicalPath.canonicalize(absolute)
     }
 
     /// Prints `error` on stderr and returns the exit code for it.

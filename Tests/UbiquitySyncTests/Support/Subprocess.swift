@@ -98,7 +98,11 @@ final class Subprocess: Sendable {
             var buffer = Data()
             while true {
                 let chunk = handle.availableData
-                if chunk.isEmpty { break }
+                if chunk.isEmpty {
+                    if !buffer.isEmpty { lines.append(String(decoding: buffer, as: UTF8.self)) }  // a last line without newline
+                    lines.finish()
+                    break
+                }
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 10) {
                     let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
@@ -134,11 +138,12 @@ final class Subprocess: Sendable {
     func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
     func closeInput() { try? input.fileHandleForWriting.close() }
 
-    /// Waits for exit; nil on time-out.
+    /// Waits for exit and for the end of its output; nil on time-out.
     func wait(seconds: Double = 60) -> Int32? {
         let deadline = Date(timeIntervalSinceNow: seconds)
         while process.isRunning && Date() < deadline { usleep(5000) }
         if process.isRunning { return nil }
+        while !lines.finished && Date() < deadline { usleep(1000) }
         return process.terminationStatus
     }
 
@@ -154,7 +159,9 @@ final class Subprocess: Sendable {
 
 /// Lines collected from a child's stdout.
 final class LineBuffer: Sendable {
-    private let lines = Mutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
+    private let lines = Mutex<(lines: [String], finished: Bool)>(([], false))
+    func append(_ line: String) { lines.withLock { $0.lines.append(line) } }
+    func finish() { lines.withLock { $0.finished = true } }
+    var all: [String] { lines.withLock { $0.lines } }
+    var finished: Bool { lines.withLock { $0.finished } }
 }

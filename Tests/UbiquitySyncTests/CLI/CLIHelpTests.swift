@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+
+/// `ubiq … --help` for every command.
+@Suite("CLI help")
+struct CLIHelpTests {
+    /// Every command path (space-separated), the top level as "".
+    static let commands = [
+        "", "daemon", "present", "coordinate", "container", "container url", "container list",
+        "versions", "resolve", "exclude", "include", "status",
+    ]
+
+    /// The commands whose help shows an example today; the others are only checked for exit 0
+    /// and a usage line (they have no examples yet).
+    static let withExamples: Set<String> = ["daemon", "present", "coordinate"]
+
+    /// Whether `help` shows an example: "Example", "e.g.", or an invocation of the command with a
+    /// concrete argument (`ubiq versions notes.txt`) outside the USAGE line; placeholders such as
+    /// `<path>`, `[--json]` or `PATH` do not count.
+    static func hasExample(_ help: String, command: String) -> Bool {
+        if help.contains("Example") || help.contains("e.g.") { return true }
+        let invocation = "ubiq \(command) "
+        for line in help.split(separator: "\n") where !line.hasPrefix("USAGE:") {
+            var rest = Substring(line)
+            while let range = rest.range(of: invocation) {
+                rest = rest[range.upperBound...]
+                let word = rest.prefix { $0 != " " && $0 != "`" && $0 != "'" }
+                let placeholder = word.isEmpty || "<[-".contains(word.first!)
+                    || word.allSatisfy { $0.isUppercase || $0 == "-" || $0 == "|" || $0 == "_" }
+                if !placeholder { return true }
+            }
+        }
+        return false
+    }
+
+    @Test("--help exits 0 with a usage line; daemon, present and coordinate show examples", arguments: commands)
+    func help(_ command: String) throws {
+        let device = Device()
+        let words = command.split(separator: " ").map(String.init)
+        let run = try device.run(words + ["--help"])
+        #expect(run.status == 0, "\(run)")
+        #expect(!run.stdout.isEmpty, "\(run)")
+        #expect(run.stdout.contains("USAGE: ubiq" + (command.isEmpty ? "" : " " + command)), "\(run)")
+        if Self.withExamples.contains(command) {
+            #expect(Self.hasExample(run.stdout, command: command), "\(run)")
+        }
+    }
+
+    @Test("the example detector finds examples and ignores usage placeholders")
+    func detector() {
+        #expect(Self.hasExample("Examples:\n  ubiq daemon", command: "daemon"))
+        #expect(Self.hasExample("do this, e.g. that", command: "x"))
+        #expect(Self.hasExample("Run `ubiq status notes.txt` to see it.", command: "status"))
+        #expect(!Self.hasExample("USAGE: ubiq status <path> [--json]", command: "status"))
+        #expect(!Self.hasExample("Use `ubiq resolve` to settle; `ubiq versions PATH` lists ids.", command: "resolve"))
+        #expect(!Self.hasExample("`ubiq versions PATH` lists the ids", command: "versions"))
+    }
+}

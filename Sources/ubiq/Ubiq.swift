@@ -12,6 +12,12 @@ struct Ubiq: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 success; 1 failure (message on stderr); 64 bad usage; 69 a needed \
             service is unavailable; 75 timed out. `ubiq coordinate` exits with its command's status.
+
+            Examples:
+              ubiq daemon &                                   # the coordination service
+              ubiq present notes.txt --auto-ack               # watch coordination messages
+              ubiq coordinate write notes.txt -- sh -c 'date > notes.txt'
+              ubiq exclude cache.db && ubiq status cache.db --json
             """,
         subcommands: [
             Daemon.self, Present.self, Coordinate.self,

@@ -13,6 +13,11 @@ struct ContainerCommand: ParsableCommand {
             environment variable (comma-separated); --container ones come first, and the first \
             declared container is the default. Containers live in $UBIQUITY_HOME/containers or \
             $XDG_DATA_HOME/ubiquity/containers.
+
+            Examples:
+              UBIQUITY_CONTAINERS=iCloud.com.example.Notes ubiq container url
+              ubiq container url iCloud.com.example.Notes --container iCloud.com.example.Notes --json
+              ubiq container list --container iCloud.com.example.Notes
             """,
         subcommands: [URLCommand.self, ListCommand.self]
     )

@@ -12,6 +12,10 @@ struct Exclude: ParsableCommand {
             Sets the extended attribute user.com.apple.metadata:com_apple_backup_excludeItem, as \
             Apple's isExcludedFromBackup does on macOS, under a coordinated metadata-only write. \
             `ubiq include` undoes it.
+
+            Examples:
+              ubiq exclude build/cache.db
+              ubiq exclude ~/Ubiquity/scratch
             """
     )
 

@@ -8,7 +8,12 @@ struct Include: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "include",
         abstract: "Include an item in backup and sync again (clears the skip-backup attribute).",
-        discussion: "Removes the attribute `ubiq exclude` sets, under a coordinated metadata-only write. Including an item that is not excluded does nothing."
+        discussion: """
+            Removes the attribute `ubiq exclude` sets, under a coordinated metadata-only write. Including an item that is not excluded does nothing.
+
+            Examples:
+              ubiq include build/cache.db
+            """
     )
 
     @Argument(help: "The file or folder (relative paths are taken from the current folder).")

@@ -13,6 +13,10 @@ struct Resolve: ParsableCommand {
             current content is first saved as an ordinary version, then replaced by the kept \
             version's content, so nothing is lost. Then every conflict version is marked \
             resolved and removed. `ubiq versions PATH` lists the ids.
+
+            Examples:
+              ubiq resolve notes.txt --keep current
+              ubiq resolve notes.txt --keep 5F1C…   (an id from ubiq versions)
             """
     )
 

@@ -12,6 +12,10 @@ struct Status: ParsableCommand {
             JSON keys: path, exists, kind (file, folder, symlink or null), size, modified, \
             excluded (true or false) and conflicts (unresolved conflict versions). A missing item \
             is reported with "exists": false, not as an error.
+
+            Examples:
+              ubiq status notes.txt
+              ubiq status notes.txt --json
             """
     )
 

@@ -13,6 +13,10 @@ struct Versions: ParsableCommand {
             $XDG_DATA_HOME/ubiquity/versions). Use `ubiq resolve` to settle conflicts.
             JSON output: {"path", "current", "versions": [...], "conflicts": <unresolved count>}, \
             each version with id, name, conflict, resolved, modified, device, size and url.
+
+            Examples:
+              ubiq versions notes.txt
+              ubiq versions ~/Ubiquity/notes.txt --json
             """
     )
 

@@ -72,8 +72,17 @@ public final class UnixSocket: @unchecked Sendable {  // @unchecked because fd i
 
     /// Sends one line (a newline is appended). Thread-safe.
     public func send(_ line: [UInt8]) throws {
-        var bytes = line
-        bytes.append(10)
+        try send(lines: [line])
+    }
+
+    /// Sends several lines in one write, so the peer wakes once for all of them. Thread-safe.
+    public func send(lines: [[UInt8]]) throws {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(lines.reduce(0) { $0 + $1.count + 1 })
+        for line in lines {
+            bytes += line
+            bytes.append(10)
+        }
         writeLock.lock()
         defer { writeLock.unlock() }
         try bytes.withUnsafeBytes { raw in
@@ -88,6 +97,10 @@ public final class UnixSocket: @unchecked Sendable {  // @unchecked because fd i
             }
         }
     }
+
+    /// Whether a complete line is already buffered (the next ``readLine()`` will not block).
+    /// Call from the reading thread only.
+    public var hasBufferedLine: Bool { buffer.contains(10) }
 
     /// Reads the next line (without its newline); nil at end of stream. Call from one thread only.
     public func readLine() -> [UInt8]? {

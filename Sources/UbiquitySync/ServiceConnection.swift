@@ -27,6 +27,10 @@ final class ServiceConnection: Sendable {
         do { try socket.send(message.encoded()) } catch { socket.shutdown() }
     }
 
+    func send(_ messages: [WireMessage]) {
+        do { try socket.send(lines: messages.map { $0.encoded() }) } catch { socket.shutdown() }
+    }
+
     /// Registers a pending reply and returns its message id (0 when the connection is closed,
     /// in which case `reply` was already called: a gone presenter counts as having answered).
     func expectReply(_ reply: @escaping @Sendable (UbiquityError?) -> Void) -> UInt64? {
@@ -123,6 +127,11 @@ final class RemotePresenterEndpoint: PresenterEndpoint {
     init(connection: ServiceConnection, clientID: UInt64) {
         self.connection = connection
         self.clientID = clientID
+    }
+
+    /// Several reply-less messages in one socket write.
+    func deliver(_ messages: [PresenterMessage]) {
+        connection.send(messages.map { .message(messageID: 0, presenterID: clientID, $0) })
     }
 
     func deliver(_ message: PresenterMessage, reply: (@Sendable (UbiquityError?) -> Void)?) {

@@ -80,8 +80,22 @@ package final class DaemonClient: CoordinationBackend {
     // MARK: Reading
 
     private func readLoop() {
+        // Reply-less messages for one presenter that arrive together are delivered together
+        // (one operation on the presenter's queue).
+        var batch: (presenter: UInt64, messages: [PresenterMessage])?
+        func flush() {
+            if let (presenter, messages) = batch { deliver(messages, presenterID: presenter) }
+            batch = nil
+        }
         while let line = socket.readLine() {
             guard let message = try? WireMessage(decoding: line) else { continue }
+            if case .message(0, let presenterID, let presenterMessage) = message {
+                if let current = batch, current.presenter != presenterID { flush() }
+                batch = (presenterID, (batch?.messages ?? []) + [presenterMessage])
+                if !socket.hasBufferedLine { flush() }
+                continue
+            }
+            flush()
             switch message {
             case .granted(let id):
                 state.withLock { $0.pending.removeValue(forKey: id) }?(nil)
@@ -105,6 +119,12 @@ package final class DaemonClient: CoordinationBackend {
             completion(UbiquityError(.serviceUnavailable,
                 "the coordination daemon went away while this coordinated access waited; retry (coordination continues in-process)"))
         }
+    }
+
+    private func deliver(_ messages: [PresenterMessage], presenterID: UInt64) {
+        guard let entry = runtime.registry.entry(id: presenterID) else { return }
+        for case .didMove(let to) in messages { runtime.presenterMoved(id: presenterID, to: to) }
+        entry.endpoint.deliver(messages)
     }
 
     private func deliver(_ message: PresenterMessage, messageID: UInt64, presenterID: UInt64) {

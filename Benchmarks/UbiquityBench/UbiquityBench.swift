@@ -17,6 +17,13 @@ enum UbiquityBench {
         case "document-save": try DocumentSaveBench.run(options)
         case "stress-check": try StressCheck.run(arguments)
         case "presenter": CoordinationBench.present(options)
+        case "add-conflict":
+            // Test helper: adds a conflict version in this process (as sync will), so that
+            // presenters elsewhere hear of it through the daemon.
+            let version = try FileVersion.addConflictVersion(
+                ofItemAt: URL(fileURLWithPath: options.string("file")),
+                withContentsOf: URL(fileURLWithPath: options.string("contents")), savingComputerName: "bench")
+            print(version.persistentIdentifier)
         default: usage()
         }
     }
@@ -28,6 +35,7 @@ enum UbiquityBench {
                    UbiquityBench document-save --mib N [--runs R] --dir DIR
                    UbiquityBench stress-check LOG...
                    UbiquityBench presenter --file FILE   (a silent presenter until killed)
+                   UbiquityBench add-conflict --file FILE --contents OTHER
 
             """.utf8))
         exit(64)

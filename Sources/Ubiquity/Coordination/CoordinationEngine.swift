@@ -41,6 +41,8 @@ package final class CoordinationEngine: Sendable {
         var nextToken: UInt64 = 1
         /// Presenters moved by a claim's accessor (by purpose): they heard `didMove`, not `didChange`.
         var moved: [String: Set<UInt64>] = [:]
+        /// Paths moved from and to by a claim's accessor (by purpose): folders heard `subitemDidMove`.
+        var movedPaths: [String: Set<String>] = [:]
     }
 
     private let state = Mutex(State())
@@ -134,6 +136,7 @@ package final class CoordinationEngine: Sendable {
                     }
                     let appeared = before == nil && after != nil
                     if before == nil && after == nil { continue }
+                    if state.movedPaths[claim.request.purpose]?.contains(item.path) == true { continue }
                     for ancestor in CanonicalPath.ancestors(of: item.path) {
                         for id in others(state.byPath[ancestor] ?? []) {
                             post.append((id, appeared ? .subitemDidAppear(path: item.path) : .subitemDidChange(path: item.path)))
@@ -144,6 +147,7 @@ package final class CoordinationEngine: Sendable {
             let record = state.claims.removeValue(forKey: id)
             if !state.claims.values.contains(where: { $0.request.purpose == claim.request.purpose }) {
                 state.moved.removeValue(forKey: claim.request.purpose)
+                state.movedPaths.removeValue(forKey: claim.request.purpose)
             }
             let granted = state.arbiter.remove(id)
             var endpoints: [UInt64: any PresenterEndpoint] = [:]
@@ -170,6 +174,9 @@ package final class CoordinationEngine: Sendable {
     package func itemDidMove(from old: String, to new: String, purpose: String) {
         let deliveries = state.withLock { state -> [(any PresenterEndpoint, PresenterMessage)] in
             var deliveries: [(any PresenterEndpoint, PresenterMessage)] = []
+            if state.claims.values.contains(where: { $0.request.purpose == purpose }) {
+                state.movedPaths[purpose, default: []].formUnion([old, new])
+            }
             for (id, presenter) in state.presenters {
                 guard let path = presenter.path, CanonicalPath.isSameOrDescendant(path, of: old) else { continue }
                 let moved = CanonicalPath.rebase(path, from: old, to: new)

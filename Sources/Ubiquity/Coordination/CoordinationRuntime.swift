@@ -170,11 +170,13 @@ package final class CoordinationRuntime: Sendable {
         }
     }
 
+    /// Version events reach presenters in every process, so they go through the daemon when one
+    /// runs (connecting if this process has not yet).
     package func versionEvent(_ kind: VersionEventKind, path: String, versionID: String) {
-        (connectedClient() ?? engine as any CoordinationBackend).versionEvent(kind, path: path, versionID: versionID)
+        backend().versionEvent(kind, path: path, versionID: versionID)
     }
 
     package func ubiquityAttributesChanged(path: String, keys: [String]) {
-        (connectedClient() ?? engine as any CoordinationBackend).ubiquityAttributesChanged(path: path, keys: keys)
+        backend().ubiquityAttributesChanged(path: path, keys: keys)
     }
 }

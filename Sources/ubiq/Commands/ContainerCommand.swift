@@ -122,15 +122,19 @@ struct ContainerCommand: ParsableCommand {
         }
     }
 
-    /// Runs `body`; a `UbiquityError` goes to stderr and becomes exit status 1.
+    /// Runs `body` through ``CLI/run(_:_:)``, adding a hint to unknown-container errors.
     static func reporting<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as UbiquityError {
-            let hint = error.code == .unknownContainer ? "; on the command line, --container ID declares one too" : ""
-            printError("error: \(error.description)\(hint)")
-            throw ExitCode.failure
+        var result: T?
+        try CLI.run("container") {
+            do {
+                result = try body()
+            } catch var error as UbiquityError where error.code == .unknownContainer {
+                error.message += "; on the command line, --container ID declares one too"
+                throw error
+            }
         }
+        guard let result else { throw ExitCode.failure }
+        return result
     }
 
     static func printJSON(_ value: some Encodable) throws {

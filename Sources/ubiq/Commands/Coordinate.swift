@@ -94,7 +94,7 @@ struct Coordinate: AsyncParsableCommand {
         } catch let error as ValidationError {
             throw error
         } catch {
-            throw CLI.report(error)
+            throw CLI.report(error, command: "coordinate")
         }
         if status != 0 { throw ExitCode(status) }
     }

@@ -38,7 +38,7 @@ struct Daemon: AsyncParsableCommand {
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             service = try CoordinationService(socketPath: path, logger: logger)
         } catch {
-            throw CLI.report(error)
+            throw CLI.report(error, command: "daemon")
         }
         service.start()
         if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }

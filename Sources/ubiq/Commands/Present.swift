@@ -34,7 +34,7 @@ struct Present: AsyncParsableCommand {
 
     func run() async throws {
         let absolute: String
-        do { absolute = try CLI.absolutePath(path) } catch { throw CLI.report(error) }
+        do { absolute = try CLI.absolutePath(path) } catch { throw CLI.report(error, command: "present") }
         let presenter = JSONLinePresenter(url: URL(fileURLWithPath: absolute), autoAck: autoAck)
         FileCoordinator.addFilePresenter(presenter)
         CLI.printLine(CLI.jsonObject([

@@ -19,8 +19,9 @@ enum CLI {
         return try CanonicalPath.canonicalize(absolute)
     }
 
-    /// Prints `error` on stderr and returns the exit code for it.
-    static func report(_ error: any Error) -> ExitCode {
+    /// Prints `error` on stderr as `ubiq[ COMMAND]: message` and returns its exit code: 75 for a
+    /// time-out, 69 when a needed service went away, 1 otherwise.
+    static func report(_ error: any Error, command: String? = nil) -> ExitCode {
         let message: String
         var code = ExitCode.failure
         if let error = error as? UbiquityError {
@@ -30,14 +31,15 @@ enum CLI {
         } else {
             message = "\(error)"
         }
-        FileHandle.standardError.write(Data("ubiq: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("ubiq\(command.map { " " + $0 } ?? ""): \(message)\n".utf8))
         return code
     }
 
-    /// Runs `body`, turning a thrown error into a printed message and an exit code.
-    static func run(_ body: () throws -> Void) throws {
+    /// Runs a command's body: usage errors and explicit exit codes pass through; any other error
+    /// is printed (``report(_:command:)``) and becomes the exit code.
+    static func run(_ command: String, _ body: () throws -> Void) throws {
         do { try body() } catch let error as ExitCode { throw error } catch let error as ValidationError { throw error } catch {
-            throw report(error)
+            throw report(error, command: command)
         }
     }
 

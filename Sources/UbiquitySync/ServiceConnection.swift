@@ -27,6 +27,9 @@ final class ServiceConnection: Sendable {
         do { try socket.send(message.encoded()) } catch { socket.shutdown() }
     }
 
+    /// The client's process id (from its hello).
+    var pid: Int32 { state.withLock { $0.pid } }
+
     func send(_ messages: [WireMessage]) {
         do { try socket.send(lines: messages.map { $0.encoded() }) } catch { socket.shutdown() }
     }
@@ -71,8 +74,9 @@ final class ServiceConnection: Sendable {
             case .claim(let clientID, let purpose, let isPrepare, let millis, let items):
                 let engineID = service.makeID()
                 state.withLock { $0.claims[clientID] = (engineID, false) }
-                let request = ClaimRequest(id: engineID, purpose: purpose, items: items, isPrepare: isPrepare,
+                var request = ClaimRequest(id: engineID, purpose: purpose, items: items, isPrepare: isPrepare,
                                            timeout: .milliseconds(max(millis, 1)))
+                request.origin = "process \(pid)"
                 engine.request(request) { [self] error in
                     if let error {
                         self.state.withLock { _ = $0.claims.removeValue(forKey: clientID) }
@@ -123,6 +127,8 @@ final class ServiceConnection: Sendable {
 final class RemotePresenterEndpoint: PresenterEndpoint {
     private let connection: ServiceConnection
     private let clientID: UInt64
+
+    var location: String { "in process \(connection.pid)" }
 
     init(connection: ServiceConnection, clientID: UInt64) {
         self.connection = connection

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import UbiquityCore
 
 /// One item of a claim: its canonical path and how it is accessed.
@@ -37,6 +38,8 @@ package struct ClaimRequest: Sendable {
     package var isPrepare: Bool
     /// How long the claim may wait, and how long each presenter may take to answer.
     package var timeout: Duration
+    /// Who asked, for error messages ("process 1234").
+    package var origin: String = "process \(getpid())"
 
     package init(id: UInt64, purpose: String, items: [ItemRequest], isPrepare: Bool, timeout: Duration) {
         self.id = id

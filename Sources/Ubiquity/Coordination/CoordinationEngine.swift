@@ -26,7 +26,7 @@ package final class CoordinationEngine: Sendable {
         var completion: Completion?
         var phase = Phase.waiting
         var relinquished: [(presenter: UInt64, token: UInt64)] = []
-        var pending = 0
+        var pending: Set<UInt64> = []
         var stage = 0
         var timer: UInt64?
         var preStamps: [String: FileStamp?] = [:]
@@ -99,7 +99,8 @@ package final class CoordinationEngine: Sendable {
         if waitingNow {
             let token = timer.schedule(after: request.timeout) { [self] in
                 self.fail(request.id, UbiquityError(.timedOut,
-                    "coordinated access to '\(request.items.first?.path ?? "?")' waited longer than \(request.timeout) for other coordinated readers or writers"),
+                    "coordinated access to '\(request.items.first?.path ?? "?")' waited longer than \(request.timeout) for "
+                    + self.describeBlockers(of: request.id)),
                     onlyIfWaiting: true)
             }
             state.withLock { $0.claims[request.id]?.timer = token }
@@ -277,7 +278,7 @@ package final class CoordinationEngine: Sendable {
                 }
                 claim.phase = .messaging
                 claim.stage = stage
-                claim.pending = messages.count
+                claim.pending = Set(messages.map(\.0))
                 state.claims[id] = claim
                 let purposes = Set(messages.compactMap { state.presenters[$0.0]?.purpose })
                 return .deliver(messages, state.arbiter.setMessaging(id, purposes: purposes), claim.request.timeout)
@@ -295,7 +296,7 @@ package final class CoordinationEngine: Sendable {
                 let current = stage
                 let token = timer.schedule(after: timeout) { [self] in
                     self.fail(id, UbiquityError(.timedOut,
-                        "a file presenter did not answer within \(timeout); the coordinated access was abandoned"),
+                        "\(self.describePending(of: id)) did not answer within \(timeout); the coordinated access was abandoned"),
                         onlyIfStage: current)
                 }
                 state.withLock { $0.claims[id]?.timer = token }
@@ -310,6 +311,36 @@ package final class CoordinationEngine: Sendable {
         }
     }
 
+    /// "the presenter of '/a' (in process 12)": who a messaging claim still waits for.
+    private func describePending(of id: UInt64) -> String {
+        state.withLock { state in
+            let names = (state.claims[id]?.pending ?? []).sorted().compactMap { pid -> String? in
+                guard let presenter = state.presenters[pid] else { return nil }
+                return "the presenter of '\(presenter.path ?? "?")' (\(presenter.endpoint.location))"
+            }
+            return names.isEmpty ? "a file presenter" : names.joined(separator: ", ")
+        }
+    }
+
+    /// "a coordinated write of '/a' by process 12": the claims a waiting claim waits for.
+    private func describeBlockers(of id: UInt64) -> String {
+        state.withLock { state in
+            guard let waiting = state.arbiter.waiting.first(where: { $0.id == id }) else { return "other coordinated accesses" }
+            let earlier = state.arbiter.waiting.prefix { $0.id != id }
+            let blockers = (Array(state.arbiter.granted.values) + earlier).filter { ArbiterState.conflict($0, waiting) }
+            let names = blockers.prefix(5).compactMap { blocker -> String? in
+                guard let claim = state.claims[blocker.id] else { return nil }
+                let kinds = claim.request.items.map { item -> String in
+                    if case .read = item.access { return "read of '\(item.path)'" }
+                    return "write of '\(item.path)'"
+                }
+                let phase = claim.phase == .waiting ? "queued" : "holding"
+                return "a coordinated \(kinds.joined(separator: " and ")) by \(claim.request.origin) (\(phase))"
+            }
+            return names.isEmpty ? "other coordinated accesses" : names.joined(separator: "; ")
+        }
+    }
+
     private func reply(_ id: UInt64, stage: Int, presenter: UInt64, error: UbiquityError?) {
         if let error {
             fail(id, UbiquityError(.presenterFailed, "a file presenter refused the coordinated access: \(error.message)", underlying: error),
@@ -318,8 +349,8 @@ package final class CoordinationEngine: Sendable {
         }
         let done = state.withLock { state -> Bool in
             guard var claim = state.claims[id], claim.phase == .messaging, claim.stage == stage else { return false }
-            claim.pending -= 1
-            let done = claim.pending == 0
+            claim.pending.remove(presenter)
+            let done = claim.pending.isEmpty
             if done, let timer = claim.timer { self.timer.cancel(timer); claim.timer = nil }
             state.claims[id] = claim
             return done

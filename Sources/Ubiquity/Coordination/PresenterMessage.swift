@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import UbiquityCore
 
 /// A message to one presenter, as the engine sends it (in-process or over the daemon's socket).
@@ -40,9 +41,13 @@ package protocol PresenterEndpoint: AnyObject, Sendable {
     func deliver(_ message: PresenterMessage, reply: (@Sendable ((UbiquityError)?) -> Void)?)
     /// Delivers several messages that need no reply, in order (one queue hop where possible).
     func deliver(_ messages: [PresenterMessage])
+    /// Where the presenter lives, for error messages ("in process 1234").
+    var location: String { get }
 }
 
 extension PresenterEndpoint {
+    package var location: String { "in process \(getpid())" }
+
     package func deliver(_ messages: [PresenterMessage]) {
         for message in messages { deliver(message, reply: nil) }
     }

@@ -152,11 +152,36 @@ struct FileCoordinatorTests {
         var ran = false
         #expect {
             try coordinator.coordinate(writingItemAt: file) { _ in ran = true }
-        } throws: { ($0 as? UbiquityError)?.code == .timedOut }
+        } throws: { error in
+            // The message names the presenter that did not answer and where it lives.
+            guard let error = error as? UbiquityError, error.code == .timedOut else { return false }
+            return error.message.contains("presenter of '\(file.path)'") && error.message.contains("in process \(getpid())")
+        }
         #expect(!ran)
         FileCoordinator.removeFilePresenter(stuck)
         try FileCoordinator().coordinate(writingItemAt: file) { _ in ran = true }
         #expect(ran)
+    }
+
+    @Test("a claim that waits too long fails with timedOut naming what holds the item")
+    func waitTimeoutNamesHolder() throws {
+        let dir = TemporaryDirectory()
+        let file = dir.file("a.txt", "x")
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            try? FileCoordinator().coordinate(writingItemAt: file) { _ in holding.signal(); release.wait() }
+        }
+        holder.start()
+        holding.wait()
+        defer { release.signal() }
+        let waiter = FileCoordinator()
+        waiter.timeout = .milliseconds(200)
+        #expect {
+            try waiter.coordinate(readingItemAt: file) { _ in }
+        } throws: { error in
+            guard let error = error as? UbiquityError, error.code == .timedOut else { return false }
+            return error.message.contains("coordinated write of '\(file.path)' by process \(getpid()) (holding)")
+        }
     }
 
     @Test("a presenter that refuses makes the coordination fail with its error")

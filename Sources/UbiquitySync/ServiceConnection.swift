@@ -63,7 +63,11 @@ final class ServiceConnection: Sendable {
                 state.withLock { $0.pid = pid }
             case .addPresenter(let clientID, let purpose, let path):
                 let engineID = service.makeID()
-                state.withLock { $0.presenters[clientID] = engineID }
+                // Registering the same presenter again (a reconnect race) replaces it: one
+                // registration, one copy of every message.
+                if let old = state.withLock({ $0.presenters.updateValue(engineID, forKey: clientID) }) {
+                    engine.removePresenter(id: old)
+                }
                 engine.addPresenter(id: engineID, purpose: purpose, path: path,
                                     endpoint: RemotePresenterEndpoint(connection: self, clientID: clientID))
                 send(.presenterAdded(id: clientID))

@@ -107,7 +107,14 @@ package final class CoordinationRuntime: Sendable {
             return true
         }
         guard start else { return }
-        _ = DeadlineTimer.shared.schedule(after: .milliseconds(500)) { [self] in self.reconnectAttempt() }
+        scheduleReconnect()
+    }
+
+    /// The attempt runs off the timer thread: registering presenters waits for the daemon's acks.
+    private func scheduleReconnect() {
+        _ = DeadlineTimer.shared.schedule(after: .milliseconds(500)) { [self] in
+            DispatchQueue.global().async { self.reconnectAttempt() }
+        }
     }
 
     private func reconnectAttempt() {
@@ -118,7 +125,7 @@ package final class CoordinationRuntime: Sendable {
             if !again { state.reconnecting = false }
             return again
         }
-        if again { _ = DeadlineTimer.shared.schedule(after: .milliseconds(500)) { [self] in self.reconnectAttempt() } }
+        if again { scheduleReconnect() }
     }
 
     // MARK: Presenters and events

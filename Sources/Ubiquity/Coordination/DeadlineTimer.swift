@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Synchronization
 
 /// Runs actions at deadlines on one background thread (not the cooperative pool); used for
 /// coordination time-outs, which must fire even when every other thread is blocked.
-package final class DeadlineTimer: Sendable {
+///
+/// All state is guarded by `condition`'s lock, so a deadline scheduled while the thread is about
+/// to sleep cannot be missed. The thread is woken only when a new deadline comes before the one
+/// it sleeps towards, which is never more than a second away.
+package final class DeadlineTimer: @unchecked Sendable {  // @unchecked because every field is guarded by `condition`
     private struct Entry { var deadline: ContinuousClock.Instant; var action: @Sendable () -> Void }
-    private struct State {
-        var entries: [UInt64: Entry] = [:]
-        var next: UInt64 = 1
-        var started = false
-        /// When the timer thread will next wake up by itself.
-        var wake: ContinuousClock.Instant?
-    }
-    private let state = Mutex(State())
     private let condition = NSCondition()
+    private var entries: [UInt64: Entry] = [:]
+    private var next: UInt64 = 1
+    private var started = false
+    /// The deadline the thread sleeps towards (nil while it runs actions or has not started).
+    private var sleepingUntil: ContinuousClock.Instant?
 
     package static let shared = DeadlineTimer()
 
@@ -23,57 +23,58 @@ package final class DeadlineTimer: Sendable {
     /// Schedules `action` after `delay`; returns a token for ``cancel(_:)``.
     package func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
         let deadline = ContinuousClock.now.advanced(by: delay)
-        let (token, start, earlier) = state.withLock { state -> (UInt64, Bool, Bool) in
-            let token = state.next
-            state.next += 1
-            state.entries[token] = Entry(deadline: deadline, action: action)
-            let start = !state.started
-            state.started = true
-            // Wake the timer thread only if this deadline comes before its planned wake-up.
-            let earlier = state.wake.map { deadline < $0 } ?? true
-            if earlier { state.wake = deadline }
-            return (token, start, earlier)
-        }
-        if start {
+        condition.lock()
+        defer { condition.unlock() }
+        let token = next
+        next += 1
+        entries[token] = Entry(deadline: deadline, action: action)
+        if !started {
+            started = true
             let thread = Thread { [self] in self.loop() }
             thread.name = "ubiquity.timer"
             thread.start()
-        } else if earlier {
-            condition.lock()
+        } else if let sleepingUntil, deadline < sleepingUntil {
             condition.signal()
-            condition.unlock()
         }
         return token
     }
 
     /// Cancels a scheduled action (no effect if it already ran).
     package func cancel(_ token: UInt64) {
-        _ = state.withLock { $0.entries.removeValue(forKey: token) }
+        condition.lock()
+        entries.removeValue(forKey: token)
+        condition.unlock()
     }
 
     private func loop() {
+        condition.lock()
         while true {
             let now = ContinuousClock.now
-            let (due, earliest) = state.withLock { state -> ([@Sendable () -> Void], ContinuousClock.Instant?) in
-                var due: [@Sendable () -> Void] = []
-                var earliest: ContinuousClock.Instant?
-                for (token, entry) in state.entries {
-                    if entry.deadline <= now {
-                        due.append(entry.action)
-                        state.entries.removeValue(forKey: token)
-                    } else if earliest == nil || entry.deadline < earliest! {
-                        earliest = entry.deadline
-                    }
+            var due: [@Sendable () -> Void] = []
+            var earliest: ContinuousClock.Instant?
+            for (token, entry) in entries {
+                if entry.deadline <= now {
+                    due.append(entry.action)
+                    entries.removeValue(forKey: token)
+                } else if earliest.map({ entry.deadline < $0 }) ?? true {
+                    earliest = entry.deadline
                 }
-                return (due, earliest)
             }
-            for action in due { action() }
-            let wait = min(earliest.map { now.duration(to: $0) } ?? .seconds(1), .seconds(1))
-            state.withLock { $0.wake = now.advanced(by: wait) }
-            condition.lock()
+            if !due.isEmpty {
+                sleepingUntil = nil
+                condition.unlock()
+                for action in due { action() }
+                condition.lock()
+                continue
+            }
+            // Sleep at most 1 s: deadlines further away than that never need to wake the thread
+            // (most are 30 s time-outs cancelled long before), which keeps claims cheap.
+            let cap = now.advanced(by: .seconds(1))
+            let until = earliest.map { min($0, cap) } ?? cap
+            sleepingUntil = until
+            let wait = now.duration(to: until)
             let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
-            _ = condition.wait(until: Date(timeIntervalSinceNow: min(max(seconds, 0.001), 1)))
-            condition.unlock()
+            _ = condition.wait(until: Date(timeIntervalSinceNow: max(seconds, 0.0005)))
         }
     }
 }

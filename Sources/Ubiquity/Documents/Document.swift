@@ -127,6 +127,10 @@ open class Document: FilePresenter, @unchecked Sendable {
         let data: Data
         do {
             data = try Data(contentsOf: url)
+        } catch let error as CocoaError where error.code == .fileReadNoPermission {
+            throw UbiquityError(.permissionDenied, "cannot read '\(url.path)': permission denied", underlying: error)
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            throw UbiquityError(.notFound, "cannot read '\(url.path)': no such file", underlying: error)
         } catch {
             throw UbiquityError(.io, "cannot read '\(url.path)'", underlying: error)
         }

@@ -5,10 +5,10 @@ import Testing
 /// Files the user may not read: clear errors, nothing changed, no temporary files. Root reads
 /// everything, so the programs run as `nobody` through setpriv(1) (skipped when that is not
 /// possible).
-@Suite("Unreadable files", .enabled(if: UnreadableFileTests.canRunAsNobody, "needs root, setpriv, and binaries nobody can run"))
-struct UnreadableFileTests {
-    /// Root, setpriv, and a build folder that `nobody` can reach (a clone under /root is not).
-    static let canRunAsNobody: Bool = {
+/// Whether tests can run the built programs as `nobody`: root, setpriv, and a build folder that
+/// `nobody` can reach (a clone under /root is not).
+enum Nobody {
+    static let canRun: Bool = {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return false }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -19,7 +19,10 @@ struct UnreadableFileTests {
         process.waitUntilExit()
         return process.terminationStatus == 0
     }()
+}
 
+@Suite("Unreadable files", .enabled(if: Nobody.canRun, "needs root, setpriv, and binaries nobody can run"))
+struct UnreadableFileTests {
     /// Runs `arguments` as nobody; returns the status and stderr.
     func runAsNobody(_ arguments: [String], runtime: String) throws -> (Int32, String) {
         let process = Process()

@@ -153,6 +153,29 @@ struct CrossProcessCoordinationTests {
         #expect(writer.wait() == 0)
     }
 
+    @Test("a writer killed while it holds its claim does not block the next one", arguments: [true, false])
+    func holderCrashes(daemon useDaemon: Bool) throws {
+        let device = Device()
+        let daemon = useDaemon ? try device.startDaemon() : nil
+        defer { daemon?.kill(SIGTERM) }
+        let file = device.file("doc.txt", "x")
+        let marker = device.root.appendingPathComponent("holding")
+        // The command records its pid (exec keeps it) and lets go of our output pipe.
+        let holder = try device.start(Binaries.ubiq, ["coordinate", "write", file.path, "--", "sh", "-c",
+                                                      "echo $$ > '\(marker.path)'; exec sleep 30 >/dev/null 2>&1"])
+        let deadline = Date(timeIntervalSinceNow: 20)
+        var orphan: Int32?
+        while orphan == nil && Date() < deadline {
+            orphan = (try? String(contentsOf: marker, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            usleep(5000)
+        }
+        #expect(orphan != nil)
+        holder.kill(SIGKILL)  // the coordinating process dies; its command (sleep) lives on
+        let next = try device.ubiq(["coordinate", "write", file.path, "--timeout", "10", "--", "true"])
+        #expect(next.status == 0)
+        if let orphan { kill(orphan, SIGKILL) }
+    }
+
     @Test("a presenter that never answers makes the writer time out (exit 75) instead of hanging")
     func presenterTimeout() throws {
         let device = Device()

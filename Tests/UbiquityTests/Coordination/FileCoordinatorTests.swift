@@ -167,13 +167,8 @@ struct FileCoordinatorTests {
     func waitTimeoutNamesHolder() throws {
         let dir = TemporaryDirectory()
         let file = dir.file("a.txt", "x")
-        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            try? FileCoordinator().coordinate(writingItemAt: file) { _ in holding.signal(); release.wait() }
-        }
-        holder.start()
-        holding.wait()
-        defer { release.signal() }
+        let release = holdWrite(file)
+        defer { release() }
         let waiter = FileCoordinator()
         waiter.timeout = .milliseconds(200)
         #expect {
@@ -196,6 +191,16 @@ struct FileCoordinatorTests {
         } throws: { ($0 as? UbiquityError)?.code == .presenterFailed }
         // It relinquished, so it reacquires even though the read failed.
         #expect(presenter(refusing, reaches: "reacquire"))
+    }
+
+    /// Holds a coordinated write of `file` on another thread until the returned closure is called.
+    func holdWrite(_ file: URL) -> () -> Void {
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        Thread {
+            try? FileCoordinator().coordinate(writingItemAt: file) { _ in holding.signal(); release.wait() }
+        }.start()
+        holding.wait()
+        return { release.signal() }
     }
 
     func presenter(_ presenter: RecordingPresenter, reaches event: String) -> Bool {
@@ -222,18 +227,13 @@ struct FileCoordinatorTests {
     func cancel() throws {
         let dir = TemporaryDirectory()
         let file = dir.file("a.txt", "x")
-        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            try? FileCoordinator().coordinate(writingItemAt: file) { _ in holding.signal(); release.wait() }
-        }
-        holder.start()
-        holding.wait()
+        let release = holdWrite(file)
         let waiter = FileCoordinator()
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { waiter.cancel() }
         var error: NSError?
         var ran = false
         waiter.coordinate(writingItemAt: file, options: [], error: &error) { _ in ran = true }
-        release.signal()
+        release()
         #expect(!ran)
         #expect(error?.domain == NSCocoaErrorDomain && error?.code == NSUserCancelledError)
     }

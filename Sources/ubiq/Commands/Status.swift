@@ -28,8 +28,12 @@ struct Status: ParsableCommand {
     func run() throws {
         try DocumentCommandIO.run("status") {
             let url = try DocumentCommandIO.absoluteURL(path)
-            let stamp = FileStamp.of(url.path)
-            let kind = stamp.map { $0.isSymbolicLink ? "symlink" : $0.isDirectory ? "folder" : "file" }
+            let own = FileStamp.of(url.path)
+            // A symbolic link is reported as one, with its target; size, date and the skip-backup
+            // state are the target's (exclude and include act on the target too).
+            let target = own?.isSymbolicLink == true ? try? CanonicalPath.canonicalize(url.path, resolveLast: true) : nil
+            let stamp = target.flatMap(FileStamp.of) ?? own
+            let kind = own.map { $0.isSymbolicLink ? "symlink" : $0.isDirectory ? "folder" : "file" }
             var excluded = false
             if stamp != nil {
                 do {
@@ -45,6 +49,7 @@ struct Status: ParsableCommand {
                     "path": url.path,
                     "exists": stamp != nil,
                     "kind": kind ?? NSNull(),
+                    "target": target ?? NSNull(),
                     "size": stamp.map { $0.size as Any } ?? NSNull(),
                     "modified": modified ?? NSNull(),
                     "excluded": excluded,
@@ -55,7 +60,7 @@ struct Status: ParsableCommand {
             print("path:      \(url.path)")
             print("exists:    \(stamp != nil ? "yes" : "no")")
             guard let stamp else { return }
-            print("kind:      \(kind ?? "-")")
+            print("kind:      \(kind ?? "-")\(target.map { " → " + $0 } ?? "")")
             print("size:      \(stamp.size) bytes")
             print("modified:  \(modified ?? "-")")
             print("excluded:  \(excluded ? "yes" : "no")")

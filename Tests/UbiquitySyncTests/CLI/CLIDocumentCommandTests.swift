@@ -164,4 +164,18 @@ struct CLIDocumentCommandTests {
         }
         #expect(try attribute(file) == nil)
     }
+
+    @Test("a symbolic link: status names its target and reports the target's skip-backup state, as exclude acts on it")
+    func symbolicLink() throws {
+        let device = Device()
+        let file = device.file("f.txt", "hello")
+        let link = device.root.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "f.txt")
+        #expect(try device.run(["exclude", link.path]).status == 0)
+        let run = try device.run(["status", link.path, "--json"])
+        let status = try JSONDecoder().decode(StatusJSON.self, from: Data(run.stdout.utf8))
+        #expect(status.kind == "symlink" && status.excluded && status.size == 5)
+        #expect(status.target.map { $0.hasSuffix("/f.txt") } == true)
+        #expect(try BackupExclusion.isExcluded(file.path))
+    }
 }

@@ -90,10 +90,11 @@ extension Device {
 
 /// `ubiq status --json`.
 struct StatusJSON: Decodable {
-    static let keys: Set<String> = ["path", "exists", "kind", "size", "modified", "excluded", "conflicts"]
+    static let keys: Set<String> = ["path", "exists", "kind", "target", "size", "modified", "excluded", "conflicts"]
     var path: String
     var exists: Bool
     var kind: String?
+    var target: String?
     var size: Int?
     var modified: String?
     var excluded: Bool

@@ -66,7 +66,12 @@ struct ContainerCommand: ParsableCommand {
     struct URLCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "url",
-            abstract: "Print a container's directory, creating it (and its Documents folder) if missing."
+            abstract: "Print a container's directory, creating it (and its Documents folder) if missing.",
+            discussion: """
+                Examples:
+                  ubiq container url --container iCloud.com.example.Notes
+                  UBIQUITY_CONTAINERS=iCloud.com.example.Notes ubiq container url iCloud.com.example.Notes --json
+                """
         )
 
         @Argument(help: ArgumentHelp("The container identifier (default: the first declared container).",
@@ -99,7 +104,12 @@ struct ContainerCommand: ParsableCommand {
     struct ListCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
-            abstract: "List the declared containers (the default first) and their directories, creating nothing."
+            abstract: "List the declared containers (the default first) and their directories, creating nothing.",
+            discussion: """
+                Examples:
+                  UBIQUITY_CONTAINERS=iCloud.com.example.Notes,iCloud.com.example.Sketch ubiq container list
+                  ubiq container list --container iCloud.com.example.Notes --json
+                """
         )
 
         @OptionGroup var declarations: Declarations

@@ -48,9 +48,6 @@ public final class CoordinationService: Sendable {
         for connection in connections.withLock({ Array($0.values) }) { connection.socket.shutdown() }
     }
 
-    /// The number of connected processes.
-    public var connectionCount: Int { connections.withLock { $0.count } }
-
     func makeID() -> UInt64 { nextID.wrappingAdd(1, ordering: .relaxed).oldValue }
 
     private func acceptLoop() {

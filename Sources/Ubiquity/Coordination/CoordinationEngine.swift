@@ -83,9 +83,6 @@ package final class CoordinationEngine: Sendable {
         }
     }
 
-    /// The number of registered presenters (for diagnostics and tests).
-    package var presenterCount: Int { state.withLock { $0.presenters.count } }
-
     // MARK: Claims
 
     /// Queues a claim; `completion` is called once, with nil when the accessor may run (call

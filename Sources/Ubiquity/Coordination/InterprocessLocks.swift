@@ -58,12 +58,6 @@ package final class InterprocessLocks: Sendable {
         return wanted.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    static func slot(_ path: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return offset(of: hash)
-    }
-
     private static func offset(of hash: UInt64) -> Int64 { Int64(bitPattern: (hash & ((1 << 58) - 1)) << 2) }
 
     /// Takes the byte locks for `locks` on behalf of `purpose`, waiting until `deadline`.

@@ -60,11 +60,6 @@ package final class PresenterRegistry: Sendable {
         state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(presenter)) }
     }
 
-    /// The entry of a registered presenter.
-    package func entry(for presenter: any FilePresenter) -> Entry? {
-        state.withLock { $0.entries[ObjectIdentifier(presenter)] }
-    }
-
     /// The entry with engine id `id`.
     package func entry(id: UInt64) -> Entry? {
         state.withLock { $0.entries.values.first { $0.id == id } }

@@ -14,6 +14,11 @@ struct CrossProcessCoordinationTests {
         }
     }
 
+    /// The `id` of a `ubiq present` message that needs an answer.
+    func messageID(_ line: String) throws -> Int {
+        try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? Int)
+    }
+
     func waitForEvents(_ present: Subprocess, count: Int) -> [String] {
         let deadline = Date(timeIntervalSinceNow: 30)
         while events(present).count < count && Date() < deadline { usleep(5000) }
@@ -26,7 +31,7 @@ struct CrossProcessCoordinationTests {
         let daemon = try device.startDaemon()
         defer { daemon.kill(SIGTERM) }
         let file = device.file("notes.txt", "one")
-        let present = try device.start(Binaries.ubiq, ["present", file.path, "--auto-ack"])
+        let present = try device.present(file)
         defer { present.kill() }
         let ready = try #require(present.waitForLine(containing: "\"ready\""))
         #expect(ready.contains("\"daemon\":true"))
@@ -57,9 +62,8 @@ struct CrossProcessCoordinationTests {
         defer { daemon.kill(SIGTERM) }
         let folder = device.root.appendingPathComponent("docs")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let present = try device.start(Binaries.ubiq, ["present", folder.path, "--auto-ack"])
+        let present = try device.present(folder)
         defer { present.kill() }
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
         let child = folder.appendingPathComponent("new.txt"), moved = folder.appendingPathComponent("renamed.txt")
         #expect(try device.ubiq(["coordinate", "write", child.path, "--", "sh", "-c", "echo 1 > '\(child.path)'"]).status == 0)
         #expect(try device.ubiq(["coordinate", "write", child.path, "--", "sh", "-c", "echo 2 > '\(child.path)'"]).status == 0)
@@ -80,9 +84,8 @@ struct CrossProcessCoordinationTests {
         // A conflict version, made by a MonkeyDocument-style client: here through the library in a
         // separate process is not needed — `ubiq resolve` on a conflict added by this test.
         let theirs = device.file("theirs.txt", "theirs")
-        let present = try device.start(Binaries.ubiq, ["present", file.path, "--auto-ack"])
+        let present = try device.present(file)
         defer { present.kill() }
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
         let add = try device.start(Binaries.bench, ["add-conflict", "--file", file.path, "--contents", theirs.path])
         #expect(add.wait() == 0)
         _ = try #require(present.waitForLine(containing: "didGainVersion"))
@@ -98,15 +101,14 @@ struct CrossProcessCoordinationTests {
         defer { daemon.kill(SIGTERM) }
         let file = device.file("doc.txt", "x")
         let marker = device.root.appendingPathComponent("ran")
-        let present = try device.start(Binaries.ubiq, ["present", file.path])
+        let present = try device.present(file, autoAck: false)
         defer { present.kill() }
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
 
         let writer = try device.start(Binaries.ubiq, ["coordinate", "write", file.path, "--", "touch", marker.path])
         let ask = try #require(present.waitForLine(containing: "relinquishToWriter"))
         usleep(200_000)
         #expect(writer.isRunning && !FileManager.default.fileExists(atPath: marker.path))
-        let id = try #require((try JSONSerialization.jsonObject(with: Data(ask.utf8)) as? [String: Any])?["id"] as? Int)
+        let id = try messageID(ask)
         present.send("{\"ack\":\(id)}")
         #expect(writer.wait() == 0)
         #expect(FileManager.default.fileExists(atPath: marker.path))
@@ -114,10 +116,10 @@ struct CrossProcessCoordinationTests {
 
         let refused = try device.start(Binaries.ubiq, ["coordinate", "read", file.path, "--", "touch", marker.path])
         let ask2 = try #require(present.waitForLine(containing: "relinquishToReader"))
-        let id2 = try #require((try JSONSerialization.jsonObject(with: Data(ask2.utf8)) as? [String: Any])?["id"] as? Int)
+        let id2 = try messageID(ask2)
         present.send("{\"ack\":\(id2)}")
         let ask3 = try #require(present.waitForLine(containing: "savePresentedItemChanges"))
-        let id3 = try #require((try JSONSerialization.jsonObject(with: Data(ask3.utf8)) as? [String: Any])?["id"] as? Int)
+        let id3 = try messageID(ask3)
         present.send("{\"ack\":\(id3),\"error\":\"busy editing\"}")
         #expect(refused.wait() == 1)
         #expect(!FileManager.default.fileExists(atPath: marker.path))
@@ -128,9 +130,8 @@ struct CrossProcessCoordinationTests {
         let device = Device()
         let daemon = try device.startDaemon()
         let file = device.file("doc.txt", "x")
-        let present = try device.start(Binaries.ubiq, ["present", file.path])
+        let present = try device.present(file, autoAck: false)
         defer { present.kill() }
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
         let writer = try device.start(Binaries.ubiq, ["coordinate", "write", file.path, "--", "true"])
         _ = try #require(present.waitForLine(containing: "relinquishToWriter"))
         daemon.kill(SIGKILL)
@@ -145,8 +146,7 @@ struct CrossProcessCoordinationTests {
         let daemon = try device.startDaemon()
         defer { daemon.kill(SIGTERM) }
         let file = device.file("doc.txt", "x")
-        let present = try device.start(Binaries.ubiq, ["present", file.path])
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
+        let present = try device.present(file, autoAck: false)
         let writer = try device.start(Binaries.ubiq, ["coordinate", "write", file.path, "--", "true"])
         _ = try #require(present.waitForLine(containing: "relinquishToWriter"))
         present.kill(SIGKILL)
@@ -182,9 +182,8 @@ struct CrossProcessCoordinationTests {
         let daemon = try device.startDaemon()
         defer { daemon.kill(SIGTERM) }
         let file = device.file("doc.txt", "x")
-        let present = try device.start(Binaries.ubiq, ["present", file.path])
+        let present = try device.present(file, autoAck: false)
         defer { present.kill() }
-        _ = try #require(present.waitForLine(containing: "\"ready\""))
         let result = try device.ubiq(["coordinate", "write", file.path, "--timeout", "0.5", "--", "true"])
         #expect(result.status == 75)
     }
@@ -193,7 +192,7 @@ struct CrossProcessCoordinationTests {
     func reconnect() throws {
         let device = Device()
         let file = device.file("doc.txt", "x")
-        let present = try device.start(Binaries.ubiq, ["present", file.path, "--auto-ack"])
+        let present = try device.present(file)
         defer { present.kill() }
         let ready = try #require(present.waitForLine(containing: "\"ready\""))
         #expect(ready.contains("\"daemon\":false"))

@@ -61,6 +61,16 @@ final class Device: Sendable {
         return (status ?? -1, process.output.joined(separator: "\n"))
     }
 
+    /// Starts `ubiq present PATH` and waits for its ready line (which is the first output line).
+    func present(_ path: URL, autoAck: Bool = true) throws -> Subprocess {
+        let present = try start(Binaries.ubiq, ["present", path.path] + (autoAck ? ["--auto-ack"] : []))
+        guard present.waitForLine(containing: "\"ready\"") != nil else {
+            present.kill()
+            throw DeviceError.didNotStart("ubiq present")
+        }
+        return present
+    }
+
     /// Starts a daemon and waits until it listens.
     func startDaemon() throws -> Subprocess {
         let daemon = try start(Binaries.ubiq, ["daemon", "--log-level", "warning"])

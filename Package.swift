@@ -13,10 +13,13 @@ let package = Package(
         .library(name: "Ubiquity", targets: ["Ubiquity"]),
         .library(name: "UbiquityCore", targets: ["UbiquityCore"]),
         .library(name: "UbiquitySync", targets: ["UbiquitySync"]),
+        .library(name: "UbiquityStore", targets: ["UbiquityStore"]),
+        .library(name: "UbiquityIndex", targets: ["UbiquityIndex"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Linux system calls that Swift's Glibc module does not expose (xattrs, OFD locks, renameat2).
@@ -26,14 +29,35 @@ let package = Package(
             dependencies: ["CUbiquityShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        // libinotifytools (libinotifytools0-dev): the watcher's one inotify instance per process.
+        .systemLibrary(name: "CInotifyTools", providers: [.apt(["libinotifytools0-dev"])]),
+        .target(
+            name: "UbiquityStore",
+            dependencies: [
+                "UbiquityCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The watcher (libinotifytools), the tree scanner and the indexer: used by the daemon, and
+        // by the library itself when no daemon runs (a metadata query then scans and watches).
+        .target(
+            name: "UbiquityIndex",
+            dependencies: [
+                "UbiquityCore", "UbiquityStore", "CInotifyTools", "CUbiquityShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Ubiquity",
-            dependencies: ["UbiquityCore", "CUbiquityShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["UbiquityCore", "UbiquityIndex", "UbiquityStore", "CUbiquityShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "UbiquitySync",
-            dependencies: ["Ubiquity", "UbiquityCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -58,6 +82,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "UbiquityCoreTests", dependencies: ["UbiquityCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "UbiquityStoreTests",
+            dependencies: ["UbiquityStore", "UbiquityCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "UbiquityIndexTests",
+            dependencies: ["UbiquityIndex", "UbiquityStore", "UbiquityCore"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "UbiquitySyncTests",

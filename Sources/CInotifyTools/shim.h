@@ -1,0 +1,3 @@
+// libinotifytools (Debian: libinotifytools0-dev) and the kernel's inotify constants.
+#include <sys/inotify.h>
+#include <inotifytools/inotifytools.h>

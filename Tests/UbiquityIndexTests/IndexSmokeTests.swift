@@ -1,0 +1,6 @@
+import Testing
+@testable import UbiquityIndex
+
+@Suite struct IndexSmokeTests {
+    @Test func batchStartsEmpty() { #expect(WatchBatch().isEmpty) }
+}

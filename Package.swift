@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "ubiq",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore",
+                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -89,13 +89,13 @@ let package = Package(
         ),
         .testTarget(
             name: "UbiquityIndexTests",
-            dependencies: ["UbiquityIndex", "UbiquityStore", "UbiquityCore"],
+            dependencies: ["UbiquityIndex", "UbiquityStore", "UbiquityCore", "CInotifyTools"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "UbiquitySyncTests",
-            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "ubiq", "MonkeyDocument", "UbiquityBench"],
+            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "ubiq", "MonkeyDocument", "UbiquityBench"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -121,3 +121,12 @@ extension UbiquityError: CustomNSError, LocalizedError {
         return self as NSError
     }
 }
+
+extension UbiquityError {
+    /// `error` itself when it is a `UbiquityError`, otherwise an `io` error saying `context`
+    /// with `error` as the underlying error.
+    public static func wrapping(_ error: any Error, _ context: String) -> UbiquityError {
+        if let error = error as? UbiquityError { return error }
+        return UbiquityError(.io, context, underlying: error)
+    }
+}

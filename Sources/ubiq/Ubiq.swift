@@ -23,6 +23,7 @@ struct Ubiq: AsyncParsableCommand {
             Daemon.self, Present.self, Coordinate.self,
             ContainerCommand.self,
             Versions.self, Resolve.self, Exclude.self, Include.self, Status.self,
+            Query.self, IndexCommand.self,
         ]
     )
 }

@@ -62,6 +62,13 @@ enum CLI {
         }
     }
 
+    /// Writes `text` to stdout as it is (no line break added).
+    static func printRaw(_ text: String) {
+        outputLock.withLock { _ in
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+
     /// Encodes a JSON object with the keys in the given order (values: String, Int, Bool, nil).
     static func jsonObject(_ pairs: [(String, Any?)]) -> String {
         let body = pairs.map { key, value -> String in

@@ -8,7 +8,8 @@ struct CLIHelpTests {
     /// Every command path (space-separated), the top level as "".
     static let commands = [
         "", "daemon", "present", "coordinate", "container", "container url", "container list",
-        "versions", "resolve", "exclude", "include", "status",
+        "versions", "resolve", "exclude", "include", "status", "query", "index", "index status",
+        "index scan", "index rescan",
     ]
 
 

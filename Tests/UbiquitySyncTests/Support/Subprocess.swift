@@ -74,7 +74,7 @@ final class Device: Sendable {
     /// Starts a daemon and waits until it listens.
     func startDaemon() throws -> Subprocess {
         let daemon = try start(Binaries.ubiq, ["daemon", "--log-level", "warning"])
-        guard daemon.waitForLine(containing: "listening on") != nil else {
+        guard daemon.waitForLine(containing: "coordination service listening on") != nil else {
             daemon.kill()
             throw DeviceError.didNotStart("ubiq daemon")
         }

@@ -1,0 +1,271 @@
+import Foundation
+import Synchronization
+
+/// String comparison for predicates, shared by the evaluator and the SQL functions
+/// (`PredicateSQLFunctions`) so that both agree exactly.
+///
+/// Every comparison works on Unicode scalars (code points), never on `Character`s: `==` is
+/// scalar-for-scalar equality and ordering is code-point order, which is what SQLite's `BINARY`
+/// collation gives on UTF-8. `[c]` lowercases each scalar (Unicode full lowercase mapping) and
+/// `[d]` removes diacritics (canonical decomposition, then every combining scalar dropped); both
+/// are applied one scalar at a time, so folding a substring gives a substring of the folded
+/// string (which is what makes the trigram prefilter sound).
+public enum PredicateStringMatch {
+    /// The `[c]` and `[d]` modifiers.
+    public struct Options: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        /// The raw bits.
+        public let rawValue: UInt8
+        /// Makes options from raw bits.
+        public init(rawValue: UInt8) { self.rawValue = rawValue & 3 }
+        /// `[c]`: case-insensitive.
+        public static let caseInsensitive = Options(rawValue: 1)
+        /// `[d]`: diacritic-insensitive.
+        public static let diacriticInsensitive = Options(rawValue: 2)
+
+        /// `""`, `"c"`, `"d"` or `"cd"` (as inside the brackets; also the SQL functions' argument).
+        public var description: String {
+            (contains(.caseInsensitive) ? "c" : "") + (contains(.diacriticInsensitive) ? "d" : "")
+        }
+
+        /// Parses `"c"`, `"d"`, `"cd"`, `"dc"` or `""` (case-insensitive); `nil` otherwise.
+        public init?(letters: String) {
+            var options: Options = []
+            for letter in letters.lowercased() {
+                switch letter {
+                case "c": options.insert(.caseInsensitive)
+                case "d": options.insert(.diacriticInsensitive)
+                default: return nil
+                }
+            }
+            self = options
+        }
+    }
+
+    /// Lowercases and removes diacritics (`[cd]`). The index stores this in its folded-name
+    /// column; the substring prefilter receives needles folded with it.
+    public static func fold(_ s: String) -> String {
+        fold(s, options: [.caseInsensitive, .diacriticInsensitive])
+    }
+
+    /// Folds `s` as `options` say: `[c]` lowercases, `[d]` removes diacritics, `[]` returns `s`.
+    public static func fold(_ s: String, options: Options) -> String {
+        if options.isEmpty { return s }
+        var scalars = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars { appendFolded(scalar, options: options, to: &scalars) }
+        return String(scalars)
+    }
+
+    /// Whether `value` satisfies `value op pattern` with the given options.
+    ///
+    /// `op` is one of `==`, `!=`, `<`, `<=`, `>`, `>=`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`,
+    /// `LIKE` (`*` any run of scalars, `?` one scalar, `\` escapes the next one) or `MATCHES` (a
+    /// regular expression that must match the whole string); `IN` means `pattern CONTAINS value`
+    /// and `BETWEEN` is always false here. An empty pattern is contained in every string.
+    public static func matches(_ op: PredicateOperator, options: Options, value: String, pattern: String) -> Bool {
+        switch op {
+        case .equal: return equal(value, pattern, options: options)
+        case .notEqual: return !equal(value, pattern, options: options)
+        case .less: return compare(value, pattern, options: options) < 0
+        case .lessOrEqual: return compare(value, pattern, options: options) <= 0
+        case .greater: return compare(value, pattern, options: options) > 0
+        case .greaterOrEqual: return compare(value, pattern, options: options) >= 0
+        case .beginsWith:
+            return Array(fold(value, options: options).unicodeScalars)
+                .starts(with: fold(pattern, options: options).unicodeScalars)
+        case .endsWith:
+            return Array(fold(value, options: options).unicodeScalars).reversed()
+                .starts(with: Array(fold(pattern, options: options).unicodeScalars).reversed())
+        case .contains:
+            return containsScalars(Array(fold(value, options: options).unicodeScalars),
+                                   Array(fold(pattern, options: options).unicodeScalars))
+        case .in:
+            return matches(.contains, options: options, value: pattern, pattern: value)
+        case .like:
+            return like(value, pattern: pattern, options: options)
+        case .matches:
+            return regexMatches(value, pattern: pattern, options: options)
+        case .between:
+            return false
+        }
+    }
+
+    /// Scalar-for-scalar equality after folding.
+    public static func equal(_ a: String, _ b: String, options: Options) -> Bool {
+        fold(a, options: options).utf8.elementsEqual(fold(b, options: options).utf8)
+    }
+
+    /// Code-point order after folding: negative, zero or positive.
+    public static func compare(_ a: String, _ b: String, options: Options) -> Int {
+        let x = fold(a, options: options).utf8, y = fold(b, options: options).utf8
+        var i = x.makeIterator(), j = y.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case let (p?, q?): if p != q { return p < q ? -1 : 1 }
+            }
+        }
+    }
+
+    // MARK: LIKE
+
+    /// One element of a parsed `LIKE` pattern.
+    package enum LikeToken: Hashable, Sendable {
+        /// Literal scalars.
+        case literal([Unicode.Scalar])
+        /// `*`.
+        case anyRun
+        /// `?`.
+        case anyOne
+    }
+
+    /// Splits a `LIKE` pattern into literal runs and wildcards (folding the literals).
+    package static func likeTokens(_ pattern: String, options: Options) -> [LikeToken] {
+        var tokens: [LikeToken] = []
+        var literal = String.UnicodeScalarView()
+        func flush() {
+            if !literal.isEmpty {
+                tokens.append(.literal(Array(fold(String(literal), options: options).unicodeScalars)))
+                literal = String.UnicodeScalarView()
+            }
+        }
+        var iterator = pattern.unicodeScalars.makeIterator()
+        while let scalar = iterator.next() {
+            switch scalar {
+            case "*": flush(); if tokens.last != .anyRun { tokens.append(.anyRun) }
+            case "?": flush(); tokens.append(.anyOne)
+            case "\\":
+                if let next = iterator.next() { literal.append(next) } else { literal.append(scalar) }
+            default: literal.append(scalar)
+            }
+        }
+        flush()
+        return tokens
+    }
+
+    /// The longest literal run of a `LIKE` pattern, unfolded-then-folded as `options` say.
+    package static func longestLikeLiteral(_ pattern: String) -> String {
+        var best: [Unicode.Scalar] = []
+        for case .literal(let run) in likeTokens(pattern, options: []) where run.count > best.count { best = run }
+        return String(String.UnicodeScalarView(best))
+    }
+
+    static func like(_ value: String, pattern: String, options: Options) -> Bool {
+        let text = Array(fold(value, options: options).unicodeScalars)
+        // Expand tokens to single-scalar steps: nil = `?`, and a separate marker for `*`.
+        enum Step: Equatable { case scalar(Unicode.Scalar), one, star }
+        var steps: [Step] = []
+        for token in likeTokens(pattern, options: options) {
+            switch token {
+            case .literal(let run): steps.append(contentsOf: run.map(Step.scalar))
+            case .anyOne: steps.append(.one)
+            case .anyRun: steps.append(.star)
+            }
+        }
+        // Classic iterative wildcard matching with backtracking to the last star: O(n·m) worst case.
+        var t = 0, p = 0, starP = -1, starT = 0
+        while t < text.count {
+            if p < steps.count, steps[p] == .one || steps[p] == .scalar(text[t]) {
+                t += 1; p += 1
+            } else if p < steps.count, steps[p] == .star {
+                starP = p; starT = t; p += 1
+            } else if starP >= 0 {
+                p = starP + 1; starT += 1; t = starT
+            } else {
+                return false
+            }
+        }
+        while p < steps.count, steps[p] == .star { p += 1 }
+        return p == steps.count
+    }
+
+    static func containsScalars(_ haystack: [Unicode.Scalar], _ needle: [Unicode.Scalar]) -> Bool {
+        if needle.isEmpty { return true }
+        if needle.count > haystack.count { return false }
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start] == needle[0] && haystack[start..<(start + needle.count)].elementsEqual(needle) {
+            return true
+        }
+        return false
+    }
+
+    // MARK: MATCHES
+
+    /// A compiled regular expression. `Regex` is an immutable value that is safe to share between
+    /// threads, but `Regex<AnyRegexOutput>` is not declared `Sendable`.
+    private final class CompiledRegex: @unchecked Sendable {
+        let regex: Regex<AnyRegexOutput>
+        init(_ regex: Regex<AnyRegexOutput>) { self.regex = regex }
+    }
+
+    private struct RegexKey: Hashable { var pattern: String; var options: Options }
+    private static let regexCache = Mutex<[RegexKey: CompiledRegex]>([:])
+    private static let regexCacheLimit = 256
+
+    /// Compiles `pattern` (with `[c]`: case-insensitive; with `[d]`: diacritics removed from the
+    /// pattern as from the value), or throws the compiler's error.
+    package static func compileRegex(_ pattern: String, options: Options) throws -> Regex<AnyRegexOutput> {
+        let key = RegexKey(pattern: pattern, options: options)
+        if let cached = regexCache.withLock({ $0[key] }) { return cached.regex }
+        var source = pattern
+        if options.contains(.diacriticInsensitive) { source = fold(source, options: .diacriticInsensitive) }
+        var regex = try Regex(source).matchingSemantics(.unicodeScalar)
+        if options.contains(.caseInsensitive) { regex = regex.ignoresCase() }
+        let compiled = CompiledRegex(regex)
+        regexCache.withLock { cache in
+            if cache.count >= regexCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[key] = compiled
+        }
+        return regex
+    }
+
+    static func regexMatches(_ value: String, pattern: String, options: Options) -> Bool {
+        guard let regex = try? compileRegex(pattern, options: options) else { return false }
+        var subject = value
+        if options.contains(.diacriticInsensitive) { subject = fold(subject, options: .diacriticInsensitive) }
+        return ((try? regex.wholeMatch(in: subject)) ?? nil) != nil
+    }
+
+    // MARK: Folding, one scalar at a time
+
+    private static let diacriticCache = Mutex<[UInt32: [Unicode.Scalar]]>([:])
+
+    /// The scalar decomposed canonically without its combining (non-zero combining class) scalars.
+    private static func withoutDiacritics(_ scalar: Unicode.Scalar) -> [Unicode.Scalar] {
+        if scalar.isASCII { return [scalar] }
+        if let cached = diacriticCache.withLock({ $0[scalar.value] }) { return cached }
+        let decomposed = String(scalar).decomposedStringWithCanonicalMapping.unicodeScalars
+        let result = decomposed.filter { $0.properties.canonicalCombiningClass == .notReordered }
+        diacriticCache.withLock { $0[scalar.value] = Array(result) }
+        return Array(result)
+    }
+
+    private static func lowercased(_ scalar: Unicode.Scalar, to out: inout [Unicode.Scalar]) {
+        if scalar.isASCII {
+            let v = scalar.value
+            out.append((65...90).contains(v) ? Unicode.Scalar(UInt8(v + 32)) : scalar)
+        } else {
+            out.append(contentsOf: scalar.properties.lowercaseMapping.unicodeScalars)
+        }
+    }
+
+    private static func appendFolded(_ scalar: Unicode.Scalar, options: Options, to out: inout String.UnicodeScalarView) {
+        switch (options.contains(.caseInsensitive), options.contains(.diacriticInsensitive)) {
+        case (true, true):
+            // d(c(d(s))): decompose first so precomposed capitals lose their marks, lowercase, and
+            // decompose again (a lowercase mapping can bring marks back, as İ → i̇).
+            var lowered: [Unicode.Scalar] = []
+            for s in withoutDiacritics(scalar) { lowercased(s, to: &lowered) }
+            for s in lowered { out.append(contentsOf: withoutDiacritics(s)) }
+        case (true, false):
+            var lowered: [Unicode.Scalar] = []
+            lowercased(scalar, to: &lowered)
+            out.append(contentsOf: lowered)
+        case (false, true):
+            out.append(contentsOf: withoutDiacritics(scalar))
+        case (false, false):
+            out.append(scalar)
+        }
+    }
+}

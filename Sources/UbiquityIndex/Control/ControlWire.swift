@@ -1,0 +1,179 @@
+import Foundation
+import UbiquityCore
+import UbiquityStore
+
+/// The daemon's control socket protocol: one JSON object per line, both ways
+/// (`docs/control-protocol.md`). A connection carries one request; a query's events follow
+/// until the client closes the connection or sends `{"op":"stop"}`.
+public enum ControlWire {
+    /// The protocol version the daemon speaks.
+    public static let version = 1
+
+    /// The control socket: `$UBIQUITY_CONTROL_SOCKET`, else `$XDG_RUNTIME_DIR/ubiquity/control.sock`.
+    public static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let path = environment["UBIQUITY_CONTROL_SOCKET"], path.hasPrefix("/") { return path }
+        return UbiquityPaths(environment: environment).runtimeDirectory.appendingPathComponent("control.sock").path
+    }
+
+    /// A request from a client.
+    public struct Request: Codable, Sendable {
+        /// `query`, `stop`, `status`, `rescan` or `sync`.
+        public var op: String
+        /// The query (for `query`).
+        public var query: QueryRequest?
+        /// The folder (for `rescan` and `sync`).
+        public var path: String?
+
+        /// A request.
+        public init(op: String, query: QueryRequest? = nil, path: String? = nil) {
+            self.op = op
+            self.query = query
+            self.path = path
+        }
+    }
+
+    /// A line from the daemon.
+    public struct Reply: Codable, Sendable {
+        /// `gathering`, `finishGathering`, `update`, `status`, `done` or `error`.
+        public var event: String
+        /// Results (for `gathering`).
+        public var items: [IndexRecord]?
+        /// The result count (for `finishGathering`).
+        public var count: Int?
+        /// Items that entered the results (for `update`).
+        public var added: [IndexRecord]?
+        /// Items that changed (for `update`).
+        public var changed: [IndexRecord]?
+        /// Items that left the results (for `update`).
+        public var removed: [IndexRecord]?
+        /// The index status (for `status`).
+        public var status: IndexStatusReport?
+        /// The error code name (for `error`).
+        public var code: String?
+        /// The error message (for `error`).
+        public var message: String?
+
+        /// A reply of kind `event`.
+        public init(event: String) { self.event = event }
+
+        /// The reply carrying a query event.
+        public init(_ event: QueryEvent) {
+            switch event {
+            case .gatheringProgress(let records):
+                self.init(event: "gathering")
+                items = records
+            case .finishGathering(let count):
+                self.init(event: "finishGathering")
+                self.count = count
+            case .update(let update):
+                self.init(event: "update")
+                added = update.added
+                changed = update.changed
+                removed = update.removed
+            case .failed(let error):
+                self.init(error: error)
+            }
+        }
+
+        /// The reply carrying an error.
+        public init(error: UbiquityError) {
+            self.init(event: "error")
+            code = error.code.description
+            message = error.message
+        }
+
+        /// The query event this reply carries, if it carries one.
+        public var queryEvent: QueryEvent? {
+            switch event {
+            case "gathering": .gatheringProgress(items ?? [])
+            case "finishGathering": .finishGathering(count: count ?? 0)
+            case "update": .update(QueryUpdate(added: added ?? [], changed: changed ?? [], removed: removed ?? []))
+            case "error": .failed(self.error)
+            default: nil
+            }
+        }
+
+        /// The error this reply carries (a protocol error when it carries none).
+        public var error: UbiquityError {
+            UbiquityError(code.flatMap(UbiquityError.Code.init(name:)) ?? .protocolError,
+                          message ?? "the daemon sent '\(event)' without a message")
+        }
+    }
+
+    /// Encodes a value as one line (no line break inside: JSON escapes them).
+    public static func encode(_ value: some Encodable) throws -> [UInt8] {
+        Array(try encoder.encode(value))
+    }
+
+    /// Decodes one line.
+    public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
+        do {
+            return try decoder.decode(type, from: Data(line))
+        } catch {
+            throw UbiquityError(.protocolError, "malformed control message: \(String(decoding: line.prefix(200), as: UTF8.self))",
+                                underlying: error)
+        }
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+
+    private static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return decoder
+    }()
+}
+
+/// What `ubiq index status` reports.
+public struct IndexStatusReport: Codable, Sendable {
+    /// The index file (nil for an in-memory index).
+    public var database: String?
+    /// Items indexed.
+    public var items: Int
+    /// Folders among them.
+    public var folders: Int
+    /// Roots indexed and watched, with their scan state.
+    public var roots: [Root]
+    /// Watches held by the watcher.
+    public var watches: Int
+    /// Whether the index was rebuilt because its file was missing or corrupt.
+    public var rebuilt: Bool
+    /// Warnings for the user (overflow, watch limit), most recent last.
+    public var messages: [String]
+
+    /// One indexed root.
+    public struct Root: Codable, Sendable {
+        /// The folder.
+        public var path: String
+        /// When its last full scan finished.
+        public var lastScan: Date?
+        /// Whether a rescan is pending.
+        public var rescanPending: Bool
+        /// Why, if known.
+        public var message: String?
+
+        /// A root entry.
+        public init(path: String, lastScan: Date?, rescanPending: Bool, message: String?) {
+            self.path = path
+            self.lastScan = lastScan
+            self.rescanPending = rescanPending
+            self.message = message
+        }
+    }
+
+    /// A report.
+    public init(database: String?, items: Int, folders: Int, roots: [Root], watches: Int, rebuilt: Bool, messages: [String]) {
+        self.database = database
+        self.items = items
+        self.folders = folders
+        self.roots = roots
+        self.watches = watches
+        self.rebuilt = rebuilt
+        self.messages = messages
+    }
+}

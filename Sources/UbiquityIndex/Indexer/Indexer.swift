@@ -1,0 +1,169 @@
+import Dispatch
+import Logging
+import UbiquityCore
+import UbiquityStore
+
+/// Keeps a ``MetadataIndex`` current for a set of roots: full scans when a root is added or
+/// events were lost, and the watcher's batches in between. Every non-empty delta it writes is
+/// published to the subscribers of ``deltas`` (live queries), in order.
+///
+/// Scans and SQLite writes block, so they run one at a time on a dedicated dispatch queue,
+/// never on the Swift cooperative pool.
+public actor Indexer {
+    /// The index this indexer writes.
+    public nonisolated let index: MetadataIndex
+    /// The scanner used for full and subtree scans.
+    public nonisolated let scanner: TreeScanner
+    private let logger: Logger
+    private var roots: [String: IgnoreRules] = [:]
+    private var warnings: [String: [ScanWarning]] = [:]
+    private let worker = DispatchQueue(label: "ubiquity.indexer")
+    private nonisolated let subscribers = DeltaSubscribers()
+
+    /// An indexer writing `index` with `scanner`.
+    public init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
+        self.index = index
+        self.logger = logger
+        self.scanner = scanner
+    }
+
+    deinit { subscribers.finishAll() }
+
+    /// A new subscription to the deltas this indexer writes, from now on: each access of this
+    /// property makes one more subscriber, and every subscriber gets every non-empty delta.
+    public nonisolated var deltas: AsyncStream<IndexDelta> { subscribers.subscribe() }
+
+    /// The registered roots.
+    public var rootPaths: [String] { roots.keys.sorted() }
+
+    /// The problems the last scan of each root worked around (unreadable folders, bad names).
+    public var scanWarnings: [String: [ScanWarning]] { warnings }
+
+    /// Registers `path` as a root and brings its rows up to date with a full scan.
+    ///
+    /// - Throws: ``UbiquityError`` if `path` is not a readable folder or the index fails.
+    public func addRoot(_ path: String, ignoring rules: IgnoreRules) async throws -> IndexDelta {
+        let root = Self.normalize(path)
+        roots[root] = rules
+        let job = makeJob()
+        let (delta, summary) = try await run {
+            try job.index.registerRoot(root)
+            var total = IndexDelta()
+            let summary = try job.scanSubtree(root, root: root, rules: rules, into: &total)
+            return (total, summary)
+        }
+        record(summary, for: root)
+        return delta
+    }
+
+    /// Forgets the root at `path`, deleting its rows.
+    public func removeRoot(_ path: String) async throws -> IndexDelta {
+        let root = Self.normalize(path)
+        roots[root] = nil
+        warnings[root] = nil
+        let job = makeJob()
+        return try await run {
+            let delta = try job.index.unregisterRoot(root, removingItems: true)
+            job.subscribers.publish(delta)
+            return delta
+        }
+    }
+
+    /// Scans the subtree at `path` (a root or anything under one) and reconciles the index
+    /// with it: used for rescan requests and as the periodic backstop. A path that no longer
+    /// exists is removed with its subtree; a missing root is emptied and marked pending.
+    public func rescan(_ path: String) async throws -> IndexDelta {
+        let path = Self.normalize(path)
+        let job = makeJob()
+        let (delta, summaries) = try await run {
+            var total = IndexDelta()
+            var summaries: [String: ScanSummary] = [:]
+            try job.rescan(path, into: &total, summaries: &summaries)
+            return (total, summaries)
+        }
+        for (root, summary) in summaries { record(summary, for: root) }
+        return delta
+    }
+
+    /// Applies one settled watcher batch: changes in order, then the rescans (outermost first,
+    /// nested ones skipped). Returns the merged delta; subscribers get each step's delta.
+    public func apply(_ batch: WatchBatch) async throws -> IndexDelta {
+        guard !batch.isEmpty else { return IndexDelta() }
+        let job = makeJob()
+        let (delta, summaries) = try await run {
+            var total = IndexDelta()
+            var summaries: [String: ScanSummary] = [:]
+            for change in batch.changes { try job.apply(change, into: &total) }
+            for request in Self.outermost(batch.rescans) {
+                if let root = job.root(of: request.path) {
+                    switch request.reason {
+                    case .overflow, .watchLimit, .rootChanged:
+                        try job.index.setRescanPending(root: root.path, true, message: request.message)
+                    case .newDirectory:
+                        break
+                    }
+                }
+                try job.rescan(request.path, into: &total, summaries: &summaries)
+                if request.reason == .watchLimit, request.path != job.root(of: request.path)?.path,
+                   let root = job.root(of: request.path) {
+                    // The subtree is current, but it is still unwatched: keep telling the user.
+                    try job.index.setRescanPending(root: root.path, true, message: request.message)
+                }
+            }
+            return (total, summaries)
+        }
+        for (root, summary) in summaries { record(summary, for: root) }
+        return delta
+    }
+
+    /// The index's status (counts, size on disk, roots and their scan state).
+    public func status() async throws -> IndexStatus {
+        let index = self.index
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try index.status() }) }
+        }
+    }
+
+    // MARK: - Running jobs
+
+    private func makeJob() -> IndexerJob {
+        IndexerJob(index: index, scanner: scanner, logger: logger, roots: roots, subscribers: subscribers)
+    }
+
+    /// Runs `body` on the worker queue (one job at a time, in submission order).
+    private func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            worker.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    private func record(_ summary: ScanSummary, for root: String) {
+        warnings[root] = summary.warnings
+        for warning in summary.warnings {
+            logger.warning("Indexing skipped an item", metadata: ["root": "\(root)", "warning": "\(warning)"])
+        }
+        if summary.invalidNameCount > summary.warnings.filter({ $0.kind == .invalidName }).count {
+            logger.warning("Names that are not valid UTF-8 were not indexed",
+                           metadata: ["root": "\(root)", "count": "\(summary.invalidNameCount)"])
+        }
+    }
+
+    static func normalize(_ path: String) -> String {
+        var path = path
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    /// The requests whose path is not inside another request's path.
+    static func outermost(_ requests: [RescanRequest]) -> [RescanRequest] {
+        var kept: [RescanRequest] = []
+        for request in requests.sorted(by: { $0.path.count < $1.path.count }) {
+            let path = normalize(request.path)
+            if kept.contains(where: { path == $0.path || path.hasPrefix($0.path == "/" ? "/" : $0.path + "/") }) { continue }
+            var normalized = request
+            normalized.path = path
+            kept.append(normalized)
+        }
+        return kept
+    }
+}

@@ -1,0 +1,147 @@
+import Logging
+import UbiquityCore
+import UbiquityStore
+
+/// The blocking work of an ``Indexer``, run on its worker queue with a snapshot of its roots.
+struct IndexerJob: Sendable {
+    let index: MetadataIndex
+    let scanner: TreeScanner
+    let logger: Logger
+    let roots: [String: IgnoreRules]
+    let subscribers: DeltaSubscribers
+
+    /// Publishes a step's delta and folds it into `total`.
+    func publish(_ delta: IndexDelta, into total: inout IndexDelta) {
+        guard !delta.isEmpty else { return }
+        subscribers.publish(delta)
+        total.merge(delta)
+    }
+
+    /// The registered root equal to or containing `path` (the innermost), with its rules and
+    /// `path` relative to it.
+    func root(of path: String) -> (path: String, rules: IgnoreRules, relative: String)? {
+        var best: (path: String, rules: IgnoreRules, relative: String)?
+        for (root, rules) in roots {
+            let relative: String
+            if path == root {
+                relative = ""
+            } else if path.hasPrefix(root == "/" ? "/" : root + "/") {
+                relative = String(path.dropFirst(root == "/" ? 1 : root.count + 1))
+            } else {
+                continue
+            }
+            if best == nil || root.count > best!.path.count { best = (root, rules, relative) }
+        }
+        return best
+    }
+
+    /// Scans the subtree strictly under `folder` and reconciles the index with it.
+    @discardableResult
+    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout IndexDelta) throws -> ScanSummary {
+        let relative = folder == root ? "" : String(folder.dropFirst(root == "/" ? 1 : root.count + 1))
+        let session = try index.beginScan(root: folder)
+        do {
+            let summary = try scanner.scan(root: folder, ignoring: rules, relativePrefix: relative) { batch in
+                publish(try index.addScanned(batch, to: session), into: &total)
+            }
+            publish(try index.finishScan(session), into: &total)
+            return summary
+        } catch {
+            index.cancelScan(session)
+            throw error
+        }
+    }
+
+    /// Brings `path` and its subtree up to date.
+    func rescan(_ path: String, into total: inout IndexDelta, summaries: inout [String: ScanSummary]) throws {
+        guard let (root, rules, relative) = root(of: path) else {
+            throw UbiquityError(.invalidArgument, "'\(path)' is not under an indexed root")
+        }
+        if relative.isEmpty {
+            do {
+                summaries[root] = try scanSubtree(root, root: root, rules: rules, into: &total)
+            } catch let error as UbiquityError where error.code == .notFound {
+                logger.warning("An indexed root is missing; its items were removed from the index", metadata: ["root": "\(root)"])
+                let session = try index.beginScan(root: root)
+                publish(try index.finishScan(session), into: &total)
+                try index.setRescanPending(root: root, true, message: "The folder '\(root)' is missing")
+            }
+            return
+        }
+        guard let record = TreeScanner.record(at: path),
+              !isIgnored(relative: relative, isDirectory: false, rules: rules) else {
+            publish(try index.remove(pathsAndSubtrees: [path]), into: &total)
+            return
+        }
+        if record.isDirectory, rules.isIgnored(name: record.name, relativePath: relative, isDirectory: true) {
+            publish(try index.remove(pathsAndSubtrees: [path]), into: &total)
+            return
+        }
+        publish(try index.apply([record]), into: &total)
+        if record.isDirectory {
+            var summary = ScanSummary()
+            do {
+                summary = try scanSubtree(path, root: root, rules: rules, into: &total)
+            } catch let error as UbiquityError where error.code == .notFound {
+                publish(try index.remove(pathsAndSubtrees: [path]), into: &total)
+            } catch let error as UbiquityError where error.code == .permissionDenied {
+                summary.warnings.append(ScanWarning(kind: .permissionDenied, path: path, message: error.message))
+            }
+            summaries[root, default: ScanSummary()].warnings.append(contentsOf: summary.warnings)
+        } else {
+            // A folder replaced by a file: its former contents are gone.
+            publish(try index.remove(pathsAndSubtrees: descendantsOnly(path)), into: &total)
+        }
+    }
+
+    /// Applies one watcher change.
+    func apply(_ change: WatchChange, into total: inout IndexDelta) throws {
+        var ignored: [String: ScanSummary] = [:]
+        switch change {
+        case .changed(let path):
+            let path = Indexer.normalize(path)
+            guard let (_, _, relative) = root(of: path), !relative.isEmpty else { return }
+            let existing = try index.record(at: path)
+            if let existing, existing.isDirectory, let now = TreeScanner.record(at: path), now.isDirectory {
+                // A folder's own attributes changed: its contents are watched separately.
+                publish(try index.apply([now]), into: &total)
+            } else {
+                try rescan(path, into: &total, summaries: &ignored)
+            }
+        case .removed(let path):
+            let path = Indexer.normalize(path)
+            guard root(of: path) != nil else { return }
+            publish(try index.remove(pathsAndSubtrees: [path]), into: &total)
+        case .moved(let from, let to):
+            let from = Indexer.normalize(from), to = Indexer.normalize(to)
+            let destination = root(of: to)
+            guard let destination, !destination.relative.isEmpty else {
+                if root(of: from) != nil { publish(try index.remove(pathsAndSubtrees: [from]), into: &total) }
+                return
+            }
+            guard root(of: from) != nil, let old = try index.record(at: from) else {
+                try rescan(to, into: &total, summaries: &ignored)
+                return
+            }
+            publish(try index.move(from: from, to: to), into: &total)
+            let now = TreeScanner.record(at: to)
+            if let now, now.isDirectory == old.isDirectory,
+               !isIgnored(relative: destination.relative, isDirectory: now.isDirectory, rules: destination.rules) {
+                // rename(2) changes the ctime: refresh the moved row itself.
+                publish(try index.apply([now]), into: &total)
+            } else {
+                try rescan(to, into: &total, summaries: &ignored)
+            }
+        }
+    }
+
+    private func isIgnored(relative: String, isDirectory: Bool, rules: IgnoreRules) -> Bool {
+        let name = IndexRecord.lastComponent(of: relative)
+        return rules.isIgnored(name: name, relativePath: relative, isDirectory: isDirectory)
+    }
+
+    /// The paths of the rows strictly under `path` (to drop a folder's contents, not the row).
+    private func descendantsOnly(_ path: String) throws -> [String] {
+        try index.records(under: path).map(\.path)
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Logging
+import Synchronization
+import UbiquityCore
+import UbiquityStore
+
+/// The watcher, the indexer and the index working together for a set of roots, with live
+/// queries on top. The daemon hosts one over its index file; a process without a daemon hosts
+/// one over an in-memory index (``IndexHost/local``), so both give the same results.
+///
+/// Roots are reference-counted: a query whose scope no root covers adds its scope as a root
+/// (scanned, then watched) for as long as it runs.
+public final class IndexHost: Sendable {
+    /// The index.
+    public let index: MetadataIndex
+    let indexer: Indexer
+    let watcher: FileWatcher
+    let logger: Logger
+    let state = Mutex(HostState())
+    private let pump = Mutex<Task<Void, Never>?>(nil)
+
+    struct HostState {
+        var roots: [String: RootEntry] = [:]
+        var subscribers: [UInt64: AsyncStream<IndexDelta>.Continuation] = [:]
+        var nextID: UInt64 = 1
+        var messages: [String] = []
+    }
+
+    struct RootEntry {
+        var references: Int
+        var ready: Bool
+        var pinned: Bool
+    }
+
+    /// A host over `index`, watching with `watcher` settings.
+    public init(index: MetadataIndex, watcher configuration: FileWatcher.Configuration = .init(), logger: Logger) {
+        self.index = index
+        self.logger = logger
+        indexer = Indexer(index: index, logger: logger)
+        watcher = FileWatcher(configuration: configuration, logger: logger)
+        let batches = watcher.batches
+        let task = Task { [indexer, weak self] in
+            for await batch in batches {
+                do {
+                    let delta = try await indexer.apply(batch)
+                    self?.noteRescans(batch)
+                    if !delta.isEmpty { self?.publish(delta) }
+                } catch {
+                    logger.error("index update failed", metadata: ["ubiquity.error": "\(error)"])
+                }
+            }
+        }
+        pump.withLock { $0 = task }
+    }
+
+    /// The host of this process when no daemon runs: an in-memory index, created on first use.
+    public static func local(logger: Logger) throws -> IndexHost {
+        try localHost.withLock { host in
+            if let host { return host }
+            let made = IndexHost(index: try MetadataIndex.inMemory(logger: logger), logger: logger)
+            host = made
+            return made
+        }
+    }
+
+    private static let localHost = Mutex<IndexHost?>(nil)
+
+    /// Stops watching and ends every subscription.
+    public func shutdown() {
+        watcher.stop()
+        pump.withLock { $0?.cancel() }
+        let subscribers = state.withLock { state in
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    // MARK: Roots
+
+    /// Indexes and watches `root` for as long as the host runs (the daemon's containers).
+    public func addPermanentRoot(_ root: String) async throws {
+        try await acquire(scopes: [root], pinned: true)
+    }
+
+    /// Makes sure every scope is indexed and watched, scanning new roots (watch first, then scan,
+    /// so nothing in between is missed). Pair with ``release(scopes:)``.
+    public func acquire(scopes: [String], pinned: Bool = false) async throws {
+        for scope in scopes {
+            let root = try Self.normalizedRoot(scope)
+            let isNew: Bool = state.withLock { state in
+                if let covering = Self.coveringRoot(of: root, in: state.roots) {
+                    state.roots[covering]?.references += 1
+                    if pinned { state.roots[covering]?.pinned = true }
+                    return false
+                }
+                state.roots[root] = RootEntry(references: 1, ready: false, pinned: pinned)
+                return true
+            }
+            guard isNew else {
+                try await waitUntilReady(root)
+                continue
+            }
+            do {
+                try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
+                let delta = try await indexer.addRoot(root, ignoring: IgnoreRules.load(root: root))
+                state.withLock { $0.roots[root]?.ready = true }
+                if !delta.isEmpty { publish(delta) }
+            } catch {
+                state.withLock { _ = $0.roots.removeValue(forKey: root) }
+                watcher.unwatch(root: root)
+                throw error
+            }
+        }
+    }
+
+    /// Releases scopes acquired with ``acquire(scopes:pinned:)``; a root no query needs any more
+    /// stops being watched (its rows stay until the next scan of the index).
+    public func release(scopes: [String]) {
+        for scope in scopes {
+            guard let root = try? Self.normalizedRoot(scope) else { continue }
+            let drop: String? = state.withLock { state in
+                guard let covering = Self.coveringRoot(of: root, in: state.roots) else { return nil }
+                state.roots[covering]?.references -= 1
+                guard let entry = state.roots[covering], entry.references <= 0, !entry.pinned else { return nil }
+                state.roots[covering] = nil
+                return covering
+            }
+            if let drop { watcher.unwatch(root: drop) }
+        }
+    }
+
+    /// The roots indexed now.
+    public var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
+
+    /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
+    @discardableResult
+    public func rescan(_ path: String) async throws -> IndexDelta {
+        let delta = try await indexer.rescan(path)
+        if !delta.isEmpty { publish(delta) }
+        return delta
+    }
+
+    /// Returns once every change made under `root` before the call is in the index and has been
+    /// published (read-your-writes, with a cookie file as watchman does).
+    public func sync(root: String) async throws {
+        try await watcher.sync(root: root)
+    }
+
+    /// Messages for the user (overflow, the watch limit), oldest first; cleared by reading.
+    public func takeMessages() -> [String] {
+        state.withLock { state in
+            defer { state.messages = [] }
+            return state.messages
+        }
+    }
+
+    private func waitUntilReady(_ root: String) async throws {
+        while true {
+            let ready: Bool? = state.withLock { state in
+                guard let covering = Self.coveringRoot(of: root, in: state.roots) else { return nil }
+                return state.roots[covering]?.ready
+            }
+            guard let ready else { throw UbiquityError(.notFound, "'\(root)' stopped being indexed") }
+            if ready { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    private func noteRescans(_ batch: WatchBatch) {
+        for message in batch.rescans.compactMap(\.message) {
+            logger.warning("\(message)")
+            note(message)
+        }
+    }
+
+    /// Keeps a message for the user (shown by `ubiq index status`; the last 50 are kept).
+    public func note(_ message: String) {
+        state.withLock { state in
+            state.messages.append(message)
+            if state.messages.count > 50 { state.messages.removeFirst(state.messages.count - 50) }
+        }
+    }
+
+    static func normalizedRoot(_ path: String) throws -> String {
+        guard path.hasPrefix("/") else {
+            throw UbiquityError(.invalidArgument, "search scope '\(path)': expected an absolute folder path")
+        }
+        var root = CanonicalPath.normalize(path)
+        if root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
+            throw UbiquityError(.notFound, "search scope '\(root)' does not exist")
+        }
+        guard isDirectory.boolValue else {
+            throw UbiquityError(.invalidArgument, "search scope '\(root)' is not a folder")
+        }
+        return root
+    }
+
+    static func coveringRoot(of path: String, in roots: [String: RootEntry]) -> String? {
+        roots.keys.filter { path == $0 || path.hasPrefix($0 == "/" ? "/" : $0 + "/") }.min { $0.count < $1.count }
+    }
+
+    // MARK: Deltas
+
+    /// Every delta applied from now on, until the stream is dropped or the host shuts down.
+    public func deltas() -> AsyncStream<IndexDelta> {
+        let (stream, continuation) = AsyncStream<IndexDelta>.makeStream()
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.subscribers[state.nextID] = continuation
+            return state.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func publish(_ delta: IndexDelta) {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(delta) }
+    }
+}

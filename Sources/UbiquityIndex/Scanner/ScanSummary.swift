@@ -1,0 +1,46 @@
+/// What a tree scan found besides the records it handed on.
+public struct ScanSummary: Sendable, Hashable {
+    /// Items handed on (files, folders and symbolic links; not the root itself).
+    public var itemCount = 0
+    /// How many of them are folders.
+    public var directoryCount = 0
+    /// Entries skipped because their names are not valid UTF-8.
+    public var invalidNameCount = 0
+    /// Entries skipped because they vanished while the scan ran.
+    public var vanishedCount = 0
+    /// Problems worth telling the user (unreadable folders, the first few invalid names).
+    public var warnings: [ScanWarning] = []
+
+    /// An empty summary.
+    public init() {}
+}
+
+/// A problem a scan worked around.
+public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: String, Sendable, Hashable {
+        /// A folder could not be read (`EACCES`/`EPERM`): its contents are not indexed.
+        case permissionDenied
+        /// A name is not valid UTF-8: the item is not indexed.
+        case invalidName
+        /// Another error reading a folder or an entry.
+        case ioError
+    }
+
+    /// What went wrong.
+    public var kind: Kind
+    /// The path (for invalid names, with the bad bytes escaped as `\xNN`).
+    public var path: String
+    /// Details.
+    public var message: String
+
+    /// A warning.
+    public init(kind: Kind, path: String, message: String) {
+        self.kind = kind
+        self.path = path
+        self.message = message
+    }
+
+    /// `"kind: path: message"`.
+    public var description: String { "\(kind.rawValue): \(path): \(message)" }
+}

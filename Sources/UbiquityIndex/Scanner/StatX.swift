@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+
+/// `statx(2)` through the C library (Swift's Glibc module does not import it), for birth times.
+/// Falls back to `fstatat(2)` (no birth time) when the C library or the kernel lacks it.
+struct StatX: ~Copyable {
+    private typealias Function = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
+
+    /// The C library's `statx`, if it has one.
+    private static let function: Function? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "statx") else { return nil }
+        return unsafeBitCast(symbol, to: Function.self)
+    }()
+
+    private static let basicStats: UInt32 = 0x7ff  // STATX_BASIC_STATS
+    private static let birthTime: UInt32 = 0x800  // STATX_BTIME
+
+    /// What one call found.
+    struct Result {
+        var mode: UInt32
+        var inode: UInt64
+        var size: Int64
+        var mtimeNanoseconds: Int64
+        var ctimeNanoseconds: Int64
+        var birthNanoseconds: Int64?
+        var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+    }
+
+    /// `struct statx` (256 bytes, kernel ABI).
+    private let buffer = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
+    private var useStatx = StatX.function != nil
+
+    init() {}
+    deinit { buffer.deallocate() }
+
+    /// Stats `name` relative to the folder `directory` (a descriptor, or `AT_FDCWD` for an
+    /// absolute path) without following a final symbolic link. Returns nil and leaves `errno` set.
+    mutating func stat(_ name: UnsafePointer<CChar>, in directory: Int32) -> Result? {
+        if useStatx, let function = StatX.function {
+            if function(directory, name, AT_SYMLINK_NOFOLLOW, StatX.basicStats | StatX.birthTime, buffer) == 0 {
+                let mask = buffer.load(fromByteOffset: 0, as: UInt32.self)
+                func time(_ offset: Int) -> Int64 {
+                    buffer.load(fromByteOffset: offset, as: Int64.self) * 1_000_000_000
+                        + Int64(buffer.load(fromByteOffset: offset + 8, as: UInt32.self))
+                }
+                return Result(
+                    mode: UInt32(buffer.load(fromByteOffset: 28, as: UInt16.self)),
+                    inode: buffer.load(fromByteOffset: 32, as: UInt64.self),
+                    size: Int64(bitPattern: buffer.load(fromByteOffset: 40, as: UInt64.self)),
+                    mtimeNanoseconds: time(112), ctimeNanoseconds: time(96),
+                    birthNanoseconds: mask & StatX.birthTime != 0 ? time(80) : nil)
+            }
+            guard errno == ENOSYS else { return nil }
+            useStatx = false
+        }
+        var st = Glibc.stat()
+        guard fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return Result(
+            mode: UInt32(st.st_mode), inode: UInt64(st.st_ino), size: Int64(st.st_size),
+            mtimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+            ctimeNanoseconds: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec),
+            birthNanoseconds: nil)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import UbiquityCore
+
+/// One indexed item (a row of the metadata index): what `lstat` says about it, its name and
+/// content type, and its ubiquitous state.
+public struct IndexRecord: Sendable, Hashable, Codable {
+    /// The absolute path.
+    public var path: String
+    /// The last path component.
+    public var name: String
+    /// The size in bytes (0 for folders).
+    public var size: Int64
+    /// The birth time, when the file system reports one.
+    public var creationDate: Date?
+    /// The modification time.
+    public var contentChangeDate: Date
+    /// The uniform type identifier (from the name; `public.folder` for folders).
+    public var contentType: String
+    /// Whether the item is a folder (symbolic links are not: they are indexed as files).
+    public var isDirectory: Bool
+    /// The inode number.
+    public var inode: UInt64
+    /// The modification time in nanoseconds since 1970.
+    public var mtimeNanoseconds: Int64
+    /// The status-change time in nanoseconds since 1970.
+    public var ctimeNanoseconds: Int64
+    /// The iCloud-style state.
+    public var ubiquitous: UbiquitousAttributes
+
+    /// A record with every field given.
+    public init(
+        path: String, name: String, size: Int64, creationDate: Date?, contentChangeDate: Date,
+        contentType: String, isDirectory: Bool, inode: UInt64, mtimeNanoseconds: Int64,
+        ctimeNanoseconds: Int64, ubiquitous: UbiquitousAttributes = UbiquitousAttributes()
+    ) {
+        self.path = path
+        self.name = name
+        self.size = size
+        self.creationDate = creationDate
+        self.contentChangeDate = contentChangeDate
+        self.contentType = contentType
+        self.isDirectory = isDirectory
+        self.inode = inode
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.ctimeNanoseconds = ctimeNanoseconds
+        self.ubiquitous = ubiquitous
+    }
+
+    /// A record whose name, content type and content change date are derived from `path`,
+    /// `isDirectory` and `mtimeNanoseconds`.
+    public init(
+        path: String, size: Int64, isDirectory: Bool, inode: UInt64, mtimeNanoseconds: Int64,
+        ctimeNanoseconds: Int64, creationDate: Date? = nil,
+        ubiquitous: UbiquitousAttributes = UbiquitousAttributes()
+    ) {
+        let name = IndexRecord.lastComponent(of: path)
+        self.init(
+            path: path, name: name, size: size, creationDate: creationDate,
+            contentChangeDate: Date(timeIntervalSince1970: Double(mtimeNanoseconds) / 1e9),
+            contentType: ContentType.identifier(forFileName: name, isDirectory: isDirectory),
+            isDirectory: isDirectory, inode: inode, mtimeNanoseconds: mtimeNanoseconds,
+            ctimeNanoseconds: ctimeNanoseconds, ubiquitous: ubiquitous)
+    }
+
+    /// The last component of a `/`-separated path (the path itself when it has no `/`).
+    public static func lastComponent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
+        let name = trimmed[trimmed.index(after: slash)...]
+        return name.isEmpty ? String(trimmed) : String(name)
+    }
+
+    /// Whether the file-system facts the quick-check compares (size, times, inode, kind) equal
+    /// those of `other`.
+    public func hasSameStat(as other: IndexRecord) -> Bool {
+        size == other.size && mtimeNanoseconds == other.mtimeNanoseconds && inode == other.inode
+            && ctimeNanoseconds == other.ctimeNanoseconds && isDirectory == other.isDirectory
+    }
+}

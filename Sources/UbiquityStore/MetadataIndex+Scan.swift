@@ -1,0 +1,139 @@
+import Foundation
+import GRDB
+import UbiquityCore
+
+/// A full scan of one subtree in progress (``MetadataIndex/beginScan(root:)``).
+public struct IndexScanSession: Sendable, Hashable {
+    /// The session number (also written to `scan_generation` of rows the scan writes).
+    public let id: Int64
+    /// The absolute path of the scanned subtree.
+    public let root: String
+}
+
+extension MetadataIndex {
+    /// Registers `root` as an indexed root (listed in ``status()``). Does nothing if it is one.
+    public func registerRoot(_ root: String) throws {
+        let root = Self.normalize(root)
+        try write("register root") { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO roots (path) VALUES (?)", arguments: [root])
+        }
+    }
+
+    /// Forgets `root`; with `removingItems`, deletes its rows too.
+    public func unregisterRoot(_ root: String, removingItems: Bool) throws -> IndexDelta {
+        let root = Self.normalize(root)
+        return try write("unregister root") { db in
+            try db.execute(sql: "DELETE FROM roots WHERE path = ?", arguments: [root])
+            var delta = IndexDelta()
+            if removingItems {
+                let range = Self.subtreeRange(of: root)
+                let paths = try String.fetchAll(db, sql: "SELECT path FROM items WHERE path >= ? AND path < ? ORDER BY path",
+                                                arguments: [range.lower, range.upper])
+                try db.execute(sql: "DELETE FROM items WHERE path >= ? AND path < ?", arguments: [range.lower, range.upper])
+                delta.removed = paths
+            }
+            return delta
+        }
+    }
+
+    /// Marks whether `root` needs a rescan (events were lost), with a message for the user.
+    public func setRescanPending(root: String, _ pending: Bool, message: String?) throws {
+        let root = Self.normalize(root)
+        try write("set rescan pending") { db in
+            try db.execute(sql: """
+                INSERT INTO roots (path, rescan_pending, message) VALUES (?, ?, ?)
+                ON CONFLICT(path) DO UPDATE SET rescan_pending = excluded.rescan_pending, message = excluded.message
+                """, arguments: [root, pending, message])
+        }
+    }
+
+    /// Starts a streaming full scan of the rows strictly under `root`: feed every item found
+    /// with ``addScanned(_:to:)``, then ``finishScan(_:)`` deletes the rows under `root` that
+    /// were not seen. Rows written by ``apply(_:)`` meanwhile count as seen. Memory stays bounded:
+    /// the seen set lives in a temporary table.
+    public func beginScan(root: String) throws -> IndexScanSession {
+        let root = Self.normalize(root)
+        let id = nextScanID.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+        try write("begin scan") { db in
+            try db.execute(sql: """
+                CREATE TEMP TABLE IF NOT EXISTS scan_seen (
+                    session INTEGER NOT NULL, item_id INTEGER NOT NULL, PRIMARY KEY (session, item_id)
+                ) WITHOUT ROWID
+                """)
+            try db.execute(sql: "UPDATE roots SET last_scan_started = ? WHERE path = ?",
+                           arguments: [Date().timeIntervalSince1970, root])
+        }
+        activeScans.withLock { _ = $0.insert(id) }
+        return IndexScanSession(id: id, root: root)
+    }
+
+    /// Upserts one batch of scanned records (with the quick-check of ``apply(_:)``) and marks them
+    /// seen by `session`.
+    public func addScanned(_ records: [IndexRecord], to session: IndexScanSession) throws -> IndexDelta {
+        guard !records.isEmpty else { return IndexDelta() }
+        let sessions = activeScans.withLock { $0 }
+        guard sessions.contains(session.id) else {
+            throw UbiquityError(.invalidArgument, "Scan session \(session.id) of '\(session.root)' is not active")
+        }
+        return try write("add scanned items") { db in
+            var delta = IndexDelta()
+            for record in records {
+                try Self.upsert(record, db: db, generation: session.id, sessions: sessions, delta: &delta)
+            }
+            return delta
+        }
+    }
+
+    /// Ends `session`: deletes the rows under its root that were not seen (listed as removed)
+    /// and, when the root is registered, records the scan's end and clears its pending rescan.
+    public func finishScan(_ session: IndexScanSession) throws -> IndexDelta {
+        defer { activeScans.withLock { _ = $0.remove(session.id) } }
+        let range = Self.subtreeRange(of: session.root)
+        return try write("finish scan") { db in
+            let unseen = """
+                path >= ? AND path < ? AND id NOT IN (SELECT item_id FROM temp.scan_seen WHERE session = ?)
+                """
+            let arguments: StatementArguments = [range.lower, range.upper, session.id]
+            let paths = try String.fetchAll(db, sql: "SELECT path FROM items WHERE \(unseen) ORDER BY path", arguments: arguments)
+            if !paths.isEmpty {
+                try db.execute(sql: "DELETE FROM items WHERE \(unseen)", arguments: arguments)
+            }
+            try db.execute(sql: "DELETE FROM temp.scan_seen WHERE session = ?", arguments: [session.id])
+            try db.execute(sql: """
+                UPDATE roots SET last_scan_finished = ?, rescan_pending = 0, message = NULL WHERE path = ?
+                """, arguments: [Date().timeIntervalSince1970, session.root])
+            return IndexDelta(removed: paths)
+        }
+    }
+
+    /// Abandons `session` without deleting anything (the scan failed).
+    public func cancelScan(_ session: IndexScanSession) {
+        activeScans.withLock { _ = $0.remove(session.id) }
+        _ = try? write("cancel scan") { db in
+            try db.execute(sql: "DELETE FROM temp.scan_seen WHERE session = ?", arguments: [session.id])
+        }
+    }
+
+    /// After a full scan of `root` found `seen`: upserts them and removes the rows under `root`
+    /// that are not among them. For large trees prefer the streaming ``beginScan(root:)``.
+    public func reconcile(root: String, seen: [IndexRecord]) throws -> IndexDelta {
+        let session = try beginScan(root: root)
+        do {
+            var delta = IndexDelta()
+            var start = 0
+            while start < seen.count {
+                let end = min(start + 5_000, seen.count)
+                delta.merge(try addScanned(Array(seen[start..<end]), to: session))
+                start = end
+            }
+            delta.merge(try finishScan(session))
+            return delta
+        } catch {
+            cancelScan(session)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import UbiquityCore
+
+extension MetadataIndex {
+    /// The connection set-up: pragmas and the predicate SQL functions.
+    static func configuration() -> Configuration {
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        config.label = "MetadataIndex"
+        config.prepareDatabase { db in
+            try db.execute(sql: """
+                PRAGMA synchronous = NORMAL;
+                PRAGMA temp_store = MEMORY;
+                PRAGMA cache_size = -16384;
+                """)
+            PredicateSQLFunctions.register(in: db)
+        }
+        return config
+    }
+
+    /// The schema migrations.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE items (
+                    id INTEGER PRIMARY KEY,
+                    path TEXT NOT NULL UNIQUE,
+                    name TEXT NOT NULL,
+                    name_folded TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    creation_date REAL,
+                    content_change_date REAL NOT NULL,
+                    content_type TEXT NOT NULL,
+                    is_directory INTEGER NOT NULL,
+                    inode INTEGER NOT NULL,
+                    mtime_ns INTEGER NOT NULL,
+                    ctime_ns INTEGER NOT NULL,
+                    is_uploaded INTEGER NOT NULL DEFAULT 0,
+                    is_uploading INTEGER NOT NULL DEFAULT 0,
+                    percent_uploaded REAL NOT NULL DEFAULT 0,
+                    downloading_status TEXT NOT NULL DEFAULT 'NSMetadataUbiquitousItemDownloadingStatusCurrent',
+                    is_downloading INTEGER NOT NULL DEFAULT 0,
+                    percent_downloaded REAL NOT NULL DEFAULT 0,
+                    has_unresolved_conflicts INTEGER NOT NULL DEFAULT 0,
+                    is_excluded_from_backup INTEGER NOT NULL DEFAULT 0,
+                    scan_generation INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX items_name ON items(name);
+                CREATE INDEX items_name_folded ON items(name_folded);
+                CREATE INDEX items_content_type ON items(content_type);
+                CREATE INDEX items_size ON items(size);
+                CREATE INDEX items_content_change_date ON items(content_change_date);
+
+                CREATE VIRTUAL TABLE names_fts USING fts5(
+                    name_folded, content='items', content_rowid='id', tokenize='trigram'
+                );
+                CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+                    INSERT INTO names_fts(rowid, name_folded) VALUES (new.id, new.name_folded);
+                END;
+                CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
+                    INSERT INTO names_fts(names_fts, rowid, name_folded) VALUES ('delete', old.id, old.name_folded);
+                END;
+                CREATE TRIGGER items_fts_update AFTER UPDATE OF name_folded ON items BEGIN
+                    INSERT INTO names_fts(names_fts, rowid, name_folded) VALUES ('delete', old.id, old.name_folded);
+                    INSERT INTO names_fts(rowid, name_folded) VALUES (new.id, new.name_folded);
+                END;
+
+                CREATE TABLE roots (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    last_scan_started REAL,
+                    last_scan_finished REAL,
+                    rescan_pending INTEGER NOT NULL DEFAULT 0,
+                    message TEXT
+                );
+                """)
+        }
+        return migrator
+    }()
+
+    /// The columns every record query selects, in ``decode(_:)`` order.
+    static let recordColumns = """
+        items.path, items.name, items.size, items.creation_date, items.content_change_date, \
+        items.content_type, items.is_directory, items.inode, items.mtime_ns, items.ctime_ns, \
+        items.is_uploaded, items.is_uploading, items.percent_uploaded, items.downloading_status, \
+        items.is_downloading, items.percent_downloaded, items.has_unresolved_conflicts, \
+        items.is_excluded_from_backup, items.id
+        """
+
+    /// The record of a row selected with ``recordColumns``.
+    static func decode(_ row: Row) -> IndexRecord {
+        let creation: Double? = row[3]
+        let status: String = row[13]
+        return IndexRecord(
+            path: row[0], name: row[1], size: row[2],
+            creationDate: creation.map { Date(timeIntervalSince1970: $0) },
+            contentChangeDate: Date(timeIntervalSince1970: row[4]),
+            contentType: row[5], isDirectory: row[6], inode: UInt64(bitPattern: row[7]),
+            mtimeNanoseconds: row[8], ctimeNanoseconds: row[9],
+            ubiquitous: UbiquitousAttributes(
+                isUploaded: row[10], isUploading: row[11], percentUploaded: row[12],
+                downloadingStatus: UbiquitousDownloadingStatus(rawValue: status) ?? .current,
+                isDownloading: row[14], percentDownloaded: row[15], hasUnresolvedConflicts: row[16],
+                isExcludedFromBackup: row[17]))
+    }
+
+    /// The folded form of a name, as stored in `name_folded` and searched by the trigram index.
+    static func fold(_ name: String) -> String {
+        PredicateStringMatch.fold(name)
+    }
+
+    /// The half-open range `[lower, upper)` of paths strictly inside `path` ("/" sorts just
+    /// before "0", so every descendant `path/…` lies in `[path/, path0)`).
+    static func subtreeRange(of path: String) -> (lower: String, upper: String) {
+        let prefix = path.hasSuffix("/") ? path : path + "/"
+        return (prefix, String(prefix.dropLast()) + "0")
+    }
+
+    /// `path` without trailing slashes (except for "/").
+    static func normalize(_ path: String) -> String {
+        var path = path
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+}

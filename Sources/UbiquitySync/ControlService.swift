@@ -1,0 +1,140 @@
+import Foundation
+import Logging
+import Synchronization
+import UbiquityCore
+import UbiquityIndex
+import UbiquityStore
+
+/// The daemon's control socket: metadata queries with live updates, index status, rescans and
+/// read-your-writes syncs, for the library and the CLI (`docs/control-protocol.md`).
+///
+/// Each connection carries one request. The accept loop and each connection's reader run on
+/// their own threads (they block in `accept` and `read`); query work runs in tasks.
+public final class ControlService: Sendable {
+    /// The socket path.
+    public let socketPath: String
+    /// The index host requests go to now (the daemon replaces it when it rebuilds the index).
+    public var host: IndexHost { hostProvider() }
+    private let hostProvider: @Sendable () -> IndexHost
+    let logger: Logger
+    private let listener: UnixSocket
+    private let stopped = Atomic<Bool>(false)
+    private let connections = Mutex<[ObjectIdentifier: UnixSocket]>([:])
+    private let databasePath: String?
+
+    /// Binds the socket (creating its folder, mode 0700).
+    public init(socketPath: String, hostProvider: @escaping @Sendable () -> IndexHost, databasePath: String?, logger: Logger) throws {
+        self.socketPath = socketPath
+        self.hostProvider = hostProvider
+        self.logger = logger
+        self.databasePath = databasePath
+        try UbiquityPaths.ensureDirectory(URL(fileURLWithPath: CanonicalPath.parentPath(of: socketPath)))
+        listener = try UnixSocket.listen(at: socketPath)
+    }
+
+    /// Accepts connections on a dedicated thread until ``stop()``.
+    public func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "ubiquity.control.accept"
+        thread.start()
+    }
+
+    /// Stops accepting, ends every connection and removes the socket file.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        unlink(socketPath)
+        listener.shutdown()
+        for socket in connections.withLock({ Array($0.values) }) { socket.shutdown() }
+    }
+
+    /// The status report of the host's index.
+    public func statusReport() throws -> IndexStatusReport {
+        try host.statusReport(database: databasePath)
+    }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .relaxed) {
+            guard let socket = try? listener.accept() else {
+                if stopped.load(ordering: .relaxed) { return }
+                usleep(10_000)
+                continue
+            }
+            connections.withLock { $0[ObjectIdentifier(socket)] = socket }
+            let thread = Thread { [self] in
+                serve(socket)
+                connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(socket)) }
+            }
+            thread.name = "ubiquity.control.connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ socket: UnixSocket) {
+        defer { socket.shutdown() }
+        guard let line = socket.readLine() else { return }
+        let request: ControlWire.Request
+        do {
+            request = try ControlWire.decode(ControlWire.Request.self, from: line)
+        } catch {
+            send(ControlWire.Reply(error: UbiquityError.wrapping(error, "bad request")), on: socket)
+            return
+        }
+        switch request.op {
+        case "query":
+            guard let query = request.query else {
+                send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "query: missing 'query'")), on: socket)
+                return
+            }
+            serveQuery(query, on: socket)
+        case "status":
+            var reply = ControlWire.Reply(event: "status")
+            do { reply.status = try statusReport() } catch { reply = ControlWire.Reply(error: .wrapping(error, "status failed")) }
+            send(reply, on: socket)
+        case "rescan", "sync":
+            guard let path = request.path else {
+                send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path'")), on: socket)
+                return
+            }
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<ControlWire.Reply>(ControlWire.Reply(event: "done"))
+            Task { [host = self.host] in
+                do {
+                    if request.op == "rescan" { try await host.rescan(path) } else { try await host.sync(root: path) }
+                } catch {
+                    result.withLock { $0 = ControlWire.Reply(error: .wrapping(error, "\(request.op) failed")) }
+                }
+                done.signal()
+            }
+            done.wait()
+            send(result.withLock { $0 }, on: socket)
+        default:
+            send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "unknown op '\(request.op)': expected query, status, rescan or sync")), on: socket)
+        }
+    }
+
+    private func serveQuery(_ query: QueryRequest, on socket: UnixSocket) {
+        let events = host.run(query)
+        let task = Task { [logger] in
+            for await event in events {
+                do {
+                    try socket.send(ControlWire.encode(ControlWire.Reply(event)))
+                } catch {
+                    logger.debug("control client went away", metadata: ["ubiquity.error": "\(error)"])
+                    break
+                }
+            }
+            socket.shutdown()
+        }
+        // The client ends a query by closing the connection or sending {"op":"stop"}.
+        while let line = socket.readLine() {
+            if let request = try? ControlWire.decode(ControlWire.Request.self, from: line), request.op == "stop" { break }
+        }
+        task.cancel()
+    }
+
+    private func send(_ reply: ControlWire.Reply, on socket: UnixSocket) {
+        do { try socket.send(ControlWire.encode(reply)) } catch {
+            logger.debug("control reply not sent", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+}

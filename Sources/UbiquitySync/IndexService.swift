@@ -1,0 +1,160 @@
+import Foundation
+import Logging
+import Synchronization
+import UbiquityCore
+import UbiquityIndex
+import UbiquityStore
+
+/// The daemon's index: one ``IndexHost`` over the index file, watching the containers folder
+/// for as long as the daemon runs (and other folders while queries need them), answering the
+/// control socket, rescanning every root periodically (the correctness backstop), and
+/// rebuilding the index from a full scan when its file is deleted or corrupted underneath it.
+public final class IndexService: Sendable {
+    /// The index file.
+    public let databasePath: String
+    /// Folders indexed for as long as the daemon runs.
+    public let permanentRoots: [String]
+    let logger: Logger
+    private let hostBox: HostReference
+    private let control: ControlService
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let identity: Mutex<FileIdentity?>
+
+    struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// Opens (or rebuilds) the index at `databasePath` and binds the control socket.
+    public init(databasePath: String, controlSocket: String, permanentRoots: [String], logger: Logger) throws {
+        self.databasePath = databasePath
+        self.permanentRoots = permanentRoots
+        self.logger = logger
+        let index = try MetadataIndex(path: databasePath, logger: logger)
+        if index.wasRebuilt {
+            logger.warning("the index file was corrupt: moved it aside and rebuilt the index from a full scan",
+                           metadata: ["ubiquity.index": "\(databasePath)"])
+        }
+        let host = IndexHost(index: index, logger: logger)
+        let box = HostReference(host)
+        hostBox = box
+        identity = Mutex(Self.identity(of: databasePath))
+        control = try ControlService(socketPath: controlSocket, hostProvider: { box.current },
+                                     databasePath: databasePath, logger: logger)
+    }
+
+    /// The host answering queries now.
+    public var host: IndexHost { hostBox.current }
+
+    /// The control socket path.
+    public var controlSocket: String { control.socketPath }
+
+    /// Starts answering on the control socket, indexes the permanent roots, and starts the
+    /// periodic rescan (every `rescanInterval`) and the index-file watchdog.
+    public func start(rescanInterval: Duration = .seconds(3600), watchdogInterval: Duration = .seconds(2)) {
+        control.start()
+        let host = self.host
+        let roots = permanentRoots
+        let logger = self.logger
+        let initial = Task {
+            for root in roots {
+                do { try await host.addPermanentRoot(root) } catch {
+                    logger.error("cannot index \(root)", metadata: ["ubiquity.error": "\(error)"])
+                }
+            }
+        }
+        let backstop = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: rescanInterval)
+                guard let self, !Task.isCancelled else { return }
+                for root in self.host.roots {
+                    do { try await self.host.rescan(root) } catch {
+                        logger.warning("periodic rescan failed", metadata: ["ubiquity.root": "\(root)", "ubiquity.error": "\(error)"])
+                    }
+                }
+            }
+        }
+        let watchdog = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: watchdogInterval)
+                guard let self, !Task.isCancelled else { return }
+                await self.checkIndexFile()
+            }
+        }
+        tasks.withLock { $0 += [initial, backstop, watchdog] }
+    }
+
+    /// Stops everything.
+    public func stop() {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        control.stop()
+        host.shutdown()
+    }
+
+    /// The status report (as `ubiq index status` shows it).
+    public func statusReport() throws -> IndexStatusReport {
+        try host.statusReport(database: databasePath)
+    }
+
+    /// Rebuilds the index when its file was deleted, replaced or no longer looks like SQLite.
+    func checkIndexFile() async {
+        let now = Self.identity(of: databasePath)
+        let expected = identity.withLock { $0 }
+        guard now == nil || now != expected || !Self.hasSQLiteHeader(databasePath) else { return }
+        let reason = now == nil ? "was deleted" : now != expected ? "was replaced" : "is corrupt"
+        logger.warning("the index file \(reason) while the daemon ran: rebuilding it from a full scan",
+                       metadata: ["ubiquity.index": "\(databasePath)"])
+        do {
+            if now != nil && now == expected {
+                // Corrupt in place: move it aside so a fresh file can take its name.
+                try? FileManager.default.moveItem(atPath: databasePath, toPath: databasePath + ".corrupt-\(Int(Date().timeIntervalSince1970))")
+            }
+            for suffix in ["-wal", "-shm"] { unlink(databasePath + suffix) }
+            let index = try MetadataIndex(path: databasePath, logger: logger)
+            let fresh = IndexHost(index: index, logger: logger)
+            let old = hostBox.replace(with: fresh)
+            identity.withLock { $0 = Self.identity(of: databasePath) }
+            let roots = Set(permanentRoots + old.roots)
+            old.shutdown()
+            for root in roots.sorted() {
+                do { try await fresh.addPermanentRoot(root) } catch {
+                    logger.error("cannot index \(root)", metadata: ["ubiquity.error": "\(error)"])
+                }
+            }
+            fresh.note("the index file \(reason) while the daemon ran; it was rebuilt from a full scan")
+        } catch {
+            logger.error("cannot rebuild the index", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
+    static func identity(of path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    static func hasSQLiteHeader(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        return header.isEmpty || header == Data("SQLite format 3\0".utf8)
+    }
+}
+
+/// The daemon's current index host, replaced when the index is rebuilt.
+final class HostReference: Sendable {
+    private let host: Mutex<IndexHost>
+
+    init(_ host: IndexHost) { self.host = Mutex(host) }
+
+    /// The host answering now.
+    var current: IndexHost { host.withLock { $0 } }
+
+    /// Puts `fresh` in place and returns the host it replaces.
+    func replace(with fresh: IndexHost) -> IndexHost {
+        host.withLock { current in
+            defer { current = fresh }
+            return current
+        }
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import Foundation
+import Ubiquity
+import UbiquityStore
+
+/// Turns `ubiq query`'s command-line strings into predicate arguments and sort keys.
+enum QueryArguments {
+    /// Converts `arguments` by the specifiers of `format` in order: `%d %i %ld %lld %u` → integer,
+    /// `%f %lf` → number, `%@` and `%K` → string.
+    static func convert(_ arguments: [String], for format: String) throws -> [any Sendable] {
+        var kinds: [Character] = []
+        var scalars = Array(format)
+        var index = 0
+        var quote: Character?
+        while index < scalars.count {
+            let c = scalars[index]
+            if let q = quote {
+                if c == "\\" { index += 2; continue }
+                if c == q { quote = nil }
+            } else if c == "'" || c == "\"" {
+                quote = c
+            } else if c == "%", index + 1 < scalars.count {
+                var j = index + 1
+                while j < scalars.count, scalars[j] == "l" { j += 1 }
+                if j < scalars.count {
+                    switch scalars[j] {
+                    case "%": break
+                    case "d", "i", "u": kinds.append("d")
+                    case "f": kinds.append("f")
+                    case "@", "K": kinds.append("@")
+                    default: break
+                    }
+                }
+                index = j + 1
+                continue
+            }
+            index += 1
+        }
+        scalars = []
+        guard kinds.count == arguments.count else {
+            throw UbiquityError(.invalidArgument,
+                                "the predicate has \(kinds.count) substitution\(kinds.count == 1 ? "" : "s") (%@ %K %d %f) but \(arguments.count) argument\(arguments.count == 1 ? " was" : "s were") given")
+        }
+        return try zip(kinds, arguments).enumerated().map { position, pair -> any Sendable in
+            let (kind, argument) = pair
+            switch kind {
+            case "d":
+                guard let value = Int(argument) else {
+                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected an integer for %d")
+                }
+                return value
+            case "f":
+                guard let value = Double(argument) else {
+                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected a number for %f")
+                }
+                return value
+            default:
+                return argument
+            }
+        }
+    }
+
+    /// Parses `KEY` or `KEY:desc` / `KEY:asc`.
+    static func sortDescriptor(_ text: String) throws -> MetadataSortDescriptor {
+        var key = text
+        var ascending = true
+        if let colon = text.lastIndex(of: ":") {
+            let direction = text[text.index(after: colon)...].lowercased()
+            guard direction == "desc" || direction == "asc" else {
+                throw UbiquityError(.invalidArgument, "--sort '\(text)': expected KEY, KEY:asc or KEY:desc")
+            }
+            ascending = direction == "asc"
+            key = String(text[..<colon])
+        }
+        guard MetadataAttribute(name: key) != nil else {
+            throw UbiquityError(.invalidArgument, "--sort '\(text)': unknown attribute '\(key)'")
+        }
+        return MetadataSortDescriptor(key: key, ascending: ascending)
+    }
+
+    /// The index's sort key for a descriptor.
+    static func indexSort(_ descriptor: MetadataSortDescriptor) -> IndexSort? {
+        MetadataAttribute(name: descriptor.key).map { IndexSort(attribute: $0, ascending: descriptor.ascending) }
+    }
+}
+
+/// The JSON object `ubiq query --json` prints for an item.
+enum ItemJSON {
+    /// One line of JSON with the item's attributes.
+    static func object(_ record: IndexRecord) -> String {
+        let u = record.ubiquitous
+        return CLI.jsonObject([
+            ("path", record.path), ("name", record.name), ("size", Int(record.size)),
+            ("isDirectory", record.isDirectory), ("contentType", record.contentType),
+            ("creationDate", record.creationDate.map(timestamp)), ("contentChangeDate", timestamp(record.contentChangeDate)),
+            ("isUploaded", u.isUploaded), ("isUploading", u.isUploading), ("percentUploaded", u.percentUploaded),
+            ("downloadingStatus", u.downloadingStatus.rawValue), ("isDownloading", u.isDownloading),
+            ("percentDownloaded", u.percentDownloaded), ("hasUnresolvedConflicts", u.hasUnresolvedConflicts),
+            ("isExcludedFromBackup", u.isExcludedFromBackup),
+        ])
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}

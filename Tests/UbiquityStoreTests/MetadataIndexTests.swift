@@ -1,0 +1,182 @@
+import Foundation
+import GRDB
+import Testing
+import UbiquityCore
+@testable import UbiquityStore
+
+@Suite struct MetadataIndexTests {
+    typealias S = MetadataIndexTestSupport
+
+    @Test func schemaHasTheDocumentedColumns() throws {
+        let index = try S.memoryIndex()
+        let columns = try index.writer.read { db in try db.columns(in: "items").map(\.name) }
+        #expect(columns == [
+            "id", "path", "name", "name_folded", "size", "creation_date", "content_change_date", "content_type",
+            "is_directory", "inode", "mtime_ns", "ctime_ns", "is_uploaded", "is_uploading", "percent_uploaded",
+            "downloading_status", "is_downloading", "percent_downloaded", "has_unresolved_conflicts",
+            "is_excluded_from_backup", "scan_generation",
+        ])
+        #expect(try index.writer.read { db in try db.tableExists("names_fts") && db.tableExists("roots") })
+    }
+
+    @Test func applyInsertsThenQuickCheckSkipsUnchangedRows() throws {
+        let index = try S.memoryIndex()
+        let records = [S.folder("/r/docs"), S.file("/r/docs/a.txt"), S.file("/r/b.pdf", size: 99)]
+        let first = try index.apply(records)
+        #expect(first.added.map(\.path) == records.map(\.path))
+        #expect(first.changed.isEmpty && first.removed.isEmpty)
+
+        let second = try index.apply(records)
+        #expect(second.isEmpty)
+
+        var touched = S.file("/r/docs/a.txt", size: 11)
+        touched.ctimeNanoseconds += 1
+        let third = try index.apply([touched, records[2]])
+        #expect(third.added.isEmpty)
+        #expect(third.changed.map(\.path) == ["/r/docs/a.txt"])
+        #expect(try index.record(at: "/r/docs/a.txt")?.size == 11)
+        #expect(try index.count(under: nil) == 3)
+        #expect(try index.count(under: "/r/docs") == 1)
+    }
+
+    @Test func recordRoundTripsEveryField() throws {
+        let index = try S.memoryIndex()
+        var record = IndexRecord(
+            path: "/r/Résumé.md", name: "Résumé.md", size: 1234,
+            creationDate: Date(timeIntervalSince1970: 1_600_000_000.5),
+            contentChangeDate: Date(timeIntervalSince1970: 1_700_000_000.25), contentType: "net.daringfireball.markdown",
+            isDirectory: false, inode: UInt64.max - 3, mtimeNanoseconds: 1_700_000_000_250_000_000,
+            ctimeNanoseconds: 1_700_000_001_000_000_000)
+        record.ubiquitous = UbiquitousAttributes(isUploaded: true, percentUploaded: 100, downloadingStatus: .downloaded,
+                                                 percentDownloaded: 50, hasUnresolvedConflicts: true, isExcludedFromBackup: true)
+        _ = try index.apply([record])
+        #expect(try index.record(at: "/r/Résumé.md") == record)
+        #expect(try index.record(at: "/r/missing") == nil)
+    }
+
+    @Test func metadataValuesCoverEveryAttribute() {
+        let record = S.file("/r/a b.txt", size: 7)
+        for attribute in MetadataAttribute.allCases where attribute != .fsCreationDate {
+            #expect(record.metadataValue(for: attribute) != nil, "\(attribute)")
+        }
+        #expect(record.metadataValue(for: .url) == .string("file:///r/a%20b.txt"))
+        #expect(record.metadataValue(for: .fsSize) == .integer(7))
+        #expect(record.metadataValue(for: .isDownloaded) == .bool(true))
+        #expect(record.metadataValue(for: .contentType) == .string("public.plain-text"))
+        #expect(record.metadataValue(for: .percentUploaded) == .double(0))
+    }
+
+    @Test func ftsFollowsInsertUpdateMoveAndDelete() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.file("/r/Quarterly Report.pdf"), S.file("/r/notes.txt"), S.folder("/r/Reports")])
+        #expect(try S.trigramMatches(index, "report") == ["/r/Quarterly Report.pdf", "/r/Reports"])
+
+        // A content change keeps the name indexed.
+        _ = try index.apply([S.file("/r/notes.txt", size: 500)])
+        #expect(try S.trigramMatches(index, "note") == ["/r/notes.txt"])
+
+        // A rename re-indexes the name.
+        _ = try index.move(from: "/r/notes.txt", to: "/r/minutes.txt")
+        #expect(try S.trigramMatches(index, "note").isEmpty)
+        #expect(try S.trigramMatches(index, "minute") == ["/r/minutes.txt"])
+
+        // Deletion drops it.
+        _ = try index.remove(pathsAndSubtrees: ["/r/Quarterly Report.pdf"])
+        #expect(try S.trigramMatches(index, "report") == ["/r/Reports"])
+        try S.checkFTS(index)
+    }
+
+    @Test func movingAFolderRenamesItsSubtree() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([
+            S.folder("/r/a"), S.folder("/r/a/sub"), S.file("/r/a/sub/x.txt"), S.file("/r/a/y.md"),
+            S.file("/r/ab.txt"), S.file("/r/a0"),
+        ])
+        let delta = try index.move(from: "/r/a", to: "/r/b.d")
+        #expect(Set(delta.moved.map(\.from)) == ["/r/a", "/r/a/sub", "/r/a/sub/x.txt", "/r/a/y.md"])
+        #expect(Set(delta.moved.map(\.record.path)) == ["/r/b.d", "/r/b.d/sub", "/r/b.d/sub/x.txt", "/r/b.d/y.md"])
+        #expect(delta.added.isEmpty && delta.removed.isEmpty)
+        let all = try index.records(under: nil).map(\.path)
+        #expect(all == ["/r/a0", "/r/ab.txt", "/r/b.d", "/r/b.d/sub", "/r/b.d/sub/x.txt", "/r/b.d/y.md"])
+        let moved = try #require(try index.record(at: "/r/b.d"))
+        #expect(moved.name == "b.d" && moved.contentType == ContentType.folder)
+        try S.checkFTS(index)
+    }
+
+    @Test func movingAFileUpdatesNameAndTypeAndReplacesTheTarget() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.file("/r/draft.txt", size: 1), S.file("/r/final.md", size: 2)])
+        let delta = try index.move(from: "/r/draft.txt", to: "/r/final.md")
+        #expect(delta.removed == ["/r/final.md"])
+        #expect(delta.moved == [MovedRecord(from: "/r/draft.txt", record: try #require(try index.record(at: "/r/final.md")))])
+        let record = try #require(try index.record(at: "/r/final.md"))
+        #expect(record.size == 1 && record.name == "final.md" && record.contentType == "net.daringfireball.markdown")
+        #expect(try index.move(from: "/r/nothing", to: "/r/else").isEmpty)
+        #expect(throws: UbiquityError.self) { try index.move(from: "/r", to: "/r/inside") }
+    }
+
+    @Test func removingASubtreeListsEveryRow() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.folder("/r/a"), S.file("/r/a/1"), S.folder("/r/a/b"), S.file("/r/a/b/2"), S.file("/r/a.txt")])
+        let delta = try index.remove(pathsAndSubtrees: ["/r/a/", "/r/none"])
+        #expect(delta.removed == ["/r/a", "/r/a/1", "/r/a/b", "/r/a/b/2"])
+        #expect(try index.records(under: "/r").map(\.path) == ["/r/a.txt"])
+        try S.checkFTS(index)
+    }
+
+    @Test func reconcileDeletesVanishedRowsAndKeepsOthers() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.file("/r/keep"), S.file("/r/gone"), S.folder("/r/d"), S.file("/r/d/gone2"), S.file("/other/x")])
+        let delta = try index.reconcile(root: "/r", seen: [S.file("/r/keep"), S.folder("/r/d"), S.file("/r/new")])
+        #expect(delta.added.map(\.path) == ["/r/new"])
+        #expect(delta.changed.isEmpty)
+        #expect(delta.removed == ["/r/d/gone2", "/r/gone"])
+        #expect(try index.records(under: nil).map(\.path) == ["/other/x", "/r/d", "/r/keep", "/r/new"])
+        #expect(try index.reconcile(root: "/r", seen: [S.file("/r/keep"), S.folder("/r/d"), S.file("/r/new")]).isEmpty)
+    }
+
+    @Test func rowsAppliedDuringAScanCountAsSeen() throws {
+        let index = try S.memoryIndex()
+        let session = try index.beginScan(root: "/r")
+        _ = try index.addScanned([S.file("/r/scanned")], to: session)
+        _ = try index.apply([S.file("/r/fromWatcher")])
+        let delta = try index.finishScan(session)
+        #expect(delta.isEmpty)
+        #expect(try index.count(under: "/r") == 2)
+        #expect(throws: UbiquityError.self) { try index.addScanned([S.file("/r/late")], to: session) }
+    }
+
+    @Test func ubiquitousAttributesUpdate() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.file("/r/a")])
+        let attrs = UbiquitousAttributes(isUploaded: true, percentUploaded: 100)
+        let delta = try index.updateUbiquitousAttributes(path: "/r/a", attrs)
+        #expect(delta.changed.map(\.ubiquitous) == [attrs])
+        #expect(try index.updateUbiquitousAttributes(path: "/r/a", attrs).isEmpty)
+        #expect(try index.updateUbiquitousAttributes(path: "/r/missing", attrs).isEmpty)
+        // A content change keeps the ubiquitous state (sync owns it).
+        let changed = try index.apply([S.file("/r/a", size: 77)])
+        #expect(changed.changed.first?.ubiquitous == attrs)
+        #expect(try index.record(at: "/r/a")?.ubiquitous == attrs)
+    }
+
+    @Test func statusCountsItemsAndRoots() throws {
+        let index = try S.memoryIndex()
+        try index.registerRoot("/r")
+        _ = try index.reconcile(root: "/r", seen: [S.folder("/r/d"), S.file("/r/d/f")])
+        try index.setRescanPending(root: "/r", true, message: "watch limit")
+        let status = try index.status()
+        #expect(status.itemCount == 2 && status.folderCount == 1)
+        let root = try #require(status.roots.first)
+        #expect(root.path == "/r" && root.rescanPending && root.message == "watch limit")
+        #expect(root.lastScanStarted != nil && root.lastScanFinished != nil)
+    }
+
+    @Test func bulkInsertOfManyRowsInOneTransaction() throws {
+        let index = try S.memoryIndex()
+        let records = (0..<20_000).map { S.file("/r/dir\($0 % 50)/file-\($0).txt", inode: UInt64($0)) }
+        #expect(try index.apply(records).added.count == 20_000)
+        #expect(try index.apply(records).isEmpty)
+        #expect(try S.trigramMatches(index, "file-1999").count == 11)
+    }
+}

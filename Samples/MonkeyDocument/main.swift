@@ -4,8 +4,9 @@
 //
 //   MonkeyDocument [--container ID | --file PATH] [--autosave-interval SECONDS]
 //
-// The file is `Documents/test.txt` in the container (`--container`, or the first container of
-// UBIQUITY_CONTAINERS), or PATH. It is created when missing. Commands, one per line on stdin:
+// The file is the `test.txt` a metadata query finds in the container's documents
+// (`--container`, or the first container of UBIQUITY_CONTAINERS), as in Apple's sample, else
+// `Documents/test.txt` there; or PATH. It is created when missing. Commands, one per line on stdin:
 //   set TEXT   change the text (saved by autosave, --autosave-interval later; default 1 s)
 //   save       save now
 //   show       print `text: TEXT`
@@ -55,8 +56,9 @@ struct Options {
         }
     }
 
-    /// The document's file: PATH, or `Documents/test.txt` in the container.
-    func documentURL() throws -> URL {
+    /// The document's file: PATH; or, as Apple's sample does, the `test.txt` a metadata query
+    /// finds in the container's documents (in any folder), else `Documents/test.txt`.
+    func documentURL() async throws -> URL {
         if let file {
             let url = URL(fileURLWithPath: file)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -68,6 +70,7 @@ struct Options {
             _ = try UbiquityContainers.shared.containerURL(for: container)
             throw UbiquityError(.unknownContainer, "no ubiquity container; use --container ID, UBIQUITY_CONTAINERS or --file PATH")
         }
+        if let found = try await TestDocumentQuery.find() { return found }
         return root.appendingPathComponent("Documents/test.txt")
     }
 }
@@ -76,7 +79,7 @@ let options: Options
 let url: URL
 do {
     options = try Options(Array(CommandLine.arguments.dropFirst()))
-    url = try options.documentURL()
+    url = try await options.documentURL()
 } catch {
     Output.error("\(error)")
     Output.error(Options.usage)

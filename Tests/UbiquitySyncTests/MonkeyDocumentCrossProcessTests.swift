@@ -76,4 +76,25 @@ struct MonkeyDocumentCrossProcessTests {
         #expect(try String(contentsOf: file, encoding: .utf8) == "remote edit")
         #expect(monkey.waitForLine(containing: "reloaded: remote edit") != nil)
     }
+
+    @Test("with --container it finds test.txt with a metadata query, in any folder of Documents, as Apple's sample does",
+          arguments: [false, true])
+    func findsTestDocumentByQuery(withDaemon: Bool) throws {
+        let device = Device()
+        let daemon = withDaemon ? try device.startDaemon() : nil
+        defer { daemon?.kill(SIGTERM) }
+        let container = "iCloud.com.example.monkey"
+        let run = try device.run(["container", "url", container, "--container", container, "--json"])
+        let entry = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+        let documents = try #require(entry["documents"] as? String, "\(run)")
+        try FileManager.default.createDirectory(atPath: documents + "/Old Notes", withIntermediateDirectories: true)
+        try Data("found me".utf8).write(to: URL(fileURLWithPath: documents + "/Old Notes/test.txt"))
+        let monkey = try device.start(Binaries.monkey, ["--container", container],
+                                      extraEnvironment: ["UBIQUITY_INDEX": withDaemon ? "daemon" : "local"])
+        defer { monkey.kill() }
+        #expect(monkey.waitForLine(containing: "loaded:") == "loaded: found me", "\(monkey.output)")
+        monkey.send("quit")
+        #expect(monkey.wait(seconds: 30) == 0)
+        #expect(!FileManager.default.fileExists(atPath: documents + "/test.txt"), "no second test.txt was created")
+    }
 }

@@ -48,6 +48,7 @@ import UbiquityStore
     }
 
     private func expectAgreement(_ predicate: QueryPredicate, in database: PredicateTestDatabase, context: String,
+                                 withoutPrefilter: Bool = true,
                                  sourceLocation: SourceLocation = #_sourceLocation) throws {
         let expected = database.evaluatorIDs(predicate, now: Self.now)
         let actual = try database.sqlIDs(predicate, now: Self.now)
@@ -64,6 +65,7 @@ import UbiquityStore
                 """, sourceLocation: sourceLocation)
         }
         // Without the prefilter the answer is the same.
+        guard withoutPrefilter else { return }
         let plain = try database.sqlIDs(predicate, schema: PredicateTestSchema(prefilter: false), now: Self.now)
         #expect(plain == actual, "\(context): prefilter changed the result of \(predicate.predicateFormat)", sourceLocation: sourceLocation)
     }
@@ -96,7 +98,7 @@ import UbiquityStore
             #expect(reparsed == predicate, "seed \(seed) #\(index): \(predicate.predicateFormat)")
             let expected = database.evaluatorIDs(predicate, now: Self.now)
             if !expected.isEmpty, expected.count < database.rows.count { nonTrivial += 1 }
-            try expectAgreement(predicate, in: database, context: "seed \(seed) #\(index)")
+            try expectAgreement(predicate, in: database, context: "seed \(seed) #\(index)", withoutPrefilter: index % 4 == 0)
         }
         // The generator must produce mostly selective predicates to be a meaningful test.
         #expect(nonTrivial > count / 4, "seed \(seed): only \(nonTrivial) of \(count) predicates were selective")

@@ -50,8 +50,27 @@ public enum PredicateStringMatch {
     /// Folds `s` as `options` say: `[c]` lowercases, `[d]` removes diacritics, `[]` returns `s`.
     public static func fold(_ s: String, options: Options) -> String {
         if options.isEmpty { return s }
+        let lower = options.contains(.caseInsensitive)
+        switch asciiScan(s) {
+        case .unchanged: return s
+        case .upper:
+            // ASCII: no diacritics, and lowercasing is a byte map.
+            guard lower else { return s }
+            var bytes = Array(s.utf8)
+            for i in bytes.indices where bytes[i] &- 65 < 26 { bytes[i] += 32 }
+            return String(decoding: bytes, as: UTF8.self)
+        case .nonASCII:
+            break
+        }
         var scalars = String.UnicodeScalarView()
-        for scalar in s.unicodeScalars { appendFolded(scalar, options: options, to: &scalars) }
+        for scalar in s.unicodeScalars {
+            if scalar.isASCII {
+                let v = scalar.value
+                scalars.append(lower && v >= 65 && v <= 90 ? Unicode.Scalar(UInt8(v + 32)) : scalar)
+            } else {
+                scalars.append(contentsOf: folded(scalar, options: options))
+            }
+        }
         return String(scalars)
     }
 
@@ -91,7 +110,33 @@ public enum PredicateStringMatch {
 
     /// Scalar-for-scalar equality after folding.
     public static func equal(_ a: String, _ b: String, options: Options) -> Bool {
-        fold(a, options: options).utf8.elementsEqual(fold(b, options: options).utf8)
+        if options.isEmpty || (asciiScan(a) != .nonASCII && asciiScan(b) != .nonASCII) {
+            // Plain, or ASCII on both sides: compare bytes, lowercasing on the fly for [c].
+            let lower = options.contains(.caseInsensitive)
+            var i = a.utf8.makeIterator(), j = b.utf8.makeIterator()
+            while true {
+                switch (i.next(), j.next()) {
+                case (nil, nil): return true
+                case let (x?, y?):
+                    if x == y { continue }
+                    guard lower, x | 0x20 == y | 0x20, (x | 0x20) &- 97 < 26 else { return false }
+                default: return false
+                }
+            }
+        }
+        return fold(a, options: options).utf8.elementsEqual(fold(b, options: options).utf8)
+    }
+
+    private enum ASCIIScan { case unchanged, upper, nonASCII }
+
+    /// Whether `s` is ASCII, and whether it has uppercase letters.
+    private static func asciiScan(_ s: String) -> ASCIIScan {
+        var upper = false
+        for byte in s.utf8 {
+            if byte >= 0x80 { return .nonASCII }
+            if byte &- 65 < 26 { upper = true }
+        }
+        return upper ? .upper : .unchanged
     }
 
     /// Code-point order after folding: negative, zero or positive.
@@ -229,43 +274,38 @@ public enum PredicateStringMatch {
 
     // MARK: Folding, one scalar at a time
 
-    private static let diacriticCache = Mutex<[UInt32: [Unicode.Scalar]]>([:])
+    private static let foldCache = Mutex<[UInt32: [Unicode.Scalar]]>([:])
 
-    /// The scalar decomposed canonically without its combining (non-zero combining class) scalars.
-    private static func withoutDiacritics(_ scalar: Unicode.Scalar) -> [Unicode.Scalar] {
-        if scalar.isASCII { return [scalar] }
-        if let cached = diacriticCache.withLock({ $0[scalar.value] }) { return cached }
-        let decomposed = String(scalar).decomposedStringWithCanonicalMapping.unicodeScalars
-        let result = decomposed.filter { $0.properties.canonicalCombiningClass == .notReordered }
-        diacriticCache.withLock { $0[scalar.value] = Array(result) }
-        return Array(result)
-    }
-
-    private static func lowercased(_ scalar: Unicode.Scalar, to out: inout [Unicode.Scalar]) {
-        if scalar.isASCII {
-            let v = scalar.value
-            out.append((65...90).contains(v) ? Unicode.Scalar(UInt8(v + 32)) : scalar)
-        } else {
-            out.append(contentsOf: scalar.properties.lowercaseMapping.unicodeScalars)
-        }
-    }
-
-    private static func appendFolded(_ scalar: Unicode.Scalar, options: Options, to out: inout String.UnicodeScalarView) {
+    /// The fold of one non-ASCII scalar, cached (Foundation's decomposition is slow).
+    private static func folded(_ scalar: Unicode.Scalar, options: Options) -> [Unicode.Scalar] {
+        let key = scalar.value << 2 | UInt32(options.rawValue)
+        if let cached = foldCache.withLock({ $0[key] }) { return cached }
+        var result: [Unicode.Scalar] = []
         switch (options.contains(.caseInsensitive), options.contains(.diacriticInsensitive)) {
         case (true, true):
             // d(c(d(s))): decompose first so precomposed capitals lose their marks, lowercase, and
             // decompose again (a lowercase mapping can bring marks back, as İ → i̇).
             var lowered: [Unicode.Scalar] = []
-            for s in withoutDiacritics(scalar) { lowercased(s, to: &lowered) }
-            for s in lowered { out.append(contentsOf: withoutDiacritics(s)) }
+            for s in withoutDiacritics(scalar) { lowered.append(contentsOf: s.properties.lowercaseMapping.unicodeScalars) }
+            for s in lowered { result.append(contentsOf: withoutDiacritics(s)) }
         case (true, false):
-            var lowered: [Unicode.Scalar] = []
-            lowercased(scalar, to: &lowered)
-            out.append(contentsOf: lowered)
+            result.append(contentsOf: scalar.properties.lowercaseMapping.unicodeScalars)
         case (false, true):
-            out.append(contentsOf: withoutDiacritics(scalar))
+            result = withoutDiacritics(scalar)
         case (false, false):
-            out.append(scalar)
+            result = [scalar]
         }
+        foldCache.withLock { cache in
+            if cache.count > 65_536 { cache.removeAll(keepingCapacity: true) }
+            cache[key] = result
+        }
+        return result
+    }
+
+    /// The scalar decomposed canonically without its combining (non-zero combining class) scalars.
+    private static func withoutDiacritics(_ scalar: Unicode.Scalar) -> [Unicode.Scalar] {
+        if scalar.isASCII { return [scalar] }
+        let decomposed = String(scalar).decomposedStringWithCanonicalMapping.unicodeScalars
+        return decomposed.filter { $0.properties.canonicalCombiningClass == .notReordered }
     }
 }

@@ -100,21 +100,30 @@ public struct QueryPredicate: Sendable, Hashable, CustomStringConvertible {
     /// trailing slash for folders (what `URL(fileURLWithPath:isDirectory:).absoluteString` gives).
     /// Attribute providers and the SQL function `ubq_file_url` both use this.
     public static func fileURLString(forPath path: String, isDirectory: Bool) -> String {
-        var allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/!$&'()*+,;=:@"
-            .unicodeScalars.reduce(into: Set<UInt8>()) { $0.insert(UInt8($1.value)) }
-        allowed.remove(UInt8(ascii: "%"))
-        var result = "file://"
+        var bytes: [UInt8] = Array("file://".utf8)
+        bytes.reserveCapacity(path.utf8.count + 16)
+        let hex = Array("0123456789ABCDEF".utf8)
         for byte in path.utf8 {
-            if allowed.contains(byte) {
-                result.unicodeScalars.append(Unicode.Scalar(byte))
+            if urlPathAllowed[Int(byte)] {
+                bytes.append(byte)
             } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                result += byte < 16 ? "%0\(hex)" : "%\(hex)"
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 15)])
             }
         }
-        if isDirectory, !result.hasSuffix("/") { result += "/" }
-        return result
+        if isDirectory, bytes.last != UInt8(ascii: "/") { bytes.append(UInt8(ascii: "/")) }
+        return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// The bytes a file URL path keeps as they are (RFC 3986 `pchar` and `/`).
+    private static let urlPathAllowed: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/!$&'()*+,;=:@".utf8 {
+            table[Int(byte)] = true
+        }
+        return table
+    }()
 
     /// `"text"` with the escapes the lexer understands (`\"`, `\\`, `\n`, `%%`…).
     static func quoted(_ s: String) -> String {

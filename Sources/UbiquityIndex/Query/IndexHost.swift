@@ -18,6 +18,8 @@ public final class IndexHost: Sendable {
     let logger: Logger
     let state = Mutex(HostState())
     private let pump = Mutex<Task<Void, Never>?>(nil)
+    /// The sequence number of the last watcher batch applied and published.
+    private let applied = Mutex<UInt64>(0)
 
     struct HostState {
         var roots: [String: RootEntry] = [:]
@@ -48,6 +50,7 @@ public final class IndexHost: Sendable {
                 } catch {
                     logger.error("index update failed", metadata: ["ubiquity.error": "\(error)"])
                 }
+                self?.applied.withLock { $0 = max($0, batch.sequence) }
             }
         }
         pump.withLock { $0 = task }
@@ -99,6 +102,10 @@ public final class IndexHost: Sendable {
             }
             guard isNew else {
                 try await waitUntilReady(root)
+                // Read-your-writes: changes made before the query started are in its results.
+                if let covering = state.withLock({ Self.coveringRoot(of: root, in: $0.roots) }) {
+                    try await sync(root: covering)
+                }
                 continue
             }
             do {
@@ -144,7 +151,14 @@ public final class IndexHost: Sendable {
     /// Returns once every change made under `root` before the call is in the index and has been
     /// published (read-your-writes, with a cookie file as watchman does).
     public func sync(root: String) async throws {
-        try await watcher.sync(root: root)
+        let target = try await watcher.sync(root: root)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while applied.withLock({ $0 }) < target {
+            guard ContinuousClock.now < deadline else {
+                throw UbiquityError(.timedOut, "the index did not catch up with the watcher of '\(root)' in 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 
     /// Messages for the user (overflow, the watch limit), oldest first; cleared by reading.

@@ -83,9 +83,14 @@ public final class FileWatcher: Sendable {
     ///
     /// Throws ``UbiquityError/Code/timedOut`` after `timeout`, ``UbiquityError/Code/invalidArgument``
     /// when `root` is not watched by this watcher.
-    public func sync(root: String, timeout: Duration = .seconds(5)) async throws {
+    ///
+    /// Returns the ``WatchBatch/sequence`` of the last batch delivered by then: a consumer that
+    /// has processed that batch has seen every change made before the call.
+    @discardableResult
+    public func sync(root: String, timeout: Duration = .seconds(5)) async throws -> UInt64 {
         let path = (try? Self.canonicalFolder(root)) ?? Self.trimmed(root)
         try await hub.sync(id, root: path, timeout: timeout)
+        return hub.deliveredCount(id)
     }
 
     /// Watches held for this watcher (one per folder).

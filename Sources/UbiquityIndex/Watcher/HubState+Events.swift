@@ -30,7 +30,9 @@ extension HubState {
     mutating func flushDue(now: UInt64, outbox: inout HubOutbox) {
         for id in watchers.keys {
             guard watchers[id]!.coalescer.hasPending else { continue }
-            if let batch = watchers[id]!.coalescer.flush(at: now, exists: WatchPaths.exists) {
+            if var batch = watchers[id]!.coalescer.flush(at: now, exists: WatchPaths.exists) {
+                watchers[id]!.delivered += 1
+                batch.sequence = watchers[id]!.delivered
                 outbox.batches.append((watchers[id]!.continuation, batch))
             }
         }
@@ -100,7 +102,9 @@ extension HubState {
     /// A sync cookie arrived: everything before it was read, so deliver it all, then resume.
     private mutating func cookieSeen(_ waiter: CookieWaiter, path: String, now: UInt64, outbox: inout HubOutbox) {
         if let watcher = watchers[waiter.watcher] {
-            if let batch = watchers[waiter.watcher]!.coalescer.flush(at: now, force: true, exists: WatchPaths.exists) {
+            if var batch = watchers[waiter.watcher]!.coalescer.flush(at: now, force: true, exists: WatchPaths.exists) {
+                watchers[waiter.watcher]!.delivered += 1
+                batch.sequence = watchers[waiter.watcher]!.delivered
                 outbox.batches.append((watcher.continuation, batch))
             }
         }

@@ -24,6 +24,8 @@ struct HubWatcher: Sendable {
 
     var coalescer: WatchCoalescer
     var continuation: AsyncStream<WatchBatch>.Continuation
+    /// Batches handed to the stream so far (each batch carries its number as `sequence`).
+    var delivered: UInt64 = 0
     var roots: [String: Root] = [:]
     var failAddWatch: (@Sendable (String) -> Int32?)?
     var logger: Logger

@@ -108,6 +108,11 @@ final class InotifyHub: Sendable {
     }
 
     /// Watches held for `id`.
+    /// How many batches `id` has been handed.
+    func deliveredCount(_ id: UInt64) -> UInt64 {
+        state.withLock { $0.watchers[id]?.delivered ?? 0 }
+    }
+
     func watchCount(_ id: UInt64) -> Int {
         state.withLock { $0.watchCount(of: id) }
     }

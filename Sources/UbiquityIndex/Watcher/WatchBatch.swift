@@ -9,6 +9,9 @@ public struct WatchBatch: Sendable, Equatable {
     public var changes: [WatchChange]
     /// Subtrees whose state is unknown and must be scanned (overflow, new folders, watch limit).
     public var rescans: [RescanRequest]
+    /// The batch's number for its watcher, counting from 1 (0 for batches made elsewhere);
+    /// ``FileWatcher/sync(root:timeout:)`` returns the number a consumer must have reached.
+    public var sequence: UInt64 = 0
 
     /// A batch of `changes` and `rescans`.
     public init(changes: [WatchChange] = [], rescans: [RescanRequest] = []) {

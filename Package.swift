@@ -77,7 +77,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "UbiquityBench",
-            dependencies: ["Ubiquity", "UbiquitySync", "UbiquityCore", "CUbiquityShims"],
+            dependencies: [
+                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/UbiquityBench",
             swiftSettings: swiftSettings
         ),

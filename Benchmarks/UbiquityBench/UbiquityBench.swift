@@ -16,6 +16,8 @@ enum UbiquityBench {
         case "coordination": try CoordinationBench.run(options)
         case "document-save": try DocumentSaveBench.run(options)
         case "stress-check": try StressCheck.run(arguments)
+        case "query-latency": try QueryBench.latency(options)
+        case "name-query": try QueryBench.names(options)
         case "presenter": CoordinationBench.present(options)
         case "add-conflict":
             // Test helper: adds a conflict version in this process (as sync will), so that
@@ -34,6 +36,8 @@ enum UbiquityBench {
                    UbiquityBench coordination --iterations N [--label L] [--presenter-in-process]
                    UbiquityBench document-save --mib N [--runs R] --dir DIR
                    UbiquityBench stress-check LOG...
+                   UbiquityBench query-latency [--writes N] [--dir DIR]
+                   UbiquityBench name-query [--names N] [--runs R] [--database FILE] [--keep]
                    UbiquityBench presenter --file FILE   (a silent presenter until killed)
                    UbiquityBench add-conflict --file FILE --contents OTHER
 

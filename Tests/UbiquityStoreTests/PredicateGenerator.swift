@@ -133,7 +133,7 @@ struct PredicateGenerator {
         case 40..<58: return numberComparison()
         case 58..<72: return dateComparison()
         case 72..<84: return boolComparison()
-        case 84..<97: return treeComparison()
+        case 84..<99: return treeComparison()
         default: return Format(text: "* ==[c] %@", arguments: [sampleString(for: .fsName)])
         }
     }

@@ -276,10 +276,39 @@ public enum PredicateStringMatch {
 
     private static let foldCache = Mutex<[UInt32: [Unicode.Scalar]]>([:])
 
+    /// Scalars below this have their folds precomputed (Latin, Greek, Cyrillic), lock-free.
+    private static let tableLimit: UInt32 = 0x530
+
+    /// `foldTable[Int(value) * 4 + options.rawValue]` for scalars below ``tableLimit``.
+    private static let foldTable: [[Unicode.Scalar]] = {
+        var table: [[Unicode.Scalar]] = []
+        table.reserveCapacity(Int(tableLimit) * 4)
+        for value in 0..<tableLimit {
+            for raw in 0..<UInt8(4) {
+                if let scalar = Unicode.Scalar(value) {
+                    table.append(computeFold(scalar, options: Options(rawValue: raw)))
+                } else {
+                    table.append([])
+                }
+            }
+        }
+        return table
+    }()
+
     /// The fold of one non-ASCII scalar, cached (Foundation's decomposition is slow).
     private static func folded(_ scalar: Unicode.Scalar, options: Options) -> [Unicode.Scalar] {
+        if scalar.value < tableLimit { return foldTable[Int(scalar.value) * 4 + Int(options.rawValue)] }
         let key = scalar.value << 2 | UInt32(options.rawValue)
         if let cached = foldCache.withLock({ $0[key] }) { return cached }
+        let result = computeFold(scalar, options: options)
+        foldCache.withLock { cache in
+            if cache.count > 65_536 { cache.removeAll(keepingCapacity: true) }
+            cache[key] = result
+        }
+        return result
+    }
+
+    private static func computeFold(_ scalar: Unicode.Scalar, options: Options) -> [Unicode.Scalar] {
         var result: [Unicode.Scalar] = []
         switch (options.contains(.caseInsensitive), options.contains(.diacriticInsensitive)) {
         case (true, true):
@@ -294,10 +323,6 @@ public enum PredicateStringMatch {
             result = withoutDiacritics(scalar)
         case (false, false):
             result = [scalar]
-        }
-        foldCache.withLock { cache in
-            if cache.count > 65_536 { cache.removeAll(keepingCapacity: true) }
-            cache[key] = result
         }
         return result
     }

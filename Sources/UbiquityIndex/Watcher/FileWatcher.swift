@@ -18,13 +18,18 @@ public final class FileWatcher: Sendable {
         public var settle: Duration
         /// Longest time an event waits, so a continuous stream of events is still delivered.
         public var maximumLatency: Duration
+        /// Quiet time that suffices when a batch holds only completed writes (files closed after
+        /// writing, no renames, removals or new folders an editor's save might be in the middle of).
+        public var quickSettle: Duration
         /// Test hook: an `errno` to fail adding the watch of a folder with, or `nil`.
         var failAddWatch: (@Sendable (String) -> Int32?)?
 
         /// A configuration with the given timing.
-        public init(settle: Duration = .milliseconds(20), maximumLatency: Duration = .milliseconds(200)) {
+        public init(settle: Duration = .milliseconds(20), maximumLatency: Duration = .milliseconds(200),
+                    quickSettle: Duration = .milliseconds(2)) {
             self.settle = settle
             self.maximumLatency = maximumLatency
+            self.quickSettle = quickSettle
         }
     }
 

@@ -43,7 +43,8 @@ final class InotifyHub: Sendable {
                   continuation: AsyncStream<WatchBatch>.Continuation, logger: Logger) {
         state.withLock {
             $0.watchers[id] = HubWatcher(
-                coalescer: WatchCoalescer(settle: configuration.settle, maximumLatency: configuration.maximumLatency),
+                coalescer: WatchCoalescer(settle: configuration.settle, maximumLatency: configuration.maximumLatency,
+                                           quickSettle: configuration.quickSettle),
                 continuation: continuation, failAddWatch: configuration.failAddWatch, logger: logger)
         }
     }

@@ -28,7 +28,8 @@ enum InotifyMask {
         if mask & delete != 0 { return .deleted }
         if mask & movedFrom != 0 { return .movedFrom(cookie: cookie) }
         if mask & movedTo != 0 { return .movedTo(cookie: cookie) }
-        if mask & (modify | closeWrite | attrib) != 0 { return .modified }
+        if mask & closeWrite != 0 { return .closedAfterWriting }
+        if mask & (modify | attrib) != 0 { return .modified }
         return nil
     }
 }

@@ -22,6 +22,8 @@ struct WatchCoalescer: Sendable {
         var isDirectory: Bool
         var firstSequence: Int
         var lastSequence: Int
+        /// The last event was `IN_CLOSE_WRITE`: a complete write of an existing name.
+        var complete = false
     }
 
     private struct PendingFrom: Sendable {
@@ -39,6 +41,10 @@ struct WatchCoalescer: Sendable {
     let settle: UInt64
     /// Longest time a pending event waits, in nanoseconds.
     let maximumLatency: UInt64
+    /// Quiet time that suffices when the batch is only completed writes (every pending path was
+    /// closed after writing; no moves, removals or rescans that an editor's save pattern might
+    /// still be in the middle of), in nanoseconds.
+    let quickSettle: UInt64
     /// The watched roots and their rules.
     private(set) var roots: [String: IgnoreRules] = [:]
 
@@ -52,9 +58,18 @@ struct WatchCoalescer: Sendable {
     private var sequence = 0
 
     /// A coalescer with the given timing.
-    init(settle: Duration, maximumLatency: Duration) {
+    init(settle: Duration, maximumLatency: Duration, quickSettle: Duration? = nil) {
         self.settle = settle.watchNanoseconds
         self.maximumLatency = max(maximumLatency.watchNanoseconds, settle.watchNanoseconds)
+        self.quickSettle = min(quickSettle?.watchNanoseconds ?? self.settle, self.settle)
+    }
+
+    /// The quiet time the pending batch needs: ``quickSettle`` when it holds only completed
+    /// writes, ``settle`` otherwise.
+    private var currentSettle: UInt64 {
+        guard quickSettle < settle, moves.isEmpty, pendingFrom.isEmpty, rescans.isEmpty,
+              states.values.allSatisfy({ $0.complete && $0.change == .changed && !$0.isDirectory }) else { return settle }
+        return quickSettle
     }
 
     /// Starts accepting events below `root`.
@@ -97,7 +112,7 @@ struct WatchCoalescer: Sendable {
     /// When the pending batch becomes due, if anything is pending.
     var deadline: UInt64? {
         guard hasPending, let first = firstEventAt else { return nil }
-        return min(lastEventAt &+ settle, first &+ maximumLatency)
+        return min(lastEventAt &+ currentSettle, first &+ maximumLatency)
     }
 
     private mutating func touch(_ now: UInt64) {
@@ -132,13 +147,16 @@ struct WatchCoalescer: Sendable {
                     set(event.path, .changed, appeared: false, isDirectory: event.isDirectory)
                 }
             }
-        case .created, .modified, .deleted:
+        case .created, .modified, .closedAfterWriting, .deleted:
             resolvePendingFrom()
             guard !isIgnored(event.path, isDirectory: event.isDirectory) else { return }
             touch(now)
             switch event.kind {
             case .created: set(event.path, .changed, appeared: true, isDirectory: event.isDirectory)
             case .deleted: set(event.path, .removed, appeared: false, isDirectory: event.isDirectory)
+            case .closedAfterWriting:
+                set(event.path, .changed, appeared: false, isDirectory: event.isDirectory)
+                states[event.path]?.complete = true
             default: set(event.path, .changed, appeared: false, isDirectory: event.isDirectory)
             }
         }
@@ -148,6 +166,7 @@ struct WatchCoalescer: Sendable {
         sequence += 1
         if var state = states[path] {
             state.change = change
+            state.complete = false
             state.isDirectory = isDirectory
             state.lastSequence = sequence
             states[path] = state
@@ -241,7 +260,7 @@ struct WatchCoalescer: Sendable {
     /// because of `maximumLatency` keeps an `IN_MOVED_FROM` whose `IN_MOVED_TO` may still come.
     mutating func flush(at now: UInt64, force: Bool = false, exists: (String) -> Bool) -> WatchBatch? {
         guard hasPending, let first = firstEventAt else { return nil }
-        let settled = force || now >= lastEventAt &+ settle
+        let settled = force || now >= lastEventAt &+ currentSettle
         guard settled || now >= first &+ maximumLatency else { return nil }
         if settled { resolvePendingFrom() }
 

@@ -6,6 +6,8 @@ struct WatchEvent: Sendable, Hashable {
         case created
         /// `IN_MODIFY`, `IN_CLOSE_WRITE` or `IN_ATTRIB`.
         case modified
+        /// A file opened for writing was closed (`IN_CLOSE_WRITE`): its write is complete.
+        case closedAfterWriting
         /// `IN_DELETE`.
         case deleted
         /// `IN_MOVED_FROM`, paired with a `movedTo` of the same cookie.

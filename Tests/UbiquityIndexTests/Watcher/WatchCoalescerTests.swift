@@ -186,4 +186,29 @@ import UbiquityCore
     @Test func eventsOutsideRootsAreDropped() {
         #expect(run([.init(.created, "/elsewhere/a"), .init(.created, "/r")]) == nil)
     }
+
+    @Test func completedWritesNeedOnlyTheQuickSettle() {
+        var coalescer = WatchCoalescer(settle: .milliseconds(20), maximumLatency: .milliseconds(200), quickSettle: .milliseconds(2))
+        coalescer.addRoot(Self.root, rules: .defaults)
+        coalescer.ingest(.init(.created, "/r/a"), at: 0)
+        coalescer.ingest(.init(.modified, "/r/a"), at: 0)
+        #expect(coalescer.flush(at: 2 * Self.ms, exists: { _ in true }) == nil, "an unfinished write waits for the full settle")
+        coalescer.ingest(.init(.closedAfterWriting, "/r/a"), at: 3 * Self.ms)
+        #expect(coalescer.flush(at: 4 * Self.ms, exists: { _ in true }) == nil)
+        #expect(coalescer.flush(at: 5 * Self.ms, exists: { _ in true })?.changes == [.changed("/r/a")])
+    }
+
+    @Test func aSavePatternInProgressWaitsForTheFullSettle() {
+        var coalescer = WatchCoalescer(settle: .milliseconds(20), maximumLatency: .milliseconds(200), quickSettle: .milliseconds(2))
+        coalescer.addRoot(Self.root, rules: .defaults)
+        // vim: the document is renamed to its backup (nothing complete yet: the full settle applies)…
+        coalescer.ingest(.init(.movedFrom(cookie: 3), "/r/doc"), at: 0)
+        coalescer.ingest(.init(.movedTo(cookie: 3), "/r/doc~"), at: 0)
+        #expect(coalescer.flush(at: 5 * Self.ms, exists: { _ in false }) == nil)
+        // …then written anew and closed: one completed change of the document.
+        coalescer.ingest(.init(.created, "/r/doc"), at: 6 * Self.ms)
+        coalescer.ingest(.init(.closedAfterWriting, "/r/doc"), at: 6 * Self.ms)
+        coalescer.ingest(.init(.deleted, "/r/doc~"), at: 6 * Self.ms)
+        #expect(coalescer.flush(at: 8 * Self.ms, exists: { $0 == "/r/doc" })?.changes == [.changed("/r/doc")])
+    }
 }

@@ -23,8 +23,6 @@ public final class IndexHost: Sendable {
 
     struct HostState {
         var roots: [String: RootEntry] = [:]
-        var subscribers: [UInt64: AsyncStream<IndexDelta>.Continuation] = [:]
-        var nextID: UInt64 = 1
         var messages: [String] = []
     }
 
@@ -44,9 +42,9 @@ public final class IndexHost: Sendable {
         let task = Task { [indexer, weak self] in
             for await batch in batches {
                 do {
-                    let delta = try await indexer.apply(batch)
+                    // The indexer publishes each step's delta to ``deltas()`` before it returns.
+                    _ = try await indexer.apply(batch)
                     self?.noteRescans(batch)
-                    if !delta.isEmpty { self?.publish(delta) }
                 } catch {
                     logger.error("index update failed", metadata: ["ubiquity.error": "\(error)"])
                 }
@@ -68,15 +66,10 @@ public final class IndexHost: Sendable {
 
     private static let localHost = Mutex<IndexHost?>(nil)
 
-    /// Stops watching and ends every subscription.
+    /// Stops watching; subscriptions end when the indexer goes away.
     public func shutdown() {
         watcher.stop()
         pump.withLock { $0?.cancel() }
-        let subscribers = state.withLock { state in
-            defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
-        }
-        for subscriber in subscribers { subscriber.finish() }
     }
 
     // MARK: Roots
@@ -110,9 +103,8 @@ public final class IndexHost: Sendable {
             }
             do {
                 try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
-                let delta = try await indexer.addRoot(root, ignoring: IgnoreRules.load(root: root))
+                _ = try await indexer.addRoot(root, ignoring: IgnoreRules.load(root: root))
                 state.withLock { $0.roots[root]?.ready = true }
-                if !delta.isEmpty { publish(delta) }
             } catch {
                 state.withLock { _ = $0.roots.removeValue(forKey: root) }
                 watcher.unwatch(root: root)
@@ -143,9 +135,7 @@ public final class IndexHost: Sendable {
     /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
     @discardableResult
     public func rescan(_ path: String) async throws -> IndexDelta {
-        let delta = try await indexer.rescan(path)
-        if !delta.isEmpty { publish(delta) }
-        return delta
+        try await indexer.rescan(path)
     }
 
     /// Returns once every change made under `root` before the call is in the index and has been
@@ -218,21 +208,9 @@ public final class IndexHost: Sendable {
 
     // MARK: Deltas
 
-    /// Every delta applied from now on, until the stream is dropped or the host shuts down.
+    /// Every delta applied from now on (scans, rescans and watcher batches), until the stream
+    /// is dropped or the host goes away.
     public func deltas() -> AsyncStream<IndexDelta> {
-        let (stream, continuation) = AsyncStream<IndexDelta>.makeStream()
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            state.subscribers[state.nextID] = continuation
-            return state.nextID
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func publish(_ delta: IndexDelta) {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(delta) }
+        indexer.deltas
     }
 }

@@ -52,8 +52,8 @@ struct MetadataQueryTests {
         #expect(renamed.removed.map(\.record.name) == ["added.txt"])
 
         try Data("hello, world".utf8).write(to: folder.url.appendingPathComponent("test.txt"))
-        let changed = try #require(await Self.next(&steps) { !$0.changed.isEmpty })
-        #expect(changed.changed.first?.record.size == 12)
+        let changed = try #require(await Self.next(&steps) { $0.changed.contains { $0.record.name == "test.txt" } })
+        #expect(changed.changed.first { $0.record.name == "test.txt" }?.record.size == 12)
 
         try FileManager.default.removeItem(at: folder.url.appendingPathComponent("sub"))
         let removed = try #require(await Self.next(&steps) { !$0.removed.isEmpty })

@@ -80,9 +80,7 @@ extension MetadataIndex {
         }
         return try write("add scanned items") { db in
             var delta = IndexDelta()
-            for record in records {
-                try Self.upsert(record, db: db, generation: session.id, sessions: sessions, delta: &delta)
-            }
+            try Self.upsert(records, db: db, generation: session.id, sessions: sessions, delta: &delta)
             return delta
         }
     }

@@ -13,9 +13,7 @@ extension MetadataIndex {
         let sessions = activeScans.withLock { $0 }
         return try write("apply") { db in
             var delta = IndexDelta()
-            for record in records {
-                try Self.upsert(record, db: db, generation: 0, sessions: sessions, delta: &delta)
-            }
+            try Self.upsert(records, db: db, generation: 0, sessions: sessions, delta: &delta)
             return delta
         }
     }
@@ -101,73 +99,134 @@ extension MetadataIndex {
         ).map(decode)
     }
 
-    /// Upserts one record with the quick-check; marks its row seen in `sessions`.
+    /// How many paths one quick-check query looks up.
+    static let lookupChunk = 256
+
+    /// What the quick-check compares, per path.
+    private struct QuickStat {
+        var id: Int64, size: Int64, mtime: Int64, inode: Int64, ctime: Int64, isDirectory: Bool
+
+        init(id: Int64, _ record: IndexRecord) {
+            self.id = id
+            size = record.size
+            mtime = record.mtimeNanoseconds
+            inode = Int64(bitPattern: record.inode)
+            ctime = record.ctimeNanoseconds
+            isDirectory = record.isDirectory
+        }
+
+        init(_ row: Row) {
+            id = row[1]
+            size = row[2]
+            mtime = row[3]
+            inode = row[4]
+            ctime = row[5]
+            isDirectory = row[6]
+        }
+
+        func matches(_ record: IndexRecord) -> Bool {
+            size == record.size && mtime == record.mtimeNanoseconds && inode == Int64(bitPattern: record.inode)
+                && ctime == record.ctimeNanoseconds && isDirectory == record.isDirectory
+        }
+    }
+
+    /// Upserts `records` with the quick-check (looked up a chunk of paths per query) and marks
+    /// their rows seen in `sessions`.
     static func upsert(
-        _ record: IndexRecord, db: Database, generation: Int64, sessions: Set<Int64>, delta: inout IndexDelta
+        _ records: [IndexRecord], db: Database, generation: Int64, sessions: Set<Int64>, delta: inout IndexDelta
     ) throws {
-        // The quick-check reads only what it compares, from a cached statement. `fetchOne` copies
-        // the row: a cursor's row is only valid while the cursor lives.
-        let check = try db.cachedStatement(sql: "SELECT id, size, mtime_ns, inode, ctime_ns, is_directory FROM items WHERE path = ?")
-        check.setUncheckedArguments([record.path])
-        var existingID: Int64?
-        var unchanged = false
-        if let row = try Row.fetchOne(check) {
-            existingID = row[0]
-            unchanged = record.size == row[1] && record.mtimeNanoseconds == row[2]
-                && Int64(bitPattern: record.inode) == row[3] && record.ctimeNanoseconds == row[4]
-                && record.isDirectory == row[5]
-        }
-        let rowID: Int64
-        if let existingID {
-            rowID = existingID
-            if !unchanged, var updated = try fetchRecord(path: record.path, db: db) {
-                updated.size = record.size
-                updated.creationDate = record.creationDate
-                updated.contentChangeDate = record.contentChangeDate
-                updated.contentType = record.contentType
-                updated.isDirectory = record.isDirectory
-                updated.inode = record.inode
-                updated.mtimeNanoseconds = record.mtimeNanoseconds
-                updated.ctimeNanoseconds = record.ctimeNanoseconds
-                try db.cachedStatement(sql: """
-                    UPDATE items SET size = ?, creation_date = ?, content_change_date = ?, content_type = ?,
-                    is_directory = ?, inode = ?, mtime_ns = ?, ctime_ns = ?, scan_generation = ? WHERE id = ?
-                    """).execute(arguments: [
-                        updated.size, updated.creationDate?.timeIntervalSince1970,
-                        updated.contentChangeDate.timeIntervalSince1970, updated.contentType, updated.isDirectory,
-                        Int64(bitPattern: updated.inode), updated.mtimeNanoseconds, updated.ctimeNanoseconds,
-                        generation, rowID,
+        let placeholders = Array(repeating: "?", count: lookupChunk).joined(separator: ",")
+        let lookup = try db.cachedStatement(sql: """
+            SELECT path, id, size, mtime_ns, inode, ctime_ns, is_directory FROM items WHERE path IN (\(placeholders))
+            """)
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO items (path, name, name_folded, size, creation_date, content_change_date, content_type,
+            is_directory, inode, mtime_ns, ctime_ns, is_uploaded, is_uploading, percent_uploaded,
+            downloading_status, is_downloading, percent_downloaded, has_unresolved_conflicts,
+            is_excluded_from_backup, scan_generation)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let seen = sessions.isEmpty ? nil : try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO temp.scan_seen (session, item_id) VALUES (?, ?)
+            """)
+        var inserted: [Int64] = []
+        var start = 0
+        while start < records.count {
+            let end = min(start + lookupChunk, records.count)
+            let chunk = records[start..<end]
+            start = end
+            // Look the chunk's paths up in one query (padded with the last path to keep one statement).
+            var paths = chunk.map { $0.path.databaseValue }
+            paths += Array(repeating: paths[paths.count - 1], count: lookupChunk - paths.count)
+            lookup.setUncheckedArguments(StatementArguments(paths))
+            var existing: [String: QuickStat] = [:]
+            existing.reserveCapacity(chunk.count)
+            let cursor = try Row.fetchCursor(lookup)
+            while let row = try cursor.next() { existing[row[0]] = QuickStat(row) }
+
+            for record in chunk {
+                let rowID: Int64
+                if let stat = existing[record.path] {
+                    rowID = stat.id
+                    if !stat.matches(record) {
+                        try update(rowID: rowID, with: record, db: db, generation: generation, delta: &delta)
+                        existing[record.path] = QuickStat(id: rowID, record)
+                    }
+                } else {
+                    let u = record.ubiquitous
+                    insert.setUncheckedArguments([
+                        record.path, record.name, fold(record.name), record.size,
+                        record.creationDate?.timeIntervalSince1970, record.contentChangeDate.timeIntervalSince1970,
+                        record.contentType, record.isDirectory, Int64(bitPattern: record.inode),
+                        record.mtimeNanoseconds, record.ctimeNanoseconds, u.isUploaded, u.isUploading,
+                        u.percentUploaded, u.downloadingStatus.rawValue, u.isDownloading, u.percentDownloaded,
+                        u.hasUnresolvedConflicts, u.isExcludedFromBackup, generation,
                     ])
-                delta.changed.append(updated)
+                    try insert.execute()
+                    rowID = db.lastInsertedRowID
+                    inserted.append(rowID)
+                    existing[record.path] = QuickStat(id: rowID, record)
+                    delta.added.append(record)
+                }
+                if let seen {
+                    for session in sessions {
+                        seen.setUncheckedArguments([session, rowID])
+                        try seen.execute()
+                    }
+                }
             }
+        }
+        try indexNames(ofRows: inserted, db: db)
+    }
+
+    /// Adds the names of freshly inserted rows to `names_fts`: one statement for a contiguous
+    /// range of row ids (the usual case), else one per row.
+    private static func indexNames(ofRows ids: [Int64], db: Database) throws {
+        guard let first = ids.first, let last = ids.last else { return }
+        if last - first + 1 == Int64(ids.count), zip(ids, ids.dropFirst()).allSatisfy({ $0 + 1 == $1 }) {
+            try db.cachedStatement(sql: "INSERT INTO names_fts (rowid, name_folded) SELECT id, name_folded FROM items WHERE id BETWEEN ? AND ?")
+                .execute(arguments: [first, last])
         } else {
-            let u = record.ubiquitous
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO items (path, name, name_folded, size, creation_date, content_change_date, content_type,
-                is_directory, inode, mtime_ns, ctime_ns, is_uploaded, is_uploading, percent_uploaded,
-                downloading_status, is_downloading, percent_downloaded, has_unresolved_conflicts,
-                is_excluded_from_backup, scan_generation)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            insert.setUncheckedArguments([
-                record.path, record.name, fold(record.name), record.size,
-                record.creationDate?.timeIntervalSince1970, record.contentChangeDate.timeIntervalSince1970,
-                record.contentType, record.isDirectory, Int64(bitPattern: record.inode), record.mtimeNanoseconds,
-                record.ctimeNanoseconds, u.isUploaded, u.isUploading, u.percentUploaded,
-                u.downloadingStatus.rawValue, u.isDownloading, u.percentDownloaded, u.hasUnresolvedConflicts,
-                u.isExcludedFromBackup, generation,
+            let statement = try db.cachedStatement(sql: "INSERT INTO names_fts (rowid, name_folded) SELECT id, name_folded FROM items WHERE id = ?")
+            for id in ids { try statement.execute(arguments: [id]) }
+        }
+    }
+
+    /// Writes the file-system facts of `record` into row `rowID`, keeping its name and
+    /// ubiquitous state, and lists the result as changed.
+    private static func update(
+        rowID: Int64, with record: IndexRecord, db: Database, generation: Int64, delta: inout IndexDelta
+    ) throws {
+        try db.cachedStatement(sql: """
+            UPDATE items SET size = ?, creation_date = ?, content_change_date = ?, content_type = ?,
+            is_directory = ?, inode = ?, mtime_ns = ?, ctime_ns = ?, scan_generation = ? WHERE id = ?
+            """).execute(arguments: [
+                record.size, record.creationDate?.timeIntervalSince1970,
+                record.contentChangeDate.timeIntervalSince1970, record.contentType, record.isDirectory,
+                Int64(bitPattern: record.inode), record.mtimeNanoseconds, record.ctimeNanoseconds,
+                generation, rowID,
             ])
-            try insert.execute()
-            rowID = db.lastInsertedRowID
-            delta.added.append(record)
-        }
-        if !sessions.isEmpty {
-            let seen = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.scan_seen (session, item_id) VALUES (?, ?)")
-            for session in sessions {
-                seen.setUncheckedArguments([session, rowID])
-                try seen.execute()
-            }
-        }
+        if let updated = try fetchRecord(path: record.path, db: db) { delta.changed.append(updated) }
     }
 
     /// Deletes the row at `path` and every row under it, listing them in `delta`.

@@ -180,3 +180,11 @@ import UbiquityCore
         #expect(try S.trigramMatches(index, "file-1999").count == 11)
     }
 }
+
+@Suite struct MetadataIndexFoldTests {
+    @Test func asciiFastPathAgreesWithPredicateFolding() {
+        for name in ["README.md", "already lower", "MiXeD-Case_123.TXT", "", "Résumé.PDF", "İstanbul", "ÀÉÎ", "ß", "ǅ"] {
+            #expect(MetadataIndex.fold(name) == PredicateStringMatch.fold(name), "\(name)")
+        }
+    }
+}

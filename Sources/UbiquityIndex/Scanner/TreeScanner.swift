@@ -44,6 +44,7 @@ public struct TreeScanner: Sendable {
         batch.reserveCapacity(batchSize)
         var pending: [(path: String, relative: String, isRoot: Bool)] = [(root, relativePrefix, true)]
         let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let ignore = IgnoreMatcher(rules)
 
         while let (folder, relative, isRoot) = pending.popLast() {
             guard let directory = openDirectory(folder) else {
@@ -78,7 +79,7 @@ public struct TreeScanner: Sendable {
                 let itemRelative = relative.isEmpty ? name : relative + "/" + name
                 let type = Int32(entry.pointee.d_type)
                 if type != Int32(DT_UNKNOWN),
-                   rules.isIgnored(name: name, relativePath: itemRelative, isDirectory: type == Int32(DT_DIR)) {
+                   ignore.isIgnored(name: cName, relativePath: itemRelative, isDirectory: type == Int32(DT_DIR)) {
                     continue
                 }
                 guard let info = stat.stat(cName, in: fd) else {
@@ -93,7 +94,7 @@ public struct TreeScanner: Sendable {
                 }
                 let isDirectory = info.isDirectory
                 if type == Int32(DT_UNKNOWN),
-                   rules.isIgnored(name: name, relativePath: itemRelative, isDirectory: isDirectory) {
+                   ignore.isIgnored(name: cName, relativePath: itemRelative, isDirectory: isDirectory) {
                     continue
                 }
                 let path = prefix + name

@@ -185,3 +185,22 @@ import UbiquityStore
         #expect(TreeScanner.record(at: tree.root + "/")?.isDirectory == true)
     }
 }
+
+@Suite struct IgnoreMatcherTests {
+    @Test func agreesWithIgnoreRules() {
+        let rules = IgnoreRules(patterns: IgnoreRules.defaultPatterns + ["/build/", "cache", "docs/*.tmp", "*.log/", "a/b/c"])
+        let cases: [(String, Bool)] = [
+            ("build", true), ("build", false), ("src/build", true), ("cache", false), ("x/cache", true),
+            ("docs/x.tmp", false), ("other/docs/x.tmp", false), ("x.swp", false), (".x.swp", false),
+            ("4913", false), ("run.log", true), ("run.log", false), ("a/b/c", false), ("a/b/c/d", false),
+            ("notes.txt", false), (".DS_Store", false), ("sub/#draft#", false),
+        ]
+        let matcher = IgnoreMatcher(rules)
+        for (relative, isDirectory) in cases {
+            let name = IndexRecord.lastComponent(of: relative)
+            let expected = rules.isIgnored(name: name, relativePath: relative, isDirectory: isDirectory)
+            let actual = name.withCString { matcher.isIgnored(name: $0, relativePath: relative, isDirectory: isDirectory) }
+            #expect(actual == expected, "\(relative) dir=\(isDirectory)")
+        }
+    }
+}

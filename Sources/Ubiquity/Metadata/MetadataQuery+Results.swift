@@ -138,12 +138,20 @@ extension MetadataQuery {
                 removed.remove(record.path)
             }
         }
-        if !removed.isEmpty { items.removeAll { removed.contains($0.record.path) } }
-        items.append(contentsOf: appended)
+        let removedAny = removed.contains { positions[$0] != nil }
+        if removedAny { items.removeAll { removed.contains($0.record.path) } }
         if !_sortDescriptors.isEmpty && (!appended.isEmpty || !update.changed.isEmpty) {
+            items.append(contentsOf: appended)
             resortLocked()
-        } else if !removed.isEmpty || !appended.isEmpty {
+        } else if removedAny {
+            items.append(contentsOf: appended)
             reindexLocked()
+        } else {
+            // Appends only (the common case while gathering and for new files): index them alone.
+            for item in appended {
+                positions[item.record.path] = items.count
+                items.append(item)
+            }
         }
     }
 

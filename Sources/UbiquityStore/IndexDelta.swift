@@ -33,11 +33,32 @@ public struct IndexDelta: Sendable, Hashable {
         if isEmpty { self = later; return }
         if later.isEmpty { return }
         var state = Coalescer(self)
-        for move in later.moved { state.move(move) }
-        for path in later.removed { state.remove(path) }
-        for record in later.added { state.upsert(record, isNew: true) }
-        for record in later.changed { state.upsert(record, isNew: false) }
+        state.fold(later)
         self = state.delta
+    }
+
+    /// The deltas in order folded into one (see ``merge(_:)``), in time linear in their size.
+    public static func merging(_ deltas: [IndexDelta]) -> IndexDelta {
+        let nonEmpty = deltas.filter { !$0.isEmpty }
+        guard let first = nonEmpty.first else { return IndexDelta() }
+        if nonEmpty.count == 1 { return first }
+        // Fast path (a scan's batches): only additions and changes, each path once.
+        if nonEmpty.allSatisfy({ $0.removed.isEmpty && $0.moved.isEmpty }) {
+            var seen = Set<String>()
+            var result = IndexDelta()
+            var distinct = true
+            for delta in nonEmpty {
+                for record in delta.added where !seen.insert(record.path).inserted { distinct = false }
+                for record in delta.changed where !seen.insert(record.path).inserted { distinct = false }
+                guard distinct else { break }
+                result.added += delta.added
+                result.changed += delta.changed
+            }
+            if distinct { return result }
+        }
+        var state = Coalescer(first)
+        for later in nonEmpty.dropFirst() { state.fold(later) }
+        return state.delta
     }
 
     /// This delta followed by `later` (see ``merge(_:)``).
@@ -85,6 +106,14 @@ private struct Coalescer {
         for record in delta.changed {
             if case .added = fates[record.path] { set(record.path, .added(record)) } else { set(record.path, .changed(record)) }
         }
+    }
+
+    /// Applies `later` (in the documented order) on top of the state so far.
+    mutating func fold(_ later: IndexDelta) {
+        for move in later.moved { self.move(move) }
+        for path in later.removed { remove(path) }
+        for record in later.added { upsert(record, isNew: true) }
+        for record in later.changed { upsert(record, isNew: false) }
     }
 
     mutating func set(_ path: String, _ fate: Fate?) {

@@ -9,6 +9,10 @@ import UbiquityCore
 ///
 /// One writer per process (GRDB serializes writes); reads run concurrently with it. Every write
 /// returns an ``IndexDelta`` describing the rows it touched, for live queries.
+///
+/// If the database file is deleted while open, connections already open keep using the unlinked
+/// file, new reader connections fail (`UbiquityError(.io)`, "unable to open database file") and
+/// nothing reaches the path any more; open a new index at the path (it starts empty) and rescan.
 public final class MetadataIndex: Sendable {
     /// The database (a pool for files, a queue in memory).
     let writer: any DatabaseWriter

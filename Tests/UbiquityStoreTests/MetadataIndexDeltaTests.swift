@@ -41,3 +41,29 @@ import Testing
         #expect(delta.count == 5)
     }
 }
+
+@Suite struct MetadataIndexDeltaMergingTests {
+    typealias S = MetadataIndexTestSupport
+
+    @Test func mergingManyAgreesWithPairwiseMerge() {
+        let steps = [
+            IndexDelta(added: [S.file("/r/a"), S.file("/r/b")]),
+            IndexDelta(changed: [S.file("/r/a", size: 2)], removed: ["/r/old"]),
+            IndexDelta(moved: [MovedRecord(from: "/r/b", record: S.file("/r/c"))]),
+            IndexDelta(removed: ["/r/a"]),
+        ]
+        var pairwise = IndexDelta()
+        for step in steps { pairwise.merge(step) }
+        let merged = IndexDelta.merging(steps)
+        #expect(merged == pairwise)
+        #expect(merged.added.map(\.path) == ["/r/c"])
+        #expect(merged.removed == ["/r/old"])
+    }
+
+    @Test func fastPathConcatenatesDistinctAdditions() {
+        let steps = (0..<3).map { batch in IndexDelta(added: (0..<4).map { S.file("/r/\(batch)-\($0)") }) }
+        #expect(IndexDelta.merging(steps).added.count == 12)
+        let repeated = [IndexDelta(added: [S.file("/r/x")]), IndexDelta(changed: [S.file("/r/x", size: 5)])]
+        #expect(IndexDelta.merging(repeated) == IndexDelta(added: [S.file("/r/x", size: 5)]))
+    }
+}

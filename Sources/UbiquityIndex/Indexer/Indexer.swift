@@ -48,9 +48,9 @@ public actor Indexer {
         let job = makeJob()
         let (delta, summary) = try await run {
             try job.index.registerRoot(root)
-            var total = IndexDelta()
+            var total: [IndexDelta] = []
             let summary = try job.scanSubtree(root, root: root, rules: rules, into: &total)
-            return (total, summary)
+            return (IndexDelta.merging(total), summary)
         }
         record(summary, for: root)
         return delta
@@ -76,10 +76,10 @@ public actor Indexer {
         let path = Self.normalize(path)
         let job = makeJob()
         let (delta, summaries) = try await run {
-            var total = IndexDelta()
+            var total: [IndexDelta] = []
             var summaries: [String: ScanSummary] = [:]
             try job.rescan(path, into: &total, summaries: &summaries)
-            return (total, summaries)
+            return (IndexDelta.merging(total), summaries)
         }
         for (root, summary) in summaries { record(summary, for: root) }
         return delta
@@ -91,7 +91,7 @@ public actor Indexer {
         guard !batch.isEmpty else { return IndexDelta() }
         let job = makeJob()
         let (delta, summaries) = try await run {
-            var total = IndexDelta()
+            var total: [IndexDelta] = []
             var summaries: [String: ScanSummary] = [:]
             for change in batch.changes { try job.apply(change, into: &total) }
             for request in Self.outermost(batch.rescans) {
@@ -110,7 +110,7 @@ public actor Indexer {
                     try job.index.setRescanPending(root: root.path, true, message: request.message)
                 }
             }
-            return (total, summaries)
+            return (IndexDelta.merging(total), summaries)
         }
         for (root, summary) in summaries { record(summary, for: root) }
         return delta

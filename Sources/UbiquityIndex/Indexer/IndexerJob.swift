@@ -10,11 +10,11 @@ struct IndexerJob: Sendable {
     let roots: [String: IgnoreRules]
     let subscribers: DeltaSubscribers
 
-    /// Publishes a step's delta and folds it into `total`.
-    func publish(_ delta: IndexDelta, into total: inout IndexDelta) {
+    /// Publishes a step's delta and keeps it for the job's merged result.
+    func publish(_ delta: IndexDelta, into steps: inout [IndexDelta]) {
         guard !delta.isEmpty else { return }
         subscribers.publish(delta)
-        total.merge(delta)
+        steps.append(delta)
     }
 
     /// The registered root equal to or containing `path` (the innermost), with its rules and
@@ -37,7 +37,7 @@ struct IndexerJob: Sendable {
 
     /// Scans the subtree strictly under `folder` and reconciles the index with it.
     @discardableResult
-    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout IndexDelta) throws -> ScanSummary {
+    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout [IndexDelta]) throws -> ScanSummary {
         let relative = folder == root ? "" : String(folder.dropFirst(root == "/" ? 1 : root.count + 1))
         let session = try index.beginScan(root: folder)
         do {
@@ -53,7 +53,7 @@ struct IndexerJob: Sendable {
     }
 
     /// Brings `path` and its subtree up to date.
-    func rescan(_ path: String, into total: inout IndexDelta, summaries: inout [String: ScanSummary]) throws {
+    func rescan(_ path: String, into total: inout [IndexDelta], summaries: inout [String: ScanSummary]) throws {
         guard let (root, rules, relative) = root(of: path) else {
             throw UbiquityError(.invalidArgument, "'\(path)' is not under an indexed root")
         }
@@ -95,7 +95,7 @@ struct IndexerJob: Sendable {
     }
 
     /// Applies one watcher change.
-    func apply(_ change: WatchChange, into total: inout IndexDelta) throws {
+    func apply(_ change: WatchChange, into total: inout [IndexDelta]) throws {
         var ignored: [String: ScanSummary] = [:]
         switch change {
         case .changed(let path):

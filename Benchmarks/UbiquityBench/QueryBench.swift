@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Ubiquity
+import UbiquityCore
 import UbiquityStore
 
 /// Metadata query figures measured inside one process (no process start-up in the numbers):
@@ -68,7 +69,7 @@ enum QueryBench {
                      "project", "design", "backup", "archive", "scan", "receipt", "contract", "thesis", "chapter", "recipe"]
         let extensions = ["txt", "pdf", "md", "jpg", "docx", "csv"]
         if try index.count(under: "/names") < count {
-            var generator = SplitMix(seed: 42)
+            var generator = SeededRandom(seed: 42)
             let start = DispatchTime.now().uptimeNanoseconds
             var batch: [IndexRecord] = []
             for item in 0..<count {
@@ -99,18 +100,6 @@ enum QueryBench {
     }
 }
 
-/// A seeded pseudo-random generator (SplitMix64), so runs compare.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// An error handed back from a task. `@unchecked Sendable`: written before the semaphore
 /// signals, read after it.

@@ -3,18 +3,7 @@ import GRDB
 import UbiquityCore
 import UbiquityStore
 
-/// A seeded PRNG (SplitMix64) so failures can be replayed from the printed seed.
-struct PredicateStoreRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+typealias PredicateStoreRNG = SeededRandom
 
 /// One row of the test `items` table, which is also the evaluator's attribute provider.
 struct PredicateTestRow: MetadataAttributeProvider, Sendable {

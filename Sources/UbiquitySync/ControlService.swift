@@ -17,9 +17,7 @@ public final class ControlService: Sendable {
     public var host: IndexHost { hostProvider() }
     private let hostProvider: @Sendable () -> IndexHost
     let logger: Logger
-    private let listener: UnixSocket
-    private let stopped = Atomic<Bool>(false)
-    private let connections = Mutex<[ObjectIdentifier: UnixSocket]>([:])
+    private let server: SocketServer
     private let databasePath: String?
 
     /// Binds the socket (creating its folder, mode 0700).
@@ -28,45 +26,24 @@ public final class ControlService: Sendable {
         self.hostProvider = hostProvider
         self.logger = logger
         self.databasePath = databasePath
-        try UbiquityPaths.ensureDirectory(URL(fileURLWithPath: CanonicalPath.parentPath(of: socketPath)))
-        listener = try UnixSocket.listen(at: socketPath)
+        server = try SocketServer(path: socketPath, name: "control")
     }
 
     /// Accepts connections on a dedicated thread until ``stop()``.
     public func start() {
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "ubiquity.control.accept"
-        thread.start()
+        server.start { [self] socket in
+            serve(socket)
+        }
     }
 
     /// Stops accepting, ends every connection and removes the socket file.
     public func stop() {
-        guard !stopped.exchange(true, ordering: .relaxed) else { return }
-        unlink(socketPath)
-        listener.shutdown()
-        for socket in connections.withLock({ Array($0.values) }) { socket.shutdown() }
+        server.stop()
     }
 
     /// The status report of the host's index.
     public func statusReport() throws -> IndexStatusReport {
         try host.statusReport(database: databasePath)
-    }
-
-    private func acceptLoop() {
-        while !stopped.load(ordering: .relaxed) {
-            guard let socket = try? listener.accept() else {
-                if stopped.load(ordering: .relaxed) { return }
-                usleep(10_000)
-                continue
-            }
-            connections.withLock { $0[ObjectIdentifier(socket)] = socket }
-            let thread = Thread { [self] in
-                serve(socket)
-                connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(socket)) }
-            }
-            thread.name = "ubiquity.control.connection"
-            thread.start()
-        }
     }
 
     private func serve(_ socket: UnixSocket) {

@@ -56,34 +56,16 @@ struct PredicateTestRow: MetadataAttributeProvider, Sendable {
 struct PredicateTestSchema: PredicateSQLSchema {
     var prefilter = true
 
+    /// The index's own mapping, except that the test table's downloading status may be NULL.
     func column(for attribute: MetadataAttribute) -> String? {
-        switch attribute {
-        case .fsName, .displayName: "items.name"
-        case .path: "items.path"
-        case .url: "ubq_file_url(items.path, items.is_directory)"
-        case .fsSize: "items.size"
-        case .fsCreationDate: "items.creation_date"
-        case .fsContentChangeDate: "items.content_change_date"
-        case .contentType, .contentTypeTree: "items.content_type"
-        case .isDirectory: "items.is_directory"
-        case .isUbiquitous: "1"
-        case .isUploaded: "items.is_uploaded"
-        case .isUploading: "items.is_uploading"
-        case .percentUploaded: "items.percent_uploaded"
-        case .downloadingStatus: "items.downloading_status"
-        case .isDownloading: "items.is_downloading"
-        case .percentDownloaded: "items.percent_downloaded"
-        case .isDownloaded:
-            "(CASE WHEN items.downloading_status IS NULL THEN NULL ELSE items.downloading_status <> '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' END)"
-        case .hasUnresolvedConflicts: "items.has_unresolved_conflicts"
-        case .isExcludedFromBackup: "items.is_excluded_from_backup"
+        if attribute == .isDownloaded {
+            return "(CASE WHEN items.downloading_status IS NULL THEN NULL ELSE items.downloading_status <> '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' END)"
         }
+        return MetadataIndexSchema().column(for: attribute)
     }
 
     func substringPrefilter(for attribute: MetadataAttribute, foldedNeedle: String) -> SQLFragment? {
-        guard prefilter, attribute == .fsName || attribute == .displayName else { return nil }
-        let phrase = "\"" + foldedNeedle.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        return SQLFragment(sql: "items.id IN (SELECT rowid FROM names_fts WHERE names_fts MATCH ?)", arguments: [.text(phrase)])
+        prefilter ? MetadataIndexSchema().substringPrefilter(for: attribute, foldedNeedle: foldedNeedle) : nil
     }
 }
 

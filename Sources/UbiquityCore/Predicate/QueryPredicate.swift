@@ -50,21 +50,11 @@ public struct QueryPredicate: Sendable, Hashable, CustomStringConvertible {
     /// Every attribute the predicate refers to (`*` counts as every string attribute).
     public var attributes: Set<MetadataAttribute> {
         var result: Set<MetadataAttribute> = []
-        func visit(_ operand: PredicateOperand) {
+        forEachOperand { operand in
             switch operand {
             case .attribute(let attribute): result.insert(attribute)
             case .anyAttribute: result.formUnion(QueryPredicate.anyAttributeExpansion)
-            case .aggregate(let elements): elements.forEach(visit)
-            case .value, .variable, .now, .today: break
-            }
-        }
-        var stack = [expression]
-        while let next = stack.popLast() {
-            switch next {
-            case .constant: break
-            case .not(let inner): stack.append(inner)
-            case .and(let parts), .or(let parts): stack.append(contentsOf: parts)
-            case .comparison(let c): visit(c.left); visit(c.right)
+            default: break
             }
         }
         return result
@@ -73,12 +63,27 @@ public struct QueryPredicate: Sendable, Hashable, CustomStringConvertible {
     /// The names of the `$VARIABLES` not yet substituted.
     public var variableNames: Set<String> {
         var result: Set<String> = []
+        forEachOperand { operand in
+            if case .variable(let name) = operand { result.insert(name) }
+        }
+        return result
+    }
+
+    /// The conversions of `format`'s `%` substitutions, in order, without the `%` (`@`, `K`,
+    /// `d`, `ld`, `f`…), as the parser reads them; for callers that hold arguments as text.
+    public static func formatSpecifiers(in format: String) throws -> [String] {
+        var lexer = PredicateLexer(format)
+        return try lexer.tokenize().compactMap { token in
+            if case .format(let letters) = token.kind { letters } else { nil }
+        }
+    }
+
+    /// Calls `body` with every operand of every comparison, aggregates' elements included
+    /// (iteratively: nesting depth never grows the stack).
+    private func forEachOperand(_ body: (PredicateOperand) -> Void) {
         func visit(_ operand: PredicateOperand) {
-            switch operand {
-            case .variable(let name): result.insert(name)
-            case .aggregate(let elements): elements.forEach(visit)
-            default: break
-            }
+            body(operand)
+            if case .aggregate(let elements) = operand { elements.forEach(visit) }
         }
         var stack = [expression]
         while let next = stack.popLast() {
@@ -89,7 +94,6 @@ public struct QueryPredicate: Sendable, Hashable, CustomStringConvertible {
             case .comparison(let c): visit(c.left); visit(c.right)
             }
         }
-        return result
     }
 
     /// The attributes `*` stands for: every string attribute.

@@ -102,8 +102,9 @@ public final class IndexHost: Sendable {
                 continue
             }
             do {
-                try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
-                _ = try await indexer.addRoot(root, ignoring: IgnoreRules.load(root: root))
+                let rules = IgnoreRules.load(root: root)
+                try watcher.watch(root: root, ignoring: rules)
+                _ = try await indexer.addRoot(root, ignoring: rules)
                 state.withLock { $0.roots[root]?.ready = true }
             } catch {
                 state.withLock { _ = $0.roots.removeValue(forKey: root) }
@@ -148,14 +149,6 @@ public final class IndexHost: Sendable {
                 throw UbiquityError(.timedOut, "the index did not catch up with the watcher of '\(root)' in 30 s")
             }
             try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    /// Messages for the user (overflow, the watch limit), oldest first; cleared by reading.
-    public func takeMessages() -> [String] {
-        state.withLock { state in
-            defer { state.messages = [] }
-            return state.messages
         }
     }
 

@@ -6,38 +6,10 @@ import UbiquityStore
 
 /// Turns `ubiq query`'s command-line strings into predicate arguments and sort keys.
 enum QueryArguments {
-    /// Converts `arguments` by the specifiers of `format` in order: `%d %i %ld %lld %u` → integer,
-    /// `%f %lf` → number, `%@` and `%K` → string.
+    /// Converts `arguments` by the specifiers of `format` in order (as the predicate lexer reads
+    /// them): `%d %i %ld %lld %u` → integer, `%f %lf` → number, `%@` and `%K` → string.
     static func convert(_ arguments: [String], for format: String) throws -> [any Sendable] {
-        var kinds: [Character] = []
-        var scalars = Array(format)
-        var index = 0
-        var quote: Character?
-        while index < scalars.count {
-            let c = scalars[index]
-            if let q = quote {
-                if c == "\\" { index += 2; continue }
-                if c == q { quote = nil }
-            } else if c == "'" || c == "\"" {
-                quote = c
-            } else if c == "%", index + 1 < scalars.count {
-                var j = index + 1
-                while j < scalars.count, scalars[j] == "l" { j += 1 }
-                if j < scalars.count {
-                    switch scalars[j] {
-                    case "%": break
-                    case "d", "i", "u": kinds.append("d")
-                    case "f": kinds.append("f")
-                    case "@", "K": kinds.append("@")
-                    default: break
-                    }
-                }
-                index = j + 1
-                continue
-            }
-            index += 1
-        }
-        scalars = []
+        let kinds = try QueryPredicate.formatSpecifiers(in: format)
         guard kinds.count == arguments.count else {
             throw UbiquityError(.invalidArgument,
                                 "the predicate has \(kinds.count) substitution\(kinds.count == 1 ? "" : "s") (%@ %K %d %f) but \(arguments.count) argument\(arguments.count == 1 ? " was" : "s were") given")
@@ -45,18 +17,18 @@ enum QueryArguments {
         return try zip(kinds, arguments).enumerated().map { position, pair -> any Sendable in
             let (kind, argument) = pair
             switch kind {
-            case "d":
-                guard let value = Int(argument) else {
-                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected an integer for %d")
-                }
-                return value
-            case "f":
+            case "@", "K":
+                return argument
+            case "f", "lf":
                 guard let value = Double(argument) else {
-                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected a number for %f")
+                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected a number for %\(kind)")
                 }
                 return value
             default:
-                return argument
+                guard let value = Int(argument) else {
+                    throw UbiquityError(.invalidArgument, "argument \(position + 1) '\(argument)': expected an integer for %\(kind)")
+                }
+                return value
             }
         }
     }

@@ -15,11 +15,21 @@ let package = Package(
         .library(name: "UbiquitySync", targets: ["UbiquitySync"]),
         .library(name: "UbiquityStore", targets: ["UbiquityStore"]),
         .library(name: "UbiquityIndex", targets: ["UbiquityIndex"]),
+        .library(name: "UbiquityServer", targets: ["UbiquityServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Linux system calls that Swift's Glibc module does not expose (xattrs, OFD locks, renameat2).
@@ -52,7 +62,12 @@ let package = Package(
         ),
         .target(
             name: "Ubiquity",
-            dependencies: ["UbiquityCore", "UbiquityIndex", "UbiquityStore", "CUbiquityShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "UbiquityCore", "UbiquityIndex", "UbiquityStore", "CUbiquityShims",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -60,10 +75,32 @@ let package = Package(
             dependencies: ["Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        // `ubiq serve`: the CloudKit Web Services compatible records server (Hummingbird), its
+        // record stores (SQLite through GRDB, PostgreSQL through postgres-nio), auth and admin.
+        .target(
+            name: "UbiquityServer",
+            dependencies: [
+                "UbiquityCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "ubiq",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore",
+                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -78,8 +115,9 @@ let package = Package(
         .executableTarget(
             name: "UbiquityBench",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims",
+                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims", "UbiquityServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Benchmarks/UbiquityBench",
             swiftSettings: swiftSettings
@@ -96,6 +134,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "UbiquityServerTests",
+            dependencies: [
+                "UbiquityServer", "UbiquityCore", "Ubiquity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "UbiquitySyncTests",
             dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "ubiq", "MonkeyDocument", "UbiquityBench"],

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+import UbiquityCore
+
+/// One row of a store's query index: a (field, value) pair of a record. Scalars give one entry,
+/// lists one per element; system fields are indexed under their `___` names. Both stores write
+/// exactly these rows, so `IndexCondition`s mean the same on both.
+public struct RecordIndexEntry: Sendable, Hashable {
+    /// Longest indexed text, in UTF-8 bytes (longer text is cut; the engine's exact filter runs after).
+    public static let maximumTextBytes = 256
+    /// The separator between zone name and record name in an indexed reference.
+    public static let referenceSeparator = "\u{1F}"
+
+    public var field: String
+    public var number: Double?
+    public var text: String?
+    public var latitude: Double?
+    public var longitude: Double?
+
+    /// Makes an entry.
+    public init(field: String, number: Double? = nil, text: String? = nil, latitude: Double? = nil, longitude: Double? = nil) {
+        self.field = field
+        self.number = number
+        self.text = text
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    /// The indexed text of a reference: `zone␟name`.
+    public static func referenceKey(zoneName: String, recordName: String) -> String {
+        zoneName + referenceSeparator + recordName
+    }
+
+    /// Text cut to `maximumTextBytes` on a character boundary.
+    public static func indexedText(_ text: String) -> String {
+        guard text.utf8.count > maximumTextBytes else { return text }
+        var result = ""
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            if bytes + size > maximumTextBytes { break }
+            result.append(character)
+            bytes += size
+        }
+        return result
+    }
+
+    /// The entries of a live record in the zone named `zoneName`.
+    public static func entries(for record: StoredRecord, zoneName: String) -> [RecordIndexEntry] {
+        var entries: [RecordIndexEntry] = [
+            RecordIndexEntry(field: WireSystemField.recordName.indexName, text: indexedText(record.recordName)),
+            RecordIndexEntry(field: WireSystemField.createdTimestamp.indexName, number: Double(record.created.timestamp)),
+            RecordIndexEntry(field: WireSystemField.modifiedTimestamp.indexName, number: Double(record.modified.timestamp)),
+            RecordIndexEntry(field: WireSystemField.createdUserRecordName.indexName, text: record.created.userRecordName),
+            RecordIndexEntry(field: WireSystemField.modifiedUserRecordName.indexName, text: record.modified.userRecordName),
+        ]
+        if let parent = record.parent {
+            entries.append(RecordIndexEntry(field: WireSystemField.parent.indexName, text: referenceKey(zoneName: zoneName, recordName: parent)))
+        }
+        for (name, value) in record.fields {
+            for element in value.elements {
+                if let entry = entry(field: name, value: element, zoneName: zoneName) { entries.append(entry) }
+            }
+        }
+        return entries
+    }
+
+    /// The entry of one scalar value, or nil for values that are not indexed (assets).
+    public static func entry(field: String, value: WireFieldValue, zoneName: String) -> RecordIndexEntry? {
+        switch value {
+        case .string(let text): return RecordIndexEntry(field: field, text: indexedText(text))
+        case .int64(let number): return RecordIndexEntry(field: field, number: Double(number))
+        case .double(let number): return RecordIndexEntry(field: field, number: number)
+        case .timestamp(let millis): return RecordIndexEntry(field: field, number: Double(millis))
+        case .bytes(let data): return RecordIndexEntry(field: field, text: indexedText(data.base64EncodedString()))
+        case .reference(let reference):
+            return RecordIndexEntry(field: field, text: indexedText(referenceKey(zoneName: reference.zoneID?.zoneName ?? zoneName, recordName: reference.recordName)))
+        case .location(let location): return RecordIndexEntry(field: field, latitude: location.latitude, longitude: location.longitude)
+        case .asset, .list: return nil
+        }
+    }
+}

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+import UbiquityCore
+
+/// Where the server keeps everything: containers, accounts, credentials, zones, records and their
+/// change logs. Two implementations — `SQLiteRecordStore` (GRDB, embedded, the default) and
+/// `PostgresRecordStore` (postgres-nio) — behind this one protocol, checked by one conformance
+/// suite.
+///
+/// The CloudKit semantics (save policies, atomic batches, references, tokens) live once, in
+/// `RecordsEngine`, written against the synchronous primitives of `RecordStoreTransaction`.
+/// A store runs each transaction off Swift's cooperative pool (GRDB's writer queue; a dedicated
+/// thread per PostgreSQL connection).
+public protocol RecordStore: Sendable {
+    /// Runs `body` in a read-only transaction that sees one consistent snapshot.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T
+    /// Runs `body` in a read-write transaction: all of its writes commit together or none do
+    /// (an error thrown by `body` rolls back). Writers of one database are serialized by
+    /// `lockDatabase(_:)`, across processes too.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T
+    /// Closes connections; later calls fail.
+    func close() async throws
+    /// A short description for logs and `/healthz` (`"sqlite /path"`, `"postgres host/db"`).
+    var description: String { get }
+}
+
+/// The primitives a `RecordsEngine` needs, inside one transaction. Every method is synchronous
+/// and may block (call it only from a store's transaction closure).
+public protocol RecordStoreTransaction {
+    // MARK: Containers and credentials
+
+    /// Adds a container (no error when it exists).
+    func addContainer(_ identifier: String, createdAt: Int64) throws
+    /// Whether the container exists.
+    func containerExists(_ identifier: String) throws -> Bool
+    /// All container identifiers, sorted.
+    func containers() throws -> [String]
+    /// Stores an API token's digest for a container.
+    func addAPIToken(container: String, digest: String, createdAt: Int64) throws
+    /// The container an API token digest belongs to.
+    func container(forAPITokenDigest digest: String) throws -> String?
+    /// Adds an account; `alreadyExists` when the name (or e-mail) is taken.
+    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount
+    /// The account with this name.
+    func account(named name: String) throws -> StoredAccount?
+    /// The account with this id.
+    func account(id: Int64) throws -> StoredAccount?
+    /// Stores a web-auth token's digest for an account.
+    func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws
+    /// The account a live web-auth token digest belongs to (not expired at `now`).
+    func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount?
+    /// Registers a server-to-server public key (SPKI PEM) under a key ID.
+    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws
+    /// The PEM of a server-to-server key of a container.
+    func serverKey(container: String, keyID: String) throws -> String?
+
+    // MARK: Databases and zones
+
+    /// Returns the database, creating it when missing, and locks it for the rest of a write
+    /// transaction (`SELECT … FOR UPDATE` on PostgreSQL; SQLite has one writer). Call it first in
+    /// every write transaction that changes the database, before any zone.
+    func lockDatabase(_ key: DatabaseKey) throws -> StoredDatabase
+    /// The database, or nil when nothing was ever written to it (no lock).
+    func database(_ key: DatabaseKey) throws -> StoredDatabase?
+    /// The live zone with this name.
+    func zone(database: Int64, name: String) throws -> StoredZone?
+    /// The zone with this id, live or deleted.
+    func zone(id: Int64) throws -> StoredZone?
+    /// The live zones of a database, by name.
+    func zones(database: Int64) throws -> [StoredZone]
+    /// Creates a zone (a new id, even when a deleted zone had the name).
+    func createZone(database: Int64, name: String, createdAt: Int64) throws -> StoredZone
+    /// Deletes a zone and all its records permanently (the zone row stays, marked deleted).
+    func deleteZone(id: Int64) throws
+    /// Advances the database's change counter and records that `zone` changed (or was deleted)
+    /// at the new value; returns it. Each zone appears once in the database change log, at its
+    /// latest change.
+    func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64
+    /// Zones changed after `sequence`, oldest change first, at most `limit`.
+    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) throws -> [StoredZoneChange]
+    /// Advances a zone's change counter and returns the new value (under the database lock).
+    func nextZoneSequence(zone: Int64) throws -> Int64
+    /// Forgets tombstones of a zone up to `sequence`: tokens older than that become expired.
+    func purgeTombstones(zone: Int64, through sequence: Int64) throws
+
+    // MARK: Records
+
+    /// The record (or tombstone) with this name in a zone.
+    func record(zone: Int64, name: String) throws -> StoredRecord?
+    /// Inserts or replaces a record (or tombstone) by zone and name, with its index entries.
+    func putRecord(_ record: StoredRecord) throws
+    /// Records and tombstones changed after `sequence` in a zone, in change order, at most
+    /// `limit`, optionally only of some record types (tombstones always included).
+    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord]
+    /// Live records of a type in the zones whose index entries satisfy every condition
+    /// (a superset of the query's matches: the engine filters exactly afterwards).
+    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord]
+    /// Live records in `zones` with a reference field pointing at the target.
+    func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord]
+
+    // MARK: Schema
+
+    /// The field types recorded for a record type (`field` → wire type tag).
+    func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String]
+    /// Records field types for a record type (existing entries are kept).
+    func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws
+}
+
+/// Identifies one database: a container's environment's public database, or one user's private
+/// database.
+public struct DatabaseKey: Sendable, Hashable, CustomStringConvertible {
+    public var container: String
+    public var environment: CloudKitEnvironment
+    /// `.public` or `.private` (the shared database is other users' private zones).
+    public var scope: CloudKitDatabaseScope
+    /// The owner's user record name for a private database; `""` for the public one.
+    public var owner: String
+
+    /// Makes a key.
+    public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, owner: String) {
+        self.container = container
+        self.environment = environment
+        self.scope = scope
+        self.owner = scope == .public ? "" : owner
+    }
+
+    /// `container/environment/scope[/owner]`.
+    public var description: String {
+        "\(container)/\(environment.rawValue)/\(scope.rawValue)" + (owner.isEmpty ? "" : "/\(owner)")
+    }
+}
+
+/// A database row: its id and its database-level change counter.
+public struct StoredDatabase: Sendable, Hashable {
+    public var id: Int64
+    public var key: DatabaseKey
+    /// The latest database change sequence (0 before any change).
+    public var sequence: Int64
+    /// Makes a row.
+    public init(id: Int64, key: DatabaseKey, sequence: Int64) {
+        self.id = id
+        self.key = key
+        self.sequence = sequence
+    }
+}
+
+/// A zone row.
+public struct StoredZone: Sendable, Hashable {
+    /// Unique in the store; a zone deleted and created again gets a new id.
+    public var id: Int64
+    public var database: Int64
+    public var name: String
+    /// The latest change sequence of the zone's records (0 before any change).
+    public var sequence: Int64
+    /// Tombstones up to this sequence are forgotten.
+    public var purgedThrough: Int64
+    public var deleted: Bool
+    /// Milliseconds since 1970.
+    public var createdAt: Int64
+    /// Makes a row.
+    public init(id: Int64, database: Int64, name: String, sequence: Int64, purgedThrough: Int64, deleted: Bool, createdAt: Int64) {
+        self.id = id
+        self.database = database
+        self.name = name
+        self.sequence = sequence
+        self.purgedThrough = purgedThrough
+        self.deleted = deleted
+        self.createdAt = createdAt
+    }
+}
+
+/// One entry of a database's change log.
+public struct StoredZoneChange: Sendable, Hashable {
+    public var zone: StoredZone
+    /// The database sequence at which the zone last changed.
+    public var sequence: Int64
+    /// Makes an entry.
+    public init(zone: StoredZone, sequence: Int64) {
+        self.zone = zone
+        self.sequence = sequence
+    }
+}
+
+/// An account (a person who signs in).
+public struct StoredAccount: Sendable, Hashable {
+    public var id: Int64
+    public var name: String
+    public var email: String?
+    /// The password's KDF string (`$scrypt$…`), nil for token-only accounts.
+    public var passwordHash: String?
+    /// Milliseconds since 1970.
+    public var createdAt: Int64
+    /// Makes a row.
+    public init(id: Int64, name: String, email: String?, passwordHash: String?, createdAt: Int64) {
+        self.id = id
+        self.name = name
+        self.email = email
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+    }
+}
+
+/// A record as stored: the wire record's content plus its zone, change sequence and tombstone flag.
+public struct StoredRecord: Sendable, Hashable {
+    public var zone: Int64
+    public var recordName: String
+    public var recordType: String
+    public var changeTag: String
+    /// The zone sequence of the record's latest change.
+    public var sequence: Int64
+    /// A tombstone: the record was deleted at `sequence`.
+    public var deleted: Bool
+    public var fields: [String: WireFieldValue]
+    public var created: WireRecordStamp
+    public var modified: WireRecordStamp
+    public var parent: String?
+    public var shortGUID: String?
+
+    /// Makes a record.
+    public init(zone: Int64, recordName: String, recordType: String, changeTag: String, sequence: Int64, deleted: Bool,
+                fields: [String: WireFieldValue], created: WireRecordStamp, modified: WireRecordStamp,
+                parent: String? = nil, shortGUID: String? = nil) {
+        self.zone = zone
+        self.recordName = recordName
+        self.recordType = recordType
+        self.changeTag = changeTag
+        self.sequence = sequence
+        self.deleted = deleted
+        self.fields = fields
+        self.created = created
+        self.modified = modified
+        self.parent = parent
+        self.shortGUID = shortGUID
+    }
+}
+
+/// A condition on a record's index entries, for `candidates(…)`. Stores translate these to SQL
+/// over their index table, whose rows are `RecordIndexEntry.entries(for:)`.
+public enum IndexCondition: Sendable, Hashable {
+    /// Some entry of the field compares to the value (`=`, `<>`, `<`, `<=`, `>`, `>=`).
+    case compare(field: String, IndexComparison, IndexValue)
+    /// Some entry of the field equals one of the values.
+    case anyOf(field: String, [IndexValue])
+    /// Some text entry of the field starts with the prefix (case-sensitive).
+    case prefix(field: String, String)
+    /// Some location entry of the field is inside the box (degrees; `minLongitude > maxLongitude`
+    /// wraps the antimeridian).
+    case box(field: String, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
+}
+
+/// A comparison operator of an index condition.
+public enum IndexComparison: String, Sendable, Hashable {
+    case equal = "="
+    case notEqual = "<>"
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+}
+
+/// A value in the index: numbers (INT64, DOUBLE, TIMESTAMP) compare as numbers, everything else
+/// as text.
+public enum IndexValue: Sendable, Hashable {
+    case number(Double)
+    case text(String)
+}

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import GRDB
+import UbiquityCore
+
+/// `RecordStoreTransaction` over one GRDB connection inside a transaction.
+struct SQLiteTransaction: RecordStoreTransaction {
+    let db: Database
+
+    // MARK: Containers and credentials
+
+    func addContainer(_ identifier: String, createdAt: Int64) throws {
+        try db.execute(sql: "INSERT INTO containers (identifier, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [identifier, createdAt])
+    }
+
+    func containerExists(_ identifier: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [identifier]) ?? false
+    }
+
+    func containers() throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT identifier FROM containers ORDER BY identifier")
+    }
+
+    func addAPIToken(container: String, digest: String, createdAt: Int64) throws {
+        try db.execute(sql: "INSERT INTO api_tokens (digest, container, created_at) VALUES (?, ?, ?)", arguments: [digest, container, createdAt])
+    }
+
+    func container(forAPITokenDigest digest: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT container FROM api_tokens WHERE digest = ?", arguments: [digest])
+    }
+
+    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ? OR (email IS NOT NULL AND email = ?)", arguments: [name, email]) ?? false {
+            throw UbiquityError(.alreadyExists, "an account named \(name)\(email.map { " or with e-mail \($0)" } ?? "") exists")
+        }
+        try db.execute(sql: "INSERT INTO accounts (name, email, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                       arguments: [name, email, passwordHash, createdAt])
+        return StoredAccount(id: db.lastInsertedRowID, name: name, email: email, passwordHash: passwordHash, createdAt: createdAt)
+    }
+
+    private func account(_ row: Row?) -> StoredAccount? {
+        row.map { StoredAccount(id: $0["id"], name: $0["name"], email: $0["email"], passwordHash: $0["password_hash"], createdAt: $0["created_at"]) }
+    }
+
+    func account(named name: String) throws -> StoredAccount? {
+        account(try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE name = ?", arguments: [name]))
+    }
+
+    func account(id: Int64) throws -> StoredAccount? {
+        account(try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id]))
+    }
+
+    func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws {
+        try db.execute(sql: "INSERT INTO web_auth_tokens (digest, account, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                       arguments: [digest, accountID, createdAt, expiresAt])
+    }
+
+    func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
+        account(try Row.fetchOne(db, sql: """
+            SELECT accounts.* FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
+            WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ?
+            """, arguments: [digest, now]))
+    }
+
+    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws {
+        try db.execute(sql: "INSERT INTO server_keys (container, key_id, public_key, created_at) VALUES (?, ?, ?, ?)",
+                       arguments: [container, keyID, publicKeyPEM, createdAt])
+    }
+
+    func serverKey(container: String, keyID: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT public_key FROM server_keys WHERE container = ? AND key_id = ?", arguments: [container, keyID])
+    }
+
+    // MARK: Databases and zones
+
+    func lockDatabase(_ key: DatabaseKey) throws -> StoredDatabase {
+        try db.execute(sql: "INSERT INTO databases (container, environment, scope, owner) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                       arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
+        return try database(key)!
+    }
+
+    func database(_ key: DatabaseKey) throws -> StoredDatabase? {
+        try Row.fetchOne(db, sql: "SELECT id, sequence FROM databases WHERE container = ? AND environment = ? AND scope = ? AND owner = ?",
+                         arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
+            .map { StoredDatabase(id: $0["id"], key: key, sequence: $0["sequence"]) }
+    }
+
+    private func zone(_ row: Row) -> StoredZone {
+        StoredZone(id: row["id"], database: row["database"], name: row["name"], sequence: row["sequence"],
+                   purgedThrough: row["purged_through"], deleted: row["deleted"], createdAt: row["created_at"])
+    }
+
+    func zone(database: Int64, name: String) throws -> StoredZone? {
+        try Row.fetchOne(db, sql: "SELECT * FROM zones WHERE database = ? AND name = ? AND deleted = 0", arguments: [database, name]).map(zone)
+    }
+
+    func zone(id: Int64) throws -> StoredZone? {
+        try Row.fetchOne(db, sql: "SELECT * FROM zones WHERE id = ?", arguments: [id]).map(zone)
+    }
+
+    func zones(database: Int64) throws -> [StoredZone] {
+        try Row.fetchAll(db, sql: "SELECT * FROM zones WHERE database = ? AND deleted = 0 ORDER BY name", arguments: [database]).map(zone)
+    }
+
+    func createZone(database: Int64, name: String, createdAt: Int64) throws -> StoredZone {
+        try db.execute(sql: "INSERT INTO zones (database, name, created_at) VALUES (?, ?, ?)", arguments: [database, name, createdAt])
+        return try zone(id: db.lastInsertedRowID)!
+    }
+
+    func deleteZone(id: Int64) throws {
+        try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
+        try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [id])
+        try db.execute(sql: "UPDATE zones SET deleted = 1 WHERE id = ?", arguments: [id])
+    }
+
+    func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64 {
+        try db.execute(sql: "UPDATE databases SET sequence = sequence + 1 WHERE id = ?", arguments: [database])
+        let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM databases WHERE id = ?", arguments: [database])!
+        try db.execute(sql: "UPDATE zones SET database_sequence = ? WHERE id = ?", arguments: [sequence, zone])
+        return sequence
+    }
+
+    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) throws -> [StoredZoneChange] {
+        try Row.fetchAll(db, sql: """
+            SELECT * FROM zones WHERE database = ? AND database_sequence > ? ORDER BY database_sequence LIMIT ?
+            """, arguments: [database, sequence, limit])
+            .map { StoredZoneChange(zone: zone($0), sequence: $0["database_sequence"]) }
+    }
+
+    func nextZoneSequence(zone: Int64) throws -> Int64 {
+        try db.execute(sql: "UPDATE zones SET sequence = sequence + 1 WHERE id = ?", arguments: [zone])
+        return try Int64.fetchOne(db, sql: "SELECT sequence FROM zones WHERE id = ?", arguments: [zone])!
+    }
+
+    func purgeTombstones(zone: Int64, through sequence: Int64) throws {
+        try db.execute(sql: "DELETE FROM records WHERE zone = ? AND deleted = 1 AND sequence <= ?", arguments: [zone, sequence])
+        try db.execute(sql: "UPDATE zones SET purged_through = max(purged_through, ?) WHERE id = ?", arguments: [sequence, zone])
+    }
+
+    // MARK: Records
+
+    private static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
+
+    private func record(_ row: Row) throws -> StoredRecord {
+        let deleted: Bool = row["deleted"]
+        let fieldsText: String = row["fields"]
+        return StoredRecord(
+            zone: row["zone"], recordName: row["name"], recordType: row["type"], changeTag: row["change_tag"],
+            sequence: row["sequence"], deleted: deleted, fields: deleted ? [:] : try StoredRecord.decodeFields(fieldsText),
+            created: WireRecordStamp(timestamp: row["created_at"], userRecordName: row["created_by"], deviceID: row["created_device"]),
+            modified: WireRecordStamp(timestamp: row["modified_at"], userRecordName: row["modified_by"], deviceID: row["modified_device"]),
+            parent: row["parent"], shortGUID: row["short_guid"])
+    }
+
+    func record(zone: Int64, name: String) throws -> StoredRecord? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name = ?"), arguments: [zone, name]).map(record)
+    }
+
+    func putRecord(_ stored: StoredRecord) throws {
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO records (zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device,
+                                 modified_at, modified_by, modified_device, parent, short_guid)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, change_tag = excluded.change_tag, sequence = excluded.sequence,
+                deleted = excluded.deleted, fields = excluded.fields, created_at = excluded.created_at, created_by = excluded.created_by,
+                created_device = excluded.created_device, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                modified_device = excluded.modified_device, parent = excluded.parent, short_guid = excluded.short_guid
+            RETURNING id
+            """)
+        let fields = stored.deleted ? "{}" : stored.fieldsJSON
+        let values: [(any DatabaseValueConvertible)?] = [
+            stored.zone, stored.recordName, stored.recordType, stored.changeTag, stored.sequence, stored.deleted, fields,
+            stored.created.timestamp, stored.created.userRecordName, stored.created.deviceID,
+            stored.modified.timestamp, stored.modified.userRecordName, stored.modified.deviceID, stored.parent, stored.shortGUID,
+        ]
+        guard let id = try Int64.fetchOne(insert, arguments: StatementArguments(values)) else {
+            throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
+        }
+        try db.cachedStatement(sql: "DELETE FROM record_index WHERE record = ?").execute(arguments: [id])
+        guard !stored.deleted else { return }
+        let zoneName = try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM zones WHERE id = ?"), arguments: [stored.zone]) ?? WireZoneID.defaultZoneName
+        let entry = try db.cachedStatement(sql: "INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?)")
+        for item in RecordIndexEntry.entries(for: stored, zoneName: zoneName) {
+            try entry.execute(arguments: [id, item.field, item.number, item.text, item.latitude, item.longitude])
+        }
+    }
+
+    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord] {
+        var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND sequence > ?"
+        var arguments: [(any DatabaseValueConvertible)?] = [zone, sequence]
+        if let recordTypes {
+            sql += " AND (deleted = 1 OR type IN (\(databaseQuestionMarks(count: recordTypes.count))))"
+            arguments += recordTypes.map { $0 }
+        }
+        sql += " ORDER BY sequence LIMIT ?"
+        arguments.append(limit)
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(record)
+    }
+
+    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord] {
+        guard !zones.isEmpty else { return [] }
+        var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone IN (\(databaseQuestionMarks(count: zones.count))) AND type = ? AND deleted = 0"
+        var arguments: [(any DatabaseValueConvertible)?] = zones.map { $0 }
+        arguments.append(recordType)
+        for condition in conditions {
+            let (clause, values) = IndexConditionSQL.clause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
+            sql += " AND id IN (SELECT record FROM record_index WHERE \(clause))"
+            arguments += values.map { value -> (any DatabaseValueConvertible)? in
+                switch value {
+                case .number(let number): return number
+                case .text(let text): return text
+                }
+            }
+        }
+        sql += " ORDER BY id"
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(record)
+    }
+
+    func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord] {
+        guard !zones.isEmpty else { return [] }
+        let key = RecordIndexEntry.indexedText(RecordIndexEntry.referenceKey(zoneName: targetZone, recordName: targetName))
+        var arguments: [(any DatabaseValueConvertible)?] = [key]
+        arguments += zones.map { $0 }
+        return try Row.fetchAll(db, sql: """
+            SELECT \(Self.recordColumns) FROM records WHERE id IN (SELECT record FROM record_index WHERE text = ? AND field NOT LIKE '\\_\\_\\_%' ESCAPE '\\')
+            AND zone IN (\(databaseQuestionMarks(count: zones.count))) AND deleted = 0 ORDER BY id
+            """, arguments: StatementArguments(arguments)).map(record)
+    }
+
+    // MARK: Schema
+
+    func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT field, type FROM schema_fields WHERE container = ? AND environment = ? AND record_type = ?"),
+                                    arguments: [container, environment.rawValue, recordType])
+        return Dictionary(rows.map { ($0["field"], $0["type"]) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
+        let statement = try db.cachedStatement(sql: "INSERT INTO schema_fields (container, environment, record_type, field, type) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+        for (field, type) in types {
+            try statement.execute(arguments: [container, environment.rawValue, recordType, field, type])
+        }
+    }
+}

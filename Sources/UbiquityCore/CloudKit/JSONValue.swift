@@ -86,9 +86,9 @@ public enum JSONValue: Sendable, Hashable {
         case .integer(let value): out.append(contentsOf: Array(String(value).utf8))
         case .number(let value):
             if value.isFinite {
+                // Integral doubles keep a fraction ("10.0") so that they read back as numbers, not integers.
                 if value == value.rounded(.towardZero), abs(value) < 1e15 {
-                    out.append(contentsOf: Array(String(Int64(value)).utf8))
-                    if value == 0, value.sign == .minus { break }
+                    out.append(contentsOf: Array("\(Int64(value)).0".utf8))
                 } else {
                     out.append(contentsOf: Array("\(value)".utf8))
                 }

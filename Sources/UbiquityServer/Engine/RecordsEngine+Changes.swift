@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+extension RecordsEngine {
+    /// `changes/database` (and the legacy `zones/changes`, whose token key is `metaSyncToken`):
+    /// zones changed or deleted since the token, each once, oldest change first.
+    public func databaseChanges(syncToken: String?, resultsLimit: Int?, tokenKey: String = "syncToken", context: Context) async throws -> JSONValue {
+        guard context.scope != .public || tokenKey == "metaSyncToken" else {
+            throw WireError(.badRequest, "changes/database works on the private and shared databases only")
+        }
+        let key = try context.databaseKey(forWriting: false)
+        let limit = min(resultsLimit ?? WireLimits.recordsPerResponse, WireLimits.recordsPerResponse)
+        if context.scope == .shared {
+            return .object(["zones": .array([]), tokenKey: .string(SyncToken.database(id: 0, sequence: 0)), "moreComing": .bool(false)])
+        }
+        let (database, changes): (StoredDatabase?, [StoredZoneChange]) = try await store.read { tx in
+            guard let database = try tx.database(key) else { return (nil, []) }
+            var after: Int64 = 0
+            if let syncToken {
+                guard let (owner, sequence) = SyncToken.decode(syncToken, kind: "d1") else {
+                    throw WireError(.badRequest, "\(tokenKey): not a database change token")
+                }
+                guard owner == String(database.id) || owner == "0", sequence <= database.sequence else {
+                    throw WireError(.changeTokenExpired, "\(tokenKey): the token belongs to another database or has expired; fetch again without a token")
+                }
+                after = sequence
+            }
+            return (database, try tx.zoneChanges(database: database.id, after: after, limit: limit + 1))
+        }
+        if database == nil, let syncToken {
+            guard let (_, sequence) = SyncToken.decode(syncToken, kind: "d1") else {
+                throw WireError(.badRequest, "\(tokenKey): not a database change token")
+            }
+            if sequence != 0 { throw WireError(.changeTokenExpired, "\(tokenKey): the token belongs to another database; fetch again without a token") }
+        }
+        let moreComing = changes.count > limit
+        let page = changes.prefix(limit)
+        let last = moreComing ? page.last!.sequence : (database?.sequence ?? 0)
+        let zones: [JSONValue] = page.map { change in
+            .object(["zoneID": RecordsEngine.wireZoneID(change.zone.name, key: key).json, "deleted": .bool(change.zone.deleted)])
+        }
+        return .object([
+            "zones": .array(zones),
+            tokenKey: .string(SyncToken.database(id: database?.id ?? 0, sequence: last)),
+            "moreComing": .bool(moreComing),
+        ])
+    }
+
+    /// `changes/zone`: per zone, records and tombstones changed since its token, each once, in
+    /// change order, with `moreComing` and the next token.
+    public func zoneChanges(_ request: WireZoneChangesRequest, context: Context) async throws -> JSONValue {
+        guard context.scope != .public else {
+            throw WireError(.badRequest, "changes/zone works on the private and shared databases only")
+        }
+        let key = try context.databaseKey(forWriting: false)
+        var items: [JSONValue] = []
+        for zoneRequest in request.zones {
+            let zoneID = zoneRequest.zoneID
+            let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
+            let limit = min(zoneRequest.resultsLimit ?? request.resultsLimit ?? WireLimits.recordsPerResponse, WireLimits.recordsPerResponse)
+            let types = zoneRequest.desiredRecordTypes ?? request.desiredRecordTypes
+            do {
+                try context.checkOwner(zoneID)
+                guard !zoneID.isDefault else {
+                    throw WireError(.badRequest, "the default zone does not keep a change history; use a custom zone")
+                }
+                let (zone, records): (StoredZone?, [StoredRecord]) = try await store.read { tx in
+                    guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, []) }
+                    var after: Int64 = 0
+                    if let token = zoneRequest.syncToken {
+                        guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else {
+                            throw WireError(.badRequest, "syncToken: not a zone change token")
+                        }
+                        guard owner == String(zone.id), sequence <= zone.sequence, sequence >= zone.purgedThrough else {
+                            throw WireError(.changeTokenExpired, "syncToken: the token is from another zone, a deleted zone, or too old; fetch again without a token")
+                        }
+                        after = sequence
+                    }
+                    return (zone, try tx.changes(zone: zone.id, after: after, limit: limit + 1, recordTypes: types))
+                }
+                if zone == nil, let token = zoneRequest.syncToken {
+                    guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else { throw WireError(.badRequest, "syncToken: not a zone change token") }
+                    if owner != "0" || sequence != 0 { throw WireError(.changeTokenExpired, "syncToken: the token is from another zone; fetch again without a token") }
+                }
+                let moreComing = records.count > limit
+                let page = records.prefix(limit)
+                let next = moreComing ? page.last!.sequence : (zone?.sequence ?? 0)
+                let desiredKeys = zoneRequest.desiredKeys ?? request.desiredKeys
+                let numbersAsStrings = zoneRequest.numbersAsStrings ?? request.numbersAsStrings
+                items.append(.object([
+                    "zoneID": wireZone.json,
+                    "syncToken": .string(SyncToken.zone(id: zone?.id ?? 0, sequence: next)),
+                    "moreComing": .bool(moreComing),
+                    "records": .array(page.map { $0.wireRecord(zoneID: wireZone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings) }),
+                ]))
+            } catch var error as WireError {
+                error.zoneID = wireZone
+                items.append(error.json())
+            }
+        }
+        return .object(["zones": .array(items)])
+    }
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+extension RecordsEngine {
+    /// `zones/list`: the default zone and every live zone.
+    public func listZones(context: Context) async throws -> JSONValue {
+        let key = try context.databaseKey(forWriting: false)
+        if context.scope == .shared { return .object(["zones": .array([])]) }
+        let zones: [StoredZone] = try await store.read { tx in
+            guard let database = try tx.database(key) else { return [] }
+            return try tx.zones(database: database.id)
+        }
+        var items: [JSONValue] = []
+        if !zones.contains(where: { $0.name == WireZoneID.defaultZoneName }) {
+            items.append(RecordsEngine.zoneJSON(nil, name: WireZoneID.defaultZoneName, key: key))
+        }
+        items += zones.map { RecordsEngine.zoneJSON($0, name: $0.name, key: key) }
+        return .object(["zones": .array(items)])
+    }
+
+    /// `zones/lookup`: each zone, or a ZONE_NOT_FOUND item.
+    public func lookupZones(_ zoneIDs: [WireZoneID], context: Context) async throws -> JSONValue {
+        let key = try context.databaseKey(forWriting: false)
+        let found: [Result<StoredZone?, WireError>] = try await store.read { tx in
+            zoneIDs.map { zoneID in
+                do {
+                    try context.checkOwner(zoneID)
+                    return .success(try RecordsEngine.readZone(tx, key: key, zoneID: zoneID))
+                } catch let error as WireError {
+                    return .failure(error)
+                } catch {
+                    return .failure(WireError(.internalError, "\(error)"))
+                }
+            }
+        }
+        let items: [JSONValue] = zip(zoneIDs, found).map { zoneID, result in
+            switch result {
+            case .success(let zone): return RecordsEngine.zoneJSON(zone, name: zoneID.zoneName, key: key)
+            case .failure(var error):
+                error.zoneID = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
+                return error.json()
+            }
+        }
+        return .object(["zones": .array(items)])
+    }
+
+    /// `zones/modify`: create (private databases only; creating an existing zone returns it) and
+    /// delete (with all its records, permanently).
+    public func modifyZones(_ operations: [WireZoneOperation], context: Context) async throws -> JSONValue {
+        guard operations.count <= WireLimits.operationsPerRequest else {
+            throw WireError(.badRequest, "limit exceeded: \(operations.count) operations; a request may have at most \(WireLimits.operationsPerRequest)")
+        }
+        let key = try context.databaseKey(forWriting: true)
+        let engine = self
+        let results: [Result<StoredZone, WireError>] = try await store.write { tx in
+            let database = try tx.lockDatabase(key)
+            var results: [Result<StoredZone, WireError>] = []
+            for operation in operations {
+                do {
+                    try context.checkOwner(operation.zoneID)
+                    let name = operation.zoneID.zoneName
+                    switch operation.operationType {
+                    case .create:
+                        guard key.scope == .private else {
+                            throw WireError(.badRequest, "custom zones exist only in private databases; the public database has only \(WireZoneID.defaultZoneName)")
+                        }
+                        if let zone = try tx.zone(database: database.id, name: name) {
+                            results.append(.success(zone))
+                        } else {
+                            let zone = try tx.createZone(database: database.id, name: name, createdAt: engine.timestamp)
+                            _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
+                            results.append(.success(zone))
+                        }
+                    case .delete:
+                        guard !operation.zoneID.isDefault else { throw WireError(.badRequest, "the default zone cannot be deleted") }
+                        guard key.scope == .private else { throw WireError(.badRequest, "the public database has no custom zones to delete") }
+                        guard var zone = try tx.zone(database: database.id, name: name) else {
+                            throw WireError(.zoneNotFound, "zone \(name) does not exist")
+                        }
+                        try tx.deleteZone(id: zone.id)
+                        _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
+                        zone.deleted = true
+                        results.append(.success(zone))
+                    }
+                } catch let error as WireError {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+        let items: [JSONValue] = zip(operations, results).map { operation, result in
+            switch result {
+            case .success(let zone) where zone.deleted:
+                return .object(["zoneID": RecordsEngine.wireZoneID(zone.name, key: key).json, "deleted": .bool(true)])
+            case .success(let zone):
+                return RecordsEngine.zoneJSON(zone, name: zone.name, key: key)
+            case .failure(var error):
+                error.zoneID = RecordsEngine.wireZoneID(operation.zoneID.zoneName, key: key)
+                return error.json()
+            }
+        }
+        return .object(["zones": .array(items)])
+    }
+}

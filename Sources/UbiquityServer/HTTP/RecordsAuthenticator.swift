@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import UbiquityCore
+
+/// Authentication as CloudKit Web Services does it: `ckAPIToken` (+ `ckWebAuthToken`) in the
+/// query string, or server-to-server signature headers — never both.
+final class RecordsAuthenticator: Sendable {
+    /// What authentication found.
+    struct Outcome: Sendable {
+        var caller: RecordsCaller
+        /// The token to return in `X-Apple-CloudKit-Web-Auth-Token`.
+        var rotatedToken: String?
+    }
+
+    struct Rotation: Sendable {
+        var token: String
+        var issuedAt: Int64
+    }
+
+    let store: any RecordStore
+    let configuration: RecordsServerConfiguration
+    let logger: Logger
+    /// Web-auth token digest → the token handed out in its place, reused for five minutes so a
+    /// busy client does not cause a write per request.
+    let rotations = Mutex<[String: Rotation]>([:])
+
+    init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Authenticates a request to `path`. `query` is the decoded query string.
+    func authenticate(path: DatabasePath, query: [String: String], header: (String) -> String?, body: [UInt8],
+                      rawPath: String, rawPathWithQuery: String, signInURL: String) async throws -> Outcome {
+        let keyID = header(CloudKitAuthHeaders.keyID)
+        if let keyID {
+            guard query["ckAPIToken"] == nil else {
+                throw WireError(.badRequest, "a request carries either ckAPIToken or server-to-server signature headers, not both")
+            }
+            guard let date = header(CloudKitAuthHeaders.iso8601Date), let signature = header(CloudKitAuthHeaders.signatureV1) else {
+                throw WireError(.authenticationFailed, "server-to-server requests need the \(CloudKitAuthHeaders.iso8601Date) and \(CloudKitAuthHeaders.signatureV1) headers")
+            }
+            let container = path.container
+            guard let pem = try await store.read({ tx in try tx.serverKey(container: container, keyID: keyID) }) else {
+                throw WireError(.authenticationFailed, "unknown server-to-server key ID for container \(container)")
+            }
+            let verdict = ServerToServerSignature.verify(
+                keyID: keyID, date: date, signature: signature, body: body, path: rawPath, pathWithQuery: rawPathWithQuery,
+                publicKeyPEM: pem, now: Date(), allowedClockSkew: configuration.signatureSkew)
+            if let failure = verdict.failure {
+                throw WireError(.authenticationFailed, "Authentication failed: \(failure.reason)")
+            }
+            return Outcome(caller: RecordsCaller(identity: .serverKey(keyID: keyID), deviceID: header("X-Ubiquity-Device-ID")))
+        }
+        guard let apiToken = query["ckAPIToken"], !apiToken.isEmpty else {
+            throw WireError(.authenticationFailed, "missing ckAPIToken (or server-to-server signature headers)")
+        }
+        let apiDigest = SecretToken.digest(apiToken)
+        let webToken = query["ckWebAuthToken"].flatMap { $0.isEmpty ? nil : $0 }
+        let webDigest = webToken.map(SecretToken.digest)
+        let now = RecordsAuthenticator.now
+        let (container, account): (String?, StoredAccount?) = try await store.read { tx in
+            let container = try tx.container(forAPITokenDigest: apiDigest)
+            let account = try webDigest.flatMap { try tx.account(forWebAuthTokenDigest: $0, now: now) }
+            return (container, account)
+        }
+        guard let container, container == path.container else {
+            throw WireError(.authenticationFailed, "the API token is not valid for container \(path.container)")
+        }
+        let deviceID = header("X-Ubiquity-Device-ID")
+        guard let webToken, let webDigest else {
+            return Outcome(caller: RecordsCaller(identity: .anonymous, deviceID: deviceID))
+        }
+        guard let account else {
+            var error = WireError(.authenticationRequired, "the web auth token is not valid (expired, revoked or unknown); sign in again")
+            error.redirectURL = signInURL
+            throw error
+        }
+        let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
+                                   deviceID: deviceID)
+        return Outcome(caller: caller, rotatedToken: try await rotate(token: webToken, digest: webDigest, account: account))
+    }
+
+    /// The token to hand back: a fresh one every five minutes per token (the old stays valid
+    /// until it expires, as CloudKit's live servers do).
+    func rotate(token: String, digest: String, account: StoredAccount) async throws -> String {
+        let now = RecordsAuthenticator.now
+        if let current = rotations.withLock({ $0[digest] }), now - current.issuedAt < 5 * 60 * 1000 { return current.token }
+        let fresh = SecretToken.generate()
+        let freshDigest = SecretToken.digest(fresh)
+        let expires = now + configuration.longWebAuthTokenLifetime * 1000
+        do {
+            try await store.write { tx in
+                try tx.addWebAuthToken(accountID: account.id, digest: freshDigest, createdAt: now, expiresAt: expires)
+            }
+        } catch {
+            logger.warning("could not store a rotated web auth token", metadata: ["error": "\(error)"])
+            return token
+        }
+        rotations.withLock { table in
+            if table.count > 10_000 { table.removeAll() }
+            table[digest] = Rotation(token: fresh, issuedAt: now)
+            table[freshDigest] = Rotation(token: fresh, issuedAt: now)
+        }
+        return fresh
+    }
+}

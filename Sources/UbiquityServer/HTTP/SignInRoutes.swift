@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import UbiquityCore
+
+/// The sign-in page that replaces Apple's: `GET /auth/signin?ckAPIToken=…` shows a form;
+/// `POST /auth/signin` checks the password and hands the new `ckWebAuthToken` to the opener
+/// window by `postMessage` (or by redirect to a callback URL on the server's own host), as
+/// CloudKit JS expects.
+struct SignInRoutes: Sendable {
+    let admin: RecordsAdmin
+    let store: any RecordStore
+    let configuration: RecordsServerConfiguration
+
+    func register(on router: Router<BasicRequestContext>) {
+        let routes = self
+        router.get("/auth/signin") { request, _ -> Response in
+            let query = request.uri.queryParameters
+            let container = query["container"].map(String.init) ?? ""
+            let token = query["ckAPIToken"].map(String.init) ?? ""
+            let callback = query["callback"].map(String.init).flatMap { SignInPage.isAcceptableCallbackURL($0) ? $0 : nil }
+            return SignInRoutes.html(SignInPage.form(container: container, apiToken: token, callbackURL: callback, message: nil), status: .ok)
+        }
+        router.post("/auth/signin") { request, _ -> Response in
+            let buffer = try await request.body.collect(upTo: 64 * 1024)
+            let form = SignInRoutes.parseForm(String(buffer: buffer))
+            return try await routes.signIn(form: form, request: request)
+        }
+    }
+
+    func signIn(form: [String: String], request: Request) async throws -> Response {
+        let container = form[SignInPage.Field.container] ?? ""
+        let apiToken = form[SignInPage.Field.apiToken] ?? form["ckAPIToken"] ?? ""
+        let callback = form[SignInPage.Field.callbackURL].flatMap { $0.isEmpty ? nil : $0 }
+        let digest = SecretToken.digest(apiToken)
+        let tokenContainer = try await store.read { tx in try tx.container(forAPITokenDigest: digest) }
+        guard let tokenContainer, container.isEmpty || tokenContainer == container else {
+            return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
+                                                     message: "This sign-in link is not valid: its API token is unknown."), status: .unauthorized)
+        }
+        let lifetime = form[SignInPage.Field.keepSignedIn] != nil ? configuration.longWebAuthTokenLifetime : configuration.webAuthTokenLifetime
+        let user = form[SignInPage.Field.userName] ?? ""
+        guard let password = form[SignInPage.Field.password],
+              let token = try await admin.signIn(user: user, password: password, lifetime: lifetime) else {
+            return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
+                                                     message: "The user name or password is wrong.", userName: user), status: .unauthorized)
+        }
+        if let callback, let url = URL(string: callback), SignInRoutes.sameHost(url, request: request),
+           let location = SignInPage.callbackRedirect(callbackURL: callback, token: token) {
+            return Response(status: .found, headers: [.location: location])
+        }
+        let origin = request.headers[.origin]
+        return SignInRoutes.html(SignInPage.success(webAuthToken: token, callbackURL: nil, targetOrigin: origin), status: .ok)
+    }
+
+    /// A callback may only lead back to the host the page was served from (no open redirect).
+    static func sameHost(_ url: URL, request: Request) -> Bool {
+        guard let host = url.host else { return false }
+        let served = (request.head.authority ?? "").split(separator: ":").first.map(String.init) ?? ""
+        return host == served || host == "localhost" || host == "127.0.0.1"
+    }
+
+    static func parseForm(_ text: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let decode: (Substring) -> String = { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            result[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return result
+    }
+
+    static func html(_ page: String, status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "text/html; charset=utf-8", .init("Cache-Control")!: "no-store",
+                                           .init("X-Frame-Options")!: "DENY",
+                                           .init("Content-Security-Policy")!: SignInPage.contentSecurityPolicy],
+                 body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+
+/// Random bearer secrets (API tokens, web-auth tokens, session IDs) and what the store keeps of
+/// them.
+///
+/// A token is 32 random bytes as unpadded base64url (43 characters of `A–Z a–z 0–9 - _`), so it
+/// survives query strings, headers and cookies without escaping. The store never keeps the token
+/// itself, only ``digest(_:)``; looking a presented token up by its digest is then an equality
+/// match on a value an attacker cannot choose, and a leaked table does not leak usable tokens.
+public enum SecretToken {
+    /// The number of random bytes in a token (256 bits).
+    public static let byteCount = 32
+    /// The length of a generated token in characters.
+    public static let characterCount = 43
+
+    /// A fresh token: 32 bytes from the system's secure random generator, unpadded base64url.
+    public static func generate() -> String {
+        AuthEncoding.base64URL(AuthEncoding.randomBytes(count: byteCount))
+    }
+
+    /// The lowercase hex SHA-256 of the token's UTF-8: what the store keeps and looks tokens up by.
+    public static func digest(_ token: String) -> String {
+        AuthEncoding.hex(SHA256.hash(data: Array(token.utf8)))
+    }
+
+    /// A fresh key ID shaped like Apple's server-to-server key IDs: 64 lowercase hex digits
+    /// (32 random bytes).
+    public static func keyID() -> String {
+        AuthEncoding.hex(AuthEncoding.randomBytes(count: 32))
+    }
+
+    /// Whether `token` has the shape of a generated token (43 base64url characters). A cheap
+    /// check to refuse garbage before hashing and looking it up.
+    public static func isWellFormed(_ token: String) -> Bool {
+        token.utf8.count == characterCount && token.utf8.allSatisfy(isBase64URLCharacter)
+    }
+
+    /// Whether the two strings have the same UTF-8 bytes, in time that depends only on their
+    /// lengths (not on where they first differ). Use it to compare secrets and digests.
+    public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        AuthEncoding.constantTimeEquals(a.utf8, b.utf8)
+    }
+
+    /// Whether the two byte sequences are equal, in time that depends only on their lengths.
+    public static func constantTimeEquals<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
+    where A.Element == UInt8, B.Element == UInt8 {
+        AuthEncoding.constantTimeEquals(a, b)
+    }
+
+    private static func isBase64URLCharacter(_ char: UInt8) -> Bool {
+        switch char {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default:
+            false
+        }
+    }
+}

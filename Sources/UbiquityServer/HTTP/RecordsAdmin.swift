@@ -59,7 +59,11 @@ public struct RecordsAdmin: Sendable {
         if let email, !(email.contains("@") && email.utf8.count <= 254 && !email.contains(where: \.isWhitespace)) {
             throw UbiquityError(.invalidArgument, "e-mail \(email.debugDescription) is not an e-mail address")
         }
-        let hash = try password.map { try passwordHasher.hash($0) }
+        let hasher = passwordHasher
+        // scrypt takes ~0.1 s and 32 MiB: off the cooperative pool.
+        var hashed: String?
+        if let password { hashed = try await BlockingWork.run { try hasher.hash(password) } }
+        let hash = hashed
         let token = SecretToken.generate()
         let digest = SecretToken.digest(token)
         let lifetime = configuration.longWebAuthTokenLifetime
@@ -85,8 +89,9 @@ public struct RecordsAdmin: Sendable {
     /// Checks a password and issues a token (the sign-in page's and `ubiq account login`'s path).
     /// Returns nil when the name or password is wrong.
     public func signIn(user name: String, password: String, lifetime: Int64) async throws -> String? {
+        let hasher = passwordHasher
         guard let account = try await store.read({ tx in try tx.account(named: name) }), let hash = account.passwordHash,
-              passwordHasher.verify(password, against: hash) else { return nil }
+              try await BlockingWork.run({ hasher.verify(password, against: hash) }) else { return nil }
         let token = SecretToken.generate()
         let digest = SecretToken.digest(token)
         try await store.write { tx in

@@ -25,11 +25,20 @@ struct Admin: AsyncParsableCommand {
         subcommands: [ContainerAdmin.self, UserAdmin.self, KeyAdmin.self]
     )
 
+    /// `--data`/`--database` given before the subcommand (`ubiq admin --data DIR container add …`).
+    @OptionGroup var store: ServerStoreOptions
+
     /// Runs `body` with an admin over the store, reporting errors as `ubiq admin`.
-    static func withAdmin(_ options: ServerStoreOptions, command: String, _ body: (RecordsAdmin) async throws -> Void) async throws {
+    static func withAdmin(_ options: ServerStoreOptions, parent: ServerStoreOptions, command: String,
+                          _ body: (RecordsAdmin) async throws -> Void) async throws {
         let logger = Logger(label: "ubiq.admin")
         do {
-            let store = try await options.open(logger: logger)
+            var merged = options
+            if merged.data == nil, merged.database == nil {
+                merged.data = parent.data
+                merged.database = parent.database
+            }
+            let store = try await merged.open(logger: logger)
             do {
                 try await body(RecordsAdmin(store: store))
             } catch {
@@ -50,6 +59,8 @@ struct Admin: AsyncParsableCommand {
 
 /// `ubiq admin container add|list`.
 struct ContainerAdmin: AsyncParsableCommand {
+    @ParentCommand var admin: Admin
+
     static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens.",
                                                     subcommands: [Add.self, List.self])
 
@@ -59,9 +70,10 @@ struct ContainerAdmin: AsyncParsableCommand {
             abstract: "Add a container (or another API token for it); prints the API token (ckAPIToken).",
             discussion: "Example: ubiq admin --data srv container add iCloud.com.example.Notes")
         @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: ContainerAdmin
         @Argument(help: "The container identifier, e.g. iCloud.com.example.Notes.") var identifier: String
         func run() async throws {
-            try await Admin.withAdmin(store, command: "container add") { admin in
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "container add") { admin in
                 CLI.printLine(try await admin.addContainer(identifier))
             }
         }
@@ -71,8 +83,9 @@ struct ContainerAdmin: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List containers.", discussion: "Example: ubiq admin --data srv container list")
         @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: ContainerAdmin
         func run() async throws {
-            try await Admin.withAdmin(store, command: "container list") { admin in
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "container list") { admin in
                 for container in try await admin.containers() { CLI.printLine(container) }
             }
         }
@@ -81,6 +94,8 @@ struct ContainerAdmin: AsyncParsableCommand {
 
 /// `ubiq admin user add|token`.
 struct UserAdmin: AsyncParsableCommand {
+    @ParentCommand var admin: Admin
+
     static let configuration = CommandConfiguration(commandName: "user", abstract: "Add accounts and issue web-auth tokens.",
                                                     subcommands: [Add.self, Token.self])
 
@@ -90,6 +105,7 @@ struct UserAdmin: AsyncParsableCommand {
             abstract: "Create an account; prints a web-auth token (ckWebAuthToken) for it.",
             discussion: "Example: printf '%s' \"$PW\" | ubiq admin --data srv user add mei --email mei@example.org --password-stdin")
         @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: UserAdmin
         @Argument(help: "The account name (letters, digits, '.', '_', '-', '@').") var name: String
         @Option(help: "The account's e-mail address.") var email: String?
         @Flag(help: "Read a password from stdin (for the sign-in page), without a trailing newline.") var passwordStdin = false
@@ -104,7 +120,7 @@ struct UserAdmin: AsyncParsableCommand {
                 guard !text.isEmpty else { throw ValidationError("--password-stdin: the password is empty") }
                 password = text
             }
-            try await Admin.withAdmin(store, command: "user add") { admin in
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "user add") { admin in
                 CLI.printLine(try await admin.addUser(name, email: email, password: password))
             }
         }
@@ -116,9 +132,10 @@ struct UserAdmin: AsyncParsableCommand {
             abstract: "Issue another web-auth token for an account (valid two weeks).",
             discussion: "Example: ubiq admin --data srv user token mei")
         @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: UserAdmin
         @Argument(help: "The account name.") var name: String
         func run() async throws {
-            try await Admin.withAdmin(store, command: "user token") { admin in
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "user token") { admin in
                 CLI.printLine(try await admin.issueToken(forUser: name))
             }
         }
@@ -127,6 +144,8 @@ struct UserAdmin: AsyncParsableCommand {
 
 /// `ubiq admin key add CONTAINER --public-key PEM`.
 struct KeyAdmin: AsyncParsableCommand {
+    @ParentCommand var admin: Admin
+
     static let configuration = CommandConfiguration(commandName: "key", abstract: "Register server-to-server keys.", subcommands: [Add.self])
 
     /// `ubiq admin key add`.
@@ -139,6 +158,7 @@ struct KeyAdmin: AsyncParsableCommand {
                 Example: ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub
                 """)
         @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: KeyAdmin
         @Argument(help: "The container identifier.") var container: String
         @Option(help: "The public key: a PEM file, or the PEM text itself.") var publicKey: String
         func run() async throws {
@@ -152,7 +172,7 @@ struct KeyAdmin: AsyncParsableCommand {
                 }
                 pem = text
             }
-            try await Admin.withAdmin(store, command: "key add") { admin in
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "key add") { admin in
                 CLI.printLine(try await admin.addKey(container: container, publicKeyPEM: pem))
             }
         }

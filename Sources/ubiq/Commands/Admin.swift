@@ -37,6 +37,7 @@ struct Admin: AsyncParsableCommand {
             if merged.data == nil, merged.database == nil {
                 merged.data = parent.data
                 merged.database = parent.database
+                merged.schema = merged.schema ?? parent.schema
             }
             let store = try await merged.open(logger: logger)
             do {

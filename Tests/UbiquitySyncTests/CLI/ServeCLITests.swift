@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import UbiquityCore
+
+/// `ubiq serve` and `ubiq admin` as real processes: readiness, health, metrics, graceful
+/// shutdown without losing a committed write, and several servers on one PostgreSQL.
+@Suite struct ServeCLITests {
+    struct Server {
+        let process: Subprocess
+        let url: String
+    }
+
+    static func startServer(_ device: Device, _ storeArguments: [String], extra: [String] = []) throws -> Server {
+        let process = try device.start(Binaries.ubiq, ["serve", "--port", "0", "--log-level", "warning"] + storeArguments + extra)
+        guard let line = process.waitForLine(containing: "listening on ") else {
+            process.kill()
+            throw DeviceError.didNotStart("ubiq serve")
+        }
+        let url = String(line[line.range(of: "listening on ")!.upperBound...])
+        return Server(process: process, url: url)
+    }
+
+    static func request(_ url: String, body: String? = nil) async throws -> (status: Int, body: String) {
+        var request = URLRequest(url: URL(string: url)!)
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = Data(body.utf8)
+            request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    static func endpoint(_ server: Server, _ operation: String, api: String, web: String) -> String {
+        "\(server.url)/database/1/iCloud.org.example.Serve/development/private/\(operation)?ckAPIToken=\(api)&ckWebAuthToken=\(web)"
+    }
+
+    @Test func serveAdminHealthMetricsAndGracefulShutdown() async throws {
+        let device = Device()
+        let data = device.root.appendingPathComponent("server").path
+        let api = try device.run(["admin", "--data", data, "container", "add", "iCloud.org.example.Serve"])
+        #expect(api.status == 0)
+        let apiToken = api.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!apiToken.contains("\n") && apiToken.count >= 40)
+        let web = try device.run(["admin", "--data", data, "user", "add", "mei", "--email", "mei@example.org"])
+        let webToken = web.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try device.run(["admin", "--data", data, "user", "token", "mei"]).status == 0)
+        #expect(try device.run(["admin", "--data", data, "user", "token", "nobody"]).status != 0)
+        let badKey = try device.run(["admin", "--data", data, "key", "add", "iCloud.org.example.Serve", "--public-key=-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----"])
+        #expect(badKey.status == 64)
+        #expect(badKey.stderr.contains("--public-key"))
+
+        let readyFile = device.root.appendingPathComponent("ready").path
+        let server = try ServeCLITests.startServer(device, ["--data", data], extra: ["--ready-file", readyFile])
+        #expect(server.url.hasPrefix("http://127.0.0.1:"))
+        #expect((try? String(contentsOfFile: readyFile, encoding: .utf8))?.trimmingCharacters(in: .newlines) == server.url)
+        #expect(try await ServeCLITests.request(server.url + "/healthz").body == "ok\n")
+
+        // writes in flight when SIGTERM arrives: every one that was answered 200 is stored
+        let answered = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    if index == 20 { server.process.kill(SIGTERM) }
+                    let body = #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\#(index)","fields":{"i":{"value":\#(index)}}}}]}"#
+                    guard let reply = try? await ServeCLITests.request(ServeCLITests.endpoint(server, "records/modify", api: apiToken, web: webToken), body: body),
+                          reply.status == 200, reply.body.contains("recordChangeTag") else { return nil }
+                    return "n\(index)"
+                }
+            }
+            var names: [String] = []
+            for try await name in group { if let name { names.append(name) } }
+            return names
+        }
+        #expect(server.process.wait(seconds: 60) == 0)
+        #expect(!answered.isEmpty)
+
+        let again = try ServeCLITests.startServer(device, ["--data", data])
+        defer { again.process.kill(SIGTERM); _ = again.process.wait(seconds: 30) }
+        let lookupBody = "{\"records\":[" + answered.map { "{\"recordName\":\"\($0)\"}" }.joined(separator: ",") + "]}"
+        let lookup = try await ServeCLITests.request(ServeCLITests.endpoint(again, "records/lookup", api: apiToken, web: webToken), body: lookupBody)
+        #expect(lookup.status == 200)
+        #expect(!lookup.body.contains("NOT_FOUND"), "a write answered before shutdown was lost: \(lookup.body)")
+        let metrics = try await ServeCLITests.request(again.url + "/metrics")
+        #expect(metrics.body.contains("ubiquity_records_requests_total"))
+    }
+
+    @Test func serverFlagsAreChecked() throws {
+        let device = Device()
+        let both = try device.run(["serve", "--data", "/tmp/x", "--database", "postgres://h/db"])
+        #expect(both.status == 64)
+        #expect(try device.run(["serve", "--port", "70000"]).status == 64)
+        #expect(try device.run(["serve", "--tls-cert", "/nonexistent.pem"]).status == 64)
+        let unreachable = try device.run(["serve", "--database", "postgres://postgres@127.0.0.1:1/nope", "--port", "0"], timeout: 60)
+        #expect(unreachable.status != 0)
+        #expect(unreachable.stderr.contains("127.0.0.1"))
+    }
+
+    /// Several `ubiq serve` processes on one PostgreSQL behave as one server: concurrent
+    /// read-modify-write increments through both, with change tags, lose nothing.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["UBIQUITY_TEST_POSTGRES_URL"] != nil))
+    func serversSharingPostgreSQLLoseNoUpdate() async throws {
+        let device = Device()
+        let url = ProcessInfo.processInfo.environment["UBIQUITY_TEST_POSTGRES_URL"]!
+        let schema = "serve_" + String(UUID().uuidString.prefix(8)).lowercased()
+        let store = ["--database", url, "--schema", schema]
+        let apiToken = try device.run(["admin"] + store + ["container", "add", "iCloud.org.example.Serve"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let webToken = try device.run(["admin"] + store + ["user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let servers = [try ServeCLITests.startServer(device, store), try ServeCLITests.startServer(device, store)]
+        defer { for server in servers { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) } }
+        let create = #"{"operations":[{"operationType":"create","record":{"recordType":"Counter","recordName":"c","fields":{"n":{"value":0}}}}]}"#
+        #expect(try await ServeCLITests.request(ServeCLITests.endpoint(servers[0], "records/modify", api: apiToken, web: webToken), body: create).status == 200)
+        let workers = 6, increments = 8
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<workers {
+                group.addTask {
+                    let server = servers[worker % 2]
+                    var done = 0
+                    while done < increments {
+                        let lookup = try await ServeCLITests.request(ServeCLITests.endpoint(server, "records/lookup", api: apiToken, web: webToken), body: #"{"records":[{"recordName":"c"}]}"#)
+                        let record = try JSONValue.parse(Data(lookup.body.utf8)).objectValue?["records"]?.arrayValue?.first?.objectValue
+                        guard let tag = record?["recordChangeTag"]?.stringValue,
+                              case .integer(let value)? = record?["fields"]?.objectValue?["n"]?.objectValue?["value"] else { continue }
+                        let update = #"{"operations":[{"operationType":"update","record":{"recordName":"c","recordChangeTag":"\#(tag)","fields":{"n":{"value":\#(value + 1)}}}}]}"#
+                        let reply = try await ServeCLITests.request(ServeCLITests.endpoint(server, "records/modify", api: apiToken, web: webToken), body: update)
+                        if reply.status == 200, !reply.body.contains("serverErrorCode") { done += 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let final = try await ServeCLITests.request(ServeCLITests.endpoint(servers[1], "records/lookup", api: apiToken, web: webToken), body: #"{"records":[{"recordName":"c"}]}"#)
+        let value = try JSONValue.parse(Data(final.body.utf8)).objectValue?["records"]?.arrayValue?.first?.objectValue?["fields"]?.objectValue?["n"]?.objectValue?["value"]
+        #expect(value == .integer(Int64(workers * increments)))
+    }
+}

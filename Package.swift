@@ -68,6 +68,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -123,6 +125,7 @@ let package = Package(
                 "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims", "UbiquityServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Benchmarks/UbiquityBench",
             swiftSettings: swiftSettings
@@ -138,7 +141,11 @@ let package = Package(
             dependencies: ["UbiquityIndex", "UbiquityStore", "UbiquityCore", "CInotifyTools"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "UbiquityTests", dependencies: ["Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "UbiquityTests",
+            dependencies: ["Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "UbiquityServerTests",
             dependencies: [
@@ -152,7 +159,10 @@ let package = Package(
         ),
         .testTarget(
             name: "UbiquitySyncTests",
-            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "ubiq", "MonkeyDocument", "UbiquityBench"],
+            dependencies: [
+                "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "ubiq", "MonkeyDocument",
+                "UbiquityBench",
+            ],
             swiftSettings: swiftSettings
         ),
     ],

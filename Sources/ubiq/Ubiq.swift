@@ -24,6 +24,8 @@ struct Ubiq: AsyncParsableCommand {
             ContainerCommand.self,
             Versions.self, Resolve.self, Exclude.self, Include.self, Status.self,
             Query.self, IndexCommand.self,
+            Serve.self, Admin.self,
+            RecordsCommand.self,
         ]
     )
 }

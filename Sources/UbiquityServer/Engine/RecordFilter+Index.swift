@@ -32,13 +32,20 @@ extension RecordFilter {
     static func indexConditions(for filter: WireFilter, zoneName: String?) -> [IndexCondition] {
         let field = indexField(filter.key)
         if case .field(let name) = filter.key, isAllTokensField(name) { return [] }
-        // System user fields are indexed as plain text (user record names).
+        // The record name and the user fields are indexed as plain text: references to them
+        // (alone or in a list) compare by record name.
         var value = filter.fieldValue
-        if case .system(let system) = filter.key, system == .createdUserRecordName || system == .modifiedUserRecordName,
-           case .reference(let reference) = value {
-            value = .string(reference.recordName)
+        if case .system(let system) = filter.key, [.recordName, .createdUserRecordName, .modifiedUserRecordName].contains(system) {
+            func plain(_ value: WireFieldValue) -> WireFieldValue {
+                if case .reference(let reference) = value { return .string(reference.recordName) }
+                return value
+            }
+            if case .list(let element, let items) = value {
+                value = .list(element: element == .reference ? .string : element, items.map(plain))
+            } else {
+                value = plain(value)
+            }
         }
-        if case .system(.recordName) = filter.key, case .reference(let reference) = value { value = .string(reference.recordName) }
         switch filter.comparator {
         case .equals, .listContains:
             if case .list = value { return [] }

@@ -63,6 +63,7 @@ struct ContainerAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens.",
+                                                    discussion: "Example: ubiq admin --data srv container add iCloud.com.example.Notes",
                                                     subcommands: [Add.self, List.self])
 
     /// `ubiq admin container add ID`.
@@ -98,6 +99,7 @@ struct UserAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(commandName: "user", abstract: "Add accounts and issue web-auth tokens.",
+                                                    discussion: "Example: ubiq admin --data srv user add mei --email mei@example.org",
                                                     subcommands: [Add.self, Token.self])
 
     /// `ubiq admin user add NAME`.
@@ -147,7 +149,9 @@ struct UserAdmin: AsyncParsableCommand {
 struct KeyAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
-    static let configuration = CommandConfiguration(commandName: "key", abstract: "Register server-to-server keys.", subcommands: [Add.self])
+    static let configuration = CommandConfiguration(commandName: "key", abstract: "Register server-to-server keys.",
+                                                    discussion: "Example: ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub",
+                                                    subcommands: [Add.self])
 
     /// `ubiq admin key add`.
     struct Add: AsyncParsableCommand {

@@ -10,6 +10,10 @@ struct CLIHelpTests {
         "", "daemon", "present", "coordinate", "container", "container url", "container list",
         "versions", "resolve", "exclude", "include", "status", "query", "index", "index status",
         "index scan", "index rescan",
+        "records", "records save", "records fetch", "records delete", "records query", "records zones",
+        "records zones list", "records zones create", "records zones delete", "records changes",
+        "serve", "admin", "admin container", "admin container add", "admin container list", "admin user", "admin user add",
+        "admin user token", "admin key", "admin key add",
     ]
 
 

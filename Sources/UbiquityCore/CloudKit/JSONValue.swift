@@ -316,6 +316,8 @@ struct JSONValueParser {
                         throw failure("unpaired surrogate in a string")
                     }
                     guard let unicode = Unicode.Scalar(scalar) else { throw failure("invalid \\u escape") }
+                    // NUL cannot be stored by every database (PostgreSQL refuses it in text).
+                    guard scalar != 0 else { throw failure("\\u0000 (NUL) is not allowed in strings") }
                     out.append(contentsOf: Array(String(Character(unicode)).utf8))
                 default: throw failure("invalid escape")
                 }

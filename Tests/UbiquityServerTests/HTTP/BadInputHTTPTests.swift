@@ -20,6 +20,7 @@ import UbiquityServer
         // malformed JSON, bad UTF-8, nesting 10,000 deep
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array("{\"operations\": [".utf8)), mentioning: "malformed JSON")
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array("{\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordType\":\"N\",\"fields\":{\"a\":{\"value\":\"".utf8) + [0xFF, 0xFE] + Array("\"}}}}]}".utf8)), mentioning: "UTF-8")
+        expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array(#"{"operations":[{"operationType":"create","record":{"recordType":"N","recordName":"nul","fields":{"a":{"value":"a\u0000b"}}}}]}"#.utf8)), mentioning: "NUL")
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array(deep.utf8)), mentioning: "nested deeper")
         // wrong field types, unknown types, heterogeneous lists, lists of lists, bad Base64, bad locations

@@ -85,6 +85,10 @@ import UbiquityServer
         let bySystem = try await server.send("public", "records/query", ["query": ["recordType": "City", "filterBy": [
             ["systemFieldName": "recordName", "comparator": "EQUALS", "fieldValue": ["value": ["recordName": "Lyon"], "type": "REFERENCE"]]]]])
         #expect(bySystem.items().map { $0["recordName"] } == ["Lyon"])
+        let byNames = try await server.send("public", "records/query", ["query": ["recordType": "City", "filterBy": [
+            ["systemFieldName": "recordName", "comparator": "IN", "fieldValue": ["value": [["recordName": "Lyon"], ["recordName": "Suva"]], "type": "REFERENCE_LIST"]]],
+            "sortBy": [["fieldName": "name"]]]])
+        #expect(byNames.items().map { $0["recordName"] } == ["Lyon", "Suva"])
         let created = try await server.send("public", "records/query", ["query": ["recordType": "City", "sortBy": [["systemFieldName": "createdTimestamp", "ascending": false]],
                                                                                   "filterBy": [["fieldName": "___createTime", "comparator": "GREATER_THAN", "fieldValue": ["value": 0, "type": "TIMESTAMP"]]]]])
         #expect(created.items().count == 6)

@@ -169,7 +169,10 @@ final class PostgresConnectionPool: Sendable {
         switch next {
         case .handed(let waiter): waiter.continuation.resume(returning: .connection(connection))
         case .kept: break
-        case .close: connection.connection.close().whenComplete { _ in }
+        case .close:
+            // Keep the connection alive until it is closed (postgres-nio asserts that on deinit).
+            let pgConnection = connection.connection
+            pgConnection.close().whenComplete { _ in withExtendedLifetime(pgConnection) {} }
         }
     }
 

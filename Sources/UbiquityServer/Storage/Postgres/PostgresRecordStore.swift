@@ -146,6 +146,9 @@ public final class PostgresRecordStore: RecordStore {
                 // The connection's state is unknown: drop it (the pool forgets closed connections).
                 try? connection.close().wait()
             }
+            // A deadlock or serialization failure the body wrapped in an error of its own is still
+            // one: report it as itself so that the transaction runs again.
+            if let failure = session.failure, PostgresErrors.isRetryable(failure) { throw failure }
             throw error
         }
     }

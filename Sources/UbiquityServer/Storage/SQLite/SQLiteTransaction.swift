@@ -76,7 +76,8 @@ struct SQLiteTransaction: RecordStoreTransaction {
     func lockDatabase(_ key: DatabaseKey) throws -> StoredDatabase {
         try db.execute(sql: "INSERT INTO databases (container, environment, scope, owner) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                        arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
-        return try database(key)!
+        guard let database = try database(key) else { throw UbiquityError(.io, "the database row of \(key) vanished") }
+        return database
     }
 
     func database(_ key: DatabaseKey) throws -> StoredDatabase? {
@@ -103,8 +104,12 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func createZone(database: Int64, name: String, createdAt: Int64) throws -> StoredZone {
+        if try zone(database: database, name: name) != nil {
+            throw UbiquityError(.alreadyExists, "zone \(name) exists")
+        }
         try db.execute(sql: "INSERT INTO zones (database, name, created_at) VALUES (?, ?, ?)", arguments: [database, name, createdAt])
-        return try zone(id: db.lastInsertedRowID)!
+        guard let zone = try zone(id: db.lastInsertedRowID) else { throw UbiquityError(.io, "zone \(name) vanished after its insert") }
+        return zone
     }
 
     func deleteZone(id: Int64) throws {
@@ -115,7 +120,9 @@ struct SQLiteTransaction: RecordStoreTransaction {
 
     func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64 {
         try db.execute(sql: "UPDATE databases SET sequence = sequence + 1 WHERE id = ?", arguments: [database])
-        let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM databases WHERE id = ?", arguments: [database])!
+        guard let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM databases WHERE id = ?", arguments: [database]) else {
+            throw UbiquityError(.notFound, "no database with id \(database)")
+        }
         try db.execute(sql: "UPDATE zones SET database_sequence = ? WHERE id = ?", arguments: [sequence, zone])
         return sequence
     }
@@ -129,7 +136,10 @@ struct SQLiteTransaction: RecordStoreTransaction {
 
     func nextZoneSequence(zone: Int64) throws -> Int64 {
         try db.execute(sql: "UPDATE zones SET sequence = sequence + 1 WHERE id = ?", arguments: [zone])
-        return try Int64.fetchOne(db, sql: "SELECT sequence FROM zones WHERE id = ?", arguments: [zone])!
+        guard let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM zones WHERE id = ?", arguments: [zone]) else {
+            throw UbiquityError(.notFound, "no zone with id \(zone)")
+        }
+        return sequence
     }
 
     func purgeTombstones(zone: Int64, through sequence: Int64) throws {

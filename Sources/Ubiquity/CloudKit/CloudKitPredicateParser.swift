@@ -24,7 +24,7 @@ import UbiquityCore
 /// `OR`, `ENDSWITH`, `LIKE`, `MATCHES`, `ALL`, `nil`, `FALSEPREDICATE` and key-to-key
 /// comparisons are errors: CloudKit has no filter for them.
 struct CloudKitPredicateParser {
-    private let tokens: [CloudKitPredicateToken]
+    private let tokens: [PredicateToken]
     private var position = 0
     private let arguments: [any Sendable]
     private var argumentIndex = 0
@@ -37,8 +37,12 @@ struct CloudKitPredicateParser {
 
     /// Tokenises `format` and keeps `arguments` for `%@`, `%K`, `%d` and `%f`.
     init(format: String, arguments: [any Sendable]) throws {
-        var lexer = CloudKitPredicateLexer(format)
-        tokens = try lexer.tokenize()
+        var lexer = PredicateLexer(format)
+        do {
+            tokens = try lexer.tokenize()
+        } catch {
+            throw CloudKitError(.invalidArguments, error.message)
+        }
         self.arguments = arguments
     }
 
@@ -109,19 +113,21 @@ struct CloudKitPredicateParser {
 
     // MARK: Parsing
 
-    private var current: CloudKitPredicateToken { tokens[min(position, tokens.count - 1)] }
+    private var current: PredicateToken { tokens[min(position, tokens.count - 1)] }
     private mutating func advance() { if position < tokens.count - 1 { position += 1 } }
 
-    private func error(_ column: Int, _ message: String) -> CloudKitError { CloudKitPredicateLexer.error(column, message) }
-    private static func error(_ column: Int, _ message: String) -> CloudKitError { CloudKitPredicateLexer.error(column, message) }
+    private func error(_ column: Int, _ message: String) -> CloudKitError { Self.error(column, message) }
+    private static func error(_ column: Int, _ message: String) -> CloudKitError {
+        CloudKitError(.invalidArguments, "predicate: column \(column): \(message)")
+    }
 
-    private func keyword(_ token: CloudKitPredicateToken) -> String? {
+    private func keyword(_ token: PredicateToken) -> String? {
         guard case .identifier(let name) = token.kind else { return nil }
         let upper = name.uppercased()
         return Self.keywords.contains(upper) ? upper : nil
     }
 
-    private func isSymbol(_ token: CloudKitPredicateToken, _ symbol: String) -> Bool { token.kind == .symbol(symbol) }
+    private func isSymbol(_ token: PredicateToken, _ symbol: String) -> Bool { token.kind == .symbol(symbol) }
 
     private mutating func expectSymbol(_ symbol: String, _ what: String) throws {
         guard isSymbol(current, symbol) else { throw error(current.column, "expected \(what), found \(current.described)") }
@@ -133,7 +139,7 @@ struct CloudKitPredicateParser {
         if depth > 64 { throw error(current.column, "nesting deeper than 64 levels") }
     }
 
-    private func orError(_ token: CloudKitPredicateToken) -> CloudKitError {
+    private func orError(_ token: PredicateToken) -> CloudKitError {
         error(token.column, "CloudKit queries cannot OR conditions (found \(token.described)); run one query per alternative, or use IN {…} for several values of one field")
     }
 
@@ -247,8 +253,10 @@ struct CloudKitPredicateParser {
             error(token.column, "expected a field name or a value \(context), found \(token.described)")
         }
         switch token.kind {
-        case .end:
+        case .end, .timeArgument:
             throw unexpected()
+        case .variable:
+            throw error(token.column, "substitution variables ($NAME) are not supported in CloudKit queries; pass the value as an argument (%@)")
         case .string(let s):
             advance()
             return .value(.string(s), column: token.column)
@@ -307,7 +315,7 @@ struct CloudKitPredicateParser {
     }
 
     /// `distanceToLocation:fromLocation:(key, %@)`.
-    private mutating func function(_ name: String, token: CloudKitPredicateToken) throws -> Operand {
+    private mutating func function(_ name: String, token: PredicateToken) throws -> Operand {
         guard name == "distanceToLocation:fromLocation:" else {
             throw error(token.column, "unsupported function '\(name)'; CloudKit queries support distanceToLocation:fromLocation:(key, location)")
         }
@@ -327,7 +335,7 @@ struct CloudKitPredicateParser {
 
     // MARK: Arguments
 
-    private mutating func formatArgument(_ letters: String, token: CloudKitPredicateToken) throws -> Operand {
+    private mutating func formatArgument(_ letters: String, token: PredicateToken) throws -> Operand {
         guard argumentIndex < arguments.count else {
             throw error(token.column, "'\(token.text)' needs argument \(argumentIndex + 1), but \(arguments.count == 1 ? "only 1 was" : "\(arguments.count) were") given")
         }

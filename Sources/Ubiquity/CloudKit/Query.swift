@@ -45,10 +45,14 @@ public struct Query: Sendable, CustomStringConvertible {
         /// The conversions of `format`'s `%` substitutions in order, without the `%` (`@`, `K`,
         /// `d`, `ld`, `f`…), for callers that hold arguments as text (the command line).
         public static func formatSpecifiers(in format: String) throws -> [String] {
-            var lexer = CloudKitPredicateLexer(format)
-            return try lexer.tokenize().compactMap { token in
-                if case .format(let letters) = token.kind { return letters }
-                return nil
+            var lexer = PredicateLexer(format)
+            do {
+                return try lexer.tokenize().compactMap { token in
+                    if case .format(let letters) = token.kind { return letters }
+                    return nil
+                }
+            } catch {
+                throw CloudKitError(.invalidArguments, error.message)
             }
         }
 

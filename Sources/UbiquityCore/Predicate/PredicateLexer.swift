@@ -1,8 +1,8 @@
 import Foundation
 
-/// A token of a predicate format string.
-struct PredicateToken: Sendable {
-    enum Kind: Sendable, Equatable {
+/// A token of a predicate format string (shared with the CloudKit client's query translation).
+package struct PredicateToken: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// A name: a key path or a keyword (keywords are recognised by the parser, case-insensitively).
         case identifier(String)
         /// `#name`: a name that is never a keyword.
@@ -15,6 +15,8 @@ struct PredicateToken: Sendable {
         case double(Double)
         /// `$name`.
         case variable(String)
+        /// A selector-style function name: `distanceToLocation:fromLocation:`.
+        case function(String)
         /// The raw text between the parentheses of `$time.iso(…)`.
         case timeArgument(String)
         /// `%@`, `%K`, `%d`…: the conversion letters without the `%`.
@@ -25,14 +27,14 @@ struct PredicateToken: Sendable {
         case end
     }
 
-    var kind: Kind
+    package var kind: Kind
     /// 1-based column (in Unicode scalars) of the first character.
-    var column: Int
+    package var column: Int
     /// The source text of the token.
-    var text: String
+    package var text: String
 
     /// A short description for error messages: `'foo'`, `end of input`.
-    var described: String {
+    package var described: String {
         switch kind {
         case .end: "end of input"
         case .string: "string \(text)"
@@ -42,12 +44,12 @@ struct PredicateToken: Sendable {
 }
 
 /// Splits a format string into tokens.
-struct PredicateLexer {
+package struct PredicateLexer {
     private let scalars: [Unicode.Scalar]
     private var index = 0
     private var pending: PredicateToken?
 
-    init(_ text: String) { scalars = Array(text.unicodeScalars) }
+    package init(_ text: String) { scalars = Array(text.unicodeScalars) }
 
     private func error(_ column: Int, _ message: String) -> UbiquityError {
         UbiquityError(.invalidArgument, "predicate: column \(column): \(message)")
@@ -70,7 +72,7 @@ struct PredicateLexer {
     }
 
     /// All tokens, ending with `.end`.
-    mutating func tokenize() throws(UbiquityError) -> [PredicateToken] {
+    package mutating func tokenize() throws(UbiquityError) -> [PredicateToken] {
         var tokens: [PredicateToken] = []
         while true {
             let token: PredicateToken
@@ -163,6 +165,11 @@ struct PredicateLexer {
         default:
             if Self.isIdentifierStart(s) {
                 while let c = peek(), Self.isIdentifierPart(c) { index += 1 }
+                // Selector-style function names: `distanceToLocation:fromLocation:`.
+                if peek() == ":" {
+                    while let c = peek(), Self.isIdentifierPart(c) || c == ":" { index += 1 }
+                    return PredicateToken(kind: .function(text(from: start)), column: column, text: text(from: start))
+                }
                 let name = text(from: start)
                 return PredicateToken(kind: .identifier(name), column: column, text: name)
             }

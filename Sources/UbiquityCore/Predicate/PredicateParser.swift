@@ -232,7 +232,7 @@ struct PredicateParser {
             error(token.column, "expected an attribute or a value \(context), found \(token.described)")
         }
         switch token.kind {
-        case .end, .timeArgument:
+        case .end, .timeArgument, .function:
             throw unexpected()
         case .string(let s):
             advance()

@@ -18,6 +18,13 @@ enum UbiquityBench {
         case "stress-check": try StressCheck.run(arguments)
         case "query-latency": try QueryBench.latency(options)
         case "name-query": try QueryBench.names(options)
+        case "records-load": try RecordsBench.load(options)
+        case "records-query": try RecordsBench.query(options)
+        case "records-baseline": try RecordsBench.baseline(options)
+        case "records-baseline-query": try RecordsBench.baselineQuery(options)
+        case "records-sql": RecordsBench.sql(options)
+        case "records-phases": try RecordsBenchPhases.run(options)
+        case "records-sql-variants": try RecordsBenchPhases.sqlVariants(options)
         case "presenter": CoordinationBench.present(options)
         case "add-conflict":
             // Test helper: adds a conflict version in this process (as sync will), so that
@@ -38,6 +45,13 @@ enum UbiquityBench {
                    UbiquityBench stress-check LOG...
                    UbiquityBench query-latency [--writes N] [--dir DIR]
                    UbiquityBench name-query [--names N] [--runs R] [--database FILE] [--keep]
+                   UbiquityBench records-load --url U --api T --web W [--records N] [--start S] [--batch B] [--clients C]
+                   UbiquityBench records-query --url U --api T --web W [--kind equality|near] [--requests N] [--limit L]
+                   UbiquityBench records-baseline [--rows N] [--batch B] [--file PATH]
+                   UbiquityBench records-baseline-query --file PATH [--kind equality|near] [--requests N]
+                   UbiquityBench records-sql [--rows N] [--batch B] [--multi]   (SQL for psql on stdout)
+                   UbiquityBench records-phases [--database URL] [--records N] [--clients C]
+                   UbiquityBench records-sql-variants [--records N] [--variants store,lean-statements,no-system-index,plain]
                    UbiquityBench presenter --file FILE   (a silent presenter until killed)
                    UbiquityBench add-conflict --file FILE --contents OTHER
 

@@ -41,19 +41,23 @@ public final class CloudContainer: Sendable {
     let signer: Result<ServerToServerSigner, CloudKitError>?
     let webAuthToken: Mutex<String?>
     let now: @Sendable () -> Date
+    /// How requests refused with `THROTTLED`/`TRY_AGAIN_LATER` (HTTP 429/503) are retried.
+    public let retryPolicy: RetryPolicy
 
     /// A container on the server at `serverURL`. Requests go through `transport`
-    /// (``HTTPClientTransport`` over its shared client when nil).
+    /// (``HTTPClientTransport`` over its shared client when nil). Requests the server throttles
+    /// are retried after the wait it asks for, as `retryPolicy` allows.
     public convenience init(identifier: String, serverURL: URL, environment: CloudKitEnvironment = .development,
                             credentials: Credentials, transport: (any CloudKitTransport)? = nil,
-                            logger: Logger = Logger(label: "ubiquity.cloudkit")) {
+                            logger: Logger = Logger(label: "ubiquity.cloudkit"), retryPolicy: RetryPolicy = RetryPolicy()) {
         self.init(identifier: identifier, serverURL: serverURL, environment: environment, credentials: credentials,
-                  transport: transport, logger: logger, now: { Date() })
+                  transport: transport, logger: logger, retryPolicy: retryPolicy, now: { Date() })
     }
 
     init(identifier: String, serverURL: URL, environment: CloudKitEnvironment, credentials: Credentials,
-         transport: (any CloudKitTransport)?, logger: Logger, now: @escaping @Sendable () -> Date) {
+         transport: (any CloudKitTransport)?, logger: Logger, retryPolicy: RetryPolicy = RetryPolicy(), now: @escaping @Sendable () -> Date) {
         containerIdentifier = identifier
+        self.retryPolicy = retryPolicy
         self.serverURL = serverURL
         self.environment = environment
         self.logger = logger
@@ -115,9 +119,28 @@ public final class CloudContainer: Sendable {
         return "\(prefix)/database/1/\(container)/\(environment.rawValue)/\(scope.rawValue)/\(subpath)"
     }
 
-    /// Sends one request and returns the response's JSON; non-2xx answers throw the server's
-    /// error mapped to ``CloudKitError``.
+    /// Sends a request and returns the response's JSON; non-2xx answers throw the server's
+    /// error mapped to ``CloudKitError``. Throttled requests are retried (``retryPolicy``).
     func send(_ scope: CloudDatabase.Scope, _ subpath: String, method: String = "POST", body: JSONValue?) async throws -> JSONValue {
+        var attempt = 1
+        while true {
+            do {
+                return try await sendOnce(scope, subpath, method: method, body: body)
+            } catch let error as CloudKitError {
+                guard attempt < retryPolicy.maximumAttempts, let delay = retryPolicy.delay(for: error) else { throw error }
+                logger.debug("CloudKit request throttled; retrying", metadata: ["path": "\(subpath)", "attempt": "\(attempt)", "delay": "\(delay)"])
+                do {
+                    try await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up))))
+                } catch {
+                    throw CloudKitError.cancelled
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    /// Sends one request (no retry).
+    func sendOnce(_ scope: CloudDatabase.Scope, _ subpath: String, method: String, body: JSONValue?) async throws -> JSONValue {
         if Task.isCancelled { throw CloudKitError.cancelled }
         let bodyData = body?.serialized() ?? Data()
         var request = CloudKitHTTPRequest(serverURL: serverURL, method: method, path: path(scope, subpath), body: bodyData)
@@ -144,10 +167,16 @@ public final class CloudContainer: Sendable {
         }
         logger.debug("CloudKit response", metadata: ["path": "\(request.path)", "status": "\(response.status)", "bytes": "\(response.body.count)"])
         guard (200..<300).contains(response.status) else {
+            var error: CloudKitError
             if let json = try? JSONValue.parse(response.body), let wire = WireError(json: json) {
-                throw CloudKitError(wire: wire, httpStatus: response.status)
+                error = CloudKitError(wire: wire, httpStatus: response.status)
+            } else {
+                error = CloudKitError.http(status: response.status, body: response.body)
             }
-            throw CloudKitError.http(status: response.status, body: response.body)
+            if error.retryAfterSeconds == nil, let header = response.header("Retry-After"), let seconds = Double(header), seconds >= 0 {
+                error.retryAfterSeconds = seconds
+            }
+            throw error
         }
         if response.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .object([:]) }
         do {

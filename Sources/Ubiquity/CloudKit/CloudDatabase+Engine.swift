@@ -101,6 +101,7 @@ extension CloudDatabase {
                        onSave: (Record.ID, Result<Record, CloudKitError>) -> Void,
                        onDelete: (Record.ID, Result<Void, CloudKitError>) -> Void) async throws {
         var items: [ModifyItem] = []
+        let records = await uploadingAssets(of: records) { record, error in onSave(record.recordID, .failure(error)) }
         for record in records {
             do {
                 items.append(.save(record, try Self.operation(for: record, policy: policy)))

@@ -39,3 +39,5 @@ public typealias CKServerChangeToken = ServerChangeToken
 public typealias CKError = CloudKitError
 /// `CKCurrentUserDefaultName`: the owner name that stands for the signed-in user.
 public let CKCurrentUserDefaultName = RecordZone.ID.currentUserOwnerName
+/// `CKUserIdentity`.
+public typealias CKUserIdentity = UserIdentity

@@ -10,6 +10,8 @@ public enum WireLimits {
     public static let recordSize = 1_000_000
     /// Sources with a DELETE_SELF reference to one target.
     public static let deleteSelfSourcesPerTarget = 750
+    /// Tokens per `assets/upload` request (and assets per `assets/rereference`).
+    public static let assetTokensPerRequest = 200
 }
 
 /// One `records/modify` operation.

@@ -134,20 +134,17 @@ public enum RecordFilter {
     /// Sorts records by the descriptors (missing values last, then zone and record name so pages
     /// are stable); location sorts by distance from `relativeLocation`.
     public static func sort(_ records: [(record: StoredRecord, zoneName: String)], by descriptors: [WireSort]) -> [(record: StoredRecord, zoneName: String)] {
-        guard !descriptors.isEmpty else {
-            return records.sorted { ($0.zoneName, $0.record.recordName) < ($1.zoneName, $1.record.recordName) }
-        }
-        typealias Keyed = (item: (record: StoredRecord, zoneName: String), keys: [WireFieldValue?])
-        let keyed: [Keyed] = records.map { item in
-            (item, descriptors.map { descriptor -> WireFieldValue? in
+        // Sorts positions with their keys computed once, so the comparisons copy no records.
+        let keys: [[WireFieldValue?]] = records.map { item in
+            descriptors.map { descriptor -> WireFieldValue? in
                 guard let first = values(of: descriptor.key, in: item.record, zoneName: item.zoneName)?.values.first else { return nil }
                 if let center = descriptor.relativeLocation, case .location(let point) = first { return .double(point.distance(to: center)) }
                 return first
-            })
+            }
         }
-        return keyed.sorted { lhs, rhs in
+        let order = records.indices.sorted { lhs, rhs in
             for (index, descriptor) in descriptors.enumerated() {
-                switch (lhs.keys[index], rhs.keys[index]) {
+                switch (keys[lhs][index], keys[rhs][index]) {
                 case (nil, nil): continue
                 case (nil, _): return false
                 case (_, nil): return true
@@ -156,7 +153,8 @@ public enum RecordFilter {
                     return descriptor.ascending ? order < 0 : order > 0
                 }
             }
-            return (lhs.item.zoneName, lhs.item.record.recordName) < (rhs.item.zoneName, rhs.item.record.recordName)
-        }.map(\.item)
+            return (records[lhs].zoneName, records[lhs].record.recordName) < (records[rhs].zoneName, records[rhs].record.recordName)
+        }
+        return order.map { records[$0] }
     }
 }

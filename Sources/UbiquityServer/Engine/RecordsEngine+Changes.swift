@@ -92,7 +92,7 @@ extension RecordsEngine {
                     "zoneID": wireZone.json,
                     "syncToken": .string(SyncToken.zone(id: zone?.id ?? 0, sequence: next)),
                     "moreComing": .bool(moreComing),
-                    "records": .array(page.map { $0.wireRecord(zoneID: wireZone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings) }),
+                    "records": .array(page.map { presented($0, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings) }),
                 ]))
             } catch var error as WireError {
                 error.zoneID = wireZone

@@ -23,29 +23,41 @@ extension RecordsEngine {
         let key = try context.databaseKey(forWriting: true)
         let zoneID = request.zoneID ?? .default
         try context.checkOwner(zoneID)
+        var operations = request.operations
         var names = Set<String>()
-        for (index, operation) in request.operations.enumerated() where !operation.record.recordName.isEmpty {
+        for (index, operation) in operations.enumerated() where !operation.record.recordName.isEmpty {
             guard names.insert(operation.record.recordName).inserted else {
                 throw WireError(.badRequest, "operations[\(index)]: record \(operation.record.recordName) appears twice; one operation per record per request")
             }
         }
+        // Receipts are bound to the record's name: a record created without one gets it now.
+        for index in operations.indices where operations[index].record.recordName.isEmpty
+            && [.create, .forceUpdate, .forceReplace].contains(operations[index].operationType) {
+            operations[index].record.recordName = UUID().uuidString.lowercased()
+        }
+        let receiptChecks = await checkReceipts(operations, key: key, zoneName: zoneID.zoneName)
+        let batchOperations = operations
         let atomic = (request.atomic ?? true) && !zoneID.isDefault && key.scope == .private
         let engine = self
         let caller = context.caller
-        let results: [ItemResult]
+        let observer = changeObserver
+        var results: [ItemResult]
+        var changes: [StoreChange] = []
         do {
-            results = try await store.write { tx in
+            (results, changes) = try await store.write { tx in
                 let database = try tx.lockDatabase(key)
                 let zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
                 var batch = ModifyBatch(engine: engine, tx: tx, database: database, zone: zone, caller: caller)
+                batch.receiptChecks = receiptChecks
+                try batch.prefetch(batchOperations.map(\.record.recordName).filter { !$0.isEmpty })
                 var results: [ItemResult] = []
-                for (index, operation) in request.operations.enumerated() {
+                for (index, operation) in batchOperations.enumerated() {
                     do {
-                        results.append(try batch.apply(operation, path: "operations[\(index)]"))
+                        results.append(try batch.apply(operation, index: index, path: "operations[\(index)]"))
                     } catch let error as WireError {
                         results.append(.failed(error))
                         if atomic {
-                            let rest = request.operations.count - results.count
+                            let rest = batchOperations.count - results.count
                             results = results.map { result in
                                 if case .failed = result { return result }
                                 return .failed(WireError(.atomicError, "the atomic batch failed because another operation in it failed"))
@@ -56,18 +68,24 @@ extension RecordsEngine {
                     }
                 }
                 try batch.finish()
-                return results
+                results = results.map { result in
+                    if case .saved(let record) = result { return .saved(batch.written[record.recordName] ?? record) }
+                    return result
+                }
+                if let observer, !batch.changes.isEmpty { try observer.changesWillCommit(batch.changes, in: tx) }
+                return (results, batch.changes)
             }
         } catch let failure as AtomicFailure {
             results = failure.results
         }
+        if let observer, !changes.isEmpty { await observer.changesDidCommit(changes) }
         var items: [JSONValue] = []
         for (index, result) in results.enumerated() {
-            let operation = request.operations[index]
+            let operation = operations[index]
             let desiredKeys = operation.desiredKeys ?? request.desiredKeys
             switch result {
             case .saved(let record):
-                items.append(record.wireRecord(zoneID: RecordsEngine.wireZoneID(zoneID.zoneName, key: key))
+                items.append(presented(record, context: context).wireRecord(zoneID: RecordsEngine.wireZoneID(zoneID.zoneName, key: key))
                     .json(desiredKeys: desiredKeys, numbersAsStrings: request.numbersAsStrings))
             case .deleted(let name):
                 items.append(.object(["recordName": .string(name), "deleted": .bool(true),
@@ -96,7 +114,24 @@ struct ModifyBatch {
     var touchedZones: Set<Int64> = []
     var changed = false
     var liveZones: [StoredZone]?
-    var schemaCache: [String: [String: String]] = [:]
+    /// The caller's roles and the record types' schemas, cached for the batch.
+    var access: RecordAccess
+    /// The rows (live or tombstones) of the batch's records in `zone` as the batch has left them.
+    var known: [String: StoredRecord] = [:]
+    /// Saves not written yet: they are written together, in order, by `flush()`.
+    var pending: [RecordWrite] = []
+    /// The previous state of each pending save (nil when created).
+    var pendingPrevious: [StoredRecord?] = []
+    /// The records as written (with their sequence and change tag), by name.
+    var written: [String: StoredRecord] = [:]
+    /// The committed changes, for the change observer.
+    var changes: [StoreChange] = []
+    /// The receipts checked before the transaction (`RecordsEngine.checkReceipts`).
+    var receiptChecks: [AssetCheckKey: AssetCheck] = [:]
+    /// The database's usage as the batch has left it (read at the first save under a quota).
+    var usage: Int64?
+    /// Checksums already counted in `usage` by this batch's saves.
+    var countedAssets: Set<String> = []
 
     init(engine: RecordsEngine, tx: any RecordStoreTransaction, database: StoredDatabase, zone: StoredZone, caller: RecordsCaller) {
         self.engine = engine
@@ -104,9 +139,42 @@ struct ModifyBatch {
         self.database = database
         self.zone = zone
         self.caller = caller
+        self.access = RecordAccess(key: database.key, caller: caller)
+    }
+
+    /// Reads the rows of the named records of `zone` in one go.
+    mutating func prefetch(_ names: [String]) throws {
+        known = try tx.records(zone: zone.id, names: names)
+    }
+
+    /// Writes the pending saves: one block of sequences, one batch write.
+    mutating func flush() throws {
+        guard !pending.isEmpty else { return }
+        let last = try tx.reserveZoneSequences(zone: zone.id, count: pending.count)
+        var sequence = last - Int64(pending.count)
+        var replacing = Set<String>()
+        for index in pending.indices {
+            sequence += 1
+            pending[index].record.sequence = sequence
+            pending[index].record.changeTag = ModifyBatch.changeTag(sequence)
+            let record = pending[index].record
+            if known[record.recordName] != nil { replacing.insert(record.recordName) }
+            let previous = pendingPrevious[index]
+            changes.append(.record(RecordChange(database: database.key, zoneName: zone.name, kind: previous == nil ? .created : .updated,
+                                                record: record, previous: previous, changedBy: caller.userRecordName ?? "")))
+        }
+        try tx.putRecords(pending, zoneName: zone.name, replacing: replacing)
+        for write in pending {
+            known[write.record.recordName] = write.record
+            written[write.record.recordName] = write.record
+        }
+        pending = []
+        pendingPrevious = []
+        changed = true
     }
 
     mutating func finish() throws {
+        try flush()
         if changed { _ = try tx.noteZoneChanged(database: database.id, zone: zone.id) }
         for other in touchedZones where other != zone.id { _ = try tx.noteZoneChanged(database: database.id, zone: other) }
     }
@@ -121,7 +189,7 @@ struct ModifyBatch {
         record.wireRecord(zoneID: RecordsEngine.wireZoneID(zone.name, key: database.key))
     }
 
-    mutating func apply(_ operation: WireRecordOperation, path: String) throws -> RecordsEngine.ItemResult {
+    mutating func apply(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
         var incoming = operation.record
         let type = operation.operationType
         if incoming.recordName.isEmpty {
@@ -130,7 +198,11 @@ struct ModifyBatch {
             }
             incoming.recordName = UUID().uuidString.lowercased()
         }
-        let existing = try tx.record(zone: zone.id, name: incoming.recordName).flatMap { $0.deleted ? nil : $0 }
+        let existing = known[incoming.recordName].flatMap { $0.deleted ? nil : $0 }
+        if database.key.scope == .public,
+           existing?.recordType == UserDirectory.recordType || incoming.recordType == UserDirectory.recordType || UserDirectory.isUserRecordName(incoming.recordName) {
+            try checkUserRecordWrite(incoming, type: type, path: path)
+        }
         let needsTag: Bool = [.update, .replace, .delete].contains(type)
         if let existing {
             if type == .create {
@@ -148,16 +220,17 @@ struct ModifyBatch {
                     throw error
                 }
             }
-            if database.key.scope == .public, case .user = caller.identity, existing.created.userRecordName != caller.userRecordName {
-                throw WireError(.accessDenied, "record \(incoming.recordName) in the public database belongs to the user who created it")
-            }
         } else if type != .create, type != .forceUpdate, type != .forceReplace {
             throw WireError(.notFound, "record \(incoming.recordName) does not exist")
         }
 
         switch type {
         case .delete, .forceDelete:
-            try delete(existing!)
+            guard let existing else { throw WireError(.notFound, "record \(incoming.recordName) does not exist") }
+            try access.checkWrite(existing, tx: tx)
+            try flush()
+            try delete(existing)
+            if let current = usage { usage = current - Int64(existing.fieldsJSON.utf8.count) }
             return .deleted(incoming.recordName)
         case .create, .update, .forceUpdate, .replace, .forceReplace:
             let recordType = incoming.recordType ?? existing?.recordType
@@ -166,6 +239,11 @@ struct ModifyBatch {
             }
             if let existing, recordType != existing.recordType {
                 throw WireError(.badRequest, "\(path).record.recordType: record \(incoming.recordName) is a \(existing.recordType), not a \(recordType)")
+            }
+            if let existing {
+                try access.checkWrite(existing, tx: tx)
+            } else {
+                try access.checkCreate(recordType, recordName: incoming.recordName, tx: tx)
             }
             var fields: [String: WireFieldValue]
             if let existing, type == .update || type == .forceUpdate {
@@ -177,23 +255,100 @@ struct ModifyBatch {
             }
             try checkSchema(recordType: recordType, fields: incoming.fields ?? [:], path: path)
             try checkReferences(fields: incoming.fields ?? [:], path: path)
+            if engine.assets != nil {
+                try checkAssets(incoming.fields ?? [:], existing: existing, recordType: recordType, operation: index, path: path)
+                fields = fields.mapValues { value in
+                    value.mappingAssets { asset in
+                        var stored = asset
+                        stored.receipt = nil
+                        stored.downloadURL = nil
+                        return stored
+                    }
+                }
+            }
             let stored = StoredRecord(zone: zone.id, recordName: incoming.recordName, recordType: recordType, changeTag: "",
                                       sequence: 0, deleted: false, fields: fields, created: existing?.created ?? stamp(),
                                       modified: stamp(), parent: incoming.parent ?? existing?.parent,
                                       shortGUID: existing?.shortGUID ?? (incoming.createShortGUID == true ? ModifyBatch.shortGUID() : nil))
-            let size = stored.fieldsJSON.utf8.count
+            let fieldsJSON = stored.fieldsJSON
+            let size = fieldsJSON.utf8.count
             let assetBytes = fields.values.filter { if case .asset = $0 { return true }; if case .list(.asset, _) = $0 { return true }; return false }
                 .reduce(0) { $0 + $1.fieldJSON().serialized().count }
             guard size - assetBytes <= WireLimits.recordSize else {
                 throw WireError(.badRequest, "limit exceeded: record \(incoming.recordName) is \(size - assetBytes) bytes; a record may have at most \(WireLimits.recordSize) bytes besides its assets")
             }
-            var saved = stored
-            saved.sequence = try tx.nextZoneSequence(zone: zone.id)
-            saved.changeTag = ModifyBatch.changeTag(saved.sequence)
-            try tx.putRecord(saved)
-            changed = true
-            return .saved(saved)
+            if let limit = engine.quotas.limit(for: database.key) {
+                try charge(bytes: Int64(size), assets: stored.assetReferences, existing: existing, limit: limit, recordName: incoming.recordName)
+            }
+            pending.append(RecordWrite(record: stored, fieldsJSON: fieldsJSON))
+            pendingPrevious.append(existing)
+            return .saved(stored)
         }
+    }
+
+    /// User records (type `Users`, named by their user's record name, in the public database)
+    /// are written only by their user, keep their type and are never deleted; their names are
+    /// reserved for them.
+    func checkUserRecordWrite(_ incoming: WireRecord, type: WireRecordOperation.OperationType, path: String) throws {
+        guard case .user(_, let own) = caller.identity, own == incoming.recordName else {
+            throw WireError(.accessDenied, "record \(incoming.recordName): user records (type Users, named by a user record name) are written only by their user")
+        }
+        guard type != .delete, type != .forceDelete else {
+            throw WireError(.accessDenied, "user record \(incoming.recordName) cannot be deleted")
+        }
+        if let recordType = incoming.recordType, recordType != UserDirectory.recordType {
+            throw WireError(.badRequest, "\(path).record.recordType: \(incoming.recordName) is a user record, of type Users, not \(recordType)")
+        }
+    }
+
+    /// Checks the asset values a save sets: each must equal what the field already holds (same
+    /// `fileChecksum` and `size`: a fetched record sent back unchanged), or carry a receipt
+    /// accepted for this record and field.
+    func checkAssets(_ fields: [String: WireFieldValue], existing: StoredRecord?, recordType: String, operation: Int, path: String) throws {
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            let stored = (existing?.fields[name]?.elements ?? []).compactMap { element -> WireAsset? in
+                if case .asset(let asset) = element { return asset }
+                return nil
+            }
+            let fieldPath = "\(path).record.fields.\(name)"
+            for case .asset(let asset) in value.elements {
+                guard let checksum = asset.fileChecksum, let size = asset.size else {
+                    throw WireError(.badRequest, "\(fieldPath): an asset needs fileChecksum and size (and the receipt its upload returned)")
+                }
+                if stored.contains(where: { $0.fileChecksum == checksum && $0.size == size }) { continue }
+                switch receiptChecks[AssetCheckKey(operation: operation, field: name, fileChecksum: checksum, size: size)] {
+                case .accepted(let type)?:
+                    guard type == recordType else {
+                        throw WireError(.badRequest, "\(fieldPath): the asset receipt was issued for record type \(type), not \(recordType)")
+                    }
+                case .refused(let error)?:
+                    var reason = error.reason
+                    if reason.hasPrefix("field \(name): ") { reason.removeFirst("field \(name): ".count) }
+                    throw WireError(error.code, "\(fieldPath): \(reason)")
+                case nil:
+                    throw WireError(.badRequest, "\(fieldPath): a new asset needs the receipt its upload returned (assets/upload)")
+                }
+            }
+        }
+    }
+
+    /// Counts a save against the database's quota: its JSON bytes instead of the stored
+    /// record's, plus the assets the database does not hold yet.
+    /// - Throws: `QUOTA_EXCEEDED` when the save would take the database over `limit` (saves
+    ///   that do not grow it always pass).
+    mutating func charge(bytes: Int64, assets: [String: Int64], existing: StoredRecord?, limit: Int64, recordName: String) throws {
+        let current = try usage ?? tx.databaseUsage(database: database.id).total
+        let fresh = assets.filter { !countedAssets.contains($0.key) }
+        let held = fresh.isEmpty ? [] : try tx.referencedAssets(database: database.id, checksums: Array(fresh.keys))
+        let added = fresh.filter { !held.contains($0.key) }.values.reduce(0, +)
+        let delta = bytes - (existing.map { Int64($0.fieldsJSON.utf8.count) } ?? 0) + added
+        if delta > 0, current + delta > limit {
+            usage = current
+            let which = database.key.scope == .public ? "the public database" : "your private database"
+            throw WireError(.quotaExceeded, "record \(recordName) needs \(delta) more bytes; \(which) uses \(current) of its \(limit)-byte quota")
+        }
+        usage = current + delta
+        countedAssets.formUnion(assets.keys)
     }
 
     static func shortGUID() -> String {
@@ -203,39 +358,42 @@ struct ModifyBatch {
     }
 
     /// Field types are fixed by the first save of a field of a record type (CloudKit's
-    /// just-in-time schema); a later value of another type is refused.
+    /// just-in-time schema, in development); a later value of another type is refused. The
+    /// production schema is locked: an unknown type or field is refused, until deployed. The
+    /// system type `Users` grows just in time in both environments.
     mutating func checkSchema(recordType: String, fields: [String: WireFieldValue], path: String) throws {
-        guard !fields.isEmpty else { return }
-        let known: [String: String]
-        if let cached = schemaCache[recordType] {
-            known = cached
-        } else {
-            known = try tx.fieldTypes(container: database.key.container, environment: database.key.environment, recordType: recordType)
+        let key = database.key
+        let existing = try access.recordType(recordType, tx: tx)
+        var type = existing ?? RecordTypeSchema(name: recordType)
+        let locked = key.environment == .production && recordType != UserDirectory.recordType
+        if locked, existing == nil {
+            throw WireError(.badRequest, "\(path).record.recordType: record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
         }
-        var added: [String: String] = [:]
+        var added: [String: SchemaField] = [:]
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             let tag = value.type.description
-            if let expected = known[name] {
+            if let expected = type.fields[name]?.type {
                 if expected == tag { continue }
                 // An empty list of unknown type fits any list field.
                 if value.type == .list(nil), expected.hasSuffix("_LIST") { continue }
                 throw WireError(.badRequest, "\(path).record.fields.\(name): Invalid value, expected type \(expected)")
+            } else if locked {
+                throw WireError(.badRequest, "\(path).record.fields.\(name): field \(name) of record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
             } else if value.type != .list(nil) {
-                added[name] = tag
+                added[name] = SchemaField.justInTime(name: name, type: tag)
             }
         }
-        if !added.isEmpty {
-            try tx.addFieldTypes(container: database.key.container, environment: database.key.environment, recordType: recordType, types: added)
-            schemaCache[recordType] = known.merging(added) { first, _ in first }
-        } else {
-            schemaCache[recordType] = known
-        }
+        guard existing == nil || !added.isEmpty else { return }
+        try tx.schemas().addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+        type.fields.merge(added) { first, _ in first }
+        access.cache(type)
     }
 
     /// VALIDATE references need their target to exist (in this database).
     mutating func checkReferences(fields: [String: WireFieldValue], path: String) throws {
         for (name, value) in fields {
             for case .reference(let reference) in value.elements where reference.action == .validate {
+                try flush()
                 let targetZoneName = reference.zoneID?.zoneName ?? zone.name
                 let targetZone = targetZoneName == zone.name ? zone : try tx.zone(database: database.id, name: targetZoneName)
                 let target = try targetZone.flatMap { try tx.record(zone: $0.id, name: reference.recordName) }
@@ -296,7 +454,14 @@ struct ModifyBatch {
             tombstone.changeTag = ModifyBatch.changeTag(tombstone.sequence)
             tombstone.modified = stamp()
             try tx.putRecord(tombstone)
-            if victim.zone == zone.id { changed = true } else { touchedZones.insert(victim.zone) }
+            if victim.zone == zone.id {
+                changed = true
+                known[victim.recordName] = tombstone
+            } else {
+                touchedZones.insert(victim.zone)
+            }
+            changes.append(.record(RecordChange(database: database.key, zoneName: zoneNames[victim.zone] ?? zone.name, kind: .deleted,
+                                                record: tombstone, previous: victim, changedBy: caller.userRecordName ?? "")))
         }
     }
 }

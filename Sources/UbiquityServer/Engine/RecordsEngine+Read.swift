@@ -3,7 +3,8 @@ import Foundation
 import UbiquityCore
 
 extension RecordsEngine {
-    /// `records/lookup`: each record, or a NOT_FOUND item.
+    /// `records/lookup`: each record, or a NOT_FOUND item (also for a public record the caller's
+    /// roles may not read, so that its existence does not leak).
     public func lookupRecords(_ request: WireLookupRecordsRequest, context: Context) async throws -> JSONValue {
         guard request.records.count <= WireLimits.recordsPerResponse else {
             throw WireError(.badRequest, "limit exceeded: \(request.records.count) records; a lookup may ask for at most \(WireLimits.recordsPerResponse)")
@@ -11,11 +12,17 @@ extension RecordsEngine {
         let key = try context.databaseKey(forWriting: false)
         let zoneID = request.zoneID ?? .default
         try context.checkOwner(zoneID)
+        let caller = context.caller
         let found: [StoredRecord?] = try await store.read { tx in
             guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
                 return Array(repeating: nil, count: request.records.count)
             }
-            return try request.records.map { item in try tx.record(zone: zone.id, name: item.recordName).flatMap { $0.deleted ? nil : $0 } }
+            var access = RecordAccess(key: key, caller: caller)
+            return try request.records.map { item in
+                guard let record = try tx.record(zone: zone.id, name: item.recordName), !record.deleted,
+                      try access.canRead(record, tx: tx) else { return nil }
+                return record
+            }
         }
         let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
         let items: [JSONValue] = zip(request.records, found).map { item, record in
@@ -24,13 +31,18 @@ extension RecordsEngine {
                 error.recordName = item.recordName
                 return error.json()
             }
-            return record.wireRecord(zoneID: wireZone).json(desiredKeys: item.desiredKeys ?? request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
+            return presented(record, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: item.desiredKeys ?? request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
         }
         return .object(["records": .array(items)])
     }
 
-    /// `records/query`: filters ANDed, sorted, paged with continuation markers.
+    /// `records/query`: filters ANDed, sorted, paged with continuation markers. Filters and sorts
+    /// must use fields the schema indexes (queryable, sortable, searchable for token comparators);
+    /// in the public database, records the caller's roles may not read are left out.
     public func queryRecords(_ request: WireQueryRecordsRequest, context: Context) async throws -> JSONValue {
+        guard request.query.recordType != UserDirectory.recordType else {
+            throw WireError(.badRequest, "query.recordType: user records (Users) cannot be queried; look them up by name, or find users with users/discover")
+        }
         let key = try context.databaseKey(forWriting: false)
         let zoneWide = request.zoneWide && request.zoneID == nil
         let zoneID = request.zoneID ?? .default
@@ -44,34 +56,66 @@ extension RecordsEngine {
             }
             offset = Int(value)
         }
-        let query = request.query
-        let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
-        let matched: [(record: StoredRecord, zoneName: String)] = try await store.read { tx in
+        let start = offset
+        let caller = context.caller
+        let (page, total): ([(record: StoredRecord, zoneName: String)], Int) = try await store.read { tx in
+            var access = RecordAccess(key: key, caller: caller)
+            var query = request.query
+            let type = try access.recordType(query.recordType, tx: tx)
+            try RecordsEngine.checkIndexes(query, type: type)
+            switch try access.readScope(query.recordType, tx: tx) {
+            case .all: break
+            case .own(let name):
+                query.filterBy.append(WireFilter(comparator: .equals, key: .system(.createdUserRecordName), fieldValue: .reference(WireReference(recordName: name))))
+            case .nothing: return ([], 0)
+            }
+            let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
             var zones: [StoredZone] = []
             if zoneWide {
                 if let database = try tx.database(key) { zones = try tx.zones(database: database.id) }
             } else if let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
                 zones = [zone]
             }
-            let names = Dictionary(uniqueKeysWithValues: zones.map { ($0.id, $0.name) })
-            let candidates = try tx.candidates(zones: zones.map(\.id), recordType: query.recordType, conditions: conditions)
-            return candidates.compactMap { record in
-                let zoneName = names[record.zone] ?? zoneID.zoneName
-                return query.filterBy.allSatisfy { RecordFilter.matches($0, record: record, zoneName: zoneName) } ? (record, zoneName) : nil
-            }
+            return try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, offset: start, limit: limit)
         }
-        let sorted = RecordFilter.sort(matched, by: query.sortBy)
-        let page = sorted.dropFirst(offset).prefix(limit)
         var body: [String: JSONValue] = [
             "records": .array(page.map { item in
-                item.record.wireRecord(zoneID: RecordsEngine.wireZoneID(item.zoneName, key: key))
+                presented(item.record, context: context).wireRecord(zoneID: RecordsEngine.wireZoneID(item.zoneName, key: key))
                     .json(desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
             }),
         ]
-        if offset + page.count < sorted.count {
+        if offset + page.count < total {
             body["continuationMarker"] = .string(SyncToken.marker(fingerprint: fingerprint, offset: offset + page.count))
         }
         return .object(body)
+    }
+
+    /// Refuses (BAD_REQUEST, as CloudKit) a filter on a field that is not queryable, a token
+    /// comparator on one that is not searchable (`allTokens`: when the type has string fields but
+    /// none is searchable) and a sort on one that is not sortable. Fields the schema does not know
+    /// match nothing, as before; system fields are always queryable and sortable.
+    static func checkIndexes(_ query: WireQuery, type: RecordTypeSchema?) throws {
+        guard let type else { return }
+        for (index, filter) in query.filterBy.enumerated() {
+            guard case .field(let name) = filter.key else { continue }
+            if RecordFilter.isAllTokensField(name) {
+                let strings = type.fields.values.filter { SchemaField.canBeSearchable(type: $0.type) }
+                if !strings.isEmpty, !strings.contains(where: \.searchable) {
+                    throw WireError(.badRequest, "query.filterBy[\(index)]: Field '\(name)' needs a searchable field; no field of \(type.name) is marked searchable")
+                }
+                continue
+            }
+            guard let field = type.fields[name] else { continue }
+            if filter.comparator == .containsAllTokens || filter.comparator == .containsAnyTokens {
+                guard field.searchable else { throw WireError(.badRequest, "query.filterBy[\(index)]: Field '\(name)' is not marked searchable") }
+            } else if !field.queryable {
+                throw WireError(.badRequest, "query.filterBy[\(index)]: Field '\(name)' is not marked queryable")
+            }
+        }
+        for (index, sort) in query.sortBy.enumerated() {
+            guard case .field(let name) = sort.key, let field = type.fields[name], !field.sortable else { continue }
+            throw WireError(.badRequest, "query.sortBy[\(index)]: Field '\(name)' is not marked sortable")
+        }
     }
 
     /// What a continuation marker is bound to: the query, its zone and the database.

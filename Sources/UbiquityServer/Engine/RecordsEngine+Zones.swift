@@ -53,9 +53,12 @@ extension RecordsEngine {
         }
         let key = try context.databaseKey(forWriting: true)
         let engine = self
-        let results: [Result<StoredZone, WireError>] = try await store.write { tx in
+        let observer = changeObserver
+        let changedBy = context.caller.userRecordName ?? ""
+        let (results, changes): ([Result<StoredZone, WireError>], [StoreChange]) = try await store.write { tx in
             let database = try tx.lockDatabase(key)
             var results: [Result<StoredZone, WireError>] = []
+            var changes: [StoreChange] = []
             for operation in operations {
                 do {
                     try context.checkOwner(operation.zoneID)
@@ -70,6 +73,7 @@ extension RecordsEngine {
                         } else {
                             let zone = try tx.createZone(database: database.id, name: name, createdAt: engine.timestamp)
                             _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
+                            changes.append(.zone(ZoneChange(database: key, zone: zone, deleted: false, changedBy: changedBy)))
                             results.append(.success(zone))
                         }
                     case .delete:
@@ -81,14 +85,17 @@ extension RecordsEngine {
                         try tx.deleteZone(id: zone.id)
                         _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
                         zone.deleted = true
+                        changes.append(.zone(ZoneChange(database: key, zone: zone, deleted: true, changedBy: changedBy)))
                         results.append(.success(zone))
                     }
                 } catch let error as WireError {
                     results.append(.failure(error))
                 }
             }
-            return results
+            if let observer, !changes.isEmpty { try observer.changesWillCommit(changes, in: tx) }
+            return (results, changes)
         }
+        if let observer, !changes.isEmpty { await observer.changesDidCommit(changes) }
         let items: [JSONValue] = zip(operations, results).map { operation, result in
             switch result {
             case .success(let zone) where zone.deleted:

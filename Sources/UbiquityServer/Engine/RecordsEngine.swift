@@ -22,11 +22,25 @@ public struct RecordsEngine: Sendable {
     public let store: any RecordStore
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// Told of every committed change (subscriptions and push); nil for none.
+    public let changeObserver: (any RecordChangeObserver)?
+    /// The asset side: with it, saved assets need receipts, fetched ones get download URLs and
+    /// `assets/upload`/`assets/rereference` work; nil stores asset values as given.
+    public let assets: AssetService?
+    /// The storage quotas of the databases.
+    public let quotas: StorageQuotas
 
-    /// Makes an engine. `now` gives milliseconds since 1970 (injectable for tests).
-    public init(store: any RecordStore, logger: Logger, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    /// Makes an engine. `now` gives milliseconds since 1970 (injectable for tests);
+    /// `changeObserver` is told of every change; `assets` checks and serves asset fields;
+    /// `quotas` limits what each database may hold.
+    public init(store: any RecordStore, logger: Logger, changeObserver: (any RecordChangeObserver)? = nil,
+                assets: AssetService? = nil, quotas: StorageQuotas = StorageQuotas(),
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.store = store
         self.logger = logger
+        self.changeObserver = changeObserver
+        self.assets = assets
+        self.quotas = quotas
         self.now = now
     }
 
@@ -36,13 +50,18 @@ public struct RecordsEngine: Sendable {
         public var environment: CloudKitEnvironment
         public var scope: CloudKitDatabaseScope
         public var caller: RecordsCaller
+        /// The server's public base URL (`https://host:port`), for asset upload and download
+        /// URLs; nil gives none.
+        public var baseURL: String?
 
         /// Makes a context.
-        public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, caller: RecordsCaller) {
+        public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, caller: RecordsCaller,
+                    baseURL: String? = nil) {
             self.container = container
             self.environment = environment
             self.scope = scope
             self.caller = caller
+            self.baseURL = baseURL
         }
 
         /// The database key, after checking the caller may use the database at all: the public

@@ -15,15 +15,25 @@ struct RecordsAPI: Sendable {
     let authenticator: RecordsAuthenticator
     let configuration: RecordsServerConfiguration
     let logger: Logger
+    /// Users: identities, user records and discovery (`users/*`).
+    let users: UserDirectory
+    /// Per-caller request limits (nil: unlimited).
+    let limiter: RateLimiter?
+    // push: `subscriptions/*` and `tokens/*` (nil: not offered).
+    var subscriptions: SubscriptionsEndpoint? = nil
 
     /// Operations this server answers (others get BAD_REQUEST naming them).
     static let operations: Set<String> = [
         "records/modify", "records/lookup", "records/query", "records/changes",
         "zones/list", "zones/lookup", "zones/modify", "zones/changes",
         "changes/database", "changes/zone", "users/current", "users/caller",
+        "users/discover", "users/lookup/email", "users/lookup/id", "users/lookup/contacts", "users/discoverability",
+        "assets/upload", "assets/rereference",
+        // push
+        "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "tokens/create", "tokens/register",
     ]
 
-    func respond(to request: Request, context: some RequestContext) async -> Response {
+    func respond(to request: Request, context requestContext: some RequestContext) async -> Response {
         let requestID = UUID().uuidString.lowercased()
         let started = DispatchTime.now().uptimeNanoseconds
         var operation = "unknown"
@@ -47,18 +57,31 @@ struct RecordsAPI: Sendable {
                 path: path, query: query, header: { name in HTTPField.Name(name).flatMap { request.headers[$0] } }, body: body,
                 rawPath: rawPath, rawPathWithQuery: rawPathWithQuery, signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"]))
             rotated = outcome.rotatedToken
+            try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: requestContext)
             let json: JSONValue
             do {
                 json = body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) ? .object([:]) : try JSONValue.parse(Data(body))
             } catch {
                 throw WireError.badRequest(error)
             }
-            let context = RecordsEngine.Context(container: path.container, environment: path.environment, scope: path.scope, caller: outcome.caller)
+            let context = RecordsEngine.Context(container: path.container, environment: path.environment, scope: path.scope, caller: outcome.caller,
+                                                baseURL: baseURL(request: request))
+            do {
+                try await users.ensure(caller: outcome.caller, container: path.container, environment: path.environment)
+            } catch {
+                logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
+            }
             let result = try await dispatch(path: path, body: json, context: context, signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"]))
             response = RecordsAPI.json(result, status: .ok, requestID: requestID, rotatedToken: rotated)
         } catch var error as WireError {
             error.uuid = requestID
-            response = RecordsAPI.json(error.json(), status: HTTPResponse.Status(code: error.code.httpStatus), requestID: requestID, rotatedToken: rotated)
+            response = RecordsAPI.json(error.json(), status: HTTPResponse.Status(code: error.code.httpStatus), requestID: requestID, rotatedToken: rotated,
+                                       retryAfter: error.retryAfter)
+        } catch let error as UbiquityError where error.code == .serviceUnavailable {
+            logger.warning("the store is unavailable", metadata: ["operation": "\(operation)", "error": "\(error)", "request": "\(requestID)"])
+            var wire = WireError(.tryAgainLater, "the server's storage is unavailable for now; try again later", retryAfter: configuration.unavailableRetryAfter)
+            wire.uuid = requestID
+            response = RecordsAPI.json(wire.json(), status: .serviceUnavailable, requestID: requestID, rotatedToken: rotated, retryAfter: wire.retryAfter)
         } catch let error as UbiquityError where error.code == .invalidArgument {
             var wire = WireError(.badRequest, error.message)
             wire.uuid = requestID
@@ -75,12 +98,40 @@ struct RecordsAPI: Sendable {
         return response
     }
 
-    func signInURL(request: Request, path: DatabasePath, apiToken: String?) -> String {
-        let base = configuration.publicURL ?? {
+    /// Takes a token from the caller's bucket; over the limit, THROTTLED with `retryAfter`. The
+    /// caller is the signed-in account, the server-to-server key, or else the API token and the
+    /// client's address.
+    func throttle(_ caller: RecordsCaller, container: String, apiToken: String?, context requestContext: some RequestContext) throws {
+        guard let limiter else { return }
+        let key: String
+        switch caller.identity {
+        case .user(let accountID, _): key = "user:\(accountID)"
+        case .serverKey(let keyID): key = "key:\(container):\(keyID)"
+        case .anonymous:
+            let address = (requestContext as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
+            key = "api:\(SecretToken.digest(apiToken ?? "").prefix(16)):\(address)"
+        }
+        if case .limited(let wait) = limiter.take(key) {
+            let seconds = RateLimiter.wholeSeconds(wait)
+            Counter(label: "ubiquity_records_throttled_total").increment()
+            throw WireError(.throttled, "too many requests: at most \(limiter.rate.formatted()) per second (bursts of \(limiter.burst)); retry after \(seconds) s",
+                            retryAfter: seconds)
+        }
+    }
+
+    /// The server's public base URL: `publicURL`, else the scheme and the request's `Host`.
+    func baseURL(request: Request) -> String {
+        var base = configuration.publicURL ?? {
             let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
             let host = request.head.authority ?? "\(configuration.host):\(configuration.port)"
             return "\(scheme)://\(host)"
         }()
+        while base.hasSuffix("/") { base.removeLast() }
+        return base
+    }
+
+    func signInURL(request: Request, path: DatabasePath, apiToken: String?) -> String {
+        let base = baseURL(request: request)
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "container", value: path.container), URLQueryItem(name: "ckAPIToken", value: apiToken ?? "")]
         let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
@@ -92,7 +143,11 @@ struct RecordsAPI: Sendable {
         case "records/modify":
             return try await engine.modifyRecords(WireModifyRecordsRequest(json: body), context: context)
         case "records/lookup":
-            return try await engine.lookupRecords(WireLookupRecordsRequest(json: body), context: context)
+            let request = try WireLookupRecordsRequest(json: body)
+            if context.scope == .public, (request.zoneID ?? .default).isDefault {
+                try await users.ensureUserRecords(named: request.records.map(\.recordName), container: context.container, environment: context.environment)
+            }
+            return try await engine.lookupRecords(request, context: context)
         case "records/query":
             return try await engine.queryRecords(WireQueryRecordsRequest(json: body), context: context)
         case "records/changes":
@@ -124,33 +179,49 @@ struct RecordsAPI: Sendable {
                                                     context: context)
         case "changes/zone":
             return try await engine.zoneChanges(WireZoneChangesRequest(json: body), context: context)
+        case "assets/upload":
+            return try await engine.requestAssetUploads(body, context: context)
+        case "assets/rereference":
+            return try await engine.rereferenceAssets(body, context: context)
         case "users/current":
-            guard let name = context.caller.userRecordName else {
-                var error = WireError(.authenticationRequired, "request needs authorization")
-                error.redirectURL = signInURL
-                throw error
-            }
-            return .object(["userRecordName": .string(name), "firstName": .null, "lastName": .null])
+            return try await users.current(context: context, signInURL: signInURL)
         case "users/caller":
-            guard let name = context.caller.userRecordName else {
-                var error = WireError(.authenticationRequired, "request needs authorization")
-                error.redirectURL = signInURL
-                throw error
+            return try await users.caller(context: context, signInURL: signInURL)
+        case "users/discover":
+            return try await users.discover(body, context: context, signInURL: signInURL)
+        case "users/lookup/email":
+            return try await users.lookupEmail(body, context: context, signInURL: signInURL)
+        case "users/lookup/id":
+            return try await users.lookupID(body, context: context, signInURL: signInURL)
+        case "users/lookup/contacts":
+            return try await users.lookupContacts(context: context, signInURL: signInURL)
+        case "users/discoverability":
+            return try await users.discoverability(body, context: context, signInURL: signInURL)
+        // push: subscriptions and tokens (Subscriptions/SubscriptionsEndpoint.swift)
+        case "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "tokens/create", "tokens/register":
+            guard let subscriptions else { throw WireError(.badRequest, "operation \(path.operation) is not available on this server") }
+            let baseURL = signInURL.components(separatedBy: "/auth/signin?").first ?? signInURL
+            switch path.operation {
+            case "subscriptions/list": return try await subscriptions.list(context: context, signInURL: signInURL)
+            case "subscriptions/lookup": return try await subscriptions.lookup(body, context: context, signInURL: signInURL)
+            case "subscriptions/modify": return try await subscriptions.modify(body, context: context, signInURL: signInURL)
+            case "tokens/create": return try await subscriptions.createToken(body, context: context, baseURL: baseURL, signInURL: signInURL)
+            default: return try await subscriptions.registerToken(body, context: context, baseURL: baseURL, signInURL: signInURL)
             }
-            return .object(["users": .array([.object(["userRecordName": .string(name)])])])
         default:
             throw WireError(.badRequest, "operation \(path.operation) is not available on this server")
         }
     }
 
-    /// A JSON response with CloudKit's headers.
-    static func json(_ value: JSONValue, status: HTTPResponse.Status, requestID: String, rotatedToken: String?) -> Response {
+    /// A JSON response with CloudKit's headers (and `Retry-After` when given).
+    static func json(_ value: JSONValue, status: HTTPResponse.Status, requestID: String, rotatedToken: String?, retryAfter: Int? = nil) -> Response {
         var headers: HTTPFields = [
             .contentType: "application/json; charset=UTF-8",
             HTTPField.Name(CloudKitAuthHeaders.cloudKitVersion)!: "1.0",
             HTTPField.Name(CloudKitAuthHeaders.requestUUID)!: requestID,
         ]
         if let rotatedToken { headers[HTTPField.Name(CloudKitAuthHeaders.webAuthToken)!] = rotatedToken }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: value.serialized())))
     }
 }

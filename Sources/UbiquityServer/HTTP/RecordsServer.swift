@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOSSL
@@ -25,34 +26,74 @@ public struct RecordsServer: Sendable {
     let registry: PrometheusCollectorRegistry?
     let engine: RecordsEngine
     let admin: RecordsAdmin
+    /// push: subscriptions, notification logs and delivery (Subscriptions/).
+    public let push: PushService
+    /// The asset endpoints' service (`/assets/1/…`, `assets/upload`, `assets/rereference`);
+    /// nil: the server offers no assets and stores asset values as given.
+    public let assets: AssetService?
 
     /// Makes a server. `registry` is rendered at `/metrics` (the executable bootstraps the
     /// metrics system with it; libraries never do).
-    public init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger, registry: PrometheusCollectorRegistry? = nil) {
+    /// `pushConfiguration` sets the limits of subscriptions and push delivery; `assets` serves
+    /// asset content (see ``open(store:configuration:logger:registry:pushConfiguration:blobConfiguration:)``,
+    /// which makes it from `configuration.blobsDirectory`).
+    public init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger, registry: PrometheusCollectorRegistry? = nil,
+                pushConfiguration: PushConfiguration = PushConfiguration(), assets: AssetService? = nil) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
         self.registry = registry
-        self.engine = RecordsEngine(store: store, logger: logger)
+        self.assets = assets
+        // push: the engine tells the subscription matcher of every change.
+        self.push = PushService(store: store, configuration: pushConfiguration, logger: logger)
+        self.engine = RecordsEngine(store: store, logger: logger, changeObserver: push.matcher, assets: assets, quotas: configuration.quotas)
         self.admin = RecordsAdmin(store: store, configuration: configuration)
+    }
+
+    /// Makes a server with its asset service: a `FileBlobStore` in `configuration.blobsDirectory`
+    /// (none when nil) signing with the key kept in `store`.
+    public static func open(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger,
+                            registry: PrometheusCollectorRegistry? = nil, pushConfiguration: PushConfiguration = PushConfiguration(),
+                            blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration()) async throws -> RecordsServer {
+        var assets: AssetService?
+        if let directory = configuration.blobsDirectory {
+            assets = try await AssetService.open(recordStore: store, blobsDirectory: URL(fileURLWithPath: directory), configuration: configuration.assets,
+                                                 blobConfiguration: blobConfiguration, logger: logger)
+        }
+        return RecordsServer(store: store, configuration: configuration, logger: logger, registry: registry,
+                             pushConfiguration: pushConfiguration, assets: assets)
+    }
+
+    /// Deletes asset content no record refers to, older than `olderThan` (what the periodic
+    /// task does; `ubiq admin gc`). nil without an asset service.
+    @discardableResult
+    public func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
+        try await engine.collectAssetGarbage(olderThan: olderThan)
     }
 
     /// Builds the Hummingbird application. `onListening` gets the base URL once the socket is
     /// bound (`http://127.0.0.1:PORT`).
     public func application(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some ApplicationProtocol {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: RecordsRequestContext.self)
         router.add(middleware: CORSMiddleware(
             allowOrigin: .originBased,
-            allowHeaders: [.accept, .contentType, .origin, .authorization,
+            allowHeaders: [.accept, .contentType, .origin, .authorization, .contentRange, .range, .ifRange,
                            HTTPField.Name(CloudKitAuthHeaders.keyID)!, HTTPField.Name(CloudKitAuthHeaders.iso8601Date)!,
                            HTTPField.Name(CloudKitAuthHeaders.signatureV1)!],
-            allowMethods: [.get, .post, .options],
+            allowMethods: [.get, .post, .put, .head, .options],
             allowCredentials: true,
-            exposedHeaders: [CloudKitAuthHeaders.requestUUID, CloudKitAuthHeaders.webAuthToken, CloudKitAuthHeaders.cloudKitVersion],
+            exposedHeaders: [CloudKitAuthHeaders.requestUUID, CloudKitAuthHeaders.webAuthToken, CloudKitAuthHeaders.cloudKitVersion,
+                             "Retry-After", "Upload-Offset", "Content-Range", "ETag"],
             maxAge: .seconds(3600)))
         router.add(middleware: MetricsMiddleware())
+        let limiter = configuration.rateLimit > 0 ? RateLimiter(rate: configuration.rateLimit, burst: configuration.rateLimitBurst) : nil
         let api = RecordsAPI(engine: engine, authenticator: RecordsAuthenticator(store: store, configuration: configuration, logger: logger),
-                             configuration: configuration, logger: logger)
+                             configuration: configuration, logger: logger, users: UserDirectory(store: store, engine: engine, logger: logger),
+                             limiter: limiter, subscriptions: push.endpoint)
+        // push: long-poll on the HTTP router, WebSocket on the upgrade router.
+        let pushRoutes = PushRoutes(push: push, logger: logger)
+        pushRoutes.register(on: router)
+        assets?.routes.register(on: router)
         router.get("/database/**") { request, context in await api.respond(to: request, context: context) }
         router.post("/database/**") { request, context in await api.respond(to: request, context: context) }
         let store = self.store
@@ -73,6 +114,11 @@ public struct RecordsServer: Sendable {
         }
         SignInRoutes(admin: admin, store: store, configuration: configuration).register(on: router)
 
+        var services: [any Service] = [push]
+        if assets != nil, configuration.assetGarbageCollectionInterval > 0 {
+            services.append(AssetGarbageCollector(engine: engine, interval: configuration.assetGarbageCollectionInterval,
+                                                  minimumAge: configuration.assetGarbageMinimumAge, logger: logger))
+        }
         let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
         let host = configuration.host
         let server: HTTPServerBuilder
@@ -89,14 +135,15 @@ public struct RecordsServer: Sendable {
                 throw UbiquityError(.invalidArgument, "cannot read the TLS certificate \(certificatePath) or key \(keyPath)", underlying: error)
             }
             let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-            server = try .tls(.http1(), tlsConfiguration: tls)
+            server = try .tls(.http1WebSocketUpgrade(webSocketRouter: pushRoutes.webSocketRouter()), tlsConfiguration: tls)
         } else {
-            server = .http1()
+            server = .http1WebSocketUpgrade(webSocketRouter: pushRoutes.webSocketRouter())
         }
         return Application(
             router: router,
             server: server,
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "ubiquity"),
+            services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 let shownHost = host.contains(":") ? "[\(host)]" : host
@@ -112,9 +159,11 @@ public struct RecordsServer: Sendable {
         do {
             try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         } catch {
+            await push.shutdown()
             try? await store.close()
             throw error
         }
+        await push.shutdown()
         try await store.close()
     }
 }

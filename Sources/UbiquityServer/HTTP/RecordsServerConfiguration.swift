@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 
 /// How `ubiq serve` listens and what it accepts.
 public struct RecordsServerConfiguration: Sendable {
@@ -20,11 +21,49 @@ public struct RecordsServerConfiguration: Sendable {
     public var longWebAuthTokenLifetime: Int64
     /// Accepted clock skew of server-to-server signatures, in seconds.
     public var signatureSkew: Double
+    /// Requests per second each caller may make to the `/database/` endpoints (a token bucket per
+    /// signed-in user, server-to-server key, or API token and client address); 0 disables limits.
+    /// Over it: HTTP 429 `THROTTLED` with `retryAfter`.
+    public var rateLimit: Double
+    /// How many requests a caller may make at once before `rateLimit` applies (the bucket's size).
+    public var rateLimitBurst: Int
+    /// The `retryAfter` seconds of `TRY_AGAIN_LATER` (HTTP 503) when the store is unavailable.
+    public var unavailableRetryAfter: Int
+    /// Where asset content is kept (a `FileBlobStore` folder); nil: the server offers no assets
+    /// (asset values are stored as given). `ubiq serve` sets it (`--data DIR` → `DIR/blobs`, or
+    /// `--blobs`).
+    public var blobsDirectory: String?
+    /// Limits of the asset endpoints.
+    public var assets: AssetConfiguration
+    /// Each user's private database may hold this many bytes (records' JSON and distinct
+    /// assets); nil: unlimited. 5 GiB by default.
+    public var privateQuotaBytes: Int64?
+    /// Each container's public database (per environment) may hold this many bytes; nil:
+    /// unlimited. 100 GiB by default.
+    public var publicQuotaBytes: Int64?
+    /// How often the server deletes asset content no record refers to, in seconds (6 hours by
+    /// default); 0 never.
+    public var assetGarbageCollectionInterval: Double
+    /// Unreferenced content younger than this (in seconds; 48 hours by default) is kept, so
+    /// uploads not saved in a record yet survive. At least the receipt lifetime (24 h).
+    public var assetGarbageMinimumAge: Double
+
+    /// The quotas of `privateQuotaBytes` and `publicQuotaBytes`.
+    public var quotas: StorageQuotas { StorageQuotas(privateBytes: privateQuotaBytes, publicBytes: publicQuotaBytes) }
 
     /// Makes a configuration.
     public init(host: String = "127.0.0.1", port: Int = 0, tlsCertificatePath: String? = nil, tlsKeyPath: String? = nil,
                 maximumBodySize: Int = 32 << 20, publicURL: String? = nil, webAuthTokenLifetime: Int64 = 30 * 60,
-                longWebAuthTokenLifetime: Int64 = 14 * 24 * 3600, signatureSkew: Double = 600) {
+                longWebAuthTokenLifetime: Int64 = 14 * 24 * 3600, signatureSkew: Double = 600,
+                rateLimit: Double = 100, rateLimitBurst: Int = 200, unavailableRetryAfter: Int = 5, blobsDirectory: String? = nil,
+                assets: AssetConfiguration = AssetConfiguration(), privateQuotaBytes: Int64? = 5 << 30, publicQuotaBytes: Int64? = 100 << 30,
+                assetGarbageCollectionInterval: Double = 6 * 3600, assetGarbageMinimumAge: Double = 48 * 3600) {
+        self.blobsDirectory = blobsDirectory
+        self.assets = assets
+        self.privateQuotaBytes = privateQuotaBytes
+        self.publicQuotaBytes = publicQuotaBytes
+        self.assetGarbageCollectionInterval = assetGarbageCollectionInterval
+        self.assetGarbageMinimumAge = assetGarbageMinimumAge
         self.host = host
         self.port = port
         self.tlsCertificatePath = tlsCertificatePath
@@ -34,5 +73,8 @@ public struct RecordsServerConfiguration: Sendable {
         self.webAuthTokenLifetime = webAuthTokenLifetime
         self.longWebAuthTokenLifetime = longWebAuthTokenLifetime
         self.signatureSkew = signatureSkew
+        self.rateLimit = rateLimit
+        self.rateLimitBurst = rateLimitBurst
+        self.unavailableRetryAfter = unavailableRetryAfter
     }
 }

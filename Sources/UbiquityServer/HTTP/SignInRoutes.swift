@@ -14,7 +14,7 @@ struct SignInRoutes: Sendable {
     let store: any RecordStore
     let configuration: RecordsServerConfiguration
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register<Context: RequestContext>(on router: Router<Context>) {
         let routes = self
         router.get("/auth/signin") { request, _ -> Response in
             let query = request.uri.queryParameters

@@ -2,8 +2,9 @@
 import UbiquityCore
 
 /// One row of a store's query index: a (field, value) pair of a record. Scalars give one entry,
-/// lists one per element; system fields are indexed under their `___` names. Both stores write
-/// exactly these rows, so `IndexCondition`s mean the same on both.
+/// lists one per element; the parent reference is indexed under `___parent`; the other system
+/// fields are columns of the records table (`IndexConditionSQL.column(for:)`). Both stores
+/// write exactly these rows, so `IndexCondition`s mean the same on both.
 public struct RecordIndexEntry: Sendable, Hashable {
     /// Longest indexed text, in UTF-8 bytes (longer text is cut; the engine's exact filter runs after).
     public static let maximumTextBytes = 256
@@ -44,15 +45,15 @@ public struct RecordIndexEntry: Sendable, Hashable {
         return result
     }
 
+    /// The `___` names of the system fields that are columns of the records table, not index rows.
+    public static let columnSystemFields: [String] = [
+        WireSystemField.recordName, .createdTimestamp, .modifiedTimestamp, .createdUserRecordName, .modifiedUserRecordName,
+    ].map(\.indexName)
+
     /// The entries of a live record in the zone named `zoneName`.
     public static func entries(for record: StoredRecord, zoneName: String) -> [RecordIndexEntry] {
-        var entries: [RecordIndexEntry] = [
-            RecordIndexEntry(field: WireSystemField.recordName.indexName, text: indexedText(record.recordName)),
-            RecordIndexEntry(field: WireSystemField.createdTimestamp.indexName, number: Double(record.created.timestamp)),
-            RecordIndexEntry(field: WireSystemField.modifiedTimestamp.indexName, number: Double(record.modified.timestamp)),
-            RecordIndexEntry(field: WireSystemField.createdUserRecordName.indexName, text: record.created.userRecordName),
-            RecordIndexEntry(field: WireSystemField.modifiedUserRecordName.indexName, text: record.modified.userRecordName),
-        ]
+        var entries: [RecordIndexEntry] = []
+        entries.reserveCapacity(record.fields.count + 1)
         if let parent = record.parent {
             entries.append(RecordIndexEntry(field: WireSystemField.parent.indexName, text: referenceKey(zoneName: zoneName, recordName: parent)))
         }

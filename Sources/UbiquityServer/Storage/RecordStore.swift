@@ -79,6 +79,9 @@ public protocol RecordStoreTransaction {
     func zoneChanges(database: Int64, after sequence: Int64, limit: Int) throws -> [StoredZoneChange]
     /// Advances a zone's change counter and returns the new value (under the database lock).
     func nextZoneSequence(zone: Int64) throws -> Int64
+    /// Advances a zone's change counter by `count` (≥ 1) and returns the new value: the values
+    /// `result - count + 1 … result` are the caller's.
+    func reserveZoneSequences(zone: Int64, count: Int) throws -> Int64
     /// Forgets tombstones of a zone up to `sequence`: tokens older than that become expired.
     func purgeTombstones(zone: Int64, through sequence: Int64) throws
 
@@ -86,23 +89,92 @@ public protocol RecordStoreTransaction {
 
     /// The record (or tombstone) with this name in a zone.
     func record(zone: Int64, name: String) throws -> StoredRecord?
+    /// The records (and tombstones) with these names in a zone, by name; missing names are absent.
+    func records(zone: Int64, names: [String]) throws -> [String: StoredRecord]
     /// Inserts or replaces a record (or tombstone) by zone and name, with its index entries.
     func putRecord(_ record: StoredRecord) throws
+    /// Inserts or replaces records of the zone named `zoneName`, in order, with their index
+    /// entries: `putRecord` for each, in fewer statements. Names must be distinct. `replacing`
+    /// names the records that have a row (live or tombstone) already; the others are new.
+    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws
     /// Records and tombstones changed after `sequence` in a zone, in change order, at most
     /// `limit`, optionally only of some record types (tombstones always included).
     func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord]
     /// Live records of a type in the zones whose index entries satisfy every condition
     /// (a superset of the query's matches: the engine filters exactly afterwards).
     func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord]
+    /// The keys of `candidates(…)`'s records, without decoding them: each record's row id, zone,
+    /// name, system stamps and the index entry of each of `fields` (its first, for scalars the
+    /// only one), in row-id order.
+    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys]
+    /// Records by row id (those that exist), by id.
+    func records(ids: [Int64]) throws -> [Int64: StoredRecord]
     /// Live records in `zones` with a reference field pointing at the target.
     func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord]
 
-    // MARK: Schema
+    // MARK: Assets, usage and secrets
 
-    /// The field types recorded for a record type (`field` → wire type tag).
-    func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String]
-    /// Records field types for a record type (existing entries are kept).
-    func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws
+    /// The bytes a database uses: its live records' stored fields JSON and its distinct assets,
+    /// kept up to date by `putRecords`/`putRecord`/`deleteZone` (no scan).
+    func databaseUsage(database: Int64) throws -> StoredUsage
+    /// Which of `checksums` some live record of the database refers to already.
+    func referencedAssets(database: Int64, checksums: [String]) throws -> Set<String>
+    /// The distinct `fileChecksum`s that any live record of any database refers to (for the blob
+    /// store's garbage collection).
+    func referencedAssetChecksums() throws -> Set<String>
+    /// The secret named `name`: stores `candidate` when there is none yet (insert-if-absent, so
+    /// servers starting at once on one store agree) and returns the stored value.
+    func serverSecret(name: String, candidate: String, createdAt: Int64) throws -> String
+}
+
+/// What a database uses, in bytes (quotas).
+public struct StoredUsage: Sendable, Hashable {
+    /// The stored fields JSON of its live records.
+    public var recordBytes: Int64
+    /// The sizes of the distinct assets its live records refer to (each counted once).
+    public var assetBytes: Int64
+    /// Both.
+    public var total: Int64 { recordBytes + assetBytes }
+    /// Makes a usage.
+    public init(recordBytes: Int64 = 0, assetBytes: Int64 = 0) {
+        self.recordBytes = recordBytes
+        self.assetBytes = assetBytes
+    }
+}
+
+/// A record's keys, from `candidateKeys`: what queries filter and sort on, read off the index
+/// and the record's columns, without its fields' JSON.
+public struct StoredRecordKeys: Sendable {
+    /// The row id (for `records(ids:)`).
+    public var id: Int64
+    public var zone: Int64
+    public var recordName: String
+    public var created: WireRecordStamp
+    public var modified: WireRecordStamp
+    /// The index entry of each requested field the record has.
+    public var entries: [String: RecordIndexEntry]
+    /// Makes keys.
+    public init(id: Int64, zone: Int64, recordName: String, created: WireRecordStamp, modified: WireRecordStamp, entries: [String: RecordIndexEntry]) {
+        self.id = id
+        self.zone = zone
+        self.recordName = recordName
+        self.created = created
+        self.modified = modified
+        self.entries = entries
+    }
+}
+
+/// A record to write with `putRecords`, with its fields' stored JSON (computed once by the
+/// engine, which needs its size).
+public struct RecordWrite: Sendable {
+    public var record: StoredRecord
+    /// `record.fieldsJSON` (ignored for tombstones).
+    public var fieldsJSON: String
+    /// Makes a write.
+    public init(record: StoredRecord, fieldsJSON: String) {
+        self.record = record
+        self.fieldsJSON = fieldsJSON
+    }
 }
 
 /// Identifies one database: a container's environment's public database, or one user's private
@@ -245,6 +317,15 @@ public enum IndexCondition: Sendable, Hashable {
     /// Some location entry of the field is inside the box (degrees; `minLongitude > maxLongitude`
     /// wraps the antimeridian).
     case box(field: String, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
+}
+
+extension IndexCondition {
+    /// The field the condition is on.
+    public var field: String {
+        switch self {
+        case .compare(let field, _, _), .anyOf(let field, _), .prefix(let field, _), .box(let field, _, _, _, _): return field
+        }
+    }
 }
 
 /// A comparison operator of an index condition.

@@ -9,7 +9,7 @@ import UbiquityServer
 /// Secrets are printed once, alone on stdout.
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Administer a records server: containers, users, server-to-server keys.",
+        abstract: "Administer a records server: containers, users, server-to-server keys, schemas, security roles.",
         discussion: """
             Works on the server's data directly (--data DIR or --database URL, as `ubiq serve`), \
             whether or not the server runs. Tokens and key IDs are printed alone on stdout, for \
@@ -20,9 +20,13 @@ struct Admin: AsyncParsableCommand {
               WEB=$(ubiq admin --data srv user add mei --email mei@example.org)
               printf '%s' "$PASSWORD" | ubiq admin --data srv user add mei --password-stdin
               ubiq admin --data srv user token mei
+              ubiq admin --data srv user set mei --given-name Mei --family-name Chen --discoverable iCloud.com.example.Notes
               ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub
+              ubiq admin --data srv schema deploy iCloud.com.example.Notes
+              ubiq admin --data srv role set iCloud.com.example.Notes Note _world --none
+              ubiq admin --database postgres://… --blobs /srv/blobs gc --older-than 48
             """,
-        subcommands: [ContainerAdmin.self, UserAdmin.self, KeyAdmin.self]
+        subcommands: [ContainerAdmin.self, UserAdmin.self, KeyAdmin.self, SchemaAdmin.self, RoleAdmin.self, GarbageCollectAdmin.self]
     )
 
     /// `--data`/`--database` given before the subcommand (`ubiq admin --data DIR container add …`).
@@ -31,6 +35,13 @@ struct Admin: AsyncParsableCommand {
     /// Runs `body` with an admin over the store, reporting errors as `ubiq admin`.
     static func withAdmin(_ options: ServerStoreOptions, parent: ServerStoreOptions, command: String,
                           _ body: (RecordsAdmin) async throws -> Void) async throws {
+        try await withStore(options, parent: parent, command: command) { store, _, _ in try await body(RecordsAdmin(store: store)) }
+    }
+
+    /// Runs `body` with the store (and the options merged with the parent's), reporting errors
+    /// as `ubiq admin`.
+    static func withStore(_ options: ServerStoreOptions, parent: ServerStoreOptions, command: String,
+                          _ body: (any RecordStore, ServerStoreOptions, Logger) async throws -> Void) async throws {
         let logger = Logger(label: "ubiq.admin")
         do {
             var merged = options
@@ -39,9 +50,10 @@ struct Admin: AsyncParsableCommand {
                 merged.database = parent.database
                 merged.schema = merged.schema ?? parent.schema
             }
+            merged.blobs = merged.blobs ?? parent.blobs
             let store = try await merged.open(logger: logger)
             do {
-                try await body(RecordsAdmin(store: store))
+                try await body(store, merged, logger)
             } catch {
                 try? await store.close()
                 throw error
@@ -98,9 +110,9 @@ struct ContainerAdmin: AsyncParsableCommand {
 struct UserAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
-    static let configuration = CommandConfiguration(commandName: "user", abstract: "Add accounts and issue web-auth tokens.",
+    static let configuration = CommandConfiguration(commandName: "user", abstract: "Add and change accounts, issue web-auth tokens.",
                                                     discussion: "Example: ubiq admin --data srv user add mei --email mei@example.org",
-                                                    subcommands: [Add.self, Token.self])
+                                                    subcommands: [Add.self, SetUser.self, Token.self])
 
     /// `ubiq admin user add NAME`.
     struct Add: AsyncParsableCommand {
@@ -125,6 +137,55 @@ struct UserAdmin: AsyncParsableCommand {
             }
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user add") { admin in
                 CLI.printLine(try await admin.addUser(name, email: email, password: password))
+            }
+        }
+    }
+
+    /// `ubiq admin user set NAME`.
+    struct SetUser: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set",
+            abstract: "Change an account: its name, e-mail, and whether others may discover it in a container.",
+            discussion: """
+                An empty value clears a name or the e-mail. Users are found by users/discover and \
+                users/lookup/* only in the containers they are discoverable in (off by default; they \
+                may opt in themselves with users/discoverability). Prints, for each container named, \
+                the user's record name there and the setting.
+                Example: ubiq admin --data srv user set mei --given-name Mei --family-name Chen --discoverable iCloud.com.example.Notes
+                """)
+        @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: UserAdmin
+        @Argument(help: "The account name.") var name: String
+        @Option(help: "The given (first) name.") var givenName: String?
+        @Option(help: "The family (last) name.") var familyName: String?
+        @Option(help: "The middle name.") var middleName: String?
+        @Option(help: "The nickname.") var nickname: String?
+        @Option(help: "The name prefix (Dr.).") var namePrefix: String?
+        @Option(help: "The name suffix (Jr.).") var nameSuffix: String?
+        @Option(help: "The e-mail address (others find the user by it when discoverable).") var email: String?
+        @Option(help: "A container to make the user discoverable in (repeatable).") var discoverable: [String] = []
+        @Option(help: "A container to make the user undiscoverable in (repeatable).") var undiscoverable: [String] = []
+
+        func validate() throws {
+            if let both = discoverable.first(where: { undiscoverable.contains($0) }) {
+                throw ValidationError("--discoverable and --undiscoverable both name \(both)")
+            }
+            let nothing = [givenName, familyName, middleName, nickname, namePrefix, nameSuffix, email].allSatisfy { $0 == nil }
+            if nothing, discoverable.isEmpty, undiscoverable.isEmpty {
+                throw ValidationError("nothing to change: give --given-name, --family-name, --nickname, --email, --discoverable CONTAINER, …")
+            }
+        }
+
+        func run() async throws {
+            var flags: [String: Bool] = [:]
+            for container in discoverable { flags[container] = true }
+            for container in undiscoverable { flags[container] = false }
+            let update = RecordsAdmin.UserUpdate(givenName: givenName, familyName: familyName, middleName: middleName, nickname: nickname,
+                                                 namePrefix: namePrefix, nameSuffix: nameSuffix, email: email, discoverable: flags)
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "user set") { admin in
+                for identity in try await admin.setUser(name, update) {
+                    CLI.printLine("\(identity.container) \(identity.userRecordName) \(identity.discoverable ? "discoverable" : "undiscoverable")")
+                }
             }
         }
     }
@@ -180,6 +241,36 @@ struct KeyAdmin: AsyncParsableCommand {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "key add") { admin in
                 CLI.printLine(try await admin.addKey(container: container, publicKeyPEM: pem))
             }
+        }
+    }
+}
+
+/// `ubiq admin gc`: deletes asset content no record refers to.
+struct GarbageCollectAdmin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gc", abstract: "Delete asset content that no record refers to.",
+        discussion: """
+            Deletes stored asset content (and its chunks) that no live record refers to and that \
+            is older than --older-than hours; younger content is kept, so files uploaded but not \
+            yet saved in a record survive (keep it at least 24, the receipts' lifetime). Safe while \
+            servers run. `ubiq serve` does the same every 6 hours (--gc-interval).
+
+            Example: ubiq admin --data srv gc --older-than 48
+            """)
+    @OptionGroup var store: ServerStoreOptions
+    @ParentCommand var admin: Admin
+    @Option(help: "Keep unreferenced content younger than this many hours.") var olderThan: Double = 48
+
+    func validate() throws {
+        guard olderThan >= 0, olderThan.isFinite else { throw ValidationError("--older-than \(olderThan): expected a number of hours, 0 or more") }
+    }
+
+    func run() async throws {
+        try await Admin.withStore(store, parent: admin.store, command: "gc") { store, options, logger in
+            let assets = try await AssetService.open(recordStore: store, blobsDirectory: URL(fileURLWithPath: try options.blobsDirectory()), logger: logger)
+            let engine = RecordsEngine(store: store, logger: logger, assets: assets)
+            guard let report = try await engine.collectAssetGarbage(olderThan: Date().addingTimeInterval(-olderThan * 3600)) else { return }
+            CLI.printLine("deleted \(report.manifestsDeleted) assets, \(report.chunksDeleted) chunks (\(report.bytesFreed) bytes), \(report.sessionsDeleted) stale uploads")
         }
     }
 }

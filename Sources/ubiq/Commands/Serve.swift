@@ -15,7 +15,8 @@ struct Serve: AsyncParsableCommand {
             Serves /database/1/{container}/{development|production}/{public|private|shared}/… \
             as CloudKit Web Services does, so CloudKit clients need only a different base URL. \
             Stores in embedded SQLite under --data (the default) or in PostgreSQL with --database; \
-            several servers on one PostgreSQL behave as one. Prints 'listening on URL' when ready \
+            several servers on one PostgreSQL behave as one (give them one --blobs folder for asset \
+            content; with --data it is DATA/blobs). Prints 'listening on URL' when ready \
             (and writes the URL to --ready-file); finishes requests in flight on SIGTERM/SIGINT. \
             /healthz answers ok; /metrics gives Prometheus metrics; /auth/signin is the sign-in \
             page that AUTHENTICATION_REQUIRED errors point to. Create containers, users and keys \
@@ -24,8 +25,9 @@ struct Serve: AsyncParsableCommand {
             Examples:
               ubiq serve --data ~/ubiquity-server --port 8080
               ubiq serve --port 0 --ready-file /tmp/url      # a free port; URL in /tmp/url
-              ubiq serve --database postgres://ubiq@db.example.org/ubiquity --host 0.0.0.0 \\
-                  --tls-cert cert.pem --tls-key key.pem
+              ubiq serve --database postgres://ubiq@db.example.org/ubiquity --blobs /srv/ubiquity-blobs \\
+                  --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
+              ubiq serve --data ~/ubiquity-server --private-quota 20G --public-quota 1T --gc-interval 12
             """
     )
 
@@ -49,11 +51,53 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Write the server's URL to this file once it listens.")
     var readyFile: String?
 
+    @Option(help: "Requests per second per caller (user, key, or API token and address), as N or N/s; 0 disables. Over it: 429 THROTTLED with retryAfter.")
+    var rateLimit: String = "100/s"
+
+    @Option(help: "Requests a caller may make at once before --rate-limit applies.")
+    var burst: Int = 200
+
+    @Option(help: "Bytes each user's private database may hold (records and distinct assets); suffixes K, M, G, T; 0 for no limit.")
+    var privateQuota: String = "5G"
+
+    @Option(help: "Bytes each container's public database may hold; suffixes K, M, G, T; 0 for no limit.")
+    var publicQuota: String = "100G"
+
+    @Option(help: "Hours between deletions of asset content no record refers to; 0 never.")
+    var gcInterval: Double = 6
+
+    @Option(help: "Unreferenced asset content younger than this many hours is kept (uploads not saved yet).")
+    var gcOlderThan: Double = 48
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port \(port): expected 0 to 65535") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        _ = try Serve.requestsPerSecond(rateLimit)
+        guard burst >= 1 else { throw ValidationError("--burst \(burst): expected at least 1") }
+        do {
+            _ = try store.blobsDirectory()
+        } catch let error as UbiquityError {
+            throw ValidationError(error.message)
+        }
+        guard gcInterval >= 0, gcInterval.isFinite else { throw ValidationError("--gc-interval \(gcInterval): expected a number of hours, 0 or more") }
+        guard gcOlderThan >= 0, gcOlderThan.isFinite else { throw ValidationError("--gc-older-than \(gcOlderThan): expected a number of hours, 0 or more") }
+        do {
+            _ = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
+            _ = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
+        } catch let error as UbiquityError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// `N` or `N/s` (N ≥ 0, may have a fraction) as requests per second.
+    static func requestsPerSecond(_ text: String) throws -> Double {
+        let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
+        guard let value = Double(number), value.isFinite, value >= 0 else {
+            throw ValidationError("--rate-limit \(text): expected requests per second as N or N/s, e.g. 100/s (0 disables)")
+        }
+        return value
     }
 
     func run() async throws {
@@ -63,18 +107,24 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "ubiq.serve")
         let server: RecordsServer
         do {
+            let privateBytes = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
+            let publicBytes = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
             let configuration = RecordsServerConfiguration(
                 host: host, port: port, tlsCertificatePath: try tlsCert.map(CLI.absolutePath), tlsKeyPath: try tlsKey.map(CLI.absolutePath),
-                publicURL: publicURL)
-            server = RecordsServer(store: try await store.open(logger: logger), configuration: configuration, logger: logger, registry: registry)
+                publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: try store.blobsDirectory(),
+                privateQuotaBytes: privateBytes == 0 ? nil : privateBytes, publicQuotaBytes: publicBytes == 0 ? nil : publicBytes,
+                assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600)
+            server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
+                                                  registry: registry)
         } catch {
             throw CLI.report(error, command: "serve")
         }
         let readyFile = try readyFile.map(CLI.absolutePath)
         do {
             try await server.run { url in
-                CLI.printLine("listening on \(url)")
+                // the file first: whoever waits for the line may read the file at once
                 if let readyFile { try? Data((url + "\n").utf8).write(to: URL(fileURLWithPath: readyFile), options: .atomic) }
+                CLI.printLine("listening on \(url)")
             }
         } catch {
             throw CLI.report(error, command: "serve")

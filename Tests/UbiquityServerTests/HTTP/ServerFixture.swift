@@ -17,6 +17,8 @@ final class ServerFixture: Sendable {
     let userToken: String
     let otherToken: String
     let store: any RecordStore
+    /// The server (its asset service, garbage collection).
+    let server: RecordsServer
     let task: Task<Void, any Error>
     let cleanup: @Sendable () async throws -> Void
 
@@ -32,26 +34,40 @@ final class ServerFixture: Sendable {
         var errorCode: String? { json.objectValue?["serverErrorCode"]?.stringValue }
     }
 
-    private init(url: String, apiToken: String, userToken: String, otherToken: String, store: any RecordStore,
+    private init(url: String, apiToken: String, userToken: String, otherToken: String, store: any RecordStore, server: RecordsServer,
                  task: Task<Void, any Error>, cleanup: @escaping @Sendable () async throws -> Void) {
         self.url = url
         self.apiToken = apiToken
         self.userToken = userToken
         self.otherToken = otherToken
         self.store = store
+        self.server = server
         self.task = task
         self.cleanup = cleanup
     }
 
-    static func start(_ kind: StoreKind, configuration: RecordsServerConfiguration = .init()) async throws -> ServerFixture {
-        let (store, cleanup) = try await StoreFixture.make(kind)
+    /// Starts a server; with `assets`, it keeps asset content in a temporary folder (removed by
+    /// `stop()`).
+    static func start(_ kind: StoreKind, configuration: RecordsServerConfiguration = .init(), assets: Bool = false) async throws -> ServerFixture {
+        let (store, storeCleanup) = try await StoreFixture.make(kind)
+        var configuration = configuration
+        var cleanup = storeCleanup
+        if assets {
+            let blobs = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-blobs-\(UUID().uuidString)")
+            configuration.blobsDirectory = blobs.path
+            cleanup = {
+                try? FileManager.default.removeItem(at: blobs)
+                try await storeCleanup()
+            }
+        }
         var logger = Logger(label: "test.server")
         logger.logLevel = .warning
         let admin = RecordsAdmin(store: store, configuration: configuration, passwordHasher: PasswordHasher(cost: 4))
         let apiToken = try await admin.addContainer("iCloud.org.example.Tests")
         let userToken = try await admin.addUser("mei", email: "mei@example.org", password: "correct horse")
         let otherToken = try await admin.addUser("ravi", email: nil, password: nil)
-        let server = RecordsServer(store: store, configuration: configuration, logger: logger)
+        let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
+                                                  blobConfiguration: FileBlobStore.Configuration(syncBeforeCommit: false))
         let (stream, continuation) = AsyncStream<String>.makeStream()
         let task = Task {
             let app = try server.application { url in continuation.yield(url) }
@@ -59,8 +75,8 @@ final class ServerFixture: Sendable {
         }
         var iterator = stream.makeAsyncIterator()
         guard let url = await iterator.next() else { throw UbiquityError(.serviceUnavailable, "the test server did not start") }
-        return ServerFixture(url: url, apiToken: apiToken, userToken: userToken, otherToken: otherToken, store: store, task: task,
-                             cleanup: cleanup)
+        return ServerFixture(url: url, apiToken: apiToken, userToken: userToken, otherToken: otherToken, store: store, server: server,
+                             task: task, cleanup: cleanup)
     }
 
     func stop() async {

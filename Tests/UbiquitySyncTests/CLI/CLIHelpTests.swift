@@ -14,6 +14,8 @@ struct CLIHelpTests {
         "records zones list", "records zones create", "records zones delete", "records changes",
         "serve", "admin", "admin container", "admin container add", "admin container list", "admin user", "admin user add",
         "admin user token", "admin key", "admin key add",
+        "admin schema", "admin schema show", "admin schema export", "admin schema import", "admin schema deploy", "admin schema reset",
+        "admin schema index", "admin role", "admin role add", "admin role grant", "admin role revoke", "admin role set", "admin role show",
     ]
 
 

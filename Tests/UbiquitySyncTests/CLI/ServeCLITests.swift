@@ -60,23 +60,31 @@ import UbiquityCore
         #expect((try? String(contentsOfFile: readyFile, encoding: .utf8))?.trimmingCharacters(in: .newlines) == server.url)
         #expect(try await ServeCLITests.request(server.url + "/healthz").body == "ok\n")
 
-        // writes in flight when SIGTERM arrives: every one that was answered 200 is stored
-        let answered = try await withThrowingTaskGroup(of: String?.self) { group in
-            for index in 0..<40 {
+        @Sendable func write(_ index: Int) async -> String? {
+            let body = #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\#(index)","fields":{"i":{"value":\#(index)}}}}]}"#
+            guard let reply = try? await ServeCLITests.request(ServeCLITests.endpoint(server, "records/modify", api: apiToken, web: webToken), body: body),
+                  reply.status == 200, reply.body.contains("recordChangeTag") else { return nil }
+            return "n\(index)"
+        }
+        // a few writes answered before the signal (on a loaded machine the concurrent ones below
+        // may all arrive after it), then writes in flight when SIGTERM arrives: every one that
+        // was answered 200 is stored
+        var before: [String] = []
+        for index in 0..<4 { if let name = await write(index) { before.append(name) } }
+        #expect(before.count == 4)
+        let during = await withTaskGroup(of: String?.self) { group in
+            for index in 4..<40 {
                 group.addTask {
-                    if index == 20 { server.process.kill(SIGTERM) }
-                    let body = #"{"operations":[{"operationType":"create","record":{"recordType":"Note","recordName":"n\#(index)","fields":{"i":{"value":\#(index)}}}}]}"#
-                    guard let reply = try? await ServeCLITests.request(ServeCLITests.endpoint(server, "records/modify", api: apiToken, web: webToken), body: body),
-                          reply.status == 200, reply.body.contains("recordChangeTag") else { return nil }
-                    return "n\(index)"
+                    if index == 20 { server.process.signal(SIGTERM) }
+                    return await write(index)
                 }
             }
             var names: [String] = []
-            for try await name in group { if let name { names.append(name) } }
+            for await name in group { if let name { names.append(name) } }
             return names
         }
+        let answered = before + during
         #expect(server.process.wait(seconds: 60) == 0)
-        #expect(!answered.isEmpty)
 
         let again = try ServeCLITests.startServer(device, ["--data", data])
         defer { again.process.kill(SIGTERM); _ = again.process.wait(seconds: 30) }
@@ -88,13 +96,31 @@ import UbiquityCore
         #expect(metrics.body.contains("ubiquity_records_requests_total"))
     }
 
+    @Test func adminGarbageCollectsAssets() throws {
+        let device = Device()
+        let data = device.root.appendingPathComponent("server").path
+        #expect(try device.run(["admin", "--data", data, "container", "add", "iCloud.org.example.Serve"]).status == 0)
+        let collected = try device.run(["admin", "--data", data, "gc", "--older-than", "0"])
+        #expect(collected.status == 0, "\(collected.stderr)")
+        #expect(collected.stdout.hasPrefix("deleted 0 assets"))
+        #expect(FileManager.default.fileExists(atPath: data + "/blobs"))
+        let noBlobs = try device.run(["admin", "--database", "postgres://postgres@127.0.0.1:1/nope", "gc"], timeout: 60)
+        #expect(noBlobs.status != 0)
+        #expect(try device.run(["admin", "--data", data, "gc", "--older-than", "-1"]).status == 64)
+    }
+
     @Test func serverFlagsAreChecked() throws {
         let device = Device()
         let both = try device.run(["serve", "--data", "/tmp/x", "--database", "postgres://h/db"])
         #expect(both.status == 64)
         #expect(try device.run(["serve", "--port", "70000"]).status == 64)
         #expect(try device.run(["serve", "--tls-cert", "/nonexistent.pem"]).status == 64)
-        let unreachable = try device.run(["serve", "--database", "postgres://postgres@127.0.0.1:1/nope", "--port", "0"], timeout: 60)
+        let noBlobs = try device.run(["serve", "--database", "postgres://postgres@127.0.0.1:1/nope", "--port", "0"])
+        #expect(noBlobs.status == 64)
+        #expect(noBlobs.stderr.contains("--blobs"))
+        #expect(try device.run(["serve", "--private-quota", "5X"]).status == 64)
+        let unreachable = try device.run(["serve", "--database", "postgres://postgres@127.0.0.1:1/nope", "--blobs", "/tmp/ubq-serve-blobs-unused", "--port", "0"],
+                                         timeout: 60)
         #expect(unreachable.status != 0)
         #expect(unreachable.stderr.contains("127.0.0.1"))
     }
@@ -106,7 +132,7 @@ import UbiquityCore
         let device = Device()
         let url = ProcessInfo.processInfo.environment["UBIQUITY_TEST_POSTGRES_URL"]!
         let schema = "serve_" + String(UUID().uuidString.prefix(8)).lowercased()
-        let store = ["--database", url, "--schema", schema]
+        let store = ["--database", url, "--schema", schema, "--blobs", NSTemporaryDirectory() + "ubq-blobs-" + schema]
         let apiToken = try device.run(["admin"] + store + ["container", "add", "iCloud.org.example.Serve"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let webToken = try device.run(["admin"] + store + ["user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let servers = [try ServeCLITests.startServer(device, store), try ServeCLITests.startServer(device, store)]

@@ -159,6 +159,11 @@ final class Subprocess: Sendable {
 
     var isRunning: Bool { process.isRunning }
 
+    /// Sends `signal` without waiting for the exit (safe on the cooperative pool).
+    func signal(_ signal: Int32) {
+        if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
+    }
+
     func kill(_ signal: Int32 = SIGKILL) {
         if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
         _ = wait(seconds: 10)

@@ -52,11 +52,12 @@ final class FakeCloudKitTransport: CloudKitTransport {
 enum CloudKitTestSupport {
     static let serverURL = URL(string: "https://ck.example.net")!
 
-    /// A container on the fake transport with an API token and a web-auth token.
+    /// A container on the fake transport with an API token and a web-auth token; it does not
+    /// retry throttled requests unless given a policy (the canned responses are one per request).
     static func container(_ transport: FakeCloudKitTransport, credentials: CloudContainer.Credentials = .apiToken("api-token", webAuthToken: "web-token"),
-                          serverURL: URL = serverURL) -> CloudContainer {
+                          serverURL: URL = serverURL, retryPolicy: CloudContainer.RetryPolicy = .never) -> CloudContainer {
         CloudContainer(identifier: "iCloud.com.example.notes", serverURL: serverURL, environment: .development,
-                       credentials: credentials, transport: transport)
+                       credentials: credentials, transport: transport, retryPolicy: retryPolicy)
     }
 
     /// Parses JSON text (for expected values), whole numbers as integers.

@@ -37,6 +37,67 @@ extension PostgresRecordStore {
             #"CREATE INDEX record_index_record ON record_index(record)"#,
             #"CREATE TABLE schema_fields (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, record_type TEXT COLLATE "C" NOT NULL, field TEXT COLLATE "C" NOT NULL, type TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, environment, record_type, field))"#,
         ]),
+        // The system fields that are columns of `records` are no longer duplicated in the index;
+        // locations are indexed by (latitude, longitude) so a NEAR box is answered from the index.
+        Migration(identifier: "v2-lean-index", statements: [
+            "DELETE FROM record_index WHERE field IN (\(RecordIndexEntry.columnSystemFields.map { "'\($0)'" }.joined(separator: ", ")))",
+            "DROP INDEX record_index_geo",
+            "CREATE INDEX record_index_geo ON record_index(field, latitude, longitude) WHERE latitude IS NOT NULL",
+        ]),
+        // Subscriptions, per-user notification logs and push tokens (Subscriptions/, docs/push.md).
+        Migration(identifier: "v3-subscriptions", statements: [
+            #"CREATE TABLE subscriptions (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, scope TEXT COLLATE "C" NOT NULL, owner TEXT COLLATE "C" NOT NULL, subscriber TEXT COLLATE "C" NOT NULL, subscription_id TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL, query TEXT COLLATE "C", zone_name TEXT COLLATE "C", zone_wide BOOLEAN NOT NULL, fires_on BIGINT NOT NULL, fires_once BOOLEAN NOT NULL, notification_info TEXT COLLATE "C", created_at BIGINT NOT NULL, PRIMARY KEY (container, environment, scope, owner, subscriber, subscription_id))"#,
+            #"CREATE TABLE subscription_generations (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, scope TEXT COLLATE "C" NOT NULL, owner TEXT COLLATE "C" NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (container, environment, scope, owner))"#,
+            #"CREATE TABLE notification_logs (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, user_name TEXT COLLATE "C" NOT NULL, head BIGINT NOT NULL, floor BIGINT NOT NULL, PRIMARY KEY (container, environment, user_name))"#,
+            #"CREATE TABLE notifications (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, user_name TEXT COLLATE "C" NOT NULL, sequence BIGINT NOT NULL, notification_id TEXT COLLATE "C" NOT NULL, payload TEXT COLLATE "C" NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (container, environment, user_name, sequence))"#,
+            #"CREATE INDEX notifications_id ON notifications(container, environment, user_name, notification_id)"#,
+            #"CREATE INDEX notifications_age ON notifications(created_at)"#,
+            #"CREATE TABLE push_tokens (digest TEXT COLLATE "C" PRIMARY KEY, container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, user_name TEXT COLLATE "C" NOT NULL, apns_environment TEXT COLLATE "C" NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL)"#,
+        ]),
+        // Assets: which records refer to which content (garbage collection), each database's
+        // usage (quotas) and the server's secrets (the asset signing key) (docs/assets.md).
+        Migration(identifier: "v4-assets", statements: [
+            #"CREATE TABLE server_secrets (name TEXT COLLATE "C" PRIMARY KEY, value TEXT COLLATE "C" NOT NULL, created_at BIGINT NOT NULL)"#,
+            #"CREATE TABLE record_assets (record BIGINT NOT NULL, checksum TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, PRIMARY KEY (record, checksum))"#,
+            #"CREATE TABLE database_assets (database BIGINT NOT NULL, checksum TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, refs BIGINT NOT NULL, PRIMARY KEY (database, checksum))"#,
+            #"CREATE INDEX database_assets_checksum ON database_assets(checksum)"#,
+            #"CREATE TABLE database_usage (database BIGINT PRIMARY KEY, record_bytes BIGINT NOT NULL DEFAULT 0, asset_bytes BIGINT NOT NULL DEFAULT 0)"#,
+            """
+            INSERT INTO database_usage (database, record_bytes, asset_bytes)
+            SELECT zones.database, SUM(octet_length(records.fields))::BIGINT, 0 FROM records JOIN zones ON zones.id = records.zone
+            WHERE NOT records.deleted GROUP BY zones.database
+            """,
+        ]),
+        // Users: name components of accounts, and each account's identity per container (its user
+        // record name there and whether it is discoverable) (Users/, docs/server.md).
+        Migration(identifier: "v5-users", statements: [
+            #"ALTER TABLE accounts ADD COLUMN given_name TEXT COLLATE "C""#,
+            #"ALTER TABLE accounts ADD COLUMN family_name TEXT COLLATE "C""#,
+            #"ALTER TABLE accounts ADD COLUMN middle_name TEXT COLLATE "C""#,
+            #"ALTER TABLE accounts ADD COLUMN nickname TEXT COLLATE "C""#,
+            #"ALTER TABLE accounts ADD COLUMN name_prefix TEXT COLLATE "C""#,
+            #"ALTER TABLE accounts ADD COLUMN name_suffix TEXT COLLATE "C""#,
+            #"CREATE INDEX accounts_email_lower ON accounts(lower(email))"#,
+            #"CREATE TABLE user_identities (account BIGINT NOT NULL REFERENCES accounts(id), container TEXT COLLATE "C" NOT NULL, user_record_name TEXT COLLATE "C" NOT NULL, discoverable BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, PRIMARY KEY (account, container), UNIQUE (container, user_record_name))"#,
+        ]),
+        // Schemas: index flags of fields, record types (also those without fields), per-type
+        // public-database permissions of roles, named roles and their members (Schema/,
+        // docs/server.md "Schema and environments"). Existing types get CloudKit's defaults.
+        Migration(identifier: "v6-schema", statements: [
+            "ALTER TABLE schema_fields ADD COLUMN queryable BOOLEAN NOT NULL DEFAULT TRUE",
+            "ALTER TABLE schema_fields ADD COLUMN sortable BOOLEAN NOT NULL DEFAULT TRUE",
+            "ALTER TABLE schema_fields ADD COLUMN searchable BOOLEAN NOT NULL DEFAULT FALSE",
+            "UPDATE schema_fields SET searchable = TRUE WHERE type IN ('STRING', 'STRING_LIST')",
+            #"CREATE TABLE schema_types (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, record_type TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, environment, record_type))"#,
+            "INSERT INTO schema_types (container, environment, record_type) SELECT DISTINCT container, environment, record_type FROM schema_fields",
+            #"CREATE TABLE schema_permissions (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, record_type TEXT COLLATE "C" NOT NULL, role TEXT COLLATE "C" NOT NULL, permissions BIGINT NOT NULL, PRIMARY KEY (container, environment, record_type, role))"#,
+            "INSERT INTO schema_permissions SELECT container, environment, record_type, '_world', 2 FROM schema_types",
+            "INSERT INTO schema_permissions SELECT container, environment, record_type, '_icloud', 1 FROM schema_types",
+            "INSERT INTO schema_permissions SELECT container, environment, record_type, '_creator', 6 FROM schema_types",
+            #"CREATE TABLE schema_roles (container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, role TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, environment, role))"#,
+            #"CREATE TABLE role_members (container TEXT COLLATE "C" NOT NULL, role TEXT COLLATE "C" NOT NULL, user_record_name TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, role, user_record_name))"#,
+            "CREATE INDEX role_members_user ON role_members(container, user_record_name)",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

@@ -140,6 +140,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     func deleteZone(id: Int64) throws {
+        try releaseZoneAssets(zone: id)
         try session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
         try session.execute("DELETE FROM records WHERE zone = $1", [.int(id)])
         try session.execute("UPDATE zones SET deleted = TRUE WHERE id = $1", [.int(id)])
@@ -162,7 +163,11 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     func nextZoneSequence(zone: Int64) throws -> Int64 {
-        guard let row = try session.row("UPDATE zones SET sequence = sequence + 1 WHERE id = $1 RETURNING sequence", [.int(zone)]) else {
+        try reserveZoneSequences(zone: zone, count: 1)
+    }
+
+    func reserveZoneSequences(zone: Int64, count: Int) throws -> Int64 {
+        guard let row = try session.row("UPDATE zones SET sequence = sequence + $1 WHERE id = $2 RETURNING sequence", [.int(Int64(max(count, 1))), .int(zone)]) else {
             throw UbiquityError(.notFound, "no zone \(zone) in the record store")
         }
         return try row.value("sequence")
@@ -197,46 +202,104 @@ final class PostgresTransaction: RecordStoreTransaction {
         try session.row("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = $2", [.int(zone), .text(name)]).map(record)
     }
 
+    func records(zone: Int64, names: [String]) throws -> [String: StoredRecord] {
+        guard !names.isEmpty else { return [:] }
+        let rows = try session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)])
+        var found: [String: StoredRecord] = [:]
+        for row in rows {
+            let record = try record(row)
+            found[record.recordName] = record
+        }
+        return found
+    }
+
     /// Index rows per `INSERT` (5 parameters each, plus the record id: far below the 65,535 limit).
     private static let indexRowsPerStatement = 1000
+    /// Records per `INSERT` (15 parameters each).
+    private static let recordsPerStatement = 200
 
     func putRecord(_ stored: StoredRecord) throws {
-        let fields = stored.deleted ? "{}" : stored.fieldsJSON
-        guard let row = try session.row("""
-            INSERT INTO records (zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device,
-                                 modified_at, modified_by, modified_device, parent, short_guid)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-            ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, change_tag = excluded.change_tag, sequence = excluded.sequence,
-                deleted = excluded.deleted, fields = excluded.fields, created_at = excluded.created_at, created_by = excluded.created_by,
-                created_device = excluded.created_device, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
-                modified_device = excluded.modified_device, parent = excluded.parent, short_guid = excluded.short_guid
-            RETURNING id
-            """, [
-                .int(stored.zone), .text(stored.recordName), .text(stored.recordType), .text(stored.changeTag), .int(stored.sequence),
-                .bool(stored.deleted), .text(fields), .int(stored.created.timestamp), .text(stored.created.userRecordName),
-                .text(stored.created.deviceID), .int(stored.modified.timestamp), .text(stored.modified.userRecordName),
-                .text(stored.modified.deviceID), .text(stored.parent), .text(stored.shortGUID),
-            ]) else {
-            throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
-        }
-        let id: Int64 = try row.value("id")
-        try session.execute("DELETE FROM record_index WHERE record = $1", [.int(id)])
-        guard !stored.deleted else { return }
         let zoneName = try session.row("SELECT name FROM zones WHERE id = $1", [.int(stored.zone)]).map { try $0.value("name", as: String.self) }
             ?? WireZoneID.defaultZoneName
-        let entries = RecordIndexEntry.entries(for: stored, zoneName: zoneName)
-        var start = entries.startIndex
-        while start < entries.endIndex {
-            let end = min(start + Self.indexRowsPerStatement, entries.endIndex)
-            var parameters: [PostgresParameter] = [.int(id)]
+        try putRecords([RecordWrite(record: stored, fieldsJSON: stored.deleted ? "{}" : stored.fieldsJSON)], zoneName: zoneName,
+                       replacing: [stored.recordName])
+    }
+
+    /// One multi-row upsert per 200 records, one `DELETE` of the replaced records' index rows and
+    /// one multi-row `INSERT` per 1,000 index rows: a handful of round trips for a whole batch.
+    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws {
+        guard !writes.isEmpty else { return }
+        let previous = try previousAssetStates(zone: writes[writes.startIndex].record.zone,
+                                               names: writes.map(\.record.recordName).filter { replacing.contains($0) })
+        var ids: [String: Int64] = [:]
+        var start = writes.startIndex
+        while start < writes.endIndex {
+            let end = min(start + Self.recordsPerStatement, writes.endIndex)
+            var parameters: [PostgresParameter] = []
             var rows: [String] = []
-            for item in entries[start..<end] {
+            for write in writes[start..<end] {
+                let stored = write.record
                 let first = parameters.count + 1
-                rows.append("($1, $\(first), $\(first + 1)::DOUBLE PRECISION, $\(first + 2)::TEXT, $\(first + 3)::DOUBLE PRECISION, $\(first + 4)::DOUBLE PRECISION)")
-                parameters += [.text(item.field), .double(item.number), .text(item.text), .double(item.latitude), .double(item.longitude)]
+                rows.append("(" + (first..<first + 15).map { "$\($0)" }.joined(separator: ", ") + ")")
+                parameters += [
+                    .int(stored.zone), .text(stored.recordName), .text(stored.recordType), .text(stored.changeTag), .int(stored.sequence),
+                    .bool(stored.deleted), .text(stored.deleted ? "{}" : write.fieldsJSON), .int(stored.created.timestamp),
+                    .text(stored.created.userRecordName), .text(stored.created.deviceID), .int(stored.modified.timestamp),
+                    .text(stored.modified.userRecordName), .text(stored.modified.deviceID), .text(stored.parent), .text(stored.shortGUID),
+                ]
+            }
+            let returned = try session.rows("""
+                INSERT INTO records (zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device,
+                                     modified_at, modified_by, modified_device, parent, short_guid)
+                VALUES \(rows.joined(separator: ", "))
+                ON CONFLICT (zone, name) DO UPDATE SET type = excluded.type, change_tag = excluded.change_tag, sequence = excluded.sequence,
+                    deleted = excluded.deleted, fields = excluded.fields, created_at = excluded.created_at, created_by = excluded.created_by,
+                    created_device = excluded.created_device, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                    modified_device = excluded.modified_device, parent = excluded.parent, short_guid = excluded.short_guid
+                RETURNING id, name
+                """, parameters)
+            for row in returned { ids[try row.value("name", as: String.self)] = try row.value("id", as: Int64.self) }
+            start = end
+        }
+        var usage = AssetUsageDelta()
+        var assetChanges: [(id: Int64, old: [String: Int64], new: [String: Int64])] = []
+        for write in writes {
+            guard let id = ids[write.record.recordName] else {
+                throw UbiquityError(.io, "the record store did not return the row of record \(write.record.recordName)")
+            }
+            let before = previous[write.record.recordName]
+            let assets = write.record.assetReferences
+            usage.recordBytes += (write.record.deleted ? 0 : Int64(write.fieldsJSON.utf8.count)) - (before?.bytes ?? 0)
+            usage.replace(before?.assets ?? [:], with: assets)
+            assetChanges.append((id, before?.assets ?? [:], assets))
+        }
+        try replaceRecordAssets(assetChanges)
+        if usage.recordBytes != 0 || !usage.changedReferences.isEmpty {
+            try applyUsage(usage, zone: writes[writes.startIndex].record.zone)
+        }
+        let replaced = writes.compactMap { replacing.contains($0.record.recordName) ? ids[$0.record.recordName] : nil }
+        if !replaced.isEmpty {
+            try session.execute("DELETE FROM record_index WHERE record = ANY($1)", [.ints(replaced)])
+        }
+        var entries: [(Int64, RecordIndexEntry)] = []
+        for write in writes where !write.record.deleted {
+            guard let id = ids[write.record.recordName] else {
+                throw UbiquityError(.io, "the record store did not return the row of record \(write.record.recordName)")
+            }
+            for entry in RecordIndexEntry.entries(for: write.record, zoneName: zoneName) { entries.append((id, entry)) }
+        }
+        var entryStart = entries.startIndex
+        while entryStart < entries.endIndex {
+            let end = min(entryStart + Self.indexRowsPerStatement, entries.endIndex)
+            var parameters: [PostgresParameter] = []
+            var rows: [String] = []
+            for (id, item) in entries[entryStart..<end] {
+                let first = parameters.count + 1
+                rows.append("($\(first), $\(first + 1), $\(first + 2)::DOUBLE PRECISION, $\(first + 3)::TEXT, $\(first + 4)::DOUBLE PRECISION, $\(first + 5)::DOUBLE PRECISION)")
+                parameters += [.int(id), .text(item.field), .double(item.number), .text(item.text), .double(item.latitude), .double(item.longitude)]
             }
             try session.execute("INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES \(rows.joined(separator: ", "))", parameters)
-            start = end
+            entryStart = end
         }
     }
 
@@ -257,8 +320,8 @@ final class PostgresTransaction: RecordStoreTransaction {
         var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = ANY($1) AND type = $2 AND NOT deleted"
         var parameters: [PostgresParameter] = [.ints(zones), .text(recordType)]
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.clause(condition, placeholder: { "$\($0)" }, startIndex: parameters.count)
-            sql += " AND id IN (SELECT record FROM record_index WHERE \(clause))"
+            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { "$\($0)" }, startIndex: parameters.count)
+            sql += " AND \(clause)"
             parameters += values.map { value -> PostgresParameter in
                 switch value {
                 case .number(let number): return .double(number)
@@ -270,6 +333,55 @@ final class PostgresTransaction: RecordStoreTransaction {
         return try session.rows(sql, parameters).map(record)
     }
 
+    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys] {
+        guard !zones.isEmpty else { return [] }
+        var parameters: [PostgresParameter] = [.ints(zones), .text(recordType)]
+        var join = ""
+        if !fields.isEmpty {
+            parameters.append(.texts(fields))
+            join = " LEFT JOIN record_index k ON k.record = records.id AND k.field = ANY($3)"
+        }
+        var sql = """
+            SELECT records.id, records.zone, records.name, records.created_at, records.created_by, records.modified_at, records.modified_by\(fields.isEmpty ? "" : ", k.field, k.number, k.text, k.latitude, k.longitude")
+            FROM records\(join) WHERE records.zone = ANY($1) AND records.type = $2 AND NOT records.deleted
+            """
+        for condition in conditions {
+            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { "$\($0)" }, startIndex: parameters.count)
+            sql += " AND \(clause)"
+            parameters += values.map { value -> PostgresParameter in
+                switch value {
+                case .number(let number): return .double(number)
+                case .text(let text): return .text(text)
+                }
+            }
+        }
+        sql += " ORDER BY records.id"
+        var keys: [StoredRecordKeys] = []
+        for row in try session.rows(sql, parameters) {
+            let id: Int64 = try row.value("id")
+            if keys.last?.id != id {
+                keys.append(StoredRecordKeys(id: id, zone: try row.value("zone"), recordName: try row.value("name"),
+                                             created: WireRecordStamp(timestamp: try row.value("created_at"), userRecordName: try row.value("created_by"), deviceID: nil),
+                                             modified: WireRecordStamp(timestamp: try row.value("modified_at"), userRecordName: try row.value("modified_by"), deviceID: nil),
+                                             entries: [:]))
+            }
+            if !fields.isEmpty, let field = try row.value("field", as: String?.self), keys[keys.count - 1].entries[field] == nil {
+                keys[keys.count - 1].entries[field] = RecordIndexEntry(field: field, number: try row.value("number"), text: try row.value("text"),
+                                                                       latitude: try row.value("latitude"), longitude: try row.value("longitude"))
+            }
+        }
+        return keys
+    }
+
+    func records(ids: [Int64]) throws -> [Int64: StoredRecord] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [Int64: StoredRecord] = [:]
+        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
+            found[try row.value("id")] = try record(row)
+        }
+        return found
+    }
+
     func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord] {
         guard !zones.isEmpty else { return [] }
         let key = RecordIndexEntry.indexedText(RecordIndexEntry.referenceKey(zoneName: targetZone, recordName: targetName))
@@ -277,22 +389,5 @@ final class PostgresTransaction: RecordStoreTransaction {
             SELECT \(Self.recordColumns) FROM records WHERE id IN (SELECT record FROM record_index WHERE text = $1 AND field NOT LIKE '\\_\\_\\_%' ESCAPE '\\')
             AND zone = ANY($2) AND NOT deleted ORDER BY id
             """, [.text(key), .ints(zones)]).map(record)
-    }
-
-    // MARK: Schema
-
-    func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
-        let rows = try session.rows("SELECT field, type FROM schema_fields WHERE container = $1 AND environment = $2 AND record_type = $3",
-                                    [.text(container), .text(environment.rawValue), .text(recordType)])
-        return Dictionary(try rows.map { (try $0.value("field", as: String.self), try $0.value("type", as: String.self)) },
-                          uniquingKeysWith: { first, _ in first })
-    }
-
-    func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
-        for (field, type) in types {
-            try session.execute("""
-                INSERT INTO schema_fields (container, environment, record_type, field, type) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
-                """, [.text(container), .text(environment.rawValue), .text(recordType), .text(field), .text(type)])
-        }
     }
 }

@@ -73,6 +73,75 @@ public final class SQLiteRecordStore: RecordStore {
                 CREATE TABLE schema_fields (container TEXT NOT NULL, environment TEXT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, type TEXT NOT NULL, PRIMARY KEY (container, environment, record_type, field));
                 """)
         }
+        // The system fields that are columns of `records` are no longer duplicated in the index;
+        // locations are indexed by (latitude, longitude) so a NEAR box is answered from the index.
+        migrator.registerMigration("v2-lean-index") { db in
+            try db.execute(sql: "DELETE FROM record_index WHERE field IN (\(RecordIndexEntry.columnSystemFields.map { "'\($0)'" }.joined(separator: ", ")))")
+            try db.execute(sql: """
+                DROP INDEX record_index_geo;
+                CREATE INDEX record_index_geo ON record_index(field, latitude, longitude) WHERE latitude IS NOT NULL;
+                """)
+        }
+        // Subscriptions, per-user notification logs and push tokens (Subscriptions/, docs/push.md).
+        migrator.registerMigration("v3-subscriptions") { db in
+            try db.execute(sql: """
+                CREATE TABLE subscriptions (container TEXT NOT NULL, environment TEXT NOT NULL, scope TEXT NOT NULL, owner TEXT NOT NULL, subscriber TEXT NOT NULL, subscription_id TEXT NOT NULL, kind TEXT NOT NULL, query TEXT, zone_name TEXT, zone_wide INTEGER NOT NULL, fires_on INTEGER NOT NULL, fires_once INTEGER NOT NULL, notification_info TEXT, created_at INTEGER NOT NULL, PRIMARY KEY (container, environment, scope, owner, subscriber, subscription_id));
+                CREATE TABLE subscription_generations (container TEXT NOT NULL, environment TEXT NOT NULL, scope TEXT NOT NULL, owner TEXT NOT NULL, generation INTEGER NOT NULL, PRIMARY KEY (container, environment, scope, owner));
+                CREATE TABLE notification_logs (container TEXT NOT NULL, environment TEXT NOT NULL, user_name TEXT NOT NULL, head INTEGER NOT NULL, floor INTEGER NOT NULL, PRIMARY KEY (container, environment, user_name));
+                CREATE TABLE notifications (container TEXT NOT NULL, environment TEXT NOT NULL, user_name TEXT NOT NULL, sequence INTEGER NOT NULL, notification_id TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (container, environment, user_name, sequence));
+                CREATE INDEX notifications_id ON notifications(container, environment, user_name, notification_id);
+                CREATE INDEX notifications_age ON notifications(created_at);
+                CREATE TABLE push_tokens (digest TEXT PRIMARY KEY, container TEXT NOT NULL, environment TEXT NOT NULL, user_name TEXT NOT NULL, apns_environment TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+                """)
+        }
+        // Assets: which records refer to which content (garbage collection), each database's
+        // usage (quotas) and the server's secrets (the asset signing key) (docs/assets.md).
+        migrator.registerMigration("v4-assets") { db in
+            try db.execute(sql: """
+                CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at INTEGER NOT NULL);
+                CREATE TABLE record_assets (record INTEGER NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (record, checksum));
+                CREATE TABLE database_assets (database INTEGER NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL, refs INTEGER NOT NULL, PRIMARY KEY (database, checksum));
+                CREATE INDEX database_assets_checksum ON database_assets(checksum);
+                CREATE TABLE database_usage (database INTEGER PRIMARY KEY, record_bytes INTEGER NOT NULL DEFAULT 0, asset_bytes INTEGER NOT NULL DEFAULT 0);
+                INSERT INTO database_usage (database, record_bytes, asset_bytes)
+                    SELECT zones.database, SUM(length(CAST(records.fields AS BLOB))), 0 FROM records JOIN zones ON zones.id = records.zone
+                    WHERE records.deleted = 0 GROUP BY zones.database;
+                """)
+        }
+        // Users: name components of accounts, and each account's identity per container (its user
+        // record name there and whether it is discoverable) (Users/, docs/server.md).
+        migrator.registerMigration("v5-users") { db in
+            try db.execute(sql: """
+                ALTER TABLE accounts ADD COLUMN given_name TEXT;
+                ALTER TABLE accounts ADD COLUMN family_name TEXT;
+                ALTER TABLE accounts ADD COLUMN middle_name TEXT;
+                ALTER TABLE accounts ADD COLUMN nickname TEXT;
+                ALTER TABLE accounts ADD COLUMN name_prefix TEXT;
+                ALTER TABLE accounts ADD COLUMN name_suffix TEXT;
+                CREATE INDEX accounts_email_lower ON accounts(lower(email));
+                CREATE TABLE user_identities (account INTEGER NOT NULL REFERENCES accounts(id), container TEXT NOT NULL, user_record_name TEXT NOT NULL, discoverable INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, PRIMARY KEY (account, container), UNIQUE (container, user_record_name));
+                """)
+        }
+        // Schemas: index flags of fields, record types (also those without fields), per-type
+        // public-database permissions of roles, named roles and their members (Schema/,
+        // docs/server.md "Schema and environments"). Existing types get CloudKit's defaults.
+        migrator.registerMigration("v6-schema") { db in
+            try db.execute(sql: """
+                ALTER TABLE schema_fields ADD COLUMN queryable INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE schema_fields ADD COLUMN sortable INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE schema_fields ADD COLUMN searchable INTEGER NOT NULL DEFAULT 0;
+                UPDATE schema_fields SET searchable = 1 WHERE type IN ('STRING', 'STRING_LIST');
+                CREATE TABLE schema_types (container TEXT NOT NULL, environment TEXT NOT NULL, record_type TEXT NOT NULL, PRIMARY KEY (container, environment, record_type));
+                INSERT INTO schema_types (container, environment, record_type) SELECT DISTINCT container, environment, record_type FROM schema_fields;
+                CREATE TABLE schema_permissions (container TEXT NOT NULL, environment TEXT NOT NULL, record_type TEXT NOT NULL, role TEXT NOT NULL, permissions INTEGER NOT NULL, PRIMARY KEY (container, environment, record_type, role));
+                INSERT INTO schema_permissions SELECT container, environment, record_type, '_world', 2 FROM schema_types;
+                INSERT INTO schema_permissions SELECT container, environment, record_type, '_icloud', 1 FROM schema_types;
+                INSERT INTO schema_permissions SELECT container, environment, record_type, '_creator', 6 FROM schema_types;
+                CREATE TABLE schema_roles (container TEXT NOT NULL, environment TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (container, environment, role));
+                CREATE TABLE role_members (container TEXT NOT NULL, role TEXT NOT NULL, user_record_name TEXT NOT NULL, PRIMARY KEY (container, role, user_record_name));
+                CREATE INDEX role_members_user ON role_members(container, user_record_name);
+                """)
+        }
         return migrator
     }
 }

@@ -113,17 +113,18 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func deleteZone(id: Int64) throws {
+        try releaseZoneAssets(zone: id)
         try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
         try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [id])
         try db.execute(sql: "UPDATE zones SET deleted = 1 WHERE id = ?", arguments: [id])
     }
 
     func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64 {
-        try db.execute(sql: "UPDATE databases SET sequence = sequence + 1 WHERE id = ?", arguments: [database])
-        guard let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM databases WHERE id = ?", arguments: [database]) else {
+        guard let sequence = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE databases SET sequence = sequence + 1 WHERE id = ? RETURNING sequence"),
+                                                arguments: [database]) else {
             throw UbiquityError(.notFound, "no database with id \(database)")
         }
-        try db.execute(sql: "UPDATE zones SET database_sequence = ? WHERE id = ?", arguments: [sequence, zone])
+        try db.cachedStatement(sql: "UPDATE zones SET database_sequence = ? WHERE id = ?").execute(arguments: [sequence, zone])
         return sequence
     }
 
@@ -135,8 +136,12 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func nextZoneSequence(zone: Int64) throws -> Int64 {
-        try db.execute(sql: "UPDATE zones SET sequence = sequence + 1 WHERE id = ?", arguments: [zone])
-        guard let sequence = try Int64.fetchOne(db, sql: "SELECT sequence FROM zones WHERE id = ?", arguments: [zone]) else {
+        try reserveZoneSequences(zone: zone, count: 1)
+    }
+
+    func reserveZoneSequences(zone: Int64, count: Int) throws -> Int64 {
+        guard let sequence = try Int64.fetchOne(db.cachedStatement(sql: "UPDATE zones SET sequence = sequence + ? WHERE id = ? RETURNING sequence"),
+                                                arguments: [max(count, 1), zone]) else {
             throw UbiquityError(.notFound, "no zone with id \(zone)")
         }
         return sequence
@@ -166,7 +171,22 @@ struct SQLiteTransaction: RecordStoreTransaction {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name = ?"), arguments: [zone, name]).map(record)
     }
 
+    func records(zone: Int64, names: [String]) throws -> [String: StoredRecord] {
+        var found: [String: StoredRecord] = [:]
+        let statement = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name = ?")
+        for name in names {
+            if let row = try Row.fetchOne(statement, arguments: [zone, name]) { found[name] = try record(row) }
+        }
+        return found
+    }
+
     func putRecord(_ stored: StoredRecord) throws {
+        let zoneName = try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM zones WHERE id = ?"), arguments: [stored.zone]) ?? WireZoneID.defaultZoneName
+        try putRecords([RecordWrite(record: stored, fieldsJSON: stored.deleted ? "{}" : stored.fieldsJSON)], zoneName: zoneName,
+                       replacing: [stored.recordName])
+    }
+
+    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO records (zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device,
                                  modified_at, modified_by, modified_device, parent, short_guid)
@@ -177,21 +197,36 @@ struct SQLiteTransaction: RecordStoreTransaction {
                 modified_device = excluded.modified_device, parent = excluded.parent, short_guid = excluded.short_guid
             RETURNING id
             """)
-        let fields = stored.deleted ? "{}" : stored.fieldsJSON
-        let values: [(any DatabaseValueConvertible)?] = [
-            stored.zone, stored.recordName, stored.recordType, stored.changeTag, stored.sequence, stored.deleted, fields,
-            stored.created.timestamp, stored.created.userRecordName, stored.created.deviceID,
-            stored.modified.timestamp, stored.modified.userRecordName, stored.modified.deviceID, stored.parent, stored.shortGUID,
-        ]
-        guard let id = try Int64.fetchOne(insert, arguments: StatementArguments(values)) else {
-            throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
+        let deleteEntries = try db.cachedStatement(sql: "DELETE FROM record_index WHERE record = ?")
+        let insertEntry = try db.cachedStatement(sql: "INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?)")
+        var usage = AssetUsageDelta()
+        for write in writes {
+            let stored = write.record
+            let previous = try replacing.contains(stored.recordName) ? previousAssetState(zone: stored.zone, name: stored.recordName) : nil
+            let values: [(any DatabaseValueConvertible)?] = [
+                stored.zone, stored.recordName, stored.recordType, stored.changeTag, stored.sequence, stored.deleted,
+                stored.deleted ? "{}" : write.fieldsJSON,
+                stored.created.timestamp, stored.created.userRecordName, stored.created.deviceID,
+                stored.modified.timestamp, stored.modified.userRecordName, stored.modified.deviceID, stored.parent, stored.shortGUID,
+            ]
+            guard let id = try Int64.fetchOne(insert, arguments: StatementArguments(values)) else {
+                throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
+            }
+            if replacing.contains(stored.recordName) { try deleteEntries.execute(arguments: [id]) }
+            let assets = stored.assetReferences
+            usage.recordBytes += (stored.deleted ? 0 : Int64(write.fieldsJSON.utf8.count)) - (previous?.bytes ?? 0)
+            usage.replace(previous?.assets ?? [:], with: assets)
+            try replaceRecordAssets(id: id, old: previous?.assets ?? [:], new: assets)
+            guard !stored.deleted else { continue }
+            for item in RecordIndexEntry.entries(for: stored, zoneName: zoneName) {
+                try insertEntry.execute(arguments: [id, item.field, item.number, item.text, item.latitude, item.longitude])
+            }
         }
-        try db.cachedStatement(sql: "DELETE FROM record_index WHERE record = ?").execute(arguments: [id])
-        guard !stored.deleted else { return }
-        let zoneName = try String.fetchOne(db.cachedStatement(sql: "SELECT name FROM zones WHERE id = ?"), arguments: [stored.zone]) ?? WireZoneID.defaultZoneName
-        let entry = try db.cachedStatement(sql: "INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?)")
-        for item in RecordIndexEntry.entries(for: stored, zoneName: zoneName) {
-            try entry.execute(arguments: [id, item.field, item.number, item.text, item.latitude, item.longitude])
+        if let zone = writes.first?.record.zone, usage.recordBytes != 0 || !usage.changedReferences.isEmpty {
+            guard let database = try Int64.fetchOne(db.cachedStatement(sql: "SELECT database FROM zones WHERE id = ?"), arguments: [zone]) else {
+                throw UbiquityError(.notFound, "no zone with id \(zone)")
+            }
+            try applyUsage(usage, database: database)
         }
     }
 
@@ -213,8 +248,8 @@ struct SQLiteTransaction: RecordStoreTransaction {
         var arguments: [(any DatabaseValueConvertible)?] = zones.map { $0 }
         arguments.append(recordType)
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.clause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
-            sql += " AND id IN (SELECT record FROM record_index WHERE \(clause))"
+            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
+            sql += " AND \(clause)"
             arguments += values.map { value -> (any DatabaseValueConvertible)? in
                 switch value {
                 case .number(let number): return number
@@ -226,6 +261,56 @@ struct SQLiteTransaction: RecordStoreTransaction {
         return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(record)
     }
 
+    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys] {
+        guard !zones.isEmpty else { return [] }
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        var join = ""
+        if !fields.isEmpty {
+            join = " LEFT JOIN record_index k ON k.record = records.id AND k.field IN (\(databaseQuestionMarks(count: fields.count)))"
+            arguments += fields.map { $0 }
+        }
+        var sql = """
+            SELECT records.id, records.zone, records.name, records.created_at, records.created_by, records.modified_at, records.modified_by\(fields.isEmpty ? "" : ", k.field, k.number, k.text, k.latitude, k.longitude")
+            FROM records\(join) WHERE records.zone IN (\(databaseQuestionMarks(count: zones.count))) AND records.type = ? AND records.deleted = 0
+            """
+        arguments += zones.map { $0 }
+        arguments.append(recordType)
+        for condition in conditions {
+            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
+            sql += " AND \(clause)"
+            arguments += values.map { value -> (any DatabaseValueConvertible)? in
+                switch value {
+                case .number(let number): return number
+                case .text(let text): return text
+                }
+            }
+        }
+        sql += fields.isEmpty ? " ORDER BY records.id" : " ORDER BY records.id, k.rowid"
+        var keys: [StoredRecordKeys] = []
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(arguments))
+        while let row = try rows.next() {
+            let id: Int64 = row[0]
+            if keys.last?.id != id {
+                keys.append(StoredRecordKeys(id: id, zone: row[1], recordName: row[2],
+                                             created: WireRecordStamp(timestamp: row[3], userRecordName: row[4], deviceID: nil),
+                                             modified: WireRecordStamp(timestamp: row[5], userRecordName: row[6], deviceID: nil), entries: [:]))
+            }
+            if !fields.isEmpty, let field: String = row[7], keys[keys.count - 1].entries[field] == nil {
+                keys[keys.count - 1].entries[field] = RecordIndexEntry(field: field, number: row[8], text: row[9], latitude: row[10], longitude: row[11])
+            }
+        }
+        return keys
+    }
+
+    func records(ids: [Int64]) throws -> [Int64: StoredRecord] {
+        var found: [Int64: StoredRecord] = [:]
+        let statement = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE id = ?")
+        for id in ids {
+            if let row = try Row.fetchOne(statement, arguments: [id]) { found[id] = try record(row) }
+        }
+        return found
+    }
+
     func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord] {
         guard !zones.isEmpty else { return [] }
         let key = RecordIndexEntry.indexedText(RecordIndexEntry.referenceKey(zoneName: targetZone, recordName: targetName))
@@ -235,20 +320,5 @@ struct SQLiteTransaction: RecordStoreTransaction {
             SELECT \(Self.recordColumns) FROM records WHERE id IN (SELECT record FROM record_index WHERE text = ? AND field NOT LIKE '\\_\\_\\_%' ESCAPE '\\')
             AND zone IN (\(databaseQuestionMarks(count: zones.count))) AND deleted = 0 ORDER BY id
             """, arguments: StatementArguments(arguments)).map(record)
-    }
-
-    // MARK: Schema
-
-    func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT field, type FROM schema_fields WHERE container = ? AND environment = ? AND record_type = ?"),
-                                    arguments: [container, environment.rawValue, recordType])
-        return Dictionary(rows.map { ($0["field"], $0["type"]) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
-        let statement = try db.cachedStatement(sql: "INSERT INTO schema_fields (container, environment, record_type, field, type) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
-        for (field, type) in types {
-            try statement.execute(arguments: [container, environment.rawValue, recordType, field, type])
-        }
     }
 }

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import UbiquityCore
+
+extension AssetTransfer {
+    /// Uploads a file to an upload URL (from `assets/upload`) and returns the asset value to save
+    /// in the record's field.
+    ///
+    /// The file is read in pieces as the connection takes them. With a Ubiquity server, a broken
+    /// connection is resumed where the server stopped receiving, and content the server already
+    /// holds (in part or whole) is not sent again.
+    /// - Parameters:
+    ///   - fileURL: the file; it must not change during the upload.
+    ///   - uploadURL: the URL `assets/upload` returned (valid 15 minutes).
+    ///   - progress: called as bytes are scanned and sent (from any thread).
+    /// - Throws: ``CloudKitError``: `assetFileNotFound`, `assetFileModified`, `limitExceeded` for
+    ///   a file over the server's limit, the server's error (`permissionFailure` for an expired
+    ///   upload URL), or `networkFailure` when the connection kept failing.
+    public func upload(fileURL: URL, to uploadURL: URL,
+                       progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetUploadResult {
+        let file = try await AssetFile.open(fileURL)
+        let report = progress ?? { _ in }
+        let status = try await uploadStatus(uploadURL)
+        if let status, file.size > status.maximumSize {
+            throw CloudKitError(.limitExceeded, "limit exceeded: the file is \(file.size) bytes and the server accepts assets of up to \(status.maximumSize)")
+        }
+        var result: AssetUploadResult?
+        if let status, let chunking = status.chunking, options.deduplicate, status.offersDeduplication, status.received == 0,
+           file.size >= options.minimumDeduplicationSize {
+            result = try await deduplicatedUpload(file: file, uploadURL: uploadURL, status: status, chunking: chunking, report: report)
+        }
+        if result == nil {
+            result = try await streamedUpload(file: file, uploadURL: uploadURL, resumable: status != nil, from: status?.received ?? 0, report: report)
+        }
+        try await file.checkUnchanged()
+        return result!
+    }
+
+    /// `GET` on the upload URL: the server's resumable-upload status, or nil when the server does
+    /// not have this extension (any reply but a CloudKit error other than NOT_FOUND).
+    func uploadStatus(_ uploadURL: URL) async throws -> AssetUploadStatus? {
+        var request = HTTPClientRequest(url: uploadURL.absoluteString)
+        request.method = .GET
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let reply = try await send(request)
+                if reply.status == 200, let json = reply.json, let status = try? AssetUploadStatus(json: json) { return status }
+                if let json = reply.json, let wire = WireError(json: json), wire.code != .notFound {
+                    throw CloudKitError(wire: wire, httpStatus: reply.status)
+                }
+                return nil
+            } catch let error where Self.isRetryable(error) && attempt < options.maximumAttempts {
+                try await pause(before: attempt)
+            }
+        }
+    }
+
+    /// Streams the file (from `offset`) in one request, with `Content-Range` when the server
+    /// resumes; after a broken connection asks where to continue.
+    func streamedUpload(file: AssetFile, uploadURL: URL, resumable: Bool, from offset: Int64,
+                        report: @escaping @Sendable (AssetTransferProgress) -> Void) async throws -> AssetUploadResult {
+        let size = file.size
+        let sent = TransferCounter()
+        var offset = resumable ? offset : 0
+        var failures = 0
+        var resumptions = 0
+        while true {
+            let start = offset
+            let attemptSent = TransferCounter()
+            var request = HTTPClientRequest(url: uploadURL.absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            if resumable {
+                request.headers.add(name: "Content-Range", value: size == 0 ? "bytes */0" : "bytes \(start)-\(size - 1)/\(size)")
+            }
+            if size - start > 0 {
+                let slices = file.slices(start..<size, pieceSize: options.pieceSize) { count in
+                    sent.add(Int64(count))
+                    let done = attemptSent.add(Int64(count))
+                    report(AssetTransferProgress(phase: .uploading, completedBytes: start + done, totalBytes: size))
+                }
+                request.body = .stream(slices, length: .known(size - start))
+            } else {
+                request.body = .bytes(ByteBuffer())
+            }
+            do {
+                let reply = try await send(request)
+                switch reply.status {
+                case 200:
+                    return AssetUploadResult(asset: try Self.singleFile(reply), bytesSent: sent.total, chunksSent: 0, deduplicated: false,
+                                             resumptions: resumptions)
+                case 202 where resumable:
+                    offset = Self.received(reply) ?? offset
+                    if offset > start { failures = 0 }
+                    continue
+                default:
+                    let error = Self.error(for: reply)
+                    // A conflict names where the server is; another request may still hold the session.
+                    if resumable, reply.status == 409, let received = Self.received(reply) { offset = received }
+                    throw error
+                }
+            } catch let error where Self.isRetryable(error) {
+                failures += 1
+                guard failures < options.maximumAttempts else { throw error }
+                try await pause(before: failures)
+                resumptions += 1
+                if resumable, let status = try? await uploadStatus(uploadURL) { offset = status.received }
+                if !resumable { offset = 0 }
+                if offset > start { failures = 0 }
+            }
+        }
+    }
+
+    /// The asset of a `{"singleFile": {…}}` reply.
+    static func singleFile(_ reply: Reply) throws -> Asset {
+        guard let json = reply.json, let single = json.objectValue?["singleFile"], let wire = try? WireAsset(json: single, path: "singleFile"),
+              wire.fileChecksum != nil, wire.receipt != nil else {
+            throw CloudKitError(.serverRejectedRequest, "the server's upload answer has no singleFile asset: \(String(decoding: reply.body.prefix(200), as: UTF8.self))")
+        }
+        return Asset(wire: wire)
+    }
+
+    /// The `received` member (or `Upload-Offset` header) of a reply.
+    static func received(_ reply: Reply) -> Int64? {
+        if case .integer(let value)? = reply.json?.objectValue?["received"] { return value }
+        return reply.headers[AssetUploadStatus.offsetHeader.lowercased()].flatMap { Int64($0) }
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import UbiquityCore
+
+extension AssetRoutes {
+    /// Checks a chunk list against the limits: sizes add up to at most the maximum asset size,
+    /// no chunk is longer than the store's maximum chunk.
+    private func checkList(_ chunks: [AssetChunkRef]) throws -> Int64 {
+        let largest = service.store.chunking.maximumSize
+        var total: Int64 = 0
+        for (index, chunk) in chunks.enumerated() {
+            guard chunk.size <= largest else {
+                throw WireError(.badRequest, "chunks[\(index)]: \(chunk.size) bytes is more than this server's largest chunk (\(largest))")
+            }
+            total += Int64(chunk.size)
+        }
+        guard total <= service.configuration.maximumAssetSize else { throw tooLarge(total) }
+        return total
+    }
+
+    /// `POST chunks/missing` `{token, chunks | packedChunks, fileChecksum?, size?}` →
+    /// `{"missing": [hash]}`. The list is remembered for the token, so `manifest` can then be
+    /// called with the token alone. When `fileChecksum` and `size` name content already stored,
+    /// the answer also carries `singleFile` (with a receipt) and nothing needs uploading; asked
+    /// with only `fileChecksum` and `size` about content not stored, the answer is 404.
+    func missingChunks(_ request: Request) async -> Response {
+        do {
+            let body = try await jsonBody(request)
+            let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
+            if let checksum = try body.string("fileChecksum"), let size = try body.integer("size"),
+               let info = try await service.store.info(fileChecksum: checksum), info.size == size {
+                _ = try await service.store.touch(fileChecksum: checksum)
+                var answer = singleFile(info, binding: upload.binding).objectValue ?? [:]
+                answer["missing"] = .array([])
+                return Self.json(.object(answer))
+            }
+            guard let chunks = try AssetChunkRef.list(from: body) else {
+                if try body.string("fileChecksum") != nil {
+                    throw WireError(.notFound, "no stored asset has this fileChecksum and size; send the chunk list")
+                }
+                throw WireError(.badRequest, "chunks: required, the asset's chunks in order ([{hash, size}] or packedChunks)")
+            }
+            let total = try checkList(chunks)
+            let missing = try await service.store.missingChunks(chunks.map(\.hash))
+            try await service.store.setPendingChunks(chunks, session: session, totalSize: total)
+            var seen: Set<String> = []
+            let unique = missing.filter { seen.insert($0).inserted }
+            return Self.json(.object(["missing": .array(unique.map { .string($0) })]))
+        } catch {
+            return errorResponse(error)
+        }
+    }
+
+    /// `PUT|POST chunks/{hash}?token=…`: stores one chunk after checking its hash.
+    func putChunk(_ request: Request, hash: String?) async -> Response {
+        do {
+            _ = try await authorizeUpload(request.uri.queryParameters.get("token"))
+            guard let hash = hash?.lowercased(), AssetChunkRef.isValidHash(hash) else {
+                throw WireError(.badRequest, "the chunk's path must end with its SHA-256 as 64 hex digits")
+            }
+            let largest = service.store.chunking.maximumSize
+            if let declared = request.headers[.contentLength].flatMap(Int.init), declared > largest {
+                throw AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: a chunk is at most \(largest) bytes"))
+            }
+            let bytes: ByteBuffer
+            do {
+                bytes = try await request.body.collect(upTo: largest)
+            } catch {
+                throw AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: a chunk is at most \(largest) bytes"))
+            }
+            try await service.store.putChunk(hash: hash, bytes: bytes)
+            return Self.json(.object(["hash": .string(hash), "size": .integer(Int64(bytes.readableBytes))]))
+        } catch {
+            return errorResponse(error)
+        }
+    }
+
+    /// `POST manifest` `{token, chunks | packedChunks}` (or `{token}` after `chunks/missing`):
+    /// commits the asset → `{"singleFile": …}`, as a plain upload of the same bytes. When chunks
+    /// are missing: 404 `NOT_FOUND` with `missing: [hash]`.
+    func commitManifest(_ request: Request) async -> Response {
+        do {
+            let body = try await jsonBody(request)
+            let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
+            var listed = try AssetChunkRef.list(from: body)
+            if listed == nil { listed = try await service.store.pendingChunks(session: session) }
+            guard let chunks = listed else {
+                throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")
+            }
+            _ = try checkList(chunks)
+            let info: BlobInfo
+            do {
+                info = try await service.store.commitManifest(chunks)
+            } catch let error as UbiquityError where error.code == .notFound {
+                let missing = (error.underlying as? BlobMissingChunks)?.hashes ?? []
+                throw AssetHTTPError(status: 404, wire: WireError(.notFound, error.message), extra: ["missing": .array(missing.map { .string($0) })])
+            }
+            try? await service.store.discardUploadSession(id: session)
+            return Self.json(singleFile(info, binding: upload.binding))
+        } catch {
+            return errorResponse(error)
+        }
+    }
+}

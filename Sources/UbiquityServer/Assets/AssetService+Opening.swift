@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Logging
+import UbiquityCore
+
+extension AssetService {
+    /// The name of the signing key in the record store's `server_secrets`.
+    static let signingKeyName = "asset-signing-key"
+
+    /// The service of a records server: a `FileBlobStore` in `blobsDirectory`, signing with the
+    /// key kept in `recordStore` (made on first use; every server process on one store shares it,
+    /// and it survives restarts).
+    public static func open(recordStore: any RecordStore, blobsDirectory: URL, configuration: AssetConfiguration = AssetConfiguration(),
+                            blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration(), logger: Logger) async throws -> AssetService {
+        let blobs = try FileBlobStore(directory: blobsDirectory, configuration: blobConfiguration, logger: logger)
+        return AssetService(store: blobs, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger)
+    }
+
+    /// The asset signing key kept in `store`: 256 random bits stored by the first caller (an
+    /// insert-if-absent, so processes starting at once agree).
+    public static func signingKey(in store: any RecordStore) async throws -> SymmetricKey {
+        let candidate = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let stored = try await store.write { tx in try tx.serverSecret(name: signingKeyName, candidate: candidate, createdAt: now) }
+        guard let bytes = Data(base64Encoded: stored), bytes.count >= 16 else {
+            throw UbiquityError(.io, "the asset signing key in the record store (server_secrets \(signingKeyName)) is damaged")
+        }
+        return SymmetricKey(data: bytes)
+    }
+}

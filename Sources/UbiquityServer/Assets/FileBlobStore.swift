@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import UbiquityCore
+
+/// The ``BlobStore`` in a folder:
+///
+/// ```
+/// chunks/ab/cd/<sha256 hex>          each distinct chunk once
+/// manifests/ab/cd/<checksum hex>     one per asset, keyed by its fileChecksum (as hex)
+/// uploads/<session>/                 resumable upload sessions (info, chunks.log, tail-N)
+/// tmp/                               files being written (renamed into place when complete)
+/// ```
+///
+/// Every file appears by rename, complete. A writer puts its new chunks in place before it
+/// renames the asset's manifest into place, so no manifest ever names a missing or partial
+/// chunk; with ``Configuration/syncBeforeCommit`` the file system is also flushed before the
+/// manifest is written, so that holds after a power cut too. Reads verify every chunk's hash.
+///
+/// Garbage collection and writers coordinate inside one process (a writer that reuses a chunk
+/// restarts its age under the same lock that collection deletes under); run collection from
+/// one process per folder.
+public final class FileBlobStore: BlobStore {
+    /// Tuning and durability.
+    public struct Configuration: Sendable {
+        /// How content is cut into chunks. Changing it keeps old assets readable but stops
+        /// deduplication against them.
+        public var chunking: FastCDC.Parameters
+        /// Flush the file system (`syncfs`) before committing a manifest, so a power cut cannot
+        /// leave a manifest whose chunks never reached the disk. Costs writing the data to disk
+        /// before the upload is answered. On by default.
+        public var syncBeforeCommit: Bool
+        /// How many appended bytes a writer may hold while they are being hashed and stored
+        /// before `append` waits (per writer).
+        public var writeBacklog: Int
+        /// How many interrupted upload sessions are kept in memory (their state is on disk
+        /// regardless; a session not in memory is recovered by re-reading its chunks).
+        public var cachedSessions: Int
+        /// Test hook: called at each step of garbage collection with the step's name
+        /// (`"manifest"`, `"chunk"`, `"session"`); throwing simulates a crash there.
+        package var garbageCollectionStep: (@Sendable (String) throws -> Void)?
+
+        /// Makes a configuration; the defaults are FastCDC 16/64/256 KiB, sync before commit,
+        /// an 8 MiB backlog and 32 cached sessions.
+        public init(chunking: FastCDC.Parameters = .default, syncBeforeCommit: Bool = true, writeBacklog: Int = 8 << 20, cachedSessions: Int = 32) {
+            self.chunking = chunking
+            self.syncBeforeCommit = syncBeforeCommit
+            self.writeBacklog = writeBacklog
+            self.cachedSessions = cachedSessions
+        }
+    }
+
+    /// The store's folder.
+    public let directory: URL
+    /// Tuning and durability.
+    public let configuration: Configuration
+    let logger: Logger
+    let root: String
+    let chunksRoot: String
+    let manifestsRoot: String
+    let uploadsRoot: String
+    let temporaryRoot: String
+    /// Held while checking-and-touching a chunk (writers) and while checking-and-deleting one
+    /// (garbage collection), so a chunk a writer just reused is never deleted under it.
+    let chunkLock = Mutex(())
+    /// Upload sessions in use, and interrupted ones kept in memory.
+    let sessions = Mutex(SessionTable())
+    let readCounter = Atomic<Int>(0)
+
+    /// How many chunks reads have loaded so far (tests check that reading is pulled).
+    package var chunksRead: Int { readCounter.load(ordering: .relaxed) }
+
+    /// How content is cut into chunks.
+    public var chunking: FastCDC.Parameters { configuration.chunking }
+
+    /// Opens (creating when needed) the store in `directory`.
+    /// - Throws: `UbiquityError` when the folders cannot be created.
+    public init(directory: URL, configuration: Configuration = Configuration(), logger: Logger) throws {
+        self.directory = directory
+        self.configuration = configuration
+        self.logger = logger
+        root = directory.standardizedFileURL.path
+        chunksRoot = root + "/chunks"
+        manifestsRoot = root + "/manifests"
+        uploadsRoot = root + "/uploads"
+        temporaryRoot = root + "/tmp"
+        for folder in [chunksRoot, manifestsRoot, uploadsRoot, temporaryRoot] { try BlobFiles.makeDirectories(folder) }
+    }
+
+    // MARK: Paths
+
+    func chunkPath(_ hash: String) -> String {
+        let utf8 = Array(hash.utf8)
+        return "\(chunksRoot)/\(String(decoding: utf8[0..<2], as: UTF8.self))/\(String(decoding: utf8[2..<4], as: UTF8.self))/\(hash)"
+    }
+
+    /// The manifest's path, or nil when `fileChecksum` is not base64 of a SHA-256.
+    func manifestPath(_ fileChecksum: String) -> String? {
+        guard let key = FileBlobStore.manifestKey(fileChecksum) else { return nil }
+        let utf8 = Array(key.utf8)
+        return "\(manifestsRoot)/\(String(decoding: utf8[0..<2], as: UTF8.self))/\(String(decoding: utf8[2..<4], as: UTF8.self))/\(key)"
+    }
+
+    /// The hex of the digest a checksum encodes, or nil when it is not base64 of 32 bytes.
+    static func manifestKey(_ fileChecksum: String) -> String? {
+        guard let data = Data(base64Encoded: fileChecksum), data.count == 32 else { return nil }
+        return Hex.encode(data)
+    }
+
+    /// The checksum whose manifest key is `hex`.
+    static func fileChecksum(manifestKey hex: String) -> String? {
+        guard let bytes = Hex.decode(hex), bytes.count == 32 else { return nil }
+        return Data(bytes).base64EncodedString()
+    }
+
+    static func checksum(of digest: some Sequence<UInt8>) -> String { Data(digest).base64EncodedString() }
+
+    // MARK: Chunks
+
+    /// Whether the chunk is stored; when it is, its age restarts (under ``chunkLock``).
+    func retainChunk(_ hash: String) throws -> Bool {
+        let path = chunkPath(hash)
+        return try chunkLock.withLock { _ in try BlobFiles.touch(path) }
+    }
+
+    /// Stores a chunk unless present; true when it was written.
+    @discardableResult
+    func storeChunk(hash: String, bytes: UnsafeRawBufferPointer) throws -> Bool {
+        if try retainChunk(hash) { return false }
+        try BlobFiles.writeAtomically(chunkPath(hash), bytes: bytes, temporaryDirectory: temporaryRoot,
+                                      startWriteback: configuration.syncBeforeCommit)
+        return true
+    }
+
+    /// The hashes not stored, in order; the stored ones have their age restarted.
+    public func missingChunks(_ hashes: [String]) async throws -> [String] {
+        for hash in hashes where !AssetChunkRef.isValidHash(hash) {
+            throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
+        }
+        return try await BlockingWork.run { try hashes.filter { try !self.retainChunk($0) } }
+    }
+
+    /// Stores one chunk after checking its hash.
+    public func putChunk(hash: String, bytes: ByteBuffer) async throws {
+        guard AssetChunkRef.isValidHash(hash) else {
+            throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
+        }
+        guard bytes.readableBytes > 0 else { throw UbiquityError(.invalidArgument, "a chunk cannot be empty") }
+        try await BlockingWork.run {
+            try bytes.withUnsafeReadableBytes { raw in
+                let actual = Hex.encode(SHA256.hash(data: raw))
+                guard actual == hash else {
+                    throw UbiquityError(.invalidArgument, "the chunk's bytes hash to \(actual), not \(hash)")
+                }
+                try self.storeChunk(hash: hash, bytes: raw)
+            }
+        }
+    }
+
+    // MARK: Manifests
+
+    /// Writes the manifest unless one is already there (then only its age restarts).
+    func commit(_ manifest: BlobManifest) throws {
+        guard let path = manifestPath(manifest.fileChecksum) else {
+            throw UbiquityError(.invalidArgument, "not a SHA-256 checksum: \(manifest.fileChecksum)")
+        }
+        if try BlobFiles.touch(path) { return }
+        if configuration.syncBeforeCommit { LinuxCalls.syncFileSystem(containing: root) }
+        let bytes = manifest.encoded()
+        try bytes.withUnsafeBytes {
+            try BlobFiles.writeAtomically(path, bytes: $0, temporaryDirectory: temporaryRoot, sync: configuration.syncBeforeCommit)
+        }
+        logger.debug("blob committed", metadata: ["blob.checksum": "\(manifest.fileChecksum)", "blob.size": "\(manifest.size)",
+                                                   "blob.chunks": "\(manifest.chunks.count)"])
+    }
+
+    /// The manifest, or nil when absent.
+    func loadManifest(_ fileChecksum: String) throws -> BlobManifest? {
+        guard let path = manifestPath(fileChecksum), let buffer = try BlobFiles.read(path) else { return nil }
+        return try BlobManifest.decode(buffer.readableBytesView, path: path)
+    }
+
+    /// Commits an asset made of stored chunks, reading them through to compute its checksum.
+    public func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
+        for chunk in chunks {
+            guard AssetChunkRef.isValidHash(chunk.hash) else { throw UbiquityError(.invalidArgument, "\(chunk.hash) is not a chunk hash") }
+            guard chunk.size > 0 else { throw UbiquityError(.invalidArgument, "chunk \(chunk.hash) has size \(chunk.size)") }
+        }
+        return try await BlockingWork.run {
+            var missing: [String] = []
+            for chunk in chunks where try !self.retainChunk(chunk.hash) { missing.append(chunk.hash) }
+            guard missing.isEmpty else {
+                throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
+            }
+            let largest = chunks.map(\.size).max() ?? 0
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(largest, 1), alignment: 16)
+            defer { scratch.deallocate() }
+            var whole = SHA256()
+            var total: Int64 = 0
+            for chunk in chunks {
+                let bytes = try self.readChunk(chunk, into: scratch)
+                whole.update(bufferPointer: bytes)
+                total += Int64(chunk.size)
+            }
+            let manifest = BlobManifest(fileChecksum: FileBlobStore.checksum(of: whole.finalize()), size: total, chunks: chunks)
+            try self.commit(manifest)
+            return manifest.info
+        }
+    }
+
+    /// Reads a chunk into `scratch`, checking its size and hash.
+    func readChunk(_ chunk: AssetChunkRef, into scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer {
+        let path = chunkPath(chunk.hash)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw UbiquityError(.notFound, "chunk \(chunk.hash) is missing from the blob store") }
+            throw UbiquityError.posix("open", path: path)
+        }
+        defer { close(fd) }
+        // One byte more than expected shows a chunk that is too long.
+        let window = UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(scratch.count, chunk.size)])
+        let got = try BlobFiles.readFully(fd, into: window, path: path)
+        var extra: UInt8 = 0
+        let more = pread(fd, &extra, 1, off_t(chunk.size))
+        guard got == chunk.size, more == 0 else {
+            throw UbiquityError(.io, "chunk \(chunk.hash) is damaged: it is not \(chunk.size) bytes long")
+        }
+        let bytes = UnsafeRawBufferPointer(window)
+        guard Hex.encode(SHA256.hash(data: bytes)) == chunk.hash else {
+            throw UbiquityError(.io, "chunk \(chunk.hash) is damaged: its bytes no longer match its hash")
+        }
+        return bytes
+    }
+
+    /// The asset's description from its manifest's header; see ``BlobStore/info(fileChecksum:)``.
+    public func info(fileChecksum: String) async throws -> BlobInfo? {
+        guard let path = manifestPath(fileChecksum) else { return nil }
+        return try await BlockingWork.run {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                if errno == ENOENT { return nil }
+                throw UbiquityError.posix("open", path: path)
+            }
+            defer { close(fd) }
+            var header = [UInt8](repeating: 0, count: 512)
+            let got = try header.withUnsafeMutableBytes { try BlobFiles.readFully(fd, into: $0, path: path) }
+            let info = try BlobManifest.decodeHeader(header[..<got], path: path)
+            guard info.fileChecksum == fileChecksum else { throw UbiquityError(.io, "the blob manifest \(path) is damaged (checksum)") }
+            return info
+        }
+    }
+
+    /// Restarts the asset's age; see ``BlobStore/touch(fileChecksum:)``.
+    public func touch(fileChecksum: String) async throws -> Bool {
+        guard let path = manifestPath(fileChecksum) else { return false }
+        return try await BlockingWork.run { try BlobFiles.touch(path) }
+    }
+
+    /// Walks the store to add up its chunks and manifests; see ``BlobStore/usage()``.
+    public func usage() async throws -> BlobUsage {
+        try await BlockingWork.run {
+            var bytes: Int64 = 0
+            var chunks = 0
+            for file in try BlobFiles.listSharded(self.chunksRoot) {
+                if let status = try BlobFiles.status(file.path) {
+                    bytes += status.size
+                    chunks += 1
+                }
+            }
+            return BlobUsage(bytes: bytes, chunks: chunks, assets: try BlobFiles.listSharded(self.manifestsRoot).count)
+        }
+    }
+}
+
+/// The chunks a manifest named that the store does not hold: the `underlying` error of the
+/// `notFound` error ``BlobStore/commitManifest(_:)`` throws.
+public struct BlobMissingChunks: Error, Sendable, Hashable {
+    /// Their hashes, in manifest order.
+    public var hashes: [String]
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+/// Schemas and environments, as `ubiq admin schema` scripts them: show, export and import a
+/// schema, deploy development to production, reset development, change a field's indexes.
+extension RecordsAdmin {
+    /// Throws `notFound` unless the container exists (inside a transaction).
+    static func requireContainer(_ container: String, tx: any RecordStoreTransaction) throws {
+        guard try tx.containerExists(container) else {
+            throw UbiquityError(.notFound, "no container \(container); add it with `ubiq admin container add \(container)`")
+        }
+    }
+
+    /// The schema of an environment of a container.
+    public func schema(container: String, environment: CloudKitEnvironment) async throws -> ContainerSchema {
+        try RecordsAdmin.validate(container: container)
+        return try await store.read { tx in
+            try RecordsAdmin.requireContainer(container, tx: tx)
+            return try tx.schemas().schema(container: container, environment: environment)
+        }
+    }
+
+    /// Imports a schema file into development (see `ContainerSchema.init(text:)`): adds its types,
+    /// fields and roles, sets its indexes and permissions. Nothing changes when a field's type
+    /// would change (`conflict`, listing every one) or the file does not parse (`invalidArgument`).
+    /// Returns development's schema after the import.
+    @discardableResult
+    public func importSchema(container: String, text: String) async throws -> ContainerSchema {
+        try RecordsAdmin.validate(container: container)
+        let file = try ContainerSchema(text: text)
+        return try await store.write { tx in
+            try RecordsAdmin.requireContainer(container, tx: tx)
+            let schemas = try tx.schemas()
+            let (merged, refusals) = try schemas.schema(container: container, environment: .development).importing(file)
+            guard refusals.isEmpty else {
+                throw UbiquityError(.conflict, "the import changes nothing:\n  " + refusals.joined(separator: "\n  "))
+            }
+            try schemas.replaceSchema(merged, container: container, environment: .development)
+            return merged
+        }
+    }
+
+    /// What a deployment changed.
+    public struct Deployment: Sendable, Hashable {
+        /// Record types production did not have.
+        public var addedTypes: [String]
+        /// Fields (`Type.field`) production did not have.
+        public var addedFields: [String]
+        /// The production schema now.
+        public var schema: ContainerSchema
+    }
+
+    /// Deploys development's schema (types, fields, indexes, roles and permissions) to
+    /// production. Refuses — changing nothing, `conflict` listing every refusal — when production
+    /// would lose a type or field or a field would change its type.
+    public func deploySchema(container: String) async throws -> Deployment {
+        try RecordsAdmin.validate(container: container)
+        return try await store.write { tx in
+            try RecordsAdmin.requireContainer(container, tx: tx)
+            let schemas = try tx.schemas()
+            let development = try schemas.schema(container: container, environment: .development)
+            let production = try schemas.schema(container: container, environment: .production)
+            let (deployed, refusals) = development.deployment(onto: production)
+            guard refusals.isEmpty else {
+                throw UbiquityError(.conflict, "the deployment changes nothing; production forbids:\n  " + refusals.joined(separator: "\n  "))
+            }
+            try schemas.replaceSchema(deployed, container: container, environment: .production)
+            var addedTypes: [String] = []
+            var addedFields: [String] = []
+            for type in deployed.recordTypes.values.sorted(by: { $0.name < $1.name }) {
+                guard let old = production.recordTypes[type.name] else {
+                    addedTypes.append(type.name)
+                    continue
+                }
+                addedFields += type.fields.keys.filter { old.fields[$0] == nil }.sorted().map { "\(type.name).\($0)" }
+            }
+            return Deployment(addedTypes: addedTypes, addedFields: addedFields, schema: deployed)
+        }
+    }
+
+    /// Resets development as CloudKit Console's "Reset Development Environment": its schema
+    /// becomes production's and all its data (every database, zone, record and subscription of
+    /// development) is deleted.
+    public func resetDevelopment(container: String) async throws {
+        try RecordsAdmin.validate(container: container)
+        try await store.write { tx in
+            try RecordsAdmin.requireContainer(container, tx: tx)
+            let schemas = try tx.schemas()
+            let production = try schemas.schema(container: container, environment: .production)
+            try schemas.replaceSchema(production, container: container, environment: .development)
+            try schemas.deleteData(container: container, environment: .development)
+        }
+    }
+
+    /// Turns a field's indexes on or off (nil leaves one as it is); returns the field.
+    /// `searchable` is only for `STRING` and `STRING_LIST` fields.
+    @discardableResult
+    public func setIndexes(container: String, environment: CloudKitEnvironment, recordType: String, field name: String,
+                           queryable: Bool?, sortable: Bool?, searchable: Bool?) async throws -> SchemaField {
+        try RecordsAdmin.validate(container: container)
+        try RecordTypeSchema.validate(name: recordType)
+        try RecordTypeSchema.validate(fieldName: name)
+        guard queryable != nil || sortable != nil || searchable != nil else {
+            throw UbiquityError(.invalidArgument, "nothing to change: give --queryable, --sortable or --searchable (on or off)")
+        }
+        return try await store.write { tx in
+            try RecordsAdmin.requireContainer(container, tx: tx)
+            let schemas = try tx.schemas()
+            var schema = try schemas.schema(container: container, environment: environment)
+            guard var field = schema.recordTypes[recordType]?.fields[name] else {
+                let what = schema.recordTypes[recordType] == nil ? "record type \(recordType)" : "field \(recordType).\(name)"
+                throw UbiquityError(.notFound, "the \(environment.rawValue) schema of \(container) has no \(what) (see `ubiq admin schema show \(container) --environment \(environment.rawValue)`)")
+            }
+            if searchable == true, !SchemaField.canBeSearchable(type: field.type) {
+                throw UbiquityError(.invalidArgument, "--searchable on: field \(recordType).\(name) is \(ContainerSchema.fileType(field.type)); only STRING and LIST<STRING> fields can be searchable")
+            }
+            field.queryable = queryable ?? field.queryable
+            field.sortable = sortable ?? field.sortable
+            field.searchable = searchable ?? field.searchable
+            schema.recordTypes[recordType]?.fields[name] = field
+            try schemas.replaceSchema(schema, container: container, environment: environment)
+            return field
+        }
+    }
+}

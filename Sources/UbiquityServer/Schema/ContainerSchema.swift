@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+import UbiquityCore
+
+/// The schema of one environment of a container: its record types (fields, indexes and
+/// public-database permissions) and its named security roles.
+///
+/// In development a type or field is added just in time by the first save that uses it
+/// (`RecordTypeSchema.justInTime`); production changes only by `ubiq admin schema deploy`.
+public struct ContainerSchema: Sendable, Hashable {
+    /// The record types, by name.
+    public var recordTypes: [String: RecordTypeSchema]
+    /// The named security roles (the built-in `_world`, `_icloud`, `_creator` are not listed).
+    public var roles: Set<String>
+
+    /// Makes a schema.
+    public init(recordTypes: [String: RecordTypeSchema] = [:], roles: Set<String> = []) {
+        self.recordTypes = recordTypes
+        self.roles = roles
+    }
+}
+
+/// One record type: its fields and who may create, read and write its records in the public
+/// database.
+public struct RecordTypeSchema: Sendable, Hashable {
+    /// The type's name.
+    public var name: String
+    /// The fields, by name.
+    public var fields: [String: SchemaField]
+    /// The permissions of each role that has any (a role absent has none).
+    public var permissions: [String: SchemaPermissions]
+
+    /// Makes a record type.
+    public init(name: String, fields: [String: SchemaField] = [:], permissions: [String: SchemaPermissions] = RecordTypeSchema.defaultPermissions) {
+        self.name = name
+        self.fields = fields
+        self.permissions = permissions
+    }
+
+    /// Checks a record type's name: 1–255 ASCII letters, digits, `_` and `.`.
+    public static func validate(name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 255,
+              name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
+            throw UbiquityError(.invalidArgument, "record type \(name.debugDescription): expected 1 to 255 ASCII letters, digits, '_' and '.'")
+        }
+    }
+
+    /// Checks a field's name: 1–255 ASCII letters, digits and `_`, starting with a letter or `_`,
+    /// not with `___` (system fields).
+    public static func validate(fieldName name: String) throws {
+        guard let first = name.unicodeScalars.first, name.utf8.count <= 255, !name.hasPrefix("___"),
+              ("a"..."z").contains(first) || ("A"..."Z").contains(first) || first == "_",
+              name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }) else {
+            throw UbiquityError(.invalidArgument, "field \(name.debugDescription): expected 1 to 255 ASCII letters, digits and '_', starting with a letter (not ___)")
+        }
+    }
+
+    /// CloudKit's defaults for a new type: `_world` reads, `_icloud` creates, `_creator` reads
+    /// and writes.
+    public static let defaultPermissions: [String: SchemaPermissions] = [
+        SecurityRole.world: [.read], SecurityRole.icloud: [.create], SecurityRole.creator: [.read, .write],
+    ]
+}
+
+/// A field of a record type and its indexes.
+public struct SchemaField: Sendable, Hashable {
+    /// The field's name.
+    public var name: String
+    /// The wire type tag (`STRING`, `INT64_LIST`, …).
+    public var type: String
+    /// Filters may use the field.
+    public var queryable: Bool
+    /// Sorts may use the field.
+    public var sortable: Bool
+    /// Token comparators (`CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS`) may use the field; only
+    /// for `STRING` and `STRING_LIST`.
+    public var searchable: Bool
+
+    /// Makes a field.
+    public init(name: String, type: String, queryable: Bool, sortable: Bool, searchable: Bool) {
+        self.name = name
+        self.type = type
+        self.queryable = queryable
+        self.sortable = sortable
+        self.searchable = searchable
+    }
+
+    /// A field created just in time in development: queryable and sortable, and searchable when
+    /// it holds text — every query that worked before schemas existed still works.
+    public static func justInTime(name: String, type: String) -> SchemaField {
+        SchemaField(name: name, type: type, queryable: true, sortable: true, searchable: canBeSearchable(type: type))
+    }
+
+    /// Whether a field of this type may be searchable (`STRING`, `STRING_LIST`).
+    public static func canBeSearchable(type: String) -> Bool { type == "STRING" || type == "STRING_LIST" }
+}
+
+/// What a role may do with a record type's records in the public database. `write` includes
+/// `read`, as in CloudKit.
+public struct SchemaPermissions: OptionSet, Sendable, Hashable {
+    /// The bits.
+    public var rawValue: Int
+    /// Makes permissions from their bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Save new records.
+    public static let create = SchemaPermissions(rawValue: 1)
+    /// Fetch and query records.
+    public static let read = SchemaPermissions(rawValue: 2)
+    /// Change and delete existing records (and read them).
+    public static let write = SchemaPermissions(rawValue: 4)
+
+    /// The names, in the order CloudKit lists them (`create`, `read`, `write`).
+    public var names: [String] {
+        [(SchemaPermissions.create, "create"), (.read, "read"), (.write, "write")].filter { contains($0.0) }.map(\.1)
+    }
+}
+
+/// The built-in security roles of the public database.
+public enum SecurityRole {
+    /// Anyone with the container's API token, signed in or not (read only).
+    public static let world = "_world"
+    /// Any signed-in user.
+    public static let icloud = "_icloud"
+    /// The user who created the record (applies to reading and writing existing records).
+    public static let creator = "_creator"
+    /// The built-in roles.
+    public static let builtIn: [String] = [world, icloud, creator]
+
+    /// Checks a named role's name: 1–64 letters, digits and `_`, starting with a letter (names
+    /// starting with `_` are the built-in roles').
+    public static func validate(name: String) throws {
+        guard let first = name.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first), name.utf8.count <= 64,
+              name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }) else {
+            throw UbiquityError(.invalidArgument, "role \(name.debugDescription): expected 1 to 64 letters, digits and '_', starting with a letter (or one of \(builtIn.joined(separator: ", ")))")
+        }
+    }
+}
+
+extension ContainerSchema {
+    /// The schema as JSON (`ubiq admin schema show --json`): `{"roles": [...], "recordTypes":
+    /// [{"name", "fields": [{"name", "type", "queryable", "sortable", "searchable"}],
+    /// "permissions": {"_world": ["read"], …}}]}`, sorted by name.
+    public var json: JSONValue {
+        .object([
+            "roles": .array(roles.sorted().map { .string($0) }),
+            "recordTypes": .array(recordTypes.values.sorted(by: { $0.name < $1.name }).map { type in
+                .object([
+                    "name": .string(type.name),
+                    "fields": .array(type.fields.values.sorted(by: { $0.name < $1.name }).map { field in
+                        .object(["name": .string(field.name), "type": .string(field.type), "queryable": .bool(field.queryable),
+                                 "sortable": .bool(field.sortable), "searchable": .bool(field.searchable)])
+                    }),
+                    "permissions": .object(type.permissions.mapValues { .array($0.names.map { .string($0) }) }),
+                ])
+            }),
+        ])
+    }
+}

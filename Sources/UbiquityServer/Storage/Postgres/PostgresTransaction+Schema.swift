@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import PostgresNIO
+import UbiquityCore
+
+/// Schemas and security roles in PostgreSQL (`schema_types`, `schema_fields`,
+/// `schema_permissions`, `schema_roles` and `role_members` of the `v6-schema` migration).
+extension PostgresTransaction: SchemaStoreTransaction {
+    func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema? {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name)]
+        guard try session.row("SELECT 1 FROM schema_types WHERE container = $1 AND environment = $2 AND record_type = $3", parameters) != nil else {
+            return nil
+        }
+        var type = RecordTypeSchema(name: name, permissions: [:])
+        for row in try session.rows("""
+            SELECT field, type, queryable, sortable, searchable FROM schema_fields WHERE container = $1 AND environment = $2 AND record_type = $3
+            """, parameters) {
+            let field = try Self.field(row)
+            type.fields[field.name] = field
+        }
+        for row in try session.rows("SELECT role, permissions FROM schema_permissions WHERE container = $1 AND environment = $2 AND record_type = $3", parameters) {
+            type.permissions[try row.value("role", as: String.self)] = SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+        }
+        return type
+    }
+
+    private static func field(_ row: PostgresRandomAccessRow) throws -> SchemaField {
+        SchemaField(name: try row.value("field"), type: try row.value("type"), queryable: try row.value("queryable"),
+                    sortable: try row.value("sortable"), searchable: try row.value("searchable"))
+    }
+
+    func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue)]
+        var schema = ContainerSchema()
+        for row in try session.rows("SELECT record_type FROM schema_types WHERE container = $1 AND environment = $2", parameters) {
+            let name = try row.value("record_type", as: String.self)
+            schema.recordTypes[name] = RecordTypeSchema(name: name, permissions: [:])
+        }
+        for row in try session.rows("""
+            SELECT record_type, field, type, queryable, sortable, searchable FROM schema_fields WHERE container = $1 AND environment = $2
+            """, parameters) {
+            let field = try Self.field(row)
+            let name = try row.value("record_type", as: String.self)
+            schema.recordTypes[name, default: RecordTypeSchema(name: name, permissions: [:])].fields[field.name] = field
+        }
+        for row in try session.rows("SELECT record_type, role, permissions FROM schema_permissions WHERE container = $1 AND environment = $2", parameters) {
+            schema.recordTypes[try row.value("record_type", as: String.self)]?.permissions[try row.value("role", as: String.self)] =
+                SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+        }
+        schema.roles = Set(try session.rows("SELECT role FROM schema_roles WHERE container = $1 AND environment = $2", parameters)
+            .map { try $0.value("role", as: String.self) })
+        return schema
+    }
+
+    func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue)]
+        for table in ["schema_types", "schema_fields", "schema_permissions", "schema_roles"] {
+            try session.execute("DELETE FROM \(table) WHERE container = $1 AND environment = $2", parameters)
+        }
+        for type in schema.recordTypes.values.sorted(by: { $0.name < $1.name }) { try addToSchema(type, container: container, environment: environment) }
+        for role in schema.roles.sorted() {
+            try session.execute("INSERT INTO schema_roles (container, environment, role) VALUES ($1, $2, $3)", parameters + [.text(role)])
+        }
+    }
+
+    func addToSchema(_ type: RecordTypeSchema, container: String, environment: CloudKitEnvironment) throws {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(type.name)]
+        let isNew = try session.row("""
+            INSERT INTO schema_types (container, environment, record_type) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1 AS added
+            """, parameters) != nil
+        for field in type.fields.values.sorted(by: { $0.name < $1.name }) {
+            try session.execute("""
+                INSERT INTO schema_fields (container, environment, record_type, field, type, queryable, sortable, searchable)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING
+                """, parameters + [.text(field.name), .text(field.type), .bool(field.queryable), .bool(field.sortable), .bool(field.searchable)])
+        }
+        guard isNew else { return }
+        for (role, permissions) in type.permissions where !permissions.isEmpty {
+            try session.execute("INSERT INTO schema_permissions (container, environment, record_type, role, permissions) VALUES ($1, $2, $3, $4, $5)",
+                                parameters + [.text(role), .int(Int64(permissions.rawValue))])
+        }
+    }
+
+    func roles(container: String, userRecordName: String) throws -> Set<String> {
+        Set(try session.rows("SELECT role FROM role_members WHERE container = $1 AND user_record_name = $2", [.text(container), .text(userRecordName)])
+            .map { try $0.value("role", as: String.self) })
+    }
+
+    func roleMembers(container: String) throws -> [String: Set<String>] {
+        var members: [String: Set<String>] = [:]
+        for row in try session.rows("SELECT role, user_record_name FROM role_members WHERE container = $1", [.text(container)]) {
+            members[try row.value("role", as: String.self), default: []].insert(try row.value("user_record_name", as: String.self))
+        }
+        return members
+    }
+
+    func setRoleMember(_ member: Bool, container: String, role: String, userRecordName: String) throws {
+        let parameters: [PostgresParameter] = [.text(container), .text(role), .text(userRecordName)]
+        if member {
+            try session.execute("INSERT INTO role_members (container, role, user_record_name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", parameters)
+        } else {
+            try session.execute("DELETE FROM role_members WHERE container = $1 AND role = $2 AND user_record_name = $3", parameters)
+        }
+    }
+
+    func deleteData(container: String, environment: CloudKitEnvironment) throws {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue)]
+        let databases = "SELECT id FROM databases WHERE container = $1 AND environment = $2"
+        let zones = "SELECT id FROM zones WHERE database IN (\(databases))"
+        try session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", parameters)
+        try session.execute("DELETE FROM records WHERE zone IN (\(zones))", parameters)
+        try session.execute("DELETE FROM zones WHERE database IN (\(databases))", parameters)
+        try session.execute("DELETE FROM databases WHERE container = $1 AND environment = $2", parameters)
+        try session.execute("DELETE FROM subscriptions WHERE container = $1 AND environment = $2", parameters)
+        try session.execute("UPDATE subscription_generations SET generation = generation + 1 WHERE container = $1 AND environment = $2", parameters)
+    }
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+import UbiquityCore
+
+/// The storage primitives of schemas and security roles, inside one store transaction: each
+/// environment's record types, fields, indexes, permissions and named roles, and the members of
+/// each named role of a container. Both record stores' transactions conform
+/// (`SQLiteTransaction+Schema.swift`, `PostgresTransaction+Schema.swift`); the tables come from
+/// the `v6-schema` migration.
+public protocol SchemaStoreTransaction {
+    /// One record type of an environment's schema, or nil when it has no such type.
+    func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema?
+    /// The whole schema of an environment (empty when nothing was ever saved).
+    func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema
+    /// Replaces the whole schema of an environment.
+    func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws
+    /// Adds a record type when missing (with `type.permissions`) and those of `type.fields` it
+    /// lacks; existing fields, indexes and permissions are kept.
+    func addToSchema(_ type: RecordTypeSchema, container: String, environment: CloudKitEnvironment) throws
+    /// The named roles the user is a member of in the container.
+    func roles(container: String, userRecordName: String) throws -> Set<String>
+    /// The members (user record names) of each named role of the container that has any.
+    func roleMembers(container: String) throws -> [String: Set<String>]
+    /// Adds (`member: true`) or removes a user from a named role of the container.
+    func setRoleMember(_ member: Bool, container: String, role: String, userRecordName: String) throws
+    /// Deletes every database of an environment of the container (zones, records, change logs),
+    /// and its subscriptions and notifications: `schema reset` of development.
+    func deleteData(container: String, environment: CloudKitEnvironment) throws
+}
+
+extension RecordStoreTransaction {
+    /// The transaction's schema primitives (both stores have them).
+    public func schemas() throws -> any SchemaStoreTransaction {
+        guard let schemas = self as? any SchemaStoreTransaction else {
+            throw UbiquityError(.unsupported, "this record store does not keep schemas")
+        }
+        return schemas
+    }
+
+    /// The field types recorded for a record type (`field` → wire type tag).
+    public func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
+        try schemas().recordType(container: container, environment: environment, name: recordType)?.fields.mapValues(\.type) ?? [:]
+    }
+
+    /// Records field types for a record type as development's just-in-time schema does (existing
+    /// entries are kept; a new type gets CloudKit's default permissions).
+    public func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
+        let fields = Dictionary(uniqueKeysWithValues: types.map { ($0.key, SchemaField.justInTime(name: $0.key, type: $0.value)) })
+        try schemas().addToSchema(RecordTypeSchema(name: recordType, fields: fields), container: container, environment: environment)
+    }
+}

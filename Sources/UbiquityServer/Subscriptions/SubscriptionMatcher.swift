@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import UbiquityCore
+
+/// The `RecordChangeObserver` of subscriptions: inside each write transaction it matches the
+/// changes against the subscriptions of the databases they touch and appends the notifications
+/// to the subscribers' logs (so they commit with the change, or not at all); after the commit it
+/// wakes the hub, which delivers them.
+///
+/// Each database's subscriptions are cached as a `SubscriptionIndex` and reloaded when the
+/// database's subscription generation (one indexed row, read in the transaction) moved, which
+/// any process's `subscriptions/modify` does. A save thus costs one small read plus the
+/// subscriptions of its record type.
+public final class SubscriptionMatcher: RecordChangeObserver {
+    let configuration: PushConfiguration
+    let logger: Logger
+    /// The PostgreSQL `NOTIFY` channel (nil on SQLite).
+    let channel: String?
+    let now: @Sendable () -> Int64
+    /// Database → its index.
+    private let cache = Mutex<[DatabaseKey: SubscriptionIndex]>([:])
+    /// The logs a transaction moved, from `changesWillCommit` to `changesDidCommit` (keyed by the
+    /// changes themselves; entries of transactions that rolled back are dropped when it grows).
+    private let moved = Mutex<[[StoreChange]: [NotificationLogKey: Int64]]>([:])
+    /// Told after each commit that moved logs.
+    private let listener = Mutex<(@Sendable ([NotificationLogKey: Int64]) async -> Void)?>(nil)
+
+    /// The most databases whose index is cached.
+    static let cacheLimit = 10_000
+
+    /// Makes a matcher. `channel` is the store's PostgreSQL push channel (nil for SQLite).
+    public init(configuration: PushConfiguration = PushConfiguration(), channel: String? = nil, logger: Logger,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.configuration = configuration
+        self.channel = channel
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Sets what is called after a commit that moved logs (the hub's wake-up).
+    func onLogsMoved(_ body: @escaping @Sendable ([NotificationLogKey: Int64]) async -> Void) {
+        listener.withLock { $0 = body }
+    }
+
+    /// Matches and appends notifications, inside the write transaction.
+    public func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws {
+        guard let store = tx as? any SubscriptionStoreTransaction else { return }
+        var byDatabase: [DatabaseKey: [StoreChange]] = [:]
+        var order: [DatabaseKey] = []
+        for change in changes {
+            let key: DatabaseKey
+            switch change {
+            case .record(let record): key = record.database
+            case .zone(let zone): key = zone.database
+            }
+            if byDatabase[key] == nil { order.append(key) }
+            byDatabase[key, default: []].append(change)
+        }
+        var pending: [NotificationLogKey: [NewNotification]] = [:]
+        for key in order {
+            let index = try self.index(for: key, in: store)
+            guard !index.isEmpty, let databaseChanges = byDatabase[key] else { continue }
+            let firings = index.match(databaseChanges)
+            var spent: [StoredSubscription] = []
+            // In the public database a subscriber hears only of records its security roles let it read.
+            var readers: [String: RecordAccess] = [:]
+            for firing in firings {
+                if key.scope == .public, case .query(let change) = firing.kind {
+                    let subscriber = firing.subscription.subscriber
+                    var access = readers[subscriber] ?? RecordAccess(key: key, caller: RecordsCaller(identity: .user(accountID: 0, userRecordName: subscriber)))
+                    let readable = try access.canRead(change.kind == .deleted ? (change.previous ?? change.record) : change.record, tx: tx)
+                    readers[subscriber] = access
+                    guard readable else { continue }
+                }
+                let notificationID = UUID().uuidString.lowercased()
+                let payload = NotificationPayload.make(firing.kind, subscription: firing.subscription, notificationID: notificationID)
+                let log = NotificationLogKey(container: key.container, environment: key.environment, user: firing.subscription.subscriber)
+                pending[log, default: []].append(NewNotification(notificationID: notificationID, payload: payload))
+                if firing.subscription.firesOnce { spent.append(firing.subscription) }
+            }
+            for subscription in spent {
+                _ = try store.deleteSubscription(database: key, subscriber: subscription.subscriber, id: subscription.subscriptionID)
+            }
+            if !spent.isEmpty { _ = cache.withLock { $0.removeValue(forKey: key) } }
+        }
+        guard !pending.isEmpty else {
+            _ = moved.withLock { $0.removeValue(forKey: changes) }
+            return
+        }
+        let timestamp = now()
+        var heads: [NotificationLogKey: Int64] = [:]
+        // Always in the same order, so two transactions appending to the same logs cannot deadlock.
+        for log in pending.keys.sorted() {
+            heads[log] = try store.appendNotifications(pending[log] ?? [], to: log, createdAt: timestamp, retain: configuration.retainPerUser).head
+        }
+        try store.announceNotifications(heads, channel: channel)
+        moved.withLock { table in
+            if table.count > 256 { table.removeAll() }
+            table[changes] = heads
+        }
+    }
+
+    /// Wakes the hub for the logs the transaction moved.
+    public func changesDidCommit(_ changes: [StoreChange]) async {
+        guard let heads = moved.withLock({ $0.removeValue(forKey: changes) }), !heads.isEmpty else { return }
+        await listener.withLock({ $0 })?(heads)
+    }
+
+    /// The index of a database's subscriptions, from the cache when its generation still holds.
+    func index(for key: DatabaseKey, in store: any SubscriptionStoreTransaction) throws -> SubscriptionIndex {
+        let generation = try store.subscriptionGeneration(database: key)
+        if let cached = cache.withLock({ $0[key] }), cached.generation == generation { return cached }
+        let index = SubscriptionIndex(generation: generation, subscriptions: generation == 0 ? [] : try store.subscriptions(database: key))
+        cache.withLock { cache in
+            if cache.count >= Self.cacheLimit { cache.removeAll() }
+            cache[key] = index
+        }
+        return index
+    }
+}

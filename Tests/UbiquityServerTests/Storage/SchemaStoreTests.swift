@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import UbiquityCore
+import UbiquityServer
+
+/// The schema primitives of both stores (`SchemaStoreTransaction`), the schema file format and the
+/// deployment rules.
+@Suite struct SchemaStoreTests {
+    static let container = "iCloud.org.example.Schema"
+
+    @Test(arguments: StoreKind.available)
+    func typesFieldsIndexesPermissionsAndRoles(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let container = Self.container
+            try await store.write { tx throws in
+                let schemas = try tx.schemas()
+                try schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "STRING"),
+                                                                               "n": .justInTime(name: "n", type: "INT64")]),
+                                        container: container, environment: .development)
+                // Existing fields and permissions are kept; new fields are added.
+                try schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "BYTES"),
+                                                                               "when": .justInTime(name: "when", type: "TIMESTAMP")],
+                                                         permissions: [SecurityRole.world: [.read, .create]]),
+                                        container: container, environment: .development)
+                try schemas.addToSchema(RecordTypeSchema(name: "Empty"), container: container, environment: .development)
+                try schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_a")
+                try schemas.setRoleMember(true, container: container, role: "Editor", userRecordName: "_a")
+                try schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_b")
+                try schemas.setRoleMember(false, container: container, role: "Editor", userRecordName: "_a")
+            }
+            let (development, production, note, roles, members) = try await store.read { tx throws in
+                let schemas = try tx.schemas()
+                return (try schemas.schema(container: container, environment: .development),
+                        try schemas.schema(container: container, environment: .production),
+                        try schemas.recordType(container: container, environment: .development, name: "Note"),
+                        try schemas.roles(container: container, userRecordName: "_a"),
+                        try schemas.roleMembers(container: container))
+            }
+            #expect(development.recordTypes.keys.sorted() == ["Empty", "Note"])
+            #expect(development.recordTypes["Empty"]?.fields.isEmpty == true)
+            #expect(development.recordTypes["Empty"]?.permissions == RecordTypeSchema.defaultPermissions)
+            #expect(note == development.recordTypes["Note"])
+            #expect(note?.fields["title"] == SchemaField(name: "title", type: "STRING", queryable: true, sortable: true, searchable: true))
+            #expect(note?.fields["n"] == SchemaField(name: "n", type: "INT64", queryable: true, sortable: true, searchable: false))
+            #expect(note?.fields["when"]?.type == "TIMESTAMP")
+            #expect(note?.permissions == RecordTypeSchema.defaultPermissions)
+            #expect(production.recordTypes.isEmpty)
+            #expect(roles == ["Moderator"])
+            #expect(members == ["Moderator": ["_a", "_b"]])
+
+            // Replacing a schema replaces everything of that environment only.
+            var changed = development
+            changed.recordTypes["Note"]?.fields["title"]?.queryable = false
+            changed.recordTypes["Note"]?.permissions = ["Moderator": [.read, .write]]
+            changed.recordTypes["Empty"] = nil
+            changed.roles = ["Moderator"]
+            let target = changed
+            try await store.write { tx throws in
+                try tx.schemas().replaceSchema(target, container: container, environment: .development)
+                try tx.schemas().replaceSchema(development, container: container, environment: .production)
+            }
+            let (after, deployed) = try await store.read { tx throws in
+                (try tx.schemas().schema(container: container, environment: .development),
+                 try tx.schemas().schema(container: container, environment: .production))
+            }
+            #expect(after == changed)
+            #expect(deployed == development)
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func deleteDataEmptiesOneEnvironment(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let development = DatabaseKey(container: Self.container, environment: .development, scope: .private, owner: "_a")
+            let production = DatabaseKey(container: Self.container, environment: .production, scope: .private, owner: "_a")
+            try await store.write { tx throws in
+                for key in [development, production] {
+                    let database = try tx.lockDatabase(key)
+                    let zone = try tx.createZone(database: database.id, name: "z", createdAt: 1)
+                    let stamp = WireRecordStamp(timestamp: 1, userRecordName: "_a", deviceID: nil)
+                    try tx.putRecord(StoredRecord(zone: zone.id, recordName: "r", recordType: "Note", changeTag: "1", sequence: 1, deleted: false,
+                                                  fields: ["title": .string("x")], created: stamp, modified: stamp))
+                }
+                try tx.schemas().deleteData(container: Self.container, environment: .development)
+            }
+            let (gone, kept) = try await store.read { tx throws in
+                (try tx.database(development), try tx.database(production).map { try tx.zones(database: $0.id).count })
+            }
+            #expect(gone == nil)
+            #expect(kept == 1)
+        }
+    }
+
+    @Test func schemaFileRoundTripsAndReportsErrorsByLine() throws {
+        let text = """
+            DEFINE SCHEMA
+                // roles first
+                CREATE ROLE Moderator;
+                RECORD TYPE Note (
+                    "title" STRING QUERYABLE SORTABLE SEARCHABLE,
+                    tags LIST<STRING> QUERYABLE,
+                    "body" ASSET,
+                    "___createTime" TIMESTAMP QUERYABLE,
+                    GRANT READ TO "_world",
+                    GRANT CREATE TO "_icloud",
+                    GRANT READ, WRITE TO "_creator",
+                    GRANT WRITE TO Moderator
+                );
+                record type Empty ();
+            """
+        let schema = try ContainerSchema(text: text)
+        #expect(schema.roles == ["Moderator"])
+        #expect(schema.recordTypes["Note"]?.fields["tags"] == SchemaField(name: "tags", type: "STRING_LIST", queryable: true, sortable: false, searchable: false))
+        #expect(schema.recordTypes["Note"]?.fields["body"]?.type == "ASSETID")
+        #expect(schema.recordTypes["Note"]?.fields["___createTime"] == nil)
+        #expect(schema.recordTypes["Note"]?.permissions["Moderator"] == [.read, .write])
+        #expect(schema.recordTypes["Note"]?.permissions["_creator"] == [.read, .write])
+        #expect(schema.recordTypes["Empty"]?.fields.isEmpty == true)
+        #expect(schema.recordTypes["Empty"]?.permissions.isEmpty == true)
+        #expect(try ContainerSchema(text: schema.text) == schema)
+        #expect(schema.text.contains(#""tags"  LIST<STRING> QUERYABLE"#))
+
+        func message(_ text: String) -> String {
+            do {
+                _ = try ContainerSchema(text: text)
+                return ""
+            } catch let error as UbiquityError {
+                #expect(error.code == .invalidArgument)
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(message("RECORD TYPE Note (\n  \"n\" INT64 SEARCHABLE\n);").hasPrefix("line 2: field n is INT64; only STRING"))
+        #expect(message("RECORD TYPE Note (\n  \"n\" NUMBER\n);").contains("line 2: unknown field type NUMBER"))
+        #expect(message("RECORD TYPE Note ( \"a\" STRING, GRANT WRITE TO \"_world\" );").contains("_world may only READ"))
+        #expect(message("RECORD TYPE Note ( GRANT READ TO Ghost );").contains("does not create"))
+        #expect(message("RECORD TYPE Note ( \"a\" STRING ) ").contains("expected ';'"))
+        #expect(message("TABLE x;").contains("expected RECORD TYPE or CREATE ROLE, found TABLE"))
+        #expect(message("RECORD TYPE A (); RECORD TYPE A ();").contains("defined twice"))
+    }
+
+    @Test func deploymentRefusesRemovalsAndTypeChanges() throws {
+        let production = try ContainerSchema(text: """
+            RECORD TYPE Note ( "title" STRING QUERYABLE, "n" INT64, "gone" STRING );
+            RECORD TYPE Old ( "x" STRING );
+            """)
+        let development = try ContainerSchema(text: """
+            RECORD TYPE Note ( "title" STRING SORTABLE, "n" DOUBLE, "new" STRING );
+            RECORD TYPE Fresh ( "y" STRING );
+            """)
+        let (_, refusals) = development.deployment(onto: production)
+        #expect(refusals.count == 3)
+        #expect(refusals.contains { $0.contains("Note.gone") && $0.contains("cannot be removed") })
+        #expect(refusals.contains { $0.contains("Note.n is INT64 in production and DOUBLE") })
+        #expect(refusals.contains { $0.contains("record type Old") })
+
+        let good = try ContainerSchema(text: """
+            RECORD TYPE Note ( "title" STRING SORTABLE, "n" INT64, "gone" STRING, "new" STRING );
+            RECORD TYPE Old ( "x" STRING );
+            RECORD TYPE Fresh ( "y" STRING );
+            """)
+        let (deployed, none) = good.deployment(onto: production)
+        #expect(none.isEmpty)
+        #expect(deployed == good)
+        #expect(deployed.recordTypes["Note"]?.fields["title"]?.queryable == false)
+
+        let (_, importRefusals) = production.importing(development)
+        #expect(importRefusals.count == 1)
+        #expect(importRefusals.first?.contains("Note.n is INT64") == true)
+    }
+}

@@ -122,6 +122,14 @@ let package = Package(
             path: "Samples/MonkeyDocument",
             swiftSettings: swiftSettings
         ),
+        // Apple's CloudKitAtlas sample as a command-line tour of the CloudKit client against `ubiq serve`.
+        .executableTarget(
+            name: "CloudKitAtlas",
+            dependencies: ["Ubiquity"],
+            path: "Samples/CloudKitAtlas",
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "UbiquityBench",
             dependencies: [
@@ -165,7 +173,7 @@ let package = Package(
             name: "UbiquitySyncTests",
             dependencies: [
                 "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "ubiq", "MonkeyDocument",
-                "UbiquityBench",
+                "CloudKitAtlas", "UbiquityBench",
             ],
             swiftSettings: swiftSettings
         ),

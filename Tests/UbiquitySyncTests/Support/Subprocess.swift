@@ -17,6 +17,7 @@ enum Binaries {
     static var ubiq: URL { directory.appendingPathComponent("ubiq") }
     static var bench: URL { directory.appendingPathComponent("UbiquityBench") }
     static var monkey: URL { directory.appendingPathComponent("MonkeyDocument") }
+    static var atlas: URL { directory.appendingPathComponent("CloudKitAtlas") }
 }
 
 /// One simulated device: its own HOME and XDG folders, so daemons and clients of different

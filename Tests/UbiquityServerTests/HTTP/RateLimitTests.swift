@@ -65,15 +65,20 @@ import UbiquityServer
 
     @Test(arguments: StoreKind.available)
     func serverAnswersThrottledWithRetryAfter(kind: StoreKind) async throws {
-        let server = try await ServerFixture.start(kind, configuration: RecordsServerConfiguration(rateLimit: 0.5, rateLimitBurst: 2))
+        // one token per 100 s: a loaded machine's pauses between the requests refill nothing
+        let server = try await ServerFixture.start(kind, configuration: RecordsServerConfiguration(rateLimit: 0.01, rateLimitBurst: 2))
         defer { Task { await server.stop() } }
         #expect(try await server.send(.GET, "public", "zones/list").status == 200)
         #expect(try await server.send(.GET, "public", "zones/list").status == 200)
         let throttled = try await server.send(.GET, "public", "zones/list")
         #expect(throttled.status == 429)
         #expect(throttled.errorCode == "THROTTLED")
-        #expect(throttled.json["retryAfter"] == 2)
-        #expect(throttled.headers["retry-after"] == "2")
+        guard case .integer(let retryAfter)? = throttled.json["retryAfter"] else {
+            Issue.record("no integer retryAfter in \(throttled.json)")
+            return
+        }
+        #expect((1...100).contains(retryAfter))
+        #expect(throttled.headers["retry-after"] == "\(retryAfter)")
         #expect(throttled.json["uuid"]?.stringValue != nil)
         // another caller has its own bucket
         #expect(try await server.send(.GET, "public", "users/current", token: server.userToken).status == 200)

@@ -85,7 +85,8 @@ import UbiquityServer
     }
 
     @Test func throttledRequestsAreRetriedAfterTheServersDelay() async throws {
-        let harness = try await Harness(configuration: RecordsServerConfiguration(rateLimit: 1, rateLimitBurst: 1))
+        // one token per 20 s: a loaded machine's pause between the first two calls refills nothing
+        let harness = try await Harness(configuration: RecordsServerConfiguration(rateLimit: 0.05, rateLimitBurst: 1))
         defer { Task { await harness.stop() } }
         let patient = harness.container(harness.mei)
         let impatient = harness.container(harness.mei, retryPolicy: .never)
@@ -94,8 +95,8 @@ import UbiquityServer
         let error = await #expect(throws: CloudKitError.self) { try await impatient.fetchUserRecordID() }
         #expect(error?.code == .requestRateLimited)
         #expect(error?.serverErrorCode == "THROTTLED")
-        #expect(error?.retryAfterSeconds == 1)
-        // the default policy waits the second and gets through
+        #expect(error.flatMap(\.retryAfterSeconds).map { (1...20).contains($0) } == true)
+        // the default policy waits (at most 20 s, under its 30 s cap) and gets through
         let id = try await patient.fetchUserRecordID()
         #expect(id.recordName.hasPrefix("_"))
     }

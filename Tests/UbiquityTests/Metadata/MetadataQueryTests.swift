@@ -5,10 +5,10 @@ import Testing
 /// `MetadataQuery` in this process (no daemon): gathering, live updates, notifications, sorting.
 @Suite("Metadata query (in-process)")
 struct MetadataQueryTests {
-    /// Collects a query's snapshots until one satisfies `condition` (or 30 s pass).
+    /// Collects a query's snapshots until one satisfies `condition` (or 120 s pass: a guard against hangs, generous for loaded machines).
     static func next(_ iterator: inout AsyncStream<MetadataQuery.Snapshot>.Iterator,
                      until condition: (MetadataQuery.Snapshot) -> Bool) async -> MetadataQuery.Snapshot? {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             guard let step = await iterator.next() else { return nil }
             if condition(step) { return step }
@@ -86,7 +86,7 @@ struct MetadataQueryTests {
         _ = await Self.next(&steps, until: Self.isFinish)
         try Data("t".utf8).write(to: folder.url.appendingPathComponent("test.txt"))
         _ = await Self.next(&steps) { !$0.added.isEmpty }
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while seen.names.last != "NSMetadataQueryDidUpdateNotification" && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -112,7 +112,7 @@ struct MetadataQueryTests {
         try Data("a".utf8).write(to: folder.url.appendingPathComponent("a"))
         // Wait until the change is surely in the pipeline: a second query sees it.
         var other: [MetadataItem] = []
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while other.isEmpty && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             other = try await MetadataQuery.results(matching: .truePredicate, in: [folder.url])

@@ -126,6 +126,10 @@ struct PushRoutes: Sendable {
             let resume = Resume(context.request.uri)
             let channel = context.requestContext.channel
             let writeTimeout = Duration.seconds(max(1, push.configuration.webSocketWriteTimeout))
+            // On graceful shutdown the connection is closed at once: the server waits for its
+            // connections before the push service stops, and a client that never answers the
+            // close frame must not hold the shutdown (it reconnects and resumes elsewhere).
+            await withGracefulShutdownHandler {
             await withThrowingTaskGroup(of: Void.self) { group in
                 // The client's frames are read (and dropped) so its close is seen.
                 group.addTask {
@@ -161,6 +165,9 @@ struct PushRoutes: Sendable {
                     logger.debug("a push WebSocket ended", metadata: ["error": "\(error)"])
                 }
                 group.cancelAll()
+            }
+            } onGracefulShutdown: {
+                channel.close(promise: nil)
             }
         }
         return router

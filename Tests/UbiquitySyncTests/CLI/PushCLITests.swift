@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Logging
 import Testing
 import Ubiquity
@@ -128,5 +131,61 @@ import UbiquityCore
         let received = try await listening.value
         let names = received.compactMap { ($0 as? QueryNotification)?.recordID?.recordName }
         #expect(names == ["before", "while-down-1", "while-down-2", "after"])
+    }
+
+    /// A WebSocket client that completes the upgrade and then never reads or answers the close
+    /// frame does not hold up a graceful shutdown (the server closes the connection itself).
+    @Test func aSilentWebSocketClientDoesNotBlockShutdown() async throws {
+        let device = Device()
+        let data = device.root.appendingPathComponent("server").path
+        let api = try device.run(["admin", "--data", data, "container", "add", "iCloud.org.example.Push"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let web = try device.run(["admin", "--data", data, "user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try PushCLITests.startServer(device, ["--data", data])
+        defer { server.process.kill() }
+        let encode = { (text: String) in text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
+        var request = URLRequest(url: URL(string: "\(server.url)/database/1/iCloud.org.example.Push/development/private/tokens/create?ckAPIToken=\(encode(api))&ckWebAuthToken=\(encode(web))")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"apnsEnvironment":"development"}"#.utf8)
+        let (body, _) = try await URLSession.shared.data(for: request)
+        let courier = try #require(try JSONValue.parse(body).objectValue?["webcourierURL"]?.stringValue)
+        let url = try #require(URL(string: courier))
+        let port = try #require(url.port)
+
+        // a raw client: the upgrade request, then nothing (it reads nothing, answers nothing)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected == 0)
+        let upgrade = "GET \(url.path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        _ = Array(upgrade.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        // read until the server's "ready" frame (at most 30 s)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func receive() -> [UInt8] {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            return Array(buffer.prefix(max(0, count)))
+        }
+        var received: [UInt8] = []
+        while !String(decoding: received, as: UTF8.self).contains(#""ready""#) {
+            let bytes = receive()
+            if bytes.isEmpty { break }
+            received += bytes
+        }
+        #expect(String(decoding: received, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+
+        server.process.signal(SIGTERM)
+        // the close frame arrives and is read, but never answered
+        _ = receive()
+        // a generous guard against a hang, not a timing assertion: before the fix it never exited
+        #expect(server.process.wait(seconds: 90) == 0)
     }
 }

@@ -13,20 +13,11 @@ import UbiquityCore
 /// `LISTEN/NOTIFY`; SQLite datagrams between processes sharing a data directory), and a
 /// subscriber whose server went away reconnects by itself and gets what it missed.
 @Suite struct PushCLITests {
-    struct Server {
-        let process: Subprocess
-        let url: String
-    }
+    typealias Server = ServeCLITests.Server
 
-    /// Starts `ubiq serve` (helpers as in ServeCLITests).
+    /// Starts `ubiq serve` (as ServeCLITests does).
     static func startServer(_ device: Device, _ storeArguments: [String], extra: [String] = []) throws -> Server {
-        let process = try device.start(Binaries.ubiq, ["serve", "--port", "0", "--log-level", "warning"] + storeArguments + extra)
-        guard let line = process.waitForLine(containing: "listening on ") else {
-            process.kill()
-            throw DeviceError.didNotStart("ubiq serve")
-        }
-        let url = String(line[line.range(of: "listening on ")!.upperBound...])
-        return Server(process: process, url: url)
+        try ServeCLITests.startServer(device, storeArguments, extra: extra)
     }
 
     /// Starts `ubiq serve` on a given port (a restart at the same address).

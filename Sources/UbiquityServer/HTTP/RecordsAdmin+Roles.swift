@@ -21,6 +21,7 @@ extension RecordsAdmin {
         try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             var schema = try schemas.schema(container: container, environment: environment)
             guard schema.roles.insert(role).inserted else { return }
             try schemas.replaceSchema(schema, container: container, environment: environment)
@@ -38,6 +39,7 @@ extension RecordsAdmin {
         return try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             let defined = try CloudKitEnvironment.allCases.contains { try schemas.schema(container: container, environment: $0).roles.contains(role) }
             guard defined || !member else {
                 throw UbiquityError(.notFound, "\(container) has no role \(role); add it with `ubiq admin role add \(container) \(role)`")
@@ -77,6 +79,7 @@ extension RecordsAdmin {
         try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             var schema = try schemas.schema(container: container, environment: environment)
             if !SecurityRole.builtIn.contains(role), !schema.roles.contains(role) {
                 throw UbiquityError(.notFound, "the \(environment.rawValue) schema of \(container) has no role \(role); add it with `ubiq admin role add \(container) \(role)`")

@@ -32,6 +32,7 @@ extension RecordsAdmin {
         return try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             let (merged, refusals) = try schemas.schema(container: container, environment: .development).importing(file)
             guard refusals.isEmpty else {
                 throw UbiquityError(.conflict, "the import changes nothing:\n  " + refusals.joined(separator: "\n  "))
@@ -59,6 +60,7 @@ extension RecordsAdmin {
         return try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             let development = try schemas.schema(container: container, environment: .development)
             let production = try schemas.schema(container: container, environment: .production)
             let (deployed, refusals) = development.deployment(onto: production)
@@ -87,6 +89,7 @@ extension RecordsAdmin {
         try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             let production = try schemas.schema(container: container, environment: .production)
             try schemas.replaceSchema(production, container: container, environment: .development)
             try schemas.deleteData(container: container, environment: .development)
@@ -107,6 +110,7 @@ extension RecordsAdmin {
         return try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
+            try schemas.lockSchemas(container: container)
             var schema = try schemas.schema(container: container, environment: environment)
             guard var field = schema.recordTypes[recordType]?.fields[name] else {
                 let what = schema.recordTypes[recordType] == nil ? "record type \(recordType)" : "field \(recordType).\(name)"

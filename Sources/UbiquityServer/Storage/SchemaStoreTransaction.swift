@@ -11,6 +11,11 @@ public protocol SchemaStoreTransaction {
     func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema?
     /// The whole schema of an environment (empty when nothing was ever saved).
     func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema
+    /// Serializes changes of the container's schemas until the transaction ends (PostgreSQL: a
+    /// transaction-scoped advisory lock; SQLite has one writer already). Every admin change of
+    /// a schema takes it before reading, so two deploys (or a deploy and an import) never
+    /// interleave their deletes and inserts.
+    func lockSchemas(container: String) throws
     /// Replaces the whole schema of an environment.
     func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws
     /// Adds a record type when missing (with `type.permissions`) and those of `type.fields` it

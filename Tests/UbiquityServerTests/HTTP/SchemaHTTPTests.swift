@@ -26,6 +26,57 @@ import UbiquityServer
         reply.items().compactMap { $0["recordName"]?.stringValue }.sorted()
     }
 
+    /// Deploys while development grows and production is written: every save is answered with a
+    /// success or the documented refusal (never a server error), and after a last deploy
+    /// production has every field development has.
+    @Test(arguments: StoreKind.available)
+    func deploysRacingWritesLoseNothing(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        let admin = RecordsAdmin(store: server.store)
+        _ = try await save(server, [operation("create", "seed", fields: ["title": "seed"])], token: server.userToken)
+        _ = try await admin.deploySchema(container: server.container)
+        let outcomes = try await withThrowingTaskGroup(of: [String].self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    // development: a new field each time
+                    let grown = try await server.send("public", "records/modify",
+                                                      ["operations": [operation("create", "d\(index)", fields: ["title": "t", "f\(index)": .integer(Int64(index))])]],
+                                                      token: server.userToken, environment: "development")
+                    // production: a known field (always fine) and a new one (fine once deployed)
+                    let known = try await server.send("public", "records/modify",
+                                                      ["operations": [operation("create", "p\(index)", fields: ["title": "t"])]],
+                                                      token: server.userToken, environment: "production")
+                    let fresh = try await server.send("public", "records/modify",
+                                                      ["operations": [operation("create", "q\(index)", fields: ["f\(index)": .integer(1)])]],
+                                                      token: server.userToken, environment: "production")
+                    return [grown, known, fresh].map { reply in
+                        reply.status != 200 ? "HTTP \(reply.status)" : (reply.items().first?["serverErrorCode"]?.stringValue ?? "ok")
+                    }
+                }
+                if index % 3 == 0 {
+                    group.addTask {
+                        _ = try await admin.deploySchema(container: server.container)
+                        return []
+                    }
+                }
+            }
+            var all: [[String]] = []
+            for try await outcome in group where !outcome.isEmpty { all.append(outcome) }
+            return all
+        }
+        #expect(outcomes.count == 12)
+        for outcome in outcomes {
+            #expect(outcome[0] == "ok" && outcome[1] == "ok", "\(outcome)")
+            #expect(outcome[2] == "ok" || outcome[2] == "BAD_REQUEST", "\(outcome)")
+        }
+        _ = try await admin.deploySchema(container: server.container)
+        let development = try await admin.schema(container: server.container, environment: .development)
+        let production = try await admin.schema(container: server.container, environment: .production)
+        #expect(Set(production.recordTypes["Note"]?.fields.keys ?? [:].keys) == Set(development.recordTypes["Note"]?.fields.keys ?? [:].keys))
+        #expect(production.recordTypes["Note"]?.fields.count == 13)
+    }
+
     @Test(arguments: StoreKind.available)
     func justInTimeDevelopmentLockedProductionAndDeploy(kind: StoreKind) async throws {
         let server = try await ServerFixture.start(kind)

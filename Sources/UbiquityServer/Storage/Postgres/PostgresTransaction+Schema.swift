@@ -52,6 +52,10 @@ extension PostgresTransaction: SchemaStoreTransaction {
         return schema
     }
 
+    func lockSchemas(container: String) throws {
+        try session.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text("ubiquity-schema/" + container)])
+    }
+
     func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws {
         let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue)]
         for table in ["schema_types", "schema_fields", "schema_permissions", "schema_roles"] {

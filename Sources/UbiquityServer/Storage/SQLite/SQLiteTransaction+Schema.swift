@@ -48,6 +48,8 @@ extension SQLiteTransaction: SchemaStoreTransaction {
         return schema
     }
 
+    func lockSchemas(container: String) throws {}  // one writer at a time already
+
     func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws {
         let arguments: StatementArguments = [container, environment.rawValue]
         for table in ["schema_types", "schema_fields", "schema_permissions", "schema_roles"] {

@@ -15,10 +15,16 @@ struct RecordAccess {
     private var memberships: Set<String>?
     private var types: [String: RecordTypeSchema?] = [:]
 
-    init(key: DatabaseKey, caller: RecordsCaller) {
+    /// - Parameter types: record types already read in this transaction (the schema is the
+    ///   same for every caller; only roles differ), so checks for many callers read it once.
+    init(key: DatabaseKey, caller: RecordsCaller, types: [String: RecordTypeSchema?] = [:]) {
         self.key = key
         self.caller = caller
+        self.types = types
     }
+
+    /// The record types read so far (to seed the access of another caller in the transaction).
+    var readTypes: [String: RecordTypeSchema?] { types }
 
     /// Whether permissions apply at all.
     var isEnforced: Bool {

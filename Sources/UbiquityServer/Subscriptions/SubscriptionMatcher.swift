@@ -66,12 +66,15 @@ public final class SubscriptionMatcher: RecordChangeObserver {
             var spent: [StoredSubscription] = []
             // In the public database a subscriber hears only of records its security roles let it read.
             var readers: [String: RecordAccess] = [:]
+            var types: [String: RecordTypeSchema?] = [:]  // read once for all subscribers
             for firing in firings {
                 if key.scope == .public, case .query(let change) = firing.kind {
                     let subscriber = firing.subscription.subscriber
-                    var access = readers[subscriber] ?? RecordAccess(key: key, caller: RecordsCaller(identity: .user(accountID: 0, userRecordName: subscriber)))
+                    var access = readers[subscriber]
+                        ?? RecordAccess(key: key, caller: RecordsCaller(identity: .user(accountID: 0, userRecordName: subscriber)), types: types)
                     let readable = try access.canRead(change.kind == .deleted ? (change.previous ?? change.record) : change.record, tx: tx)
                     readers[subscriber] = access
+                    types.merge(access.readTypes) { current, _ in current }
                     guard readable else { continue }
                 }
                 let notificationID = UUID().uuidString.lowercased()

@@ -98,10 +98,11 @@ extension CloudDatabase {
 
     func modifyRecords(saving records: [Record], deleting recordIDs: [Record.ID], policy: ModifyRecordsOperation.RecordSavePolicy,
                        atomic: Bool, desiredKeys: [String]? = nil,
+                       onProgress: (@Sendable (Record.ID, Double) -> Void)? = nil,
                        onSave: (Record.ID, Result<Record, CloudKitError>) -> Void,
                        onDelete: (Record.ID, Result<Void, CloudKitError>) -> Void) async throws {
         var items: [ModifyItem] = []
-        let records = await uploadingAssets(of: records) { record, error in onSave(record.recordID, .failure(error)) }
+        let records = await uploadingAssets(of: records, onProgress: onProgress) { record, error in onSave(record.recordID, .failure(error)) }
         for record in records {
             do {
                 items.append(.save(record, try Self.operation(for: record, policy: policy)))

@@ -34,6 +34,9 @@ public final class ModifyRecordsOperation: CloudDatabaseOperation, @unchecked Se
     @OperationLocked public var savePolicy: RecordSavePolicy = .ifServerRecordUnchanged
     /// Whether each request is applied all or nothing (custom zones only). Default true.
     @OperationLocked public var isAtomic: Bool = true
+    /// Called as the new assets of a record to save are uploaded, with the fraction of its asset
+    /// bytes sent (0 to 1; not called for records without new assets).
+    @OperationLocked public var perRecordProgressBlock: (@Sendable (Record.ID, Double) -> Void)? = nil
     /// Called for every record saved or not saved: the server's record, or the error.
     @OperationLocked public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)? = nil
     /// Called for every record deleted or not deleted.
@@ -57,11 +60,12 @@ public final class ModifyRecordsOperation: CloudDatabaseOperation, @unchecked Se
     }
 
     override func execute(in database: CloudDatabase) async throws {
+        let progressBlock = perRecordProgressBlock
         let saveBlock = perRecordSaveBlock, deleteBlock = perRecordDeleteBlock, resultBlock = modifyRecordsResultBlock
         let saves = recordsToSave ?? [], deletes = recordIDsToDelete ?? [], policy = savePolicy, atomic = isAtomic
         try await finishing({
             var failures: [CloudKitError.ItemID: CloudKitError] = [:]
-            try await database.modifyRecords(saving: saves, deleting: deletes, policy: policy, atomic: atomic, onSave: { id, result in
+            try await database.modifyRecords(saving: saves, deleting: deletes, policy: policy, atomic: atomic, onProgress: progressBlock, onSave: { id, result in
                 if case .failure(let error) = result { failures[.record(id)] = error }
                 saveBlock?(id, result.mapError { $0 })
             }, onDelete: { id, result in

@@ -121,7 +121,9 @@ public struct RecordsServer: Sendable {
         }
         let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
         let host = configuration.host
-        let server: HTTPServerBuilder
+        // The HTTP/1 channel with the WebSocket upgrade (push), behind TLS when configured, and
+        // behind the guard that lets graceful shutdown reach every connection.
+        var tls: TLSConfiguration?
         if let certificatePath = configuration.tlsCertificatePath {
             guard let keyPath = configuration.tlsKeyPath else {
                 throw UbiquityError(.invalidArgument, "--tls-cert needs --tls-key (the certificate's private key in PEM)")
@@ -134,10 +136,16 @@ public struct RecordsServer: Sendable {
             } catch {
                 throw UbiquityError(.invalidArgument, "cannot read the TLS certificate \(certificatePath) or key \(keyPath)", underlying: error)
             }
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-            server = try .tls(.http1WebSocketUpgrade(webSocketRouter: pushRoutes.webSocketRouter()), tlsConfiguration: tls)
-        } else {
-            server = .http1WebSocketUpgrade(webSocketRouter: pushRoutes.webSocketRouter())
+            tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        }
+        let webSocketResponder = pushRoutes.webSocketRouter().buildResponder()
+        let gracePeriod = configuration.shutdownGracePeriod
+        let server = HTTPServerBuilder { [tls] responder -> any ServerChildChannel in
+            let channel = QuiescingChildChannel(
+                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init()),
+                gracePeriod: gracePeriod)
+            if let tls { return try TLSChannel(channel, tlsConfiguration: tls) }
+            return channel
         }
         return Application(
             router: router,

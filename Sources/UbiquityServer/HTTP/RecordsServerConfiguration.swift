@@ -47,6 +47,9 @@ public struct RecordsServerConfiguration: Sendable {
     /// Unreferenced content younger than this (in seconds; 48 hours by default) is kept, so
     /// uploads not saved in a record yet survive. At least the receipt lifetime (24 h).
     public var assetGarbageMinimumAge: Double
+    /// On graceful shutdown, connections still open this many seconds after it began (a
+    /// request whose client stopped sending halfway) are closed (30 by default).
+    public var shutdownGracePeriod: Double
 
     /// The quotas of `privateQuotaBytes` and `publicQuotaBytes`.
     public var quotas: StorageQuotas { StorageQuotas(privateBytes: privateQuotaBytes, publicBytes: publicQuotaBytes) }
@@ -57,7 +60,9 @@ public struct RecordsServerConfiguration: Sendable {
                 longWebAuthTokenLifetime: Int64 = 14 * 24 * 3600, signatureSkew: Double = 600,
                 rateLimit: Double = 100, rateLimitBurst: Int = 200, unavailableRetryAfter: Int = 5, blobsDirectory: String? = nil,
                 assets: AssetConfiguration = AssetConfiguration(), privateQuotaBytes: Int64? = 5 << 30, publicQuotaBytes: Int64? = 100 << 30,
-                assetGarbageCollectionInterval: Double = 6 * 3600, assetGarbageMinimumAge: Double = 48 * 3600) {
+                assetGarbageCollectionInterval: Double = 6 * 3600, assetGarbageMinimumAge: Double = 48 * 3600,
+                shutdownGracePeriod: Double = 30) {
+        self.shutdownGracePeriod = shutdownGracePeriod
         self.blobsDirectory = blobsDirectory
         self.assets = assets
         self.privateQuotaBytes = privateQuotaBytes

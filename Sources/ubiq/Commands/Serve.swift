@@ -69,6 +69,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Unreferenced asset content younger than this many hours is kept (uploads not saved yet).")
     var gcOlderThan: Double = 48
 
+    @Option(help: "On SIGTERM/SIGINT, seconds to let requests in flight finish before their connections are closed.")
+    var shutdownGrace: Double = 30
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -82,6 +85,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(error.message)
         }
         guard gcInterval >= 0, gcInterval.isFinite else { throw ValidationError("--gc-interval \(gcInterval): expected a number of hours, 0 or more") }
+        guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace \(shutdownGrace): expected a number of seconds, 0 or more") }
         guard gcOlderThan >= 0, gcOlderThan.isFinite else { throw ValidationError("--gc-older-than \(gcOlderThan): expected a number of hours, 0 or more") }
         do {
             _ = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
@@ -113,7 +117,8 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: port, tlsCertificatePath: try tlsCert.map(CLI.absolutePath), tlsKeyPath: try tlsKey.map(CLI.absolutePath),
                 publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: try store.blobsDirectory(),
                 privateQuotaBytes: privateBytes == 0 ? nil : privateBytes, publicQuotaBytes: publicBytes == 0 ? nil : publicBytes,
-                assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600)
+                assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600,
+                shutdownGracePeriod: shutdownGrace)
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
                                                   registry: registry)
         } catch {

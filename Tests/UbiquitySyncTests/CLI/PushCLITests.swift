@@ -143,39 +143,15 @@ import UbiquityCore
         let port = try #require(url.port)
 
         // a raw client: the upgrade request, then nothing (it reads nothing, answers nothing)
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(descriptor >= 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(connected == 0)
-        let upgrade = "GET \(url.path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        _ = Array(upgrade.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        let connection = try RawConnection(port: port)
+        connection.send("GET \(url.path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         // read until the server's "ready" frame (at most 30 s)
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        func receive() -> [UInt8] {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            return Array(buffer.prefix(max(0, count)))
-        }
-        var received: [UInt8] = []
-        while !String(decoding: received, as: UTF8.self).contains(#""ready""#) {
-            let bytes = receive()
-            if bytes.isEmpty { break }
-            received += bytes
-        }
-        #expect(String(decoding: received, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+        #expect(connection.receive(until: #""ready""#).hasPrefix("HTTP/1.1 101"))
 
         server.process.signal(SIGTERM)
         // the close frame arrives and is read, but never answered
-        _ = receive()
+        _ = connection.receive()
         // a generous guard against a hang, not a timing assertion: before the fix it never exited
         #expect(server.process.wait(seconds: 90) == 0)
     }

@@ -96,6 +96,35 @@ import UbiquityCore
         #expect(metrics.body.contains("ubiquity_records_requests_total"))
     }
 
+    /// Graceful shutdown reaches every connection: one opened before the signal and never used,
+    /// one opened before and used after it (served, then closed rather than kept alive), and one
+    /// that sent half a request and stopped (closed after `--shutdown-grace`). Before the fix
+    /// the first two kept the server running for as long as their clients stayed connected.
+    @Test func connectionsOpenAtShutdownDoNotKeepTheServerRunning() async throws {
+        let device = Device()
+        let data = device.root.appendingPathComponent("server").path
+        #expect(try device.run(["admin", "--data", data, "container", "add", "iCloud.org.example.Serve"]).status == 0)
+        let server = try ServeCLITests.startServer(device, ["--data", data], extra: ["--shutdown-grace", "2"])
+        defer { server.process.kill() }
+        let port = try #require(URL(string: server.url)?.port)
+        let unused = try RawConnection(port: port)
+        let late = try RawConnection(port: port)
+        let halfway = try RawConnection(port: port)
+        halfway.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        // the server has the connections once it answers on another one
+        #expect(try await ServeCLITests.request(server.url + "/healthz").body == "ok\n")
+
+        server.process.signal(SIGTERM)
+        late.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let answer = late.receiveToEnd()
+        // served in full if it arrived before the connection was closed; either way it ends
+        #expect(answer.isEmpty || answer.hasSuffix("ok\n"), "\(answer)")
+        #expect(unused.receiveToEnd().isEmpty)
+        #expect(halfway.receiveToEnd().isEmpty)
+        // a generous guard against a hang, not a timing assertion
+        #expect(server.process.wait(seconds: 90) == 0)
+    }
+
     @Test func adminGarbageCollectsAssets() throws {
         let device = Device()
         let data = device.root.appendingPathComponent("server").path

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import Ubiquity
 import UbiquityServer
@@ -8,9 +9,8 @@ import UbiquityServer
 /// The Swift client's assets against a real `RecordsServer` with an asset store: saving a record
 /// with `Asset(fileURL:)` uploads the file; fetched records download it.
 @Suite struct ClientAssetTests {
-    @Test func saveAssetFromFileAndDownloadIt() async throws {
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-client-assets-\(UUID().uuidString.prefix(8))")
-        defer { try? FileManager.default.removeItem(at: directory) }
+    /// A server with an asset store on loopback and a container signed in to it; `stop` ends it.
+    static func serve(_ directory: URL) async throws -> (database: CloudDatabase, stop: @Sendable () -> Void) {
         var logger = Logger(label: "test.client-assets")
         logger.logLevel = .warning
         let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("data"), logger: logger)
@@ -21,12 +21,21 @@ import UbiquityServer
                                                   logger: logger, blobConfiguration: FileBlobStore.Configuration(syncBeforeCommit: false))
         let (stream, continuation) = AsyncStream<String>.makeStream()
         let task = Task { try await server.application { continuation.yield($0) }.run() }
-        defer { task.cancel() }
         var iterator = stream.makeAsyncIterator()
-        let url = try #require(await iterator.next())
+        guard let url = await iterator.next() else {
+            task.cancel()
+            throw CancellationError()
+        }
         let container = CloudContainer(identifier: "iCloud.org.example.Client", serverURL: URL(string: url)!,
                                        credentials: .apiToken(api, webAuthToken: web), logger: logger)
-        let database = container.privateCloudDatabase
+        return (container.privateCloudDatabase, { task.cancel() })
+    }
+
+    @Test func saveAssetFromFileAndDownloadIt() async throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-client-assets-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (database, stop) = try await ClientAssetTests.serve(directory)
+        defer { stop() }
 
         let content = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         let file = directory.appendingPathComponent("photo.bin")
@@ -59,5 +68,34 @@ import UbiquityServer
         #expect(try Data(contentsOf: cachedURL) == content)
         let again = try await database.downloadingAssets(of: fetched, into: cache)
         #expect(again["image"]?.assetValue?.fileURL == cachedURL)
+    }
+
+    /// `perRecordProgressBlock` hears each record's uploads move to 1, never backwards.
+    @Test func modifyRecordsOperationReportsUploadProgress() async throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-client-progress-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (database, stop) = try await ClientAssetTests.serve(directory)
+        defer { stop() }
+        let big = directory.appendingPathComponent("big.bin"), empty = directory.appendingPathComponent("empty.bin")
+        try Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 9) }).write(to: big)
+        try Data().write(to: empty)
+        var record = Record(recordType: "Photo")
+        record["image"] = .asset(Asset(fileURL: big))
+        record["thumbnails"] = .list([.asset(Asset(fileURL: empty))])
+        let plain = Record(recordType: "Photo")
+
+        let operation = ModifyRecordsOperation(recordsToSave: [record, plain], recordIDsToDelete: nil)
+        let fractions = Mutex<[Record.ID: [Double]]>([:])
+        let saved = Mutex<[Record.ID]>([])
+        operation.perRecordProgressBlock = { id, fraction in fractions.withLock { $0[id, default: []].append(fraction) } }
+        operation.perRecordSaveBlock = { id, result in if (try? result.get()) != nil { saved.withLock { $0.append(id) } } }
+        database.add(operation)
+        await operation.waitUntilFinished()
+        #expect(Set(saved.withLock { $0 }) == [record.recordID, plain.recordID])
+        let reported = try #require(fractions.withLock { $0 }[record.recordID])
+        #expect(reported.count >= 2)
+        #expect(reported.last == 1)
+        #expect(zip(reported, reported.dropFirst()).allSatisfy { $0 <= $1 })
+        #expect(fractions.withLock { $0 }[plain.recordID] == nil)
     }
 }

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import UbiquityCore
 
 extension CloudDatabase {
     /// Uploads the files of the records' new assets (``Asset/init(fileURL:)``: a file and no
     /// receipt), so that saving them carries receipts: one `assets/upload` request per record,
     /// then each file through ``AssetTransfer``. A record whose upload fails is reported to
-    /// `onFailure` and left out.
-    func uploadingAssets(of records: [Record], onFailure: (Record, CloudKitError) -> Void) async -> [Record] {
+    /// `onFailure` and left out; `onProgress` hears how far each record's uploads are.
+    func uploadingAssets(of records: [Record], onProgress: (@Sendable (Record.ID, Double) -> Void)? = nil,
+                         onFailure: (Record, CloudKitError) -> Void) async -> [Record] {
         var ready: [Record] = []
         for record in records {
             do {
-                ready.append(try await uploadingAssets(of: record))
+                let id = record.recordID
+                ready.append(try await uploadingAssets(of: record, progress: onProgress.map { report in { @Sendable fraction in report(id, fraction) } }))
             } catch {
                 onFailure(record, CloudKitError.wrap(error))
             }
@@ -20,8 +23,10 @@ extension CloudDatabase {
     }
 
     /// `record` with each new asset uploaded and replaced by the server's value (with its
-    /// receipt; ``Asset/fileURL`` kept).
-    func uploadingAssets(of record: Record) async throws -> Record {
+    /// receipt; ``Asset/fileURL`` kept). `progress` hears the fraction of the record's new
+    /// asset bytes done (scanning a file for chunks the server has counts as half of it when
+    /// the deduplicating upload is used), ending with 1.
+    func uploadingAssets(of record: Record, progress: (@Sendable (Double) -> Void)? = nil) async throws -> Record {
         var pending: [(key: Record.FieldKey, index: Int?, fileURL: URL)] = []
         for (key, value) in record.values.sorted(by: { $0.key < $1.key }) {
             switch value {
@@ -49,11 +54,18 @@ extension CloudDatabase {
         }
         var updated = record
         let transfer = AssetTransfer()
-        for (item, token) in zip(pending, answered) {
+        let files = pending.map(\.fileURL)
+        let sizes = try await BlockingWork.run {
+            files.map { file in ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size]) as? NSNumber)?.int64Value ?? 0 }
+        }
+        let tracker = progress.map { RecordUploadProgress(sizes: sizes, report: $0) }
+        for (index, (item, token)) in zip(pending, answered).enumerated() {
             guard let text = token.objectValue?["url"]?.stringValue, let url = URL(string: text) else {
                 throw CloudKitError(.internalError, "the server answered assets/upload without an upload URL for field \(item.key)")
             }
-            var uploaded = try await transfer.upload(fileURL: item.fileURL, to: url).asset
+            var uploaded = try await transfer.upload(fileURL: item.fileURL, to: url,
+                                                     progress: tracker.map { tracker in { @Sendable report in tracker.update(file: index, report) } }).asset
+            tracker?.finish(file: index)
             uploaded.fileURL = item.fileURL
             if let index = item.index, case .list(var items)? = updated.values[item.key], items.indices.contains(index) {
                 items[index] = .asset(uploaded)
@@ -63,6 +75,55 @@ extension CloudDatabase {
             }
         }
         return updated
+    }
+}
+
+/// Turns the progress reports of a record's asset uploads into one fraction for the record.
+final class RecordUploadProgress: Sendable {
+    private struct State {
+        var done: [Double]
+        var scanned: Set<Int> = []
+        var reported = -1.0
+    }
+
+    private let sizes: [Int64]
+    private let report: @Sendable (Double) -> Void
+    private let state: Mutex<State>
+
+    init(sizes: [Int64], report: @escaping @Sendable (Double) -> Void) {
+        self.sizes = sizes
+        self.report = report
+        state = Mutex(State(done: Array(repeating: 0, count: sizes.count)))
+    }
+
+    /// A report from the transfer of file `file`.
+    func update(file: Int, _ progress: AssetTransferProgress) {
+        var fraction = progress.fractionCompleted
+        let hadScanned = state.withLock { state -> Bool in
+            if progress.phase == .scanning { state.scanned.insert(file) }
+            return state.scanned.contains(file)
+        }
+        if hadScanned { fraction = progress.phase == .scanning ? fraction / 2 : 0.5 + fraction / 2 }
+        set(file: file, fraction: fraction)
+    }
+
+    /// File `file` is uploaded.
+    func finish(file: Int) { set(file: file, fraction: 1) }
+
+    private func set(file: Int, fraction: Double) {
+        let sizes = self.sizes
+        let value = state.withLock { state -> Double? in
+            state.done[file] = max(state.done[file], min(1, fraction))
+            // Empty files weigh as one byte, so a record of empty files still moves to 1.
+            let weights = sizes.map { Double(max(1, $0)) }
+            let overall = zip(state.done, weights).reduce(0.0) { $0 + $1.0 * $1.1 } / weights.reduce(0, +)
+            // Reported only when it moved (by 0.1 % or to the end), never backwards.
+            let ended = state.done.allSatisfy { $0 >= 1 }
+            guard ended ? state.reported < 1 : overall - state.reported >= 0.001 else { return nil }
+            state.reported = ended ? 1 : overall
+            return state.reported
+        }
+        if let value { report(value) }
     }
 }
 

@@ -26,6 +26,10 @@ public final class CloudContainer: Sendable {
         case apiToken(String, webAuthToken: String? = nil)
         /// A server-to-server key: its ID and the P-256 private key in PEM form.
         case serverToServer(keyID: String, privateKeyPEM: String)
+        /// A Ubiquity device token (`ubiq account login`; ``UbiquityAccountFile/Account/deviceToken``):
+        /// the signed-in user in any container of that server, with no API token. Ubiquity's
+        /// extension; CloudKit's servers do not know it.
+        case device(token: String)
     }
 
     /// The container's identifier (`iCloud.com.example.app`).
@@ -67,6 +71,10 @@ public final class CloudContainer: Sendable {
         case .apiToken(let token, let webAuth):
             apiToken = token
             webAuthToken = Mutex(webAuth)
+            signer = nil
+        case .device(let token):
+            apiToken = nil
+            webAuthToken = Mutex(token)
             signer = nil
         case .serverToServer(let keyID, let pem):
             apiToken = nil
@@ -147,8 +155,8 @@ public final class CloudContainer: Sendable {
         if method != "GET" { request.headers["Content-Type"] = "application/json; charset=utf-8" }
         if let signer {
             request.headers.merge(try signer.get().headers(body: bodyData, path: request.path, date: now()), uniquingKeysWith: { _, new in new })
-        } else if let apiToken {
-            request.query.append(.init(name: "ckAPIToken", value: apiToken))
+        } else {
+            if let apiToken { request.query.append(.init(name: "ckAPIToken", value: apiToken)) }
             if let token = currentWebAuthToken { request.query.append(.init(name: "ckWebAuthToken", value: token)) }
         }
         logger.debug("CloudKit request", metadata: ["method": "\(method)", "path": "\(request.path)", "bytes": "\(bodyData.count)"])

@@ -12,11 +12,21 @@ public struct UbiquityAccountFile: Sendable, Equatable {
         public var server: String
         /// The user name on that server.
         public var user: String
+        /// The device token `ubiq account login` received (a secret: the file is 0600); nil in
+        /// files written before sign-in kept one.
+        public var deviceToken: String?
+        /// This device's name, as the server and `ubiq account status` show it.
+        public var deviceName: String?
+        /// When this device signed in (milliseconds since 1970).
+        public var signedInAt: Int64?
 
         /// An account.
-        public init(server: String, user: String) {
+        public init(server: String, user: String, deviceToken: String? = nil, deviceName: String? = nil, signedInAt: Int64? = nil) {
             self.server = server
             self.user = user
+            self.deviceToken = deviceToken
+            self.deviceName = deviceName
+            self.signedInAt = signedInAt
         }
     }
 

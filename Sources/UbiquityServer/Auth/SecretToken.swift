@@ -25,6 +25,22 @@ public enum SecretToken {
         AuthEncoding.hex(SHA256.hash(data: Array(token.utf8)))
     }
 
+    /// What starts a device token (``generateDeviceToken()``).
+    public static let devicePrefix = "ubqdev_"
+
+    /// A fresh device token: ``devicePrefix`` and a generated token. Only device sign-in
+    /// (`POST /auth/device`, `ubiq admin user token --device`) makes them; they are web-auth
+    /// tokens that also stand in for the API token (any container, created on first use), and
+    /// are not rotated.
+    public static func generateDeviceToken() -> String {
+        devicePrefix + generate()
+    }
+
+    /// Whether `token` is shaped like a device token.
+    public static func isDeviceToken(_ token: String) -> Bool {
+        token.hasPrefix(devicePrefix) && isWellFormed(String(token.dropFirst(devicePrefix.count)))
+    }
+
     /// A fresh key ID shaped like Apple's server-to-server key IDs: 64 lowercase hex digits
     /// (32 random bytes).
     public static func keyID() -> String {

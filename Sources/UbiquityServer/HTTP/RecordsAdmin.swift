@@ -74,11 +74,12 @@ public struct RecordsAdmin: Sendable {
         return token
     }
 
-    /// Issues another web-auth token for an account (valid for the long lifetime).
-    public func issueToken(forUser name: String, lifetime: Int64? = nil) async throws -> String {
-        let token = SecretToken.generate()
+    /// Issues another web-auth token for an account (valid for the long lifetime), or a device
+    /// token (valid for the device lifetime; see ``SecretToken/generateDeviceToken()``).
+    public func issueToken(forUser name: String, lifetime: Int64? = nil, device: Bool = false) async throws -> String {
+        let token = device ? SecretToken.generateDeviceToken() : SecretToken.generate()
         let digest = SecretToken.digest(token)
-        let seconds = lifetime ?? configuration.longWebAuthTokenLifetime
+        let seconds = lifetime ?? (device ? configuration.deviceTokenLifetime : configuration.longWebAuthTokenLifetime)
         try await store.write { tx in
             guard let account = try tx.account(named: name) else { throw UbiquityError(.notFound, "no account is named \(name); add it with `ubiq admin user add \(name)`") }
             try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: RecordsAdmin.now + seconds * 1000)
@@ -98,6 +99,34 @@ public struct RecordsAdmin: Sendable {
             try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: RecordsAdmin.now + lifetime * 1000)
         }
         return token
+    }
+
+    /// Checks a password and issues a device token (`POST /auth/device`, `ubiq account login`).
+    /// Returns nil when the name or password is wrong.
+    public func signInDevice(user name: String, password: String) async throws -> String? {
+        let hasher = passwordHasher
+        guard let account = try await store.read({ tx in try tx.account(named: name) }), let hash = account.passwordHash,
+              try await BlockingWork.run({ hasher.verify(password, against: hash) }) else { return nil }
+        let token = SecretToken.generateDeviceToken()
+        let digest = SecretToken.digest(token)
+        let expires = RecordsAdmin.now + configuration.deviceTokenLifetime * 1000
+        try await store.write { tx in
+            try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: expires)
+        }
+        return token
+    }
+
+    /// The account a live web-auth or device token belongs to, or nil.
+    public func account(forToken token: String) async throws -> StoredAccount? {
+        guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
+        let digest = SecretToken.digest(token)
+        return try await store.read { tx in try tx.account(forWebAuthTokenDigest: digest, now: RecordsAdmin.now) }
+    }
+
+    /// Deletes a web-auth or device token (signing a device out); no error when it is unknown.
+    public func revokeToken(_ token: String) async throws {
+        let digest = SecretToken.digest(token)
+        try await store.write { tx in try tx.revokeWebAuthToken(digest: digest) }
     }
 
     /// Registers a server-to-server public key (PEM, P-256) for a container; returns its key ID.

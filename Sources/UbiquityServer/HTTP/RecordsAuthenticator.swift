@@ -57,6 +57,9 @@ final class RecordsAuthenticator: Sendable {
             }
             return Outcome(caller: RecordsCaller(identity: .serverKey(keyID: keyID), deviceID: header("X-Ubiquity-Device-ID")))
         }
+        if query["ckAPIToken"].map(\.isEmpty) ?? true, let deviceToken = query["ckWebAuthToken"], SecretToken.isDeviceToken(deviceToken) {
+            return try await authenticateDevice(token: deviceToken, path: path, deviceID: header("X-Ubiquity-Device-ID"), signInURL: signInURL)
+        }
         guard let apiToken = query["ckAPIToken"], !apiToken.isEmpty else {
             throw WireError(.authenticationFailed, "missing ckAPIToken (or server-to-server signature headers)")
         }
@@ -84,6 +87,34 @@ final class RecordsAuthenticator: Sendable {
         let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
                                    deviceID: deviceID)
         return Outcome(caller: caller, rotatedToken: try await rotate(token: webToken, digest: webDigest, account: account))
+    }
+
+    /// A device token (`ubiq account login`) without an API token: the signed-in user in any
+    /// container, which is created on first use (a device syncs the user's own private data;
+    /// app containers need not be registered by an administrator first). Not rotated.
+    func authenticateDevice(token: String, path: DatabasePath, deviceID: String?, signInURL: String) async throws -> Outcome {
+        let digest = SecretToken.digest(token)
+        let now = RecordsAuthenticator.now
+        let container = path.container
+        let (account, exists) = try await store.read { tx in
+            (try tx.account(forWebAuthTokenDigest: digest, now: now), try tx.containerExists(container))
+        }
+        guard let account else {
+            var error = WireError(.authenticationRequired, "the device token is not valid (expired, revoked or unknown); sign in again with `ubiq account login`")
+            error.redirectURL = signInURL
+            throw error
+        }
+        if !exists {
+            do {
+                try RecordsAdmin.validate(container: container)
+            } catch {
+                throw WireError(.badRequest, "container \(container) is not a valid container identifier")
+            }
+            try await store.write { tx in try tx.addContainer(container, createdAt: now) }
+        }
+        let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
+                                   deviceID: deviceID)
+        return Outcome(caller: caller, rotatedToken: nil)
     }
 
     /// The token to hand back: a fresh one every five minutes per token (the old stays valid

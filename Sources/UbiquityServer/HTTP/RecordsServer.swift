@@ -113,6 +113,7 @@ public struct RecordsServer: Sendable {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
         }
         SignInRoutes(admin: admin, store: store, configuration: configuration).register(on: router)
+        DeviceAuthRoutes(admin: admin).register(on: router)
 
         var services: [any Service] = [push]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {

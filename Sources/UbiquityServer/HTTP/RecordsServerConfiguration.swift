@@ -19,6 +19,9 @@ public struct RecordsServerConfiguration: Sendable {
     public var webAuthTokenLifetime: Int64
     /// Lifetime with "keep me signed in", of admin-issued tokens and of rotated tokens (2 weeks).
     public var longWebAuthTokenLifetime: Int64
+    /// Lifetime of device tokens (`ubiq account login`, `POST /auth/device`), in seconds (a
+    /// year): they last until the device signs out.
+    public var deviceTokenLifetime: Int64
     /// Accepted clock skew of server-to-server signatures, in seconds.
     public var signatureSkew: Double
     /// Requests per second each caller may make to the `/database/` endpoints (a token bucket per
@@ -61,7 +64,8 @@ public struct RecordsServerConfiguration: Sendable {
                 rateLimit: Double = 100, rateLimitBurst: Int = 200, unavailableRetryAfter: Int = 5, blobsDirectory: String? = nil,
                 assets: AssetConfiguration = AssetConfiguration(), privateQuotaBytes: Int64? = 5 << 30, publicQuotaBytes: Int64? = 100 << 30,
                 assetGarbageCollectionInterval: Double = 6 * 3600, assetGarbageMinimumAge: Double = 48 * 3600,
-                shutdownGracePeriod: Double = 30) {
+                shutdownGracePeriod: Double = 30, deviceTokenLifetime: Int64 = 365 * 24 * 3600) {
+        self.deviceTokenLifetime = deviceTokenLifetime
         self.shutdownGracePeriod = shutdownGracePeriod
         self.blobsDirectory = blobsDirectory
         self.assets = assets

@@ -48,6 +48,8 @@ public protocol RecordStoreTransaction {
     func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws
     /// The account a live web-auth token digest belongs to (not expired at `now`).
     func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount?
+    /// Deletes a web-auth token (signing a device out); no error when there is none.
+    func revokeWebAuthToken(digest: String) throws
     /// Registers a server-to-server public key (SPKI PEM) under a key ID.
     func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws
     /// The PEM of a server-to-server key of a container.

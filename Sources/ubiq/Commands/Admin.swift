@@ -193,14 +193,21 @@ struct UserAdmin: AsyncParsableCommand {
     /// `ubiq admin user token NAME`.
     struct Token: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Issue another web-auth token for an account (valid two weeks).",
-            discussion: "Example: ubiq admin --data srv user token mei")
+            abstract: "Issue another web-auth token for an account (valid two weeks), or a device token (--device, valid a year).",
+            discussion: """
+                A device token signs a device in without a password: \
+                `ubiq account login --server URL --token TOKEN`.
+                Examples:
+                  ubiq admin --data srv user token mei
+                  ubiq admin --data srv user token mei --device
+                """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: UserAdmin
         @Argument(help: "The account name.") var name: String
+        @Flag(help: "Issue a device token (for `ubiq account login --token`).") var device = false
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user token") { admin in
-                CLI.printLine(try await admin.issueToken(forUser: name))
+                CLI.printLine(try await admin.issueToken(forUser: name, device: device))
             }
         }
     }

@@ -28,9 +28,10 @@ struct UbiqRun: CustomStringConvertible {
 extension Device {
     /// Runs `ubiq` to completion in `directory` (the test process's own when nil), with this
     /// device's environment plus `extraEnvironment`. `UBIQUITY_CONTAINERS` of the test process is
-    /// never inherited. stdout and stderr go to files, so a chatty child can never block on a pipe.
+    /// never inherited. stdout and stderr go to files, so a chatty child can never block on a pipe;
+    /// `input` (when given) is its standard input, from a file.
     func run(_ arguments: [String], in directory: URL? = nil, extraEnvironment: [String: String] = [:],
-             timeout: Double = 60) throws -> UbiqRun {
+             input: String? = nil, timeout: Double = 60) throws -> UbiqRun {
         let io = root.appendingPathComponent("cli-io", isDirectory: true)
         try FileManager.default.createDirectory(at: io, withIntermediateDirectories: true)
         let tag = UUID().uuidString
@@ -54,7 +55,14 @@ extension Device {
         process.arguments = arguments
         process.environment = environment
         if let directory { process.currentDirectoryURL = directory }
-        process.standardInput = FileHandle.nullDevice
+        if let input {
+            let inURL = io.appendingPathComponent(tag + ".in")
+            try Data(input.utf8).write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+            try? FileManager.default.removeItem(at: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = out
         process.standardError = err
         let exited = DispatchSemaphore(value: 0)

@@ -70,6 +70,10 @@ final class PostgresTransaction: RecordStoreTransaction {
         if inserted == nil { throw UbiquityError(.alreadyExists, "the web-auth token exists") }
     }
 
+    func revokeWebAuthToken(digest: String) throws {
+        try session.execute("DELETE FROM web_auth_tokens WHERE digest = $1", [.text(digest)])
+    }
+
     func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
         try account(session.row("""
             SELECT accounts.id, accounts.name, accounts.email, accounts.password_hash, accounts.created_at

@@ -55,6 +55,10 @@ struct SQLiteTransaction: RecordStoreTransaction {
                        arguments: [digest, accountID, createdAt, expiresAt])
     }
 
+    func revokeWebAuthToken(digest: String) throws {
+        try db.execute(sql: "DELETE FROM web_auth_tokens WHERE digest = ?", arguments: [digest])
+    }
+
     func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
         account(try Row.fetchOne(db, sql: """
             SELECT accounts.* FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account

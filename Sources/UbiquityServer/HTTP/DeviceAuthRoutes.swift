@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import UbiquityCore
+
+/// Device sign-in for `ubiq account login` (JSON; not part of CloudKit Web Services, whose
+/// clients sign in through `/auth/signin`):
+///
+/// - `POST /auth/device` `{"userName", "password", "deviceName"}` → `{"webAuthToken", "userName",
+///   "deviceName"}`: a device token (``SecretToken/generateDeviceToken()``), or 401
+///   `AUTHENTICATION_FAILED`.
+/// - `POST /auth/device/verify` `{"webAuthToken"}` → `{"userName"}` (`ubiq account login --token`),
+///   or 401.
+/// - `POST /auth/device/signout` `{"webAuthToken"}` → `{}`: the token is revoked.
+struct DeviceAuthRoutes: Sendable {
+    let admin: RecordsAdmin
+
+    func register<Context: RequestContext>(on router: Router<Context>) {
+        let admin = self.admin
+        router.post("/auth/device") { request, _ -> Response in
+            guard let body = try await Self.body(request) else { return Self.malformed() }
+            guard let user = body["userName"]?.stringValue, !user.isEmpty, let password = body["password"]?.stringValue else {
+                return PushRoutes.error(WireError(.badRequest, "expected JSON {\"userName\": …, \"password\": …, \"deviceName\": …}"), status: .badRequest)
+            }
+            let device = body["deviceName"]?.stringValue ?? ""
+            guard device.utf8.count <= 255, !device.contains(where: \.isNewline) else {
+                return PushRoutes.error(WireError(.badRequest, "deviceName: expected one line of at most 255 bytes"), status: .badRequest)
+            }
+            guard let token = try await admin.signInDevice(user: user, password: password) else {
+                return PushRoutes.error(WireError(.authenticationFailed, "the user name or password is wrong"), status: .unauthorized)
+            }
+            return PushRoutes.json(.object(["webAuthToken": .string(token), "userName": .string(user), "deviceName": .string(device)]), status: .ok)
+        }
+        router.post("/auth/device/verify") { request, _ -> Response in
+            guard let body = try await Self.body(request), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
+            guard let account = try await admin.account(forToken: token) else {
+                return PushRoutes.error(WireError(.authenticationFailed, "the token is not valid (expired, revoked or unknown)"), status: .unauthorized)
+            }
+            return PushRoutes.json(.object(["userName": .string(account.name)]), status: .ok)
+        }
+        router.post("/auth/device/signout") { request, _ -> Response in
+            guard let body = try await Self.body(request), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
+            try await admin.revokeToken(token)
+            return PushRoutes.json(.object([:]), status: .ok)
+        }
+    }
+
+    /// The request's JSON object, or nil when the body is not one (at most 64 KiB).
+    static func body(_ request: Request) async throws -> [String: JSONValue]? {
+        let buffer = try await request.body.collect(upTo: 64 * 1024)
+        return (try? JSONValue.parse(Data(buffer: buffer)))?.objectValue
+    }
+
+    static func malformed() -> Response {
+        PushRoutes.error(WireError(.badRequest, "expected a JSON object in the request body"), status: .badRequest)
+    }
+}

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import UbiquityCore
+import UbiquityServer
+
+/// Device sign-in (`/auth/device`, `ubiq account login`): device tokens stand in for the API
+/// token in any container, are not rotated, and stop working once signed out.
+@Suite struct DeviceAuthHTTPTests {
+    static func post(_ server: ServerFixture, _ path: String, _ body: String) async throws -> (status: Int, json: [String: JSONValue]) {
+        var request = HTTPClientRequest(url: server.url + path)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let buffer = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), (try? JSONValue.parse(Data(buffer: buffer)))?.objectValue ?? [:])
+    }
+
+    @Test(arguments: StoreKind.available)
+    func signInUseAnyContainerAndSignOut(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        let wrong = try await Self.post(server, "/auth/device", #"{"userName":"mei","password":"wrong","deviceName":"laptop"}"#)
+        #expect(wrong.status == 401)
+        #expect(wrong.json["serverErrorCode"]?.stringValue == "AUTHENTICATION_FAILED")
+        #expect(try await Self.post(server, "/auth/device", #"{"userName":"nobody","password":"x"}"#).status == 401)
+        #expect(try await Self.post(server, "/auth/device", "not json").status == 400)
+        #expect(try await Self.post(server, "/auth/device", #"{"userName":"mei"}"#).status == 400)
+
+        let signedIn = try await Self.post(server, "/auth/device", #"{"userName":"mei","password":"correct horse","deviceName":"laptop"}"#)
+        #expect(signedIn.status == 200)
+        let token = try #require(signedIn.json["webAuthToken"]?.stringValue)
+        #expect(SecretToken.isDeviceToken(token))
+        #expect(signedIn.json["userName"]?.stringValue == "mei")
+
+        // the same user as the password's web token, with no API token and no rotation
+        let me = try await server.send(.GET, "public", "users/current", token: server.userToken)
+        let viaDevice = try await server.send(.GET, "public", "users/current", token: token, apiToken: "")
+        #expect(viaDevice.status == 200)
+        #expect(viaDevice.json["userRecordName"] == me.json["userRecordName"])
+        #expect(viaDevice.headers["x-apple-cloudkit-web-auth-token"] == nil)
+
+        // a container nobody registered is created on first use, for the signed-in user's data
+        let newApp = "iCloud.org.example.NewApp"
+        let body: JSONValue = ["operations": [["operationType": "create", "record": ["recordType": "Note", "recordName": "n1", "fields": ["t": ["value": "hi"]]]]]]
+        let saved = try await server.send("private", "records/modify", body, token: token, apiToken: "",
+                                          rawPath: server.path("private", "records/modify", container: newApp))
+        #expect(saved.status == 200)
+        #expect(saved.items().first?["recordChangeTag"] != nil)
+        #expect(try await server.store.read { tx in try tx.containerExists(newApp) })
+
+        // an ordinary web-auth token still needs the API token
+        #expect(try await server.send(.GET, "public", "users/current", token: server.userToken, apiToken: "").status == 401)
+
+        let verified = try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"\#(token)"}"#)
+        #expect(verified.json["userName"]?.stringValue == "mei")
+        #expect(try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"ubqdev_forged"}"#).status == 401)
+
+        #expect(try await Self.post(server, "/auth/device/signout", #"{"webAuthToken":"\#(token)"}"#).status == 200)
+        let after = try await server.send(.GET, "public", "users/current", token: token, apiToken: "")
+        #expect(after.status == 421)
+        #expect(try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"\#(token)"}"#).status == 401)
+        // signing out twice is fine
+        #expect(try await Self.post(server, "/auth/device/signout", #"{"webAuthToken":"\#(token)"}"#).status == 200)
+    }
+}

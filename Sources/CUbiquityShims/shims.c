@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
+#include <sys/vfs.h>
 #include "CUbiquityShims.h"
 
 int ub_setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
@@ -37,4 +38,11 @@ int ub_rename(const char *from, const char *to, int noreplace, int exchange) {
     if (noreplace) flags |= RENAME_NOREPLACE;
     if (exchange) flags |= RENAME_EXCHANGE;
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+}
+
+int ub_fs_type(const char *path, long long *type) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    *type = (long long)info.f_type;
+    return 0;
 }

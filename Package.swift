@@ -130,6 +130,13 @@ let package = Package(
             exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
+        // Apple's iCloudKeyValue sample: a key per device, a shared key, every change notification printed.
+        .executableTarget(
+            name: "KeyValue",
+            dependencies: ["Ubiquity"],
+            path: "Samples/KeyValue",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "UbiquityBench",
             dependencies: [
@@ -173,7 +180,7 @@ let package = Package(
             name: "UbiquitySyncTests",
             dependencies: [
                 "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "ubiq", "MonkeyDocument",
-                "CloudKitAtlas", "UbiquityBench",
+                "CloudKitAtlas", "UbiquityBench", "KeyValue",
             ],
             swiftSettings: swiftSettings
         ),

@@ -12,7 +12,7 @@ public struct UbiquityError: Error, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Sendable, CaseIterable {
             case invalidArgument, notFound, alreadyExists, permissionDenied, io, unsupported
             case unknownContainer, outsideContainer, timedOut, cancelled, wouldDeadlock
-            case presenterFailed, serviceUnavailable, protocolError, conflict
+            case presenterFailed, serviceUnavailable, protocolError, conflict, quotaExceeded
         }
         fileprivate let base: Base
         /// An argument (a path, an identifier, an option) is not of the expected form.
@@ -45,6 +45,9 @@ public struct UbiquityError: Error, Sendable, CustomStringConvertible {
         public static var protocolError: Self { .init(base: .protocolError) }
         /// The item changed in a way that conflicts with the operation.
         public static var conflict: Self { .init(base: .conflict) }
+        /// A limit on how much may be stored was reached (for example the key-value store's
+        /// 1024 keys or 1 MB).
+        public static var quotaExceeded: Self { .init(base: .quotaExceeded) }
 
         /// A stable name for the code (`"timedOut"`), used in JSON output and on the wire.
         public var description: String { base.rawValue }

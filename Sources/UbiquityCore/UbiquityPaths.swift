@@ -51,6 +51,12 @@ public struct UbiquityPaths: Sendable, Equatable {
     public var coordinationSocket: URL { runtimeDirectory.appendingPathComponent("coordination.sock") }
     /// The file whose byte-range locks give mutual exclusion when no daemon runs.
     public var coordinationLockFile: URL { runtimeDirectory.appendingPathComponent("coordination.locks") }
+    /// Where the key-value stores live: `stateDirectory/kvs`.
+    public var keyValueStoresDirectory: URL { stateDirectory.appendingPathComponent("kvs", isDirectory: true) }
+    /// The key-value store of `container`: `stateDirectory/kvs/<container>.sqlite`.
+    public func keyValueStoreFile(for container: ContainerIdentifier) -> URL {
+        keyValueStoresDirectory.appendingPathComponent(container.rawValue + ".sqlite")
+    }
     /// The signed-in account, written by `ubiq account` (a later issue) and read for the identity token.
     public var accountFile: URL { configDirectory.appendingPathComponent("account.json") }
 

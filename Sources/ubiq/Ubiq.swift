@@ -25,7 +25,7 @@ struct Ubiq: AsyncParsableCommand {
             Versions.self, Resolve.self, Exclude.self, Include.self, Status.self,
             Query.self, IndexCommand.self,
             Serve.self, Admin.self,
-            RecordsCommand.self, AccountCommand.self, HooksCommand.self, DoctorCommand.self,
+            RecordsCommand.self, KeyValueCommand.self, AccountCommand.self, HooksCommand.self, DoctorCommand.self,
         ]
     )
 }

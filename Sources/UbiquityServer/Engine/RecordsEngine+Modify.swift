@@ -132,6 +132,8 @@ struct ModifyBatch {
     var usage: Int64?
     /// Checksums already counted in `usage` by this batch's saves.
     var countedAssets: Set<String> = []
+    /// The key-value store zone's usage as the batch has left it (``KeyValueRules``).
+    var keyValueUsage: KeyValueRules.Usage?
 
     init(engine: RecordsEngine, tx: any RecordStoreTransaction, database: StoredDatabase, zone: StoredZone, caller: RecordsCaller) {
         self.engine = engine
@@ -190,6 +192,11 @@ struct ModifyBatch {
     }
 
     mutating func apply(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
+        if isKeyValueZone { return try applyKeyValue(operation, index: index, path: path) }
+        return try applyRecord(operation, index: index, path: path)
+    }
+
+    mutating func applyRecord(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
         var incoming = operation.record
         let type = operation.operationType
         if incoming.recordName.isEmpty {
@@ -274,7 +281,8 @@ struct ModifyBatch {
             let size = fieldsJSON.utf8.count
             let assetBytes = fields.values.filter { if case .asset = $0 { return true }; if case .list(.asset, _) = $0 { return true }; return false }
                 .reduce(0) { $0 + $1.fieldJSON().serialized().count }
-            guard size - assetBytes <= WireLimits.recordSize else {
+            // The key-value store's zone is limited as a whole (KeyValueRules), not per record.
+            guard size - assetBytes <= WireLimits.recordSize || isKeyValueZone else {
                 throw WireError(.badRequest, "limit exceeded: record \(incoming.recordName) is \(size - assetBytes) bytes; a record may have at most \(WireLimits.recordSize) bytes besides its assets")
             }
             if let limit = engine.quotas.limit(for: database.key) {

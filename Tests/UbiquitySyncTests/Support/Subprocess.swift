@@ -18,6 +18,7 @@ enum Binaries {
     static var bench: URL { directory.appendingPathComponent("UbiquityBench") }
     static var monkey: URL { directory.appendingPathComponent("MonkeyDocument") }
     static var atlas: URL { directory.appendingPathComponent("CloudKitAtlas") }
+    static var keyValue: URL { directory.appendingPathComponent("KeyValue") }
 }
 
 /// One simulated device: its own HOME and XDG folders, so daemons and clients of different

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import Ubiquity
+import UbiquityServer
+import UbiquityStore
+import UbiquitySync
+
+/// `KeyValueSync` in-process against a real `RecordsServer` on loopback, with two devices (two
+/// local stores in two state folders, one user): a set on one reaches the other with its
+/// reason, and conflicting sets end with the later timestamp on both.
+@Suite struct KeyValueSyncTests {
+    static let containerID = "iCloud.org.example.KeyValueSync"
+
+    /// A server with one user, and the devices made against it.
+    final class Harness: Sendable {
+        let url: URL
+        let api: String
+        let admin: RecordsAdmin
+        let task: Task<Void, any Error>
+        let directory: URL
+        let logger: Logger
+
+        init() async throws {
+            directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-kvsync-\(UUID().uuidString.prefix(8))")
+            var logger = Logger(label: "test.kv-sync")
+            logger.logLevel = .warning
+            self.logger = logger
+            let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
+            admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
+            api = try await admin.addContainer(KeyValueSyncTests.containerID)
+            _ = try await admin.addUser("mei", email: nil, password: nil)
+            let server = RecordsServer(store: store, configuration: .init(), logger: logger)
+            let (stream, continuation) = AsyncStream<String>.makeStream()
+            task = Task { try await server.application { continuation.yield($0) }.run() }
+            var iterator = stream.makeAsyncIterator()
+            url = URL(string: try #require(await iterator.next()))!
+        }
+
+        /// A device: its own state folder, store and sync (signed in as mei with a token of its own).
+        func device(_ name: String, fetchInterval: Duration = .seconds(5)) async throws -> Device {
+            let token = try await admin.issueToken(forUser: "mei")
+            let container = CloudContainer(identifier: KeyValueSyncTests.containerID, serverURL: url,
+                                           credentials: .apiToken(api, webAuthToken: token), logger: logger)
+            let root = directory.appendingPathComponent(name)
+            let paths = UbiquityPaths(environment: ["HOME": root.path, "XDG_STATE_HOME": root.appendingPathComponent("state").path])
+            let store = try KeyValueStore(containerIdentifier: KeyValueSyncTests.containerID, paths: paths,
+                                          notificationCenter: NotificationCenter(), pollInterval: .milliseconds(20))
+            let sync = try KeyValueSync(container: container, paths: paths, logger: logger, pollInterval: .milliseconds(20),
+                                        fetchInterval: fetchInterval)
+            return Device(store: store, sync: sync, recorder: Recorder(store.changes()))
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    struct Device: Sendable {
+        let store: KeyValueStore
+        let sync: KeyValueSync
+        let recorder: Recorder
+
+        /// Waits (hang guard: 60 s) for a change touching `key`; the changes before it are skipped.
+        func waitForChange(of key: String) async -> KeyValueStore.Change? {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if let change = recorder.take(where: { $0.changedKeys.contains(key) }) { return change }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+    }
+
+    /// A store's changes, recorded as they come.
+    final class Recorder: Sendable {
+        let changes = Mutex<[KeyValueStore.Change]>([])
+        let task = Mutex<Task<Void, Never>?>(nil)
+
+        init(_ stream: AsyncStream<KeyValueStore.Change>) {
+            let started = Task { [weak self] in
+                for await change in stream { self?.changes.withLock { $0.append(change) } }
+            }
+            task.withLock { $0 = started }
+        }
+
+        deinit { task.withLock { $0?.cancel() } }
+
+        /// Removes and returns the first change matching `matches`, with those before it.
+        func take(where matches: (KeyValueStore.Change) -> Bool) -> KeyValueStore.Change? {
+            changes.withLock { changes in
+                guard let index = changes.firstIndex(where: matches) else { return nil }
+                let change = changes[index]
+                changes.removeFirst(index + 1)
+                return change
+            }
+        }
+    }
+
+    @Test func setOnOneDeviceReachesTheOtherWithItsReason() async throws {
+        let harness = try await Harness()
+        defer { Task { await harness.stop() } }
+        let a = try await harness.device("a")
+        let b = try await harness.device("b")
+
+        // Set before the first sync: B's first download is the initial sync.
+        #expect(a.store.set("hello", forKey: "greeting"))
+        try await a.sync.synchronize()
+        #expect(try a.sync.database.dirtyEntries().isEmpty)
+        b.sync.start()
+        defer { Task { await b.sync.stop() } }
+        let initial = await b.waitForChange(of: "greeting")
+        #expect(initial == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["greeting"]))
+        #expect(b.store.string(forKey: "greeting") == "hello")
+
+        // While both run, a set on A reaches B as a server change (push, or the periodic fetch).
+        a.sync.start()
+        defer { Task { await a.sync.stop() } }
+        #expect(a.store.set(["level": 13] as [String: Any], forKey: "progress"))
+        let change = await b.waitForChange(of: "progress")
+        #expect(change == KeyValueStore.Change(reason: .serverChange, changedKeys: ["progress"]))
+        #expect(b.store.dictionary(forKey: "progress")?["level"] as? Int == 13)
+
+        // And back: B removes a key, A hears of it.
+        b.store.removeObject(forKey: "greeting")
+        let removal = await a.waitForChange(of: "greeting")
+        #expect(removal?.reason == .serverChange)
+        #expect(a.store.string(forKey: "greeting") == nil)
+        await a.sync.stop()
+        await b.sync.stop()
+    }
+
+    @Test func conflictingSetsEndWithTheLaterTimestampOnBoth() async throws {
+        let harness = try await Harness()
+        defer { Task { await harness.stop() } }
+        let a = try await harness.device("a")
+        let b = try await harness.device("b")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let early = try KeyValueStore.Value.string("from A, earlier").encoded()
+        let late = try KeyValueStore.Value.string("from B, later").encoded()
+
+        // The later set reaches the server first: A's earlier one is answered with B's, and adopted.
+        try a.sync.database.set("level", encodedValue: early, writer: "test", now: now + 10)
+        try b.sync.database.set("level", encodedValue: late, writer: "test", now: now + 20)
+        try await b.sync.synchronize()
+        try await a.sync.synchronize()
+        #expect(a.store.string(forKey: "level") == "from B, later")
+        #expect(try a.sync.database.dirtyEntries().isEmpty)
+        try await b.sync.synchronize()
+        #expect(b.store.string(forKey: "level") == "from B, later")
+
+        // The earlier set reaches the server first: the later one replaces it, and both end with it.
+        try b.sync.database.set("score", encodedValue: early, writer: "test", now: now + 30)
+        try a.sync.database.set("score", encodedValue: late, writer: "test", now: now + 40)
+        try await b.sync.synchronize()
+        try await a.sync.synchronize()
+        try await b.sync.synchronize()
+        #expect(a.store.string(forKey: "score") == "from B, later")
+        #expect(b.store.string(forKey: "score") == "from B, later")
+        #expect(try b.sync.database.dirtyEntries().isEmpty)
+        let change = await b.waitForChange(of: "score")
+        #expect(change?.reason == .serverChange)
+    }
+}

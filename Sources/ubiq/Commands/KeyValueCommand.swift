@@ -100,7 +100,16 @@ struct KeyValueOptions: ParsableArguments {
 
 /// `ubiq kv get KEY`.
 struct KeyValueGet: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a key's value (exit 1 when it has none).")
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Print a key's value (exit 1 when it has none).",
+        discussion: """
+            A string prints as it is, data as base64, other values as JSON; --json prints \
+            {"key":…,"type":…,"value":…}.
+
+            Examples:
+              ubiq kv get theme
+              ubiq kv get recent --json --container iCloud.com.example.Notes
+            """)
 
     @OptionGroup var options: KeyValueOptions
     @Argument(help: "The key.") var key: String
@@ -126,6 +135,11 @@ struct KeyValueSet: ParsableCommand {
             --type: string (default), int (64-bit), double, bool (true/false/yes/no/1/0), data \
             (base64) or json (any JSON but null: objects become dictionaries, arrays arrays, \
             whole numbers ints).
+
+            Examples:
+              ubiq kv set theme blue
+              ubiq kv set launches 3 --type int
+              ubiq kv set settings '{"sound":true,"volume":0.8}' --type json
             """)
 
     @OptionGroup var options: KeyValueOptions
@@ -221,7 +235,12 @@ struct KeyValueSet: ParsableCommand {
 
 /// `ubiq kv remove KEY`.
 struct KeyValueRemove: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a key (nothing happens if it has no value).")
+    static let configuration = CommandConfiguration(
+        commandName: "remove", abstract: "Remove a key (nothing happens if it has no value).",
+        discussion: """
+            Example:
+              ubiq kv remove theme
+            """)
 
     @OptionGroup var options: KeyValueOptions
     @Argument(help: "The key.") var key: String
@@ -237,7 +256,14 @@ struct KeyValueRemove: ParsableCommand {
 
 /// `ubiq kv list`.
 struct KeyValueList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "Print every key and value, sorted by key.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "Print every key and value, sorted by key.",
+        discussion: """
+            One `KEY = VALUE` line per key; with --json one {"key":…,"type":…,"value":…} object per line.
+
+            Example:
+              ubiq kv list --json
+            """)
 
     @OptionGroup var options: KeyValueOptions
 
@@ -259,6 +285,9 @@ struct KeyValueWatch: AsyncParsableCommand {
             Prints a ready line first, then one line per didChangeExternallyNotification: the \
             reason (serverChange, initialSyncChange, quotaViolationChange, accountChange) and the \
             keys; with --json {"reason":"serverChange","reasonCode":0,"keys":[…]}.
+
+            Example:
+              ubiq kv watch --json --container iCloud.com.example.Notes
             """)
 
     @OptionGroup var options: KeyValueOptions

@@ -12,6 +12,7 @@ struct CLIHelpTests {
         "index scan", "index rescan",
         "records", "records save", "records fetch", "records delete", "records query", "records zones",
         "records zones list", "records zones create", "records zones delete", "records changes",
+        "kv", "kv get", "kv set", "kv remove", "kv list", "kv watch",
         "serve", "admin", "admin container", "admin container add", "admin container list", "admin user", "admin user add",
         "admin user token", "admin key", "admin key add",
         "admin schema", "admin schema show", "admin schema export", "admin schema import", "admin schema deploy", "admin schema reset",

@@ -47,7 +47,7 @@ import UbiquitySync
             let root = directory.appendingPathComponent(name)
             let paths = UbiquityPaths(environment: ["HOME": root.path, "XDG_STATE_HOME": root.appendingPathComponent("state").path])
             let store = try KeyValueStore(containerIdentifier: KeyValueSyncTests.containerID, paths: paths,
-                                          notificationCenter: NotificationCenter(), pollInterval: .milliseconds(20))
+                                          notificationCenter: NotificationCenter(), pollInterval: .milliseconds(20), logger: logger)
             let sync = try KeyValueSync(container: container, paths: paths, logger: logger, pollInterval: .milliseconds(20),
                                         fetchInterval: fetchInterval)
             return Device(store: store, sync: sync, recorder: Recorder(store.changes()))
@@ -104,8 +104,10 @@ import UbiquitySync
     @Test func setOnOneDeviceReachesTheOtherWithItsReason() async throws {
         let harness = try await Harness()
         defer { Task { await harness.stop() } }
-        let a = try await harness.device("a")
-        let b = try await harness.device("b")
+        // What B hears while running comes by push; the periodic fetch (10 s here) is only the
+        // safety net for a change made before B's push connection was up.
+        let a = try await harness.device("a", fetchInterval: .seconds(10))
+        let b = try await harness.device("b", fetchInterval: .seconds(10))
 
         // Set before the first sync: B's first download is the initial sync.
         #expect(a.store.set("hello", forKey: "greeting"))
@@ -117,7 +119,7 @@ import UbiquitySync
         #expect(initial == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["greeting"]))
         #expect(b.store.string(forKey: "greeting") == "hello")
 
-        // While both run, a set on A reaches B as a server change (push, or the periodic fetch).
+        // While both run, a set on A reaches B as a server change, by push.
         a.sync.start()
         defer { Task { await a.sync.stop() } }
         #expect(a.store.set(["level": 13] as [String: Any], forKey: "progress"))
@@ -164,5 +166,51 @@ import UbiquitySync
         #expect(try b.sync.database.dirtyEntries().isEmpty)
         let change = await b.waitForChange(of: "score")
         #expect(change?.reason == .serverChange)
+    }
+
+    @Test func anEntryTheServerRefusesOverTheQuotaIsPutBack() async throws {
+        let harness = try await Harness()
+        defer { Task { await harness.stop() } }
+        let a = try await harness.device("a")
+        let b = try await harness.device("b")
+        let big = String(repeating: "x", count: 600_000)
+
+        // Each device alone is within 1 MB; together they are not. A gets there first.
+        #expect(a.store.set(big, forKey: "first"))
+        try await a.sync.synchronize()
+        #expect(b.store.set("small", forKey: "kept"))
+        #expect(b.store.set(big, forKey: "second"))
+        try await b.sync.synchronize()
+
+        // B's big entry is refused and removed (the server has none), with a quota violation;
+        // its small one went up; A's arrived.
+        let refused = await b.waitForChange(of: "second")
+        #expect(refused == KeyValueStore.Change(reason: .quotaViolationChange, changedKeys: ["second"]))
+        #expect(b.store.string(forKey: "second") == nil)
+        #expect(b.store.string(forKey: "first") == big)
+        #expect(try b.sync.database.dirtyEntries().isEmpty)
+        try await a.sync.synchronize()
+        #expect(a.store.string(forKey: "kept") == "small")
+        #expect(a.store.string(forKey: "second") == nil)
+    }
+
+    @Test func uploadsWaitForTheServerAndLoseNothing() async throws {
+        let harness = try await Harness()
+        defer { Task { await harness.stop() } }
+        // A device whose server is not listening: rounds fail, entries stay dirty.
+        let token = try await harness.admin.issueToken(forUser: "mei")
+        let unreachable = CloudContainer(identifier: KeyValueSyncTests.containerID, serverURL: URL(string: "http://127.0.0.1:1")!,
+                                         credentials: .apiToken(harness.api, webAuthToken: token), logger: harness.logger)
+        let a = try await harness.device("a")
+        let offline = KeyValueSync(container: unreachable, database: a.sync.database, logger: harness.logger)
+        #expect(a.store.set("written offline", forKey: "note"))
+        await #expect(throws: (any Error).self) { try await offline.synchronize() }
+        #expect(try a.sync.database.dirtyEntries().map(\.key) == ["note"])
+        // The real server: the entry goes up and reaches another device.
+        try await a.sync.synchronize()
+        #expect(try a.sync.database.dirtyEntries().isEmpty)
+        let b = try await harness.device("b")
+        try await b.sync.synchronize()
+        #expect(b.store.string(forKey: "note") == "written offline")
     }
 }

@@ -20,8 +20,10 @@ import UbiquityStore
         }
 
         func store(center: NotificationCenter = NotificationCenter()) throws -> KeyValueStore {
-            try KeyValueStore(containerIdentifier: KeyValueStoreTests.container, paths: paths, notificationCenter: center,
-                              pollInterval: .milliseconds(20))
+            var logger = Logger(label: "test.kvs")
+            logger.logLevel = .critical  // the refused sets log errors on purpose
+            return try KeyValueStore(containerIdentifier: KeyValueStoreTests.container, paths: paths, notificationCenter: center,
+                                     pollInterval: .milliseconds(20), logger: logger)
         }
 
         deinit { try? FileManager.default.removeItem(at: root) }

@@ -373,7 +373,9 @@ struct ModifyBatch {
         let key = database.key
         let existing = try access.recordType(recordType, tx: tx)
         var type = existing ?? RecordTypeSchema(name: recordType)
+        // System types grow just in time in both environments: user records, key-value entries.
         let locked = key.environment == .production && recordType != UserDirectory.recordType
+            && !(isKeyValueZone && recordType == KeyValueRecord.recordType)
         if locked, existing == nil {
             throw WireError(.badRequest, "\(path).record.recordType: record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
         }

@@ -12,8 +12,9 @@ import UbiquityServer
     static let container = "iCloud.org.example.KeyValue"
     static let zone = WireZoneID(zoneName: KeyValueRecord.zoneName)
 
-    static func context(_ user: String = "_0123456789abcdef0123456789abcdef") -> RecordsEngine.Context {
-        RecordsEngine.Context(container: container, environment: .development, scope: .private,
+    static func context(_ user: String = "_0123456789abcdef0123456789abcdef",
+                        environment: CloudKitEnvironment = .development) -> RecordsEngine.Context {
+        RecordsEngine.Context(container: container, environment: environment, scope: .private,
                               caller: RecordsCaller(identity: .user(accountID: 1, userRecordName: user)))
     }
 
@@ -30,10 +31,10 @@ import UbiquityServer
     }
 
     /// Saves entries (forceUpdate, as the client's sync does) and returns each item's answer.
-    static func save(_ engine: RecordsEngine, _ records: [WireRecord], user: String = "_0123456789abcdef0123456789abcdef")
-        async throws -> [[String: JSONValue]] {
+    static func save(_ engine: RecordsEngine, _ records: [WireRecord], user: String = "_0123456789abcdef0123456789abcdef",
+                     environment: CloudKitEnvironment = .development) async throws -> [[String: JSONValue]] {
         let reply = try await engine.modifyRecords(WireModifyRecordsRequest(operations: records.map { WireRecordOperation(.forceUpdate, $0) },
-                                                                            zoneID: zone, atomic: false), context: context(user))
+                                                                            zoneID: zone, atomic: false), context: context(user, environment: environment))
         return reply.objectValue?["records"]?.arrayValue?.compactMap(\.objectValue) ?? []
     }
 
@@ -148,6 +149,18 @@ import UbiquityServer
             // A single entry over 1 MB never fits.
             items = try await Self.save(engine, [Self.entry("c", String(repeating: "z", count: 1_000_001), modified: 1)])
             #expect(items[0]["serverErrorCode"]?.stringValue == "QUOTA_EXCEEDED")
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func productionNeedsNoDeploy(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store in
+            let engine = Self.engine(store)
+            let items = try await Self.save(engine, [Self.entry("theme", "{\"string\":\"blue\"}", modified: 1)], environment: .production)
+            #expect(items.first?["serverErrorCode"] == nil, "\(items)")
+            // Other types stay locked in production, in that zone too.
+            let other = try await Self.save(engine, [Self.entry("x", "{\"bool\":true}", modified: 1, type: "Note")], environment: .production)
+            #expect(other.first?["serverErrorCode"]?.stringValue == "BAD_REQUEST")
         }
     }
 }

@@ -70,7 +70,13 @@ public final class KeyValueDatabase: Sendable {
     /// How many log rows are kept; a reader further behind reloads everything.
     static let logLength: Int64 = 1000
 
-    /// Opens (creating folders and file if needed) the store at `path`.
+    /// Whether the file was found corrupt when opened and replaced by an empty one (the old one
+    /// is kept beside it as `<path>.corrupt-<date>`; the sync downloads the values again).
+    public let wasRebuilt: Bool
+
+    /// Opens (creating folders and file if needed) the store at `path`. A file that is not a
+    /// database or is corrupt is moved aside (with its WAL) and replaced by an empty store, with
+    /// a warning logged.
     public init(path: String, logger: Logger) throws {
         self.path = path
         self.logger = logger
@@ -79,18 +85,38 @@ public final class KeyValueDatabase: Sendable {
             try UbiquityPaths.ensureDirectory(URL(fileURLWithPath: folder, isDirectory: true))
         }
         do {
-            var configuration = Self.configuration()
-            configuration.journalMode = .wal
-            writer = try DatabaseQueue(path: path, configuration: configuration)
-            try Self.migrator.migrate(writer)
+            writer = try Self.open(path)
+            wasRebuilt = false
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            let aside = path + ".corrupt-" + String(Int64(Date().timeIntervalSince1970))
+            logger.warning("the key-value store is corrupt; moving it aside and starting an empty one (the sync downloads the values again)",
+                           metadata: ["path": "\(path)", "movedTo": "\(aside)", "error": "\(error)"])
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                guard rename(path + suffix, aside + suffix) == 0 else { throw UbiquityError.posix("rename", path: path + suffix) }
+            }
+            do {
+                writer = try Self.open(path)
+            } catch {
+                throw UbiquityError(.io, "cannot create the key-value store '\(path)'", underlying: error)
+            }
+            wasRebuilt = true
         } catch {
             throw UbiquityError(.io, "cannot open the key-value store '\(path)'", underlying: error)
         }
     }
 
+    static func open(_ path: String) throws -> DatabaseQueue {
+        var configuration = configuration()
+        configuration.journalMode = .wal
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try migrator.migrate(queue)
+        return queue
+    }
+
     /// A store in memory (tests, and a fallback when the file cannot be opened).
     public init(inMemoryWithLogger logger: Logger) throws {
         path = nil
+        wasRebuilt = false
         self.logger = logger
         do {
             writer = try DatabaseQueue(configuration: Self.configuration())

@@ -181,6 +181,19 @@ import UbiquityStore
         #expect(try database.dirtyEntries().isEmpty)
         #expect(store.string(forKey: "k") == "new")
     }
+
+    @Test func aCorruptFileIsMovedAsideAndReplaced() throws {
+        let folder = Folder()
+        let file = folder.paths.keyValueStoreFile(for: try ContainerIdentifier(Self.container))
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 8192).write(to: file)
+        let store = try folder.store()
+        #expect(store.database.wasRebuilt)
+        #expect(store.set("fresh", forKey: "k"))
+        #expect(try folder.store().string(forKey: "k") == "fresh")
+        let names = try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path)
+        #expect(names.contains { $0.hasPrefix(file.lastPathComponent + ".corrupt-") })
+    }
 }
 
 /// Notifications posted on a center, collected (what the tests look at).

@@ -19,7 +19,8 @@ import UbiquityStore
 /// - **Download**: zone changes since a change token saved in the store's file (with the entries,
 ///   in one transaction); an expired token starts over.
 /// - **Wake-ups**: a zone subscription and the container's push (`CloudContainer.notifications()`),
-///   local sets (the file's `data_version`, checked every `pollInterval`), a periodic fetch as a
+///   local sets (the file's `data_version`, checked every `pollInterval`), a second round 2 s after
+///   starting (push delivers only what happens once it is connected), a periodic fetch as a
 ///   safety net, and retries with back-off while the server is unreachable.
 ///
 /// Start it with ``start()`` and stop it with ``stop()`` (or run ``run()`` in a task of your own).
@@ -28,6 +29,8 @@ public final class KeyValueSync: Sendable {
     public static let subscriptionID = "ubiquity-key-value-store"
     /// The key in the store's sync state holding the zone change token.
     static let tokenKey = "changeToken"
+    /// When, after starting, a second round runs (push is connected by then, normally).
+    static let connectionSettle = Duration.seconds(2)
     /// The writer name of the sync's changes in the store's change log.
     static let writerID = "sync"
 
@@ -93,6 +96,10 @@ public final class KeyValueSync: Sendable {
                 group.addTask { await self.listenToPush(wake) }
                 group.addTask { await self.watchLocalChanges(wake) }
                 group.addTask {
+                    // Push delivers what happens after its connection is up: one more round once it
+                    // has had time to connect catches what changed while it connected.
+                    guard (try? await Task.sleep(for: Self.connectionSettle)) != nil else { return }
+                    wake.yield()
                     while (try? await Task.sleep(for: self.fetchInterval)) != nil { wake.yield() }
                 }
                 group.addTask {

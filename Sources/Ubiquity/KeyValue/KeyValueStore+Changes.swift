@@ -117,6 +117,8 @@ extension KeyValueStore {
                                 keys.append(key)
                             }
                         }
+                        // An account change is always told, with the keys it names.
+                        if reason == .accountChange { keys = change.keys }
                         if !keys.isEmpty || reason == .accountChange { changes.append(Change(reason: reason, changedKeys: keys)) }
                     }
                     state.dataVersion = version

@@ -276,9 +276,9 @@ public final class KeyValueDatabase: Sendable {
         }
     }
 
-    /// Writes what the server has, last writer wins by timestamp: a local row set here and not
-    /// uploaded yet with a later timestamp is kept; everything else takes the server's value
-    /// (and is clean). Sets `syncState` (nil values delete) in the same transaction and logs the
+    /// Writes what the server has, last writer wins by timestamp (``KeyValueMerge``): a local row
+    /// set here and not uploaded yet with a later timestamp is kept; everything else takes the
+    /// server's value (and is clean). Sets `syncState` (nil values delete) in the same transaction and logs the
     /// keys whose visible value changed with `reason`. Returns those keys.
     @discardableResult
     public func applyServerEntries(_ serverEntries: [ServerEntry], reason: Int, writer writerID: String,
@@ -287,25 +287,9 @@ public final class KeyValueDatabase: Sendable {
             let local = try Self.entries(db, serverEntries.map(\.key))
             var changed: [String] = []
             for server in serverEntries {
-                let mine = local[server.key]
-                guard let modified = server.modified else {
-                    // Deleted outright on the server: keep a local change, else remove.
-                    guard let mine, !mine.dirty, mine.encodedValue != nil else { continue }
-                    try Self.put(db, Entry(key: server.key, encodedValue: nil, modified: mine.modified, dirty: false))
-                    changed.append(server.key)
-                    continue
-                }
-                if let mine {
-                    if mine.modified == modified, mine.encodedValue == server.encodedValue {
-                        if mine.dirty { try Self.put(db, Entry(key: server.key, encodedValue: mine.encodedValue, modified: modified, dirty: false)) }
-                        continue
-                    }
-                    if mine.dirty, mine.modified > modified { continue }
-                } else if server.encodedValue == nil {
-                    continue
-                }
-                try Self.put(db, Entry(key: server.key, encodedValue: server.encodedValue, modified: modified, dirty: false))
-                if mine?.encodedValue != server.encodedValue { changed.append(server.key) }
+                guard case .write(let entry, let visible) = KeyValueMerge.decide(local: local[server.key], server: server) else { continue }
+                try Self.put(db, entry)
+                if visible { changed.append(server.key) }
             }
             for (name, value) in syncState {
                 if let value {

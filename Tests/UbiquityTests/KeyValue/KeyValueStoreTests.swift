@@ -152,6 +152,10 @@ import UbiquityStore
         #expect(await Self.next(changesA) == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["color"]))
         #expect(await Self.next(changesB) == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["color"]))
         #expect(a.string(forKey: "color") == "red")
+
+        // An account change is told even when no value changed.
+        try sync.logChange(reason: NSUbiquitousKeyValueStoreAccountChange, keys: ["color"], writer: "sync")
+        #expect(await Self.next(changesB) == KeyValueStore.Change(reason: .accountChange, changedKeys: ["color"]))
     }
 
     @Test func dirtyFlagsClearOnlyForTheUploadedVersion() throws {

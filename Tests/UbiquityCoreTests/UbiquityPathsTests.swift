@@ -20,7 +20,7 @@ struct UbiquityPathsTests {
         #expect(paths.coordinationLockFile.path == "/tmp/ubiquity-\(getuid())/coordination.locks")
     }
 
-    @Test func xdgVariablesOverrideTheDefaults() {
+    @Test func xdgVariablesOverrideTheDefaults() throws {
         let paths = UbiquityPaths(environment: [
             "HOME": "/home/u", "XDG_DATA_HOME": "/d", "XDG_STATE_HOME": "/s",
             "XDG_CONFIG_HOME": "/c", "XDG_RUNTIME_DIR": "/run/user/1000",
@@ -28,6 +28,8 @@ struct UbiquityPathsTests {
         #expect(paths.dataDirectory.path == "/d/ubiquity")
         #expect(paths.containersDirectory.path == "/d/ubiquity/containers")
         #expect(paths.stateDirectory.path == "/s/ubiquity")
+        #expect(try paths.keyValueStoreFile(for: ContainerIdentifier("iCloud.com.example.Notes")).path
+                == "/s/ubiquity/kvs/iCloud.com.example.Notes.sqlite")
         #expect(paths.configDirectory.path == "/c/ubiquity")
         #expect(paths.accountFile.path == "/c/ubiquity/account.json")
         #expect(paths.runtimeDirectory.path == "/run/user/1000/ubiquity")

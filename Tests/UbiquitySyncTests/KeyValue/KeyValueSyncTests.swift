@@ -53,6 +53,18 @@ import UbiquitySync
             return Device(store: store, sync: sync, recorder: Recorder(store.changes()))
         }
 
+        /// Runs `body` with a fresh harness and always stops it (and deletes its folder) after.
+        static func with(_ body: (Harness) async throws -> Void) async throws {
+            let harness = try await Harness()
+            do {
+                try await body(harness)
+            } catch {
+                await harness.stop()
+                throw error
+            }
+            await harness.stop()
+        }
+
         func stop() async {
             task.cancel()
             _ = try? await task.value
@@ -102,115 +114,113 @@ import UbiquitySync
     }
 
     @Test func setOnOneDeviceReachesTheOtherWithItsReason() async throws {
-        let harness = try await Harness()
-        defer { Task { await harness.stop() } }
-        // What B hears while running comes by push; the periodic fetch (10 s here) is only the
-        // safety net for a change made before B's push connection was up.
-        let a = try await harness.device("a", fetchInterval: .seconds(10))
-        let b = try await harness.device("b", fetchInterval: .seconds(10))
+        try await Harness.with { harness in
+            // What B hears while running comes by push; the periodic fetch (10 s here) is only the
+            // safety net for a change made before B's push connection was up.
+            let a = try await harness.device("a", fetchInterval: .seconds(10))
+            let b = try await harness.device("b", fetchInterval: .seconds(10))
 
-        // Set before the first sync: B's first download is the initial sync.
-        #expect(a.store.set("hello", forKey: "greeting"))
-        try await a.sync.synchronize()
-        #expect(try a.sync.database.dirtyEntries().isEmpty)
-        b.sync.start()
-        defer { Task { await b.sync.stop() } }
-        let initial = await b.waitForChange(of: "greeting")
-        #expect(initial == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["greeting"]))
-        #expect(b.store.string(forKey: "greeting") == "hello")
+            // Set before the first sync: B's first download is the initial sync.
+            #expect(a.store.set("hello", forKey: "greeting"))
+            try await a.sync.synchronize()
+            #expect(try a.sync.database.dirtyEntries().isEmpty)
+            b.sync.start()
+            let initial = await b.waitForChange(of: "greeting")
+            #expect(initial == KeyValueStore.Change(reason: .initialSyncChange, changedKeys: ["greeting"]))
+            #expect(b.store.string(forKey: "greeting") == "hello")
 
-        // While both run, a set on A reaches B as a server change, by push.
-        a.sync.start()
-        defer { Task { await a.sync.stop() } }
-        #expect(a.store.set(["level": 13] as [String: Any], forKey: "progress"))
-        let change = await b.waitForChange(of: "progress")
-        #expect(change == KeyValueStore.Change(reason: .serverChange, changedKeys: ["progress"]))
-        #expect(b.store.dictionary(forKey: "progress")?["level"] as? Int == 13)
+            // While both run, a set on A reaches B as a server change, by push.
+            a.sync.start()
+            #expect(a.store.set(["level": 13] as [String: Any], forKey: "progress"))
+            let change = await b.waitForChange(of: "progress")
+            #expect(change == KeyValueStore.Change(reason: .serverChange, changedKeys: ["progress"]))
+            #expect(b.store.dictionary(forKey: "progress")?["level"] as? Int == 13)
 
-        // And back: B removes a key, A hears of it.
-        b.store.removeObject(forKey: "greeting")
-        let removal = await a.waitForChange(of: "greeting")
-        #expect(removal?.reason == .serverChange)
-        #expect(a.store.string(forKey: "greeting") == nil)
-        await a.sync.stop()
-        await b.sync.stop()
+            // And back: B removes a key, A hears of it.
+            b.store.removeObject(forKey: "greeting")
+            let removal = await a.waitForChange(of: "greeting")
+            #expect(removal?.reason == .serverChange)
+            #expect(a.store.string(forKey: "greeting") == nil)
+            await a.sync.stop()
+            await b.sync.stop()
+        }
     }
 
     @Test func conflictingSetsEndWithTheLaterTimestampOnBoth() async throws {
-        let harness = try await Harness()
-        defer { Task { await harness.stop() } }
-        let a = try await harness.device("a")
-        let b = try await harness.device("b")
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let early = try KeyValueStore.Value.string("from A, earlier").encoded()
-        let late = try KeyValueStore.Value.string("from B, later").encoded()
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let early = try KeyValueStore.Value.string("from A, earlier").encoded()
+            let late = try KeyValueStore.Value.string("from B, later").encoded()
 
-        // The later set reaches the server first: A's earlier one is answered with B's, and adopted.
-        try a.sync.database.set("level", encodedValue: early, writer: "test", now: now + 10)
-        try b.sync.database.set("level", encodedValue: late, writer: "test", now: now + 20)
-        try await b.sync.synchronize()
-        try await a.sync.synchronize()
-        #expect(a.store.string(forKey: "level") == "from B, later")
-        #expect(try a.sync.database.dirtyEntries().isEmpty)
-        try await b.sync.synchronize()
-        #expect(b.store.string(forKey: "level") == "from B, later")
+            // The later set reaches the server first: A's earlier one is answered with B's, and adopted.
+            try a.sync.database.set("level", encodedValue: early, writer: "test", now: now + 10)
+            try b.sync.database.set("level", encodedValue: late, writer: "test", now: now + 20)
+            try await b.sync.synchronize()
+            try await a.sync.synchronize()
+            #expect(a.store.string(forKey: "level") == "from B, later")
+            #expect(try a.sync.database.dirtyEntries().isEmpty)
+            try await b.sync.synchronize()
+            #expect(b.store.string(forKey: "level") == "from B, later")
 
-        // The earlier set reaches the server first: the later one replaces it, and both end with it.
-        try b.sync.database.set("score", encodedValue: early, writer: "test", now: now + 30)
-        try a.sync.database.set("score", encodedValue: late, writer: "test", now: now + 40)
-        try await b.sync.synchronize()
-        try await a.sync.synchronize()
-        try await b.sync.synchronize()
-        #expect(a.store.string(forKey: "score") == "from B, later")
-        #expect(b.store.string(forKey: "score") == "from B, later")
-        #expect(try b.sync.database.dirtyEntries().isEmpty)
-        let change = await b.waitForChange(of: "score")
-        #expect(change?.reason == .serverChange)
+            // The earlier set reaches the server first: the later one replaces it, and both end with it.
+            try b.sync.database.set("score", encodedValue: early, writer: "test", now: now + 30)
+            try a.sync.database.set("score", encodedValue: late, writer: "test", now: now + 40)
+            try await b.sync.synchronize()
+            try await a.sync.synchronize()
+            try await b.sync.synchronize()
+            #expect(a.store.string(forKey: "score") == "from B, later")
+            #expect(b.store.string(forKey: "score") == "from B, later")
+            #expect(try b.sync.database.dirtyEntries().isEmpty)
+            let change = await b.waitForChange(of: "score")
+            #expect(change?.reason == .serverChange)
+        }
     }
 
     @Test func anEntryTheServerRefusesOverTheQuotaIsPutBack() async throws {
-        let harness = try await Harness()
-        defer { Task { await harness.stop() } }
-        let a = try await harness.device("a")
-        let b = try await harness.device("b")
-        let big = String(repeating: "x", count: 600_000)
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            let big = String(repeating: "x", count: 600_000)
 
-        // Each device alone is within 1 MB; together they are not. A gets there first.
-        #expect(a.store.set(big, forKey: "first"))
-        try await a.sync.synchronize()
-        #expect(b.store.set("small", forKey: "kept"))
-        #expect(b.store.set(big, forKey: "second"))
-        try await b.sync.synchronize()
+            // Each device alone is within 1 MB; together they are not. A gets there first.
+            #expect(a.store.set(big, forKey: "first"))
+            try await a.sync.synchronize()
+            #expect(b.store.set("small", forKey: "kept"))
+            #expect(b.store.set(big, forKey: "second"))
+            try await b.sync.synchronize()
 
-        // B's big entry is refused and removed (the server has none), with a quota violation;
-        // its small one went up; A's arrived.
-        let refused = await b.waitForChange(of: "second")
-        #expect(refused == KeyValueStore.Change(reason: .quotaViolationChange, changedKeys: ["second"]))
-        #expect(b.store.string(forKey: "second") == nil)
-        #expect(b.store.string(forKey: "first") == big)
-        #expect(try b.sync.database.dirtyEntries().isEmpty)
-        try await a.sync.synchronize()
-        #expect(a.store.string(forKey: "kept") == "small")
-        #expect(a.store.string(forKey: "second") == nil)
+            // B's big entry is refused and removed (the server has none), with a quota violation;
+            // its small one went up; A's arrived.
+            let refused = await b.waitForChange(of: "second")
+            #expect(refused == KeyValueStore.Change(reason: .quotaViolationChange, changedKeys: ["second"]))
+            #expect(b.store.string(forKey: "second") == nil)
+            #expect(b.store.string(forKey: "first") == big)
+            #expect(try b.sync.database.dirtyEntries().isEmpty)
+            try await a.sync.synchronize()
+            #expect(a.store.string(forKey: "kept") == "small")
+            #expect(a.store.string(forKey: "second") == nil)
+        }
     }
 
     @Test func uploadsWaitForTheServerAndLoseNothing() async throws {
-        let harness = try await Harness()
-        defer { Task { await harness.stop() } }
-        // A device whose server is not listening: rounds fail, entries stay dirty.
-        let token = try await harness.admin.issueToken(forUser: "mei")
-        let unreachable = CloudContainer(identifier: KeyValueSyncTests.containerID, serverURL: URL(string: "http://127.0.0.1:1")!,
-                                         credentials: .apiToken(harness.api, webAuthToken: token), logger: harness.logger)
-        let a = try await harness.device("a")
-        let offline = KeyValueSync(container: unreachable, database: a.sync.database, logger: harness.logger)
-        #expect(a.store.set("written offline", forKey: "note"))
-        await #expect(throws: (any Error).self) { try await offline.synchronize() }
-        #expect(try a.sync.database.dirtyEntries().map(\.key) == ["note"])
-        // The real server: the entry goes up and reaches another device.
-        try await a.sync.synchronize()
-        #expect(try a.sync.database.dirtyEntries().isEmpty)
-        let b = try await harness.device("b")
-        try await b.sync.synchronize()
-        #expect(b.store.string(forKey: "note") == "written offline")
+        try await Harness.with { harness in
+            // A device whose server is not listening: rounds fail, entries stay dirty.
+            let token = try await harness.admin.issueToken(forUser: "mei")
+            let unreachable = CloudContainer(identifier: KeyValueSyncTests.containerID, serverURL: URL(string: "http://127.0.0.1:1")!,
+                                             credentials: .apiToken(harness.api, webAuthToken: token), logger: harness.logger)
+            let a = try await harness.device("a")
+            let offline = KeyValueSync(container: unreachable, database: a.sync.database, logger: harness.logger)
+            #expect(a.store.set("written offline", forKey: "note"))
+            await #expect(throws: (any Error).self) { try await offline.synchronize() }
+            #expect(try a.sync.database.dirtyEntries().map(\.key) == ["note"])
+            // The real server: the entry goes up and reaches another device.
+            try await a.sync.synchronize()
+            #expect(try a.sync.database.dirtyEntries().isEmpty)
+            let b = try await harness.device("b")
+            try await b.sync.synchronize()
+            #expect(b.store.string(forKey: "note") == "written offline")
+        }
     }
 }

@@ -77,7 +77,12 @@ let package = Package(
         ),
         .target(
             name: "UbiquitySync",
-            dependencies: ["Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // `ubiq serve`: the CloudKit Web Services compatible records server (Hummingbird), its

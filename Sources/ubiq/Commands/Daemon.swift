@@ -6,9 +6,9 @@ import Ubiquity
 import UbiquityIndex
 import UbiquitySync
 
-/// `ubiq daemon`: the per-user daemon: the coordination service, and the metadata index of the
-/// containers with live queries on its control socket. Sync joins it in a later issue. It needs
-/// no account and no server.
+/// `ubiq daemon`: the per-user daemon: the coordination service, the metadata index of the
+/// containers with live queries on its control socket, and, given a server, the sync of a folder
+/// with the private database of a container (`docs/sync.md`).
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the per-user daemon (file coordination, the metadata index and live queries).",
@@ -20,13 +20,21 @@ struct Daemon: AsyncParsableCommand {
             $UBIQUITY_INDEX_DATABASE) with metadata queries on the control socket (default \
             $XDG_RUNTIME_DIR/ubiquity/control.sock, or $UBIQUITY_CONTROL_SOCKET), until SIGTERM or \
             SIGINT. Prints 'control service listening on PATH' and then 'coordination service \
-            listening on PATH' when ready. Every root is rescanned every --rescan-interval seconds; \
+            listening on PATH' when ready.
+
+            With --server (or $UBIQUITY_SERVER) it also syncs --folder (default ~/Ubiquity, or \
+            $UBIQUITY_FOLDER) with the container's private database on that server (items are \
+            records of the reserved zone _ubiquityDocuments, contents are assets), printing \
+            'syncing FOLDER with SERVER' before the ready line. The journal lives in --journal \
+            (default $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite). A second daemon on \
+            the same folder is refused. Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
             says so).
 
             Examples:
               ubiq daemon
               XDG_RUNTIME_DIR=/tmp/dev-a ubiq daemon --log-level debug
+              ubiq daemon --server http://127.0.0.1:8080 --api-token T --web-auth-token W --folder ~/Ubiquity
             """
     )
 
@@ -45,6 +53,30 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: "Write the socket path to this file once ready.")
     var readyFile: String?
 
+    @Option(help: "The folder to sync (overrides $UBIQUITY_FOLDER; default ~/Ubiquity). Synced only with --server.")
+    var folder: String?
+
+    @Option(help: "The records server to sync with (overrides $UBIQUITY_SERVER); without it nothing is synced.")
+    var server: String?
+
+    @Option(help: "The container's API token (overrides $UBIQUITY_API_TOKEN).")
+    var apiToken: String?
+
+    @Option(help: "The user's web-auth token (overrides $UBIQUITY_WEB_AUTH_TOKEN).")
+    var webAuthToken: String?
+
+    @Option(help: "The container synced (default \(SyncRecord.defaultContainer)).")
+    var container: String = SyncRecord.defaultContainer
+
+    @Option(help: "This device's name, recorded with the conflict versions it keeps (overrides $UBIQUITY_DEVICE_NAME).")
+    var deviceName: String?
+
+    @Option(help: "The sync journal (default $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite).")
+    var journal: String?
+
+    @Option(help: "Seconds between fetches of remote changes when no push arrives (the backstop).")
+    var syncPollInterval: Double = 30
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -53,6 +85,7 @@ struct Daemon: AsyncParsableCommand {
         let service: CoordinationService
         let indexService: IndexService
         let path: String
+        let engine: SyncEngine?
         do {
             guard rescanInterval > 0, rescanInterval.isFinite else {
                 throw UbiquityError(.invalidArgument, "--rescan-interval \(rescanInterval): expected a number of seconds > 0")
@@ -62,6 +95,7 @@ struct Daemon: AsyncParsableCommand {
             let database = try index.map(CLI.absolutePath) ?? environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
                 ?? paths.stateDirectory.appendingPathComponent("index.sqlite").path
             try UbiquityPaths.ensureDirectory(paths.containersDirectory)
+            engine = try makeSyncEngine(environment: environment, paths: paths, logger: logger)
             indexService = try IndexService(
                 databasePath: database,
                 controlSocket: try controlSocket.map(CLI.absolutePath) ?? ControlWire.socketPath(),
@@ -70,19 +104,61 @@ struct Daemon: AsyncParsableCommand {
             )
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             service = try CoordinationService(socketPath: path, logger: logger)
+            if socket != nil {
+                var coordination = CoordinationConfiguration()
+                coordination.socketPath = path
+                FileCoordinator.configure(coordination)
+            }
         } catch {
             throw CLI.report(error, command: "daemon")
         }
         indexService.start(rescanInterval: .milliseconds(Int64(rescanInterval * 1000)))
         CLI.printLine("control service listening on \(indexService.controlSocket)")
         service.start()
+        if let engine {
+            engine.start()
+            CLI.printLine("syncing \(engine.folder) with \(server ?? ProcessInfo.processInfo.environment["UBIQUITY_SERVER"] ?? "")")
+        }
         if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }
         CLI.printLine("coordination service listening on \(path)")
         logger.notice("daemon ready", metadata: ["ubiquity.socket": "\(path)"])
         await CLI.waitForTermination {
+            engine?.stop()
             service.stop()
             indexService.stop()
         }
         logger.notice("daemon stopped")
+    }
+
+    /// The sync engine when a server is given (flags, then the environment), else nil.
+    func makeSyncEngine(environment: [String: String], paths: UbiquityPaths, logger: Logger) throws -> SyncEngine? {
+        guard let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+        guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")
+        }
+        guard let api = apiToken ?? environment["UBIQUITY_API_TOKEN"], !api.isEmpty else {
+            throw UbiquityError(.invalidArgument, "--api-token (or UBIQUITY_API_TOKEN) is needed with --server: the container's API token")
+        }
+        let web = webAuthToken ?? environment["UBIQUITY_WEB_AUTH_TOKEN"]
+        guard syncPollInterval > 0, syncPollInterval.isFinite else {
+            throw UbiquityError(.invalidArgument, "--sync-poll-interval \(syncPollInterval): expected a number of seconds > 0")
+        }
+        do { _ = try ContainerIdentifier(container) } catch {
+            throw UbiquityError(.invalidArgument, "--container '\(container)': expected an identifier such as \(SyncRecord.defaultContainer)", underlying: error)
+        }
+        let folderPath = try folder.map(CLI.absolutePath) ?? environment["UBIQUITY_FOLDER"].flatMap { $0.isEmpty ? nil : try? CLI.absolutePath($0) }
+            ?? paths.home.appendingPathComponent("Ubiquity").path
+        let journalPath = try journal.map(CLI.absolutePath)
+            ?? SyncEngine.defaultJournalPath(folder: folderPath, containerIdentifier: container, paths: paths)
+        let device = deviceName ?? environment["UBIQUITY_DEVICE_NAME"]
+        if let device { setenv("UBIQUITY_DEVICE_NAME", device, 1) }
+        let containerLogger = logger
+        return try SyncEngine(
+            containerIdentifier: container,
+            makeContainer: { identifier in
+                CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: web), logger: containerLogger)
+            },
+            folder: folderPath, journalPath: journalPath, deviceName: device,
+            pollInterval: .milliseconds(Int64(syncPollInterval * 1000)), logger: logger)
     }
 }

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquitySync
 
 /// `ubiq status PATH [--json]`: what Ubiquity knows about an item.
 struct Status: ParsableCommand {
@@ -10,8 +11,9 @@ struct Status: ParsableCommand {
         abstract: "Show an item's kind, size, modification time, skip-backup state and conflicts.",
         discussion: """
             JSON keys: path, exists, kind (file, folder, symlink or null), size, modified, \
-            excluded (true or false) and conflicts (unresolved conflict versions). A missing item \
-            is reported with "exists": false, not as an error.
+            excluded (true or false), conflicts (unresolved conflict versions) and sync (uploaded, \
+            uploading, in conflict or excluded for an item of a folder `ubiq daemon` syncs; null \
+            otherwise). A missing item is reported with "exists": false, not as an error.
 
             Examples:
               ubiq status notes.txt
@@ -44,6 +46,7 @@ struct Status: ParsableCommand {
             }
             let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0
             let modified = DocumentCommandIO.timestamp(stamp?.modificationDate)
+            let sync = SyncJournal.status(ofItemAt: url.path, conflicts: conflicts)
             if json {
                 try DocumentCommandIO.printJSON([
                     "path": url.path,
@@ -54,6 +57,7 @@ struct Status: ParsableCommand {
                     "modified": modified ?? NSNull(),
                     "excluded": excluded,
                     "conflicts": conflicts,
+                    "sync": sync?.rawValue ?? NSNull(),
                 ])
                 return
             }
@@ -65,6 +69,7 @@ struct Status: ParsableCommand {
             print("modified:  \(modified ?? "-")")
             print("excluded:  \(excluded ? "yes" : "no")")
             print("conflicts: \(conflicts)")
+            if let sync { print("sync:      \(sync.rawValue)") }
         }
     }
 }

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Glibc
+import UbiquityCore
+
+/// One item found by the local scan.
+public struct LocalItem: Sendable, Hashable {
+    /// The path relative to the synced folder.
+    public var path: String
+    /// What `lstat` says.
+    public var stat: SyncStat
+    /// A symbolic link's target.
+    public var target: String?
+    /// Whether it carries the skip-backup attribute (its subtree is skipped).
+    public var excluded: Bool
+}
+
+/// File-system work of the sync engine (blocking: run through `BlockingWork`).
+enum SyncFiles {
+    /// Names sync never uploads beyond the folder's ignore rules: our temporary files.
+    static let reservedPrefixes = [".ubiquity-", SafeSave.temporaryPrefix]
+
+    /// The prefix of the engine's own temporary files (ignored by the watcher and the scan).
+    static let temporaryPrefix = SafeSave.temporaryPrefix + "sync-"
+
+    /// Whether `name` is a temporary or editor file sync leaves alone.
+    static func isIgnored(name: String, relativePath: String, isDirectory: Bool, rules: IgnoreRules) -> Bool {
+        if reservedPrefixes.contains(where: { name.hasPrefix($0) }) { return true }
+        return rules.isIgnored(name: name, relativePath: relativePath, isDirectory: isDirectory)
+    }
+
+    /// Every item under `root` (not following symbolic links), by relative path. Ignored names
+    /// and the contents of excluded folders are left out; excluded items are reported as such.
+    static func scan(root: String, rules: IgnoreRules) -> [String: LocalItem] {
+        var items: [String: LocalItem] = [:]
+        var folders: [String] = [""]
+        while let relative = folders.popLast() {
+            let absolute = relative.isEmpty ? root : root + "/" + relative
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
+            for name in names {
+                let path = relative.isEmpty ? name : relative + "/" + name
+                let full = root + "/" + path
+                if name.hasPrefix(temporaryPrefix) {
+                    unlink(full)  // left by a download that was interrupted (only the worker makes them)
+                    continue
+                }
+                guard let stamp = FileStamp.of(full) else { continue }
+                if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
+                let item = localItem(path: path, absolute: full, stamp: stamp)
+                items[path] = item
+                if item.stat.kind == .folder && !item.excluded { folders.append(path) }
+            }
+        }
+        return items
+    }
+
+    /// The local item at `absolute`, or nil when nothing is there.
+    static func item(path: String, absolute: String) -> LocalItem? {
+        FileStamp.of(absolute).map { localItem(path: path, absolute: absolute, stamp: $0) }
+    }
+
+    static func localItem(path: String, absolute: String, stamp: FileStamp) -> LocalItem {
+        let stat = SyncStat(stamp)
+        let target = stat.kind == .symlink ? try? FileManager.default.destinationOfSymbolicLink(atPath: absolute) : nil
+        let excluded = stat.kind != .symlink && ((try? BackupExclusion.isExcluded(absolute)) ?? false)
+        return LocalItem(path: path, stat: stat, target: target, excluded: excluded)
+    }
+
+    /// The hex SHA-256 of `data`.
+    static func hash(_ data: some DataProtocol) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Copies the file at `source` to `destination` while hashing it; returns the hash and the
+    /// source's stat before and after (they differ when the file changed during the copy).
+    static func stage(_ source: String, to destination: String) throws -> (hash: String, before: FileStamp, after: FileStamp) {
+        let input = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard input >= 0 else { throw UbiquityError.posix("open", path: source) }
+        defer { close(input) }
+        guard let before = FileStamp.of(descriptor: input) else { throw UbiquityError.posix("fstat", path: source) }
+        unlink(destination)
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw UbiquityError.posix("open", path: destination) }
+        defer { close(output) }
+        var hasher = SHA256()
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer.baseAddress, size)
+            if count < 0 { if errno == EINTR { continue }; throw UbiquityError.posix("read", path: source) }
+            if count == 0 { break }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            hasher.update(bufferPointer: chunk)
+            try SafeSave.writeAll(output, chunk, path: destination)
+        }
+        guard let after = FileStamp.of(source) else { throw UbiquityError(.notFound, "'\(source)' vanished while it was read") }
+        return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), before, after)
+    }
+
+    /// The hex SHA-256 of the file at `path`.
+    static func hashFile(_ path: String) throws -> String {
+        let input = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard input >= 0 else { throw UbiquityError.posix("open", path: path) }
+        defer { close(input) }
+        var hasher = SHA256()
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer.baseAddress, size)
+            if count < 0 { if errno == EINTR { continue }; throw UbiquityError.posix("read", path: path) }
+            if count == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The content hash of a local item: a file's content, a link's target, nothing for folders.
+    static func contentHash(of item: LocalItem, absolute: String) throws -> String {
+        switch item.stat.kind {
+        case .folder: return ""
+        case .symlink: return hash(Data((item.target ?? "").utf8))
+        case .file: return try hashFile(absolute)
+        }
+    }
+
+    /// A temporary name in the folder of `absolute` that the watcher and the scan ignore.
+    static func temporaryPath(near absolute: String) -> String {
+        (absolute as NSString).deletingLastPathComponent + "/" + temporaryPrefix + UUID().uuidString.prefix(8)
+    }
+
+    /// Creates the folders leading to `absolute`.
+    static func makeParents(of absolute: String) throws {
+        try FileManager.default.createDirectory(atPath: (absolute as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    }
+
+    /// Makes `temporary` final: mode, modification time, fsync, then rename over `absolute`
+    /// (keeping the user attributes of what it replaces) and fsync of the folder.
+    static func install(_ temporary: String, at absolute: String, mode: UInt32, modifiedMilliseconds: Int64) throws {
+        chmod(temporary, mode_t(mode & 0o7777))
+        if modifiedMilliseconds > 0 {
+            var times = [timespec(tv_sec: Int(modifiedMilliseconds / 1000), tv_nsec: Int(modifiedMilliseconds % 1000) * 1_000_000),
+                         timespec(tv_sec: Int(modifiedMilliseconds / 1000), tv_nsec: Int(modifiedMilliseconds % 1000) * 1_000_000)]
+            utimensat(AT_FDCWD, temporary, &times, 0)
+        }
+        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+        if FileStamp.of(absolute) != nil { try? ExtendedAttributes.copyUserAttributes(from: absolute, to: temporary) }
+        guard rename(temporary, absolute) == 0 else {
+            let error = UbiquityError.posix("rename", path: absolute)
+            unlink(temporary)
+            throw error
+        }
+        SafeSave.syncDirectory((absolute as NSString).deletingLastPathComponent)
+    }
+}
+
+extension SyncFiles {
+    /// Whether a record's path is usable: relative, no empty, `.` or `..` components, no NUL.
+    static func isValid(relativePath path: String) -> Bool {
+        guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0") else { return false }
+        return !path.split(separator: "/", omittingEmptySubsequences: false).contains { $0.isEmpty || $0 == "." || $0 == ".." }
+    }
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// The per-item sync decision, from the journal, the local stat (and hash, when it was read)
+/// and the server's record: pure, no I/O, tested alone. ``SyncEngine`` gathers the inputs and
+/// carries out the result.
+public enum SyncDecision {
+    /// What to do about a record that changed on the server.
+    public enum RemoteAction: Sendable, Hashable {
+        /// Our own change coming back, or nothing new: do nothing.
+        case nothing
+        /// Write the server's item locally (create or replace the content).
+        case download
+        /// Move the local item to the record's path (content unchanged); then `download` too when
+        /// `content` is true.
+        case apply(move: Bool, content: Bool, mode: Bool)
+        /// Both sides have the same content: record the server's version in the journal.
+        case adopt
+        /// Both sides changed: the server's version takes the name, the local content is kept as
+        /// an unresolved conflict version.
+        case conflict
+        /// The local item was deleted and the server only renamed or re-tagged it: the local
+        /// delete wins (delete the record).
+        case deleteRemote
+    }
+
+    /// What to do about a record deleted on the server.
+    public enum RemoteDeletion: Sendable, Hashable {
+        /// Not known here, or already gone locally: forget it.
+        case forget
+        /// Unchanged locally: delete the local item.
+        case deleteLocal
+        /// Changed locally since it was synced: the edit wins; forget the ID so the item is
+        /// uploaded again as a new record.
+        case keepLocal
+    }
+
+    /// What to do about an item found locally at a journaled path.
+    public enum LocalAction: Sendable, Hashable {
+        /// Unchanged since it was synced.
+        case nothing
+        /// Only the stat changed (same content, kind and mode): record the new stat.
+        case adopt
+        /// Upload: content (and metadata) when `content`, else metadata only (mode).
+        case upload(content: Bool)
+        /// Marked skip-backup after it was uploaded: delete the record, keep the file.
+        case deleteRemoteKeepLocal
+    }
+
+    /// Whether the local item changed since the journal's state: kind, size, mtime or inode.
+    public static func localChanged(_ entry: JournalEntry, _ local: SyncStat?) -> Bool {
+        guard let local else { return true }
+        return local.differs(from: entry.stat)
+    }
+
+    /// Decides about a record that changed on the server.
+    /// - Parameters:
+    ///   - entry: the journal's entry for the record's ID, if any.
+    ///   - local: the local stat at the entry's path (or at the record's path when there is no
+    ///     entry); nil when nothing is there.
+    ///   - localHash: the local content's hash, when the engine read it (needed only when the
+    ///     local item changed or is not journaled; nil means not read).
+    ///   - remote: the record.
+    public static func remoteChange(entry: JournalEntry?, local: SyncStat?, localHash: String?, remote: RemoteItem) -> RemoteAction {
+        guard let entry else {
+            guard let local else { return .download }
+            if local.kind == remote.kind && (local.kind == .folder || localHash == remote.contentHash) { return .adopt }
+            return .conflict
+        }
+        if entry.changeTag != nil && entry.changeTag == remote.changeTag { return .nothing }
+        let contentChanged = remote.kind != entry.stat.kind || remote.contentHash != entry.contentHash
+        guard let local else {
+            // deleted here: an edit there wins over the delete; a mere rename there does not
+            return contentChanged ? .download : .deleteRemote
+        }
+        let moved = remote.path != entry.path
+        let modeChanged = remote.mode != entry.stat.mode && remote.kind != .symlink
+        if !localChanged(entry, local) {
+            return .apply(move: moved, content: contentChanged, mode: modeChanged)
+        }
+        if local.kind == .folder && remote.kind == .folder { return .apply(move: moved, content: false, mode: modeChanged) }
+        if local.kind == remote.kind && localHash == remote.contentHash { return moved ? .apply(move: true, content: false, mode: false) : .adopt }
+        // changed here; if the server changed only the name, move and upload the edit later
+        if !contentChanged { return .apply(move: moved, content: false, mode: false) }
+        return .conflict
+    }
+
+    /// Decides about a record deleted on the server.
+    public static func remoteDeletion(entry: JournalEntry?, local: SyncStat?) -> RemoteDeletion {
+        guard let entry, let local else { return .forget }
+        if local.kind == .folder && entry.stat.kind == .folder { return .deleteLocal }  // removed if empty
+        return localChanged(entry, local) ? .keepLocal : .deleteLocal
+    }
+
+    /// Decides about an item found locally at a journaled path.
+    /// - Parameters:
+    ///   - localHash: the content hash, read by the engine when the stat changed (nil: not read).
+    ///   - target: a symbolic link's target now.
+    ///   - excluded: whether the item carries the skip-backup attribute.
+    public static func localChange(entry: JournalEntry, local: SyncStat, localHash: String?, target: String? = nil, excluded: Bool) -> LocalAction {
+        if excluded { return entry.changeTag == nil ? .nothing : .deleteRemoteKeepLocal }
+        if entry.changeTag == nil { return .upload(content: true) }
+        let modeChanged = local.mode != entry.stat.mode && local.kind != .symlink
+        if local.kind != entry.stat.kind { return .upload(content: true) }
+        switch local.kind {
+        case .folder:
+            if local.inode != entry.stat.inode { return .adopt }
+            return modeChanged ? .upload(content: false) : .nothing
+        case .symlink:
+            if target != entry.target { return .upload(content: true) }
+            return local.differs(from: entry.stat) ? .adopt : .nothing
+        case .file:
+            guard local.differs(from: entry.stat) else { return modeChanged ? .upload(content: false) : .nothing }
+            guard let localHash else { return .upload(content: true) }
+            if localHash != entry.contentHash { return .upload(content: true) }
+            return modeChanged ? .upload(content: false) : .adopt
+        }
+    }
+
+    /// Pairs journal entries whose path vanished with new local items: the same inode (and kind)
+    /// first, then, for files, the same content hash. The result maps each moved entry's ID to
+    /// the new path.
+    /// - Parameters:
+    ///   - missing: entries whose path has no item now.
+    ///   - created: new local items (path, stat, content hash when read).
+    public static func matchMoves(missing: [JournalEntry], created: [(path: String, stat: SyncStat, hash: String?)]) -> [String: String] {
+        var moves: [String: String] = [:]
+        var taken = Set<String>()
+        var byInode: [UInt64: [JournalEntry]] = [:]
+        for entry in missing { byInode[entry.stat.inode, default: []].append(entry) }
+        for item in created.sorted(by: { $0.path < $1.path }) {
+            if let entry = byInode[item.stat.inode]?.first(where: { $0.stat.kind == item.stat.kind && moves[$0.id] == nil }) {
+                moves[entry.id] = item.path
+                taken.insert(item.path)
+            }
+        }
+        var byHash: [String: [JournalEntry]] = [:]
+        for entry in missing where moves[entry.id] == nil && entry.stat.kind == .file && entry.changeTag != nil {
+            byHash[entry.contentHash, default: []].append(entry)
+        }
+        for item in created.sorted(by: { $0.path < $1.path }) where !taken.contains(item.path) && item.stat.kind == .file {
+            guard let hash = item.hash, let entry = byHash[hash]?.first(where: { moves[$0.id] == nil }) else { continue }
+            moves[entry.id] = item.path
+            taken.insert(item.path)
+        }
+        return moves
+    }
+
+    /// After the server refused a save because its record changed: the same content (kind and
+    /// hash) means adopt the server's version; otherwise a conflict.
+    public static func refusedSave(localKind: SyncItemKind, localHash: String, server: RemoteItem) -> RemoteAction {
+        if localKind == server.kind && (localKind == .folder || localHash == server.contentHash) { return .adopt }
+        return .conflict
+    }
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Ubiquity
+import UbiquityCore
+
+extension SyncEngine {
+    static let tokenKey = "zoneChangeToken"
+
+    /// The local item changed between the decision and the write: decided again next pass.
+    struct ChangedLocally: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "'\(path)' changed locally while it was being replaced; it is looked at again" }
+    }
+
+    /// Fetches the zone's changes since the saved token (everything when there is none, or
+    /// when it expired) and applies them; the token is saved only when every change applied.
+    func pullRemote() async throws {
+        var token = try journal.value(Self.tokenKey).map(ServerChangeToken.init(rawValue:))
+        var full = token == nil
+        var records: [String: Record] = [:]
+        var deleted: [String] = []
+        while true {
+            let page: (modificationResultsByID: [Record.ID: Result<CloudDatabase.RecordZoneChange.Modification, any Error>],
+                       deletions: [CloudDatabase.RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
+            do {
+                page = try await database.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
+            } catch let error as CloudKitError where error.code == .changeTokenExpired && token != nil {
+                logger.notice("the zone's change token expired: listing every item")
+                token = nil
+                full = true
+                records = [:]
+                deleted = []
+                continue
+            }
+            for (id, result) in page.modificationResultsByID {
+                if case .success(let modification) = result {
+                    records[id.recordName] = modification.record
+                    deleted.removeAll { $0 == id.recordName }
+                }
+            }
+            for deletion in page.deletions {
+                records[deletion.recordID.recordName] = nil
+                deleted.append(deletion.recordID.recordName)
+            }
+            token = page.changeToken
+            if !page.moreComing { break }
+        }
+        if full {
+            // a full listing: journaled items the server no longer has were deleted there
+            for entry in try journal.entries() where entry.changeTag != nil && records[entry.id] == nil { deleted.append(entry.id) }
+        }
+        var failed = false
+        let items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
+            .sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
+        for (item, record) in items {
+            try Task.checkCancellation()
+            do { try await applyRemote(item, record) } catch {
+                failed = true
+                logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
+            }
+        }
+        let deletions = try deleted.compactMap { try journal.entry(id: $0) }.sorted { Self.depth($0.path) > Self.depth($1.path) }
+        for entry in deletions {
+            do { try await applyRemoteDeletion(entry) } catch {
+                failed = true
+                logger.warning("could not apply a remote delete", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])
+            }
+        }
+        if failed { throw UbiquityError(.io, "some remote changes were not applied; they are fetched again") }
+        if let token { try journal.setValue(token.rawValue, Self.tokenKey) }
+    }
+
+    /// Applies one record that changed on the server.
+    func applyRemote(_ item: RemoteItem, _ record: Record) async throws {
+        guard SyncFiles.isValid(relativePath: item.path) else {
+            logger.warning("ignoring a record with an unusable path", metadata: ["ubiquity.path": "\(item.path)"])
+            return
+        }
+        let journaled = try journal.entry(id: item.id)
+        // an entry never confirmed by the server (killed before its upload was journaled) is
+        // judged as unknown: the same content is adopted, another one is a conflict
+        let entry = journaled?.changeTag == nil ? nil : journaled
+        let localPath = journaled?.path ?? item.path
+        let localAbsolute = absolute(localPath)
+        let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
+        if local?.excluded == true && entry == nil { return }  // kept back here: never replaced
+        var localHash: String?
+        if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
+            localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute) }
+        }
+        let action = SyncDecision.remoteChange(entry: entry, local: local?.stat, localHash: localHash, remote: item)
+        logger.debug("remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.action": "\(action)"])
+        switch action {
+        case .nothing:
+            return
+        case .download:
+            let destination = absolute(item.path)
+            let expected = entry == nil ? local?.stat : try await BlockingWork.run { SyncFiles.item(path: item.path, absolute: destination) }?.stat
+            try await download(item, record, expected: expected)
+        case .adopt:
+            guard let local else { return }
+            try journal.put(JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
+                                         changeTag: item.changeTag))
+            if localPath != item.path { wake() }  // our name differs: the local pass sends it
+        case .apply(let move, let content, let mode):
+            guard var current = entry, let local else { return }
+            if move {
+                try await moveLocal(from: current.path, to: item.path)
+                current.path = item.path
+            }
+            if content {
+                try await download(item, record, expected: local.stat)
+                return
+            }
+            let changedHere = SyncDecision.localChanged(current, local.stat)
+            if mode && !changedHere { chmod(absolute(item.path), mode_t(item.mode & 0o7777)) }
+            if !changedHere, let fresh = FileStamp.of(absolute(item.path)) { current.stat = SyncStat(fresh) }
+            current.changeTag = item.changeTag
+            current.baseHash = item.contentHash
+            try journal.put(current)
+        case .conflict:
+            try await keepConflict(item, record, localPath: localPath, local: local)
+        case .deleteRemote:
+            do { try await database.deleteRecord(withID: Record.ID(recordName: item.id, zoneID: SyncRecord.zoneID)) } catch let error as CloudKitError where error.code == .unknownItem {}
+            try journal.remove(id: item.id)
+        }
+    }
+
+    /// Both sides changed: the server's version takes the name; the local content becomes an
+    /// unresolved conflict version of the item (a folder or link is moved aside instead).
+    func keepConflict(_ item: RemoteItem, _ record: Record, localPath: String, local: LocalItem?) async throws {
+        guard let local else { return try await download(item, record, expected: nil) }
+        let localAbsolute = absolute(localPath)
+        guard local.stat.kind == .file && item.kind == .file else {
+            let aside = Self.conflictName(localPath, device: deviceName)
+            try await moveLocal(from: localPath, to: aside, updateJournal: false)
+            try await download(item, record, expected: nil)
+            logger.notice("conflict: the other version was moved aside", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.aside": "\(aside)"])
+            return
+        }
+        let saved = stagingDirectory + "/conflict-" + UUID().uuidString
+        let staged = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: localAbsolute)) { url in
+            try await BlockingWork.run { try SyncFiles.stage(url.path, to: saved) }
+        }
+        defer { unlink(saved) }
+        guard !staged.before.contentDiffers(from: staged.after) else { throw ChangedLocally(path: localPath) }
+        let expected = localPath == item.path ? SyncStat(staged.before) : nil
+        try await download(item, record, expected: expected)
+        if localPath != item.path {
+            _ = try? await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: localAbsolute), options: .forDeleting) { (url: URL) async in
+                if let now = FileStamp.of(url.path), !now.contentDiffers(from: staged.before) { unlink(url.path) }
+            }
+        }
+        let target = URL(fileURLWithPath: absolute(item.path))
+        let device = deviceName
+        try await BlockingWork.run {
+            _ = try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
+                                                   modificationDate: staged.before.modificationDate, options: .byMoving)
+        }
+        logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
+                      metadata: ["ubiquity.path": "\(item.path)"])
+    }
+
+    /// `name (conflicted copy DEVICE).ext` next to `path`, not yet taken.
+    static func conflictName(_ path: String, device: String) -> String {
+        let ns = path as NSString
+        let ext = ns.pathExtension
+        let stem = ext.isEmpty ? path : ns.deletingPathExtension
+        return stem + " (conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
+    }
+
+    /// Writes the server's item at its path: downloaded to a temporary file in the target's
+    /// folder, fsynced and renamed into place under a coordinated write, if the local item is
+    /// still as `expected` (nil: nothing there); then journaled before the watcher's event is
+    /// looked at, so it does not bounce back.
+    func download(_ item: RemoteItem, _ record: Record, expected: SyncStat?) async throws {
+        let target = absolute(item.path)
+        try SyncFiles.makeParents(of: target)
+        let url = URL(fileURLWithPath: target)
+        switch item.kind {
+        case .folder:
+            if let stamp = FileStamp.of(target), !stamp.isDirectory {
+                throw UbiquityError(.alreadyExists, "'\(item.path)' is a file here and a folder on the server")
+            }
+            if FileStamp.of(target) == nil {
+                try await coordinator.coordinate(writingItemAt: url) { (url: URL) async throws in
+                    guard mkdir(url.path, mode_t(item.mode & 0o7777)) == 0 || errno == EEXIST else { throw UbiquityError.posix("mkdir", path: url.path) }
+                }
+            }
+            chmod(target, mode_t(item.mode & 0o7777))
+        case .symlink:
+            let temporary = SyncFiles.temporaryPath(near: target)
+            guard symlink(item.target ?? "", temporary) == 0 else { throw UbiquityError.posix("symlink", path: temporary) }
+            try await replace(url, with: temporary, expected: expected, item: item, mode: false)
+        case .file:
+            let temporary = SyncFiles.temporaryPath(near: target)
+            if let asset = record[SyncRecord.Field.content]?.assetValue {
+                do {
+                    try await asset.download(to: URL(fileURLWithPath: temporary))
+                } catch {
+                    unlink(temporary)
+                    throw error
+                }
+            } else {
+                let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw UbiquityError.posix("open", path: temporary) }
+                close(fd)
+            }
+            let hash = try await BlockingWork.run { try SyncFiles.hashFile(temporary) }
+            guard hash == item.contentHash || item.contentHash.isEmpty else {
+                unlink(temporary)
+                throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
+            }
+            try await replace(url, with: temporary, expected: expected, item: item, mode: true)
+        }
+        guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
+        try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
+                                     changeTag: item.changeTag))
+    }
+
+    private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws {
+        let path = item.path
+        do {
+            try await coordinator.coordinate(writingItemAt: url, options: .forReplacing) { (url: URL) async throws in
+                let now = FileStamp.of(url.path).map(SyncStat.init)
+                switch (now, expected) {
+                case (nil, nil): break
+                case (let now?, let expected?) where !now.differs(from: expected): break
+                default: throw ChangedLocally(path: path)
+                }
+                if now?.kind == .folder { throw UbiquityError(.alreadyExists, "'\(path)' is a folder here and not on the server") }
+                if mode {
+                    try SyncFiles.install(temporary, at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
+                } else {
+                    guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
+                }
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Moves a local item (a remote rename) under a coordinated move, and its journal entries.
+    func moveLocal(from: String, to: String, updateJournal: Bool = true) async throws {
+        let source = URL(fileURLWithPath: absolute(from)), destination = URL(fileURLWithPath: absolute(to))
+        try SyncFiles.makeParents(of: destination.path)
+        try await coordinator.coordinate(writingItemAt: source, options: .forMoving, writingItemAt: destination, options: .forReplacing) { (source: URL, destination: URL) async throws in
+            if FileStamp.of(destination.path) != nil { throw UbiquityError(.alreadyExists, "cannot move '\(from)' to '\(to)': something is there") }
+            guard rename(source.path, destination.path) == 0 else { throw UbiquityError.posix("rename", path: source.path) }
+        }
+        coordinator.item(at: source, didMoveTo: destination)
+        if updateJournal { try journal.movePrefix(from: from, to: to) }
+    }
+
+    /// Applies a record deleted on the server.
+    func applyRemoteDeletion(_ entry: JournalEntry) async throws {
+        let target = absolute(entry.path)
+        let local = try await BlockingWork.run { SyncFiles.item(path: entry.path, absolute: target) }
+        switch SyncDecision.remoteDeletion(entry: entry, local: local?.stat) {
+        case .forget, .keepLocal:
+            try journal.remove(id: entry.id)
+        case .deleteLocal:
+            let removed = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async -> Bool in
+                guard let now = FileStamp.of(url.path) else { return true }
+                if now.isDirectory { return rmdir(url.path) == 0 }
+                guard !SyncStat(now).differs(from: entry.stat) else { return false }
+                return unlink(url.path) == 0
+            }
+            if !removed { logger.notice("kept a local item deleted elsewhere: it changed here (or is not empty)", metadata: ["ubiquity.path": "\(entry.path)"]) }
+            try journal.remove(id: entry.id)
+        }
+    }
+}

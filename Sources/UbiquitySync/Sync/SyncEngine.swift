@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import Ubiquity
+import UbiquityCore
+import UbiquityIndex
+
+/// Syncs one folder with the private database of a container: every item is a `UbiquityItem`
+/// record in the reserved zone `_ubiquityDocuments`, a file's content an asset (`docs/sync.md`).
+///
+/// One worker task runs passes: fetch the zone's changes since the saved change token and
+/// apply them (download under a coordinated write, conflicts kept as versions), then scan the
+/// folder against the journal and upload what changed (read under a coordinated read, renames
+/// as path updates, deletes as record deletes). Passes are started by the folder's watcher, by
+/// push notifications of the zone subscription, and every `pollInterval` as a backstop. The
+/// journal (``SyncJournal``) makes every step restartable.
+public actor SyncEngine {
+    /// Makes the container for an identifier (the account's credentials are the caller's).
+    public typealias ContainerFactory = @Sendable (String) -> CloudContainer
+
+    /// The synced folder (absolute, symbolic links resolved).
+    public nonisolated let folder: String
+    /// The journal file.
+    public nonisolated let journalPath: String
+    /// The container.
+    public nonisolated let containerIdentifier: String
+    let journal: SyncJournal
+    let container: CloudContainer
+    let database: CloudDatabase
+    let logger: Logger
+    let lock: FolderLock
+    let rules: IgnoreRules
+    let pollInterval: Duration
+    let deviceName: String
+    let stagingDirectory: String
+    let coordinator = FileCoordinator()
+    nonisolated let watcher: FileWatcher
+    nonisolated let wakeStream: AsyncStream<Void>
+    nonisolated let wakeContinuation: AsyncStream<Void>.Continuation
+    nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
+    nonisolated let passes = Atomic<Int>(0)
+    var subscribed = false
+
+    /// An engine for `folder` (created if missing) with its journal at `journalPath`.
+    /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
+    ///   journal.
+    public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
+                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
+        self.folder = canonical
+        self.journalPath = journalPath
+        self.containerIdentifier = containerIdentifier
+        lock = try FolderLock(path: canonical + "/.ubiquity-sync.lock")
+        journal = try SyncJournal(path: journalPath)
+        if let recorded = try journal.value("folder"), recorded != canonical {
+            logger.warning("the journal was made for another folder: it is used for this one", metadata: ["ubiquity.journal": "\(journalPath)"])
+        }
+        try journal.setValue(canonical, "folder")
+        container = makeContainer(containerIdentifier)
+        database = container.privateCloudDatabase
+        self.logger = logger
+        rules = IgnoreRules.load(root: canonical)
+        self.pollInterval = pollInterval
+        self.deviceName = deviceName ?? ProcessInfo.processInfo.environment["UBIQUITY_DEVICE_NAME"] ?? "this device"
+        stagingDirectory = journalPath + ".staging"
+        try? FileManager.default.removeItem(atPath: stagingDirectory)
+        try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
+        watcher = FileWatcher(logger: logger)
+        (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The journal's default place for `folder`: `$XDG_STATE_HOME/ubiquity/sync/<container>-<hash of the folder>.sqlite`.
+    public static func defaultJournalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths = UbiquityPaths()) -> String {
+        let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
+        let digest = SyncFiles.hash(Data(canonical.utf8)).prefix(16)
+        return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
+    }
+
+    /// Starts watching the folder, listening for pushes and syncing.
+    public nonisolated func start() {
+        do { try watcher.watch(root: folder, ignoring: rules) } catch {
+            logger.error("cannot watch the sync folder; changes are found by the periodic scan only", metadata: ["ubiquity.error": "\(error)"])
+        }
+        let watching = Task { [watcher, wakeContinuation] in
+            for await _ in watcher.batches { wakeContinuation.yield() }
+        }
+        let pushes = Task { [container, logger, wakeContinuation] in
+            while !Task.isCancelled {
+                do {
+                    for try await _ in container.notifications() { wakeContinuation.yield() }
+                } catch {
+                    logger.debug("notifications ended; reconnecting", metadata: ["ubiquity.error": "\(error)"])
+                }
+                try? await Task.sleep(for: .seconds(2))
+            }
+        }
+        let poll = Task { [pollInterval, wakeContinuation] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: pollInterval)
+                wakeContinuation.yield()
+            }
+        }
+        let worker = Task { await self.run() }
+        wakeContinuation.yield()
+        tasks.withLock { $0 += [watching, pushes, poll, worker] }
+    }
+
+    /// Stops syncing (a pass in flight is cancelled; the journal keeps what was done).
+    public nonisolated func stop() {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        wakeContinuation.finish()
+        watcher.stop()
+    }
+
+    /// Asks for a pass soon.
+    public nonisolated func wake() { wakeContinuation.yield() }
+
+    /// The number of passes completed (for tests and status).
+    public nonisolated var completedPasses: Int { passes.load(ordering: .relaxed) }
+
+    func run() async {
+        var failures = 0
+        for await _ in wakeStream {
+            if Task.isCancelled { return }
+            try? await Task.sleep(for: .milliseconds(30))  // let a burst of events settle
+            do {
+                try await pass()
+                failures = 0
+                passes.add(1, ordering: .relaxed)
+            } catch is CancellationError {
+                return
+            } catch {
+                failures += 1
+                let delay = min(30.0, 0.5 * pow(2.0, Double(min(failures, 6))))
+                logger.warning("sync pass failed; retrying in \(delay) s", metadata: ["ubiquity.error": "\(error)"])
+                Task { [wakeContinuation] in
+                    try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                    wakeContinuation.yield()
+                }
+            }
+        }
+    }
+
+    /// One pass: remote changes first, then local ones.
+    public func pass() async throws {
+        if !subscribed { await subscribe() }
+        try await pullRemote()
+        try Task.checkCancellation()
+        try await pushLocal()
+    }
+
+    /// Saves the zone subscription that makes the server push a notification on every change.
+    func subscribe() async {
+        do {
+            _ = try await database.save(RecordZoneSubscription(zoneID: SyncRecord.zoneID, subscriptionID: "ubiquity-documents"))
+            subscribed = true
+        } catch {
+            logger.warning("cannot subscribe to the documents zone; relying on the periodic fetch", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
+    func absolute(_ relative: String) -> String { folder + "/" + relative }
+
+    static func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Ubiquity
+import UbiquityCore
+
+/// The kind of a synced item.
+public enum SyncItemKind: String, Sendable, Hashable, Codable {
+    /// A regular file (its content is an asset).
+    case file
+    /// A folder.
+    case folder
+    /// A symbolic link (stored as its target, never followed).
+    case symlink
+}
+
+/// What sync knows about an item's local state: its kind, what `lstat` says (the quick check)
+/// and, when read, its content hash. A value with no I/O.
+public struct SyncStat: Sendable, Hashable {
+    /// The kind.
+    public var kind: SyncItemKind
+    /// Size in bytes (0 for folders).
+    public var size: Int64
+    /// Modification time in nanoseconds (0 for folders: their times change with their children).
+    public var modifiedNanoseconds: Int64
+    /// The inode.
+    public var inode: UInt64
+    /// The permission bits.
+    public var mode: UInt32
+
+    /// A stat from its parts.
+    public init(kind: SyncItemKind, size: Int64, modifiedNanoseconds: Int64, inode: UInt64, mode: UInt32) {
+        self.kind = kind
+        self.size = size
+        self.modifiedNanoseconds = modifiedNanoseconds
+        self.inode = inode
+        self.mode = mode
+    }
+
+    /// The stat of a ``FileStamp``.
+    public init(_ stamp: FileStamp) {
+        kind = stamp.isSymbolicLink ? .symlink : stamp.isDirectory ? .folder : .file
+        size = kind == .folder ? 0 : stamp.size
+        modifiedNanoseconds = kind == .folder ? 0 : stamp.modificationNanoseconds
+        inode = stamp.inode
+        mode = stamp.mode
+    }
+
+    /// Whether the item may have changed since `other` was recorded: kind, size, modification
+    /// time or inode differ. (A mode change alone is not a content change.)
+    public func differs(from other: SyncStat) -> Bool {
+        kind != other.kind || size != other.size || modifiedNanoseconds != other.modifiedNanoseconds || inode != other.inode
+    }
+}
+
+/// An item as the server has it: the fields of its `UbiquityItem` record.
+public struct RemoteItem: Sendable, Hashable {
+    /// The record name (the item's stable ID).
+    public var id: String
+    /// The record's change tag.
+    public var changeTag: String?
+    /// The path relative to the synced folder.
+    public var path: String
+    /// The kind.
+    public var kind: SyncItemKind
+    /// Size in bytes.
+    public var size: Int64
+    /// Modification time in milliseconds since 1970.
+    public var modifiedMilliseconds: Int64
+    /// SHA-256 of the content (hex); for symlinks of the target; empty for folders.
+    public var contentHash: String
+    /// The permission bits.
+    public var mode: UInt32
+    /// A symbolic link's target.
+    public var target: String?
+
+    /// An item from its parts.
+    public init(id: String, changeTag: String?, path: String, kind: SyncItemKind, size: Int64 = 0, modifiedMilliseconds: Int64 = 0,
+                contentHash: String = "", mode: UInt32 = 0o644, target: String? = nil) {
+        self.id = id
+        self.changeTag = changeTag
+        self.path = path
+        self.kind = kind
+        self.size = size
+        self.modifiedMilliseconds = modifiedMilliseconds
+        self.contentHash = contentHash
+        self.mode = mode
+        self.target = target
+    }
+}
+
+/// The record format of synced items (`docs/sync.md`).
+public enum SyncRecord {
+    /// The record type.
+    public static let recordType = "UbiquityItem"
+    /// The zone: the private database's reserved documents zone (`_ubiquityDocuments`).
+    public static let zoneName = "_ubiquityDocuments"
+    /// The zone's ID.
+    public static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName) }
+    /// The default container of the sync folder.
+    public static let defaultContainer = "iCloud.org.ubiquity.Drive"
+
+    /// Field names.
+    public enum Field {
+        /// The relative path (UTF-8).
+        public static let path = "path"
+        /// `file`, `folder` or `symlink`.
+        public static let kind = "kind"
+        /// Size in bytes.
+        public static let size = "size"
+        /// Modification time in milliseconds.
+        public static let modified = "modified"
+        /// SHA-256 of the content, hex.
+        public static let contentHash = "contentHash"
+        /// Permission bits.
+        public static let mode = "mode"
+        /// A symbolic link's target.
+        public static let target = "target"
+        /// The content (files only; empty files have none).
+        public static let content = "content"
+    }
+
+    /// Reads an item from a fetched record; nil when it is not a well-formed item.
+    public static func item(from record: Record) -> RemoteItem? {
+        guard record.recordType == recordType,
+              let path = record[Field.path]?.stringValue, !path.isEmpty,
+              let kind = record[Field.kind]?.stringValue.flatMap(SyncItemKind.init(rawValue:)) else { return nil }
+        return RemoteItem(
+            id: record.recordID.recordName, changeTag: record.recordChangeTag, path: path, kind: kind,
+            size: record[Field.size]?.int64Value ?? 0, modifiedMilliseconds: record[Field.modified]?.int64Value ?? 0,
+            contentHash: record[Field.contentHash]?.stringValue ?? "", mode: UInt32(truncatingIfNeeded: record[Field.mode]?.int64Value ?? 0o644),
+            target: record[Field.target]?.stringValue)
+    }
+
+    /// A record to save for item `id`: an update of the version `changeTag` (only the fields set
+    /// afterwards are sent), or a new record when `changeTag` is nil.
+    public static func record(id: String, changeTag: String?) throws -> Record {
+        guard let changeTag else {
+            return Record(recordType: recordType, recordID: Record.ID(recordName: id, zoneID: zoneID))
+        }
+        let json: JSONValue = .object([
+            "recordName": .string(id), "recordType": .string(recordType), "recordChangeTag": .string(changeTag),
+        ])
+        guard let record = try Record.fromCloudKitJSON(json.serialized(), zoneID: zoneID).first else {
+            throw UbiquityError(.protocolError, "could not make the record of item \(id)")
+        }
+        return record
+    }
+}

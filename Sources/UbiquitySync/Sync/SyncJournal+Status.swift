@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+/// An item's sync state as `ubiq status` shows it.
+public enum SyncItemStatus: String, Sendable {
+    /// The server has this version.
+    case uploaded
+    /// Changed (or new) here and not sent yet.
+    case uploading
+    /// Has unresolved conflict versions.
+    case inConflict = "in conflict"
+    /// Carries the skip-backup attribute: never uploaded.
+    case excluded
+}
+
+extension SyncJournal {
+    /// The folder of journals: `$XDG_STATE_HOME/ubiquity/sync`.
+    public static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> String {
+        paths.stateDirectory.appendingPathComponent("sync").path
+    }
+
+    /// The sync state of the item at the absolute `path`, from the journal of the synced folder
+    /// holding it (found in `directory`); nil when no synced folder holds it or it does not exist.
+    /// `conflicts` is the item's number of unresolved conflict versions.
+    public static func status(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> SyncItemStatus? {
+        guard let stamp = FileStamp.of(path),
+              let canonical = try? CanonicalPath.canonicalize(path),
+              let files = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+        for file in files where file.hasSuffix(".sqlite") {
+            guard let journal = try? SyncJournal(path: directory + "/" + file),
+                  let folder = try? journal.value("folder"), canonical.hasPrefix(folder + "/") else { continue }
+            let relative = String(canonical.dropFirst(folder.count + 1))
+            if (try? journal.excluded().contains(relative)) == true || (try? BackupExclusion.isExcluded(canonical)) == true { return .excluded }
+            if conflicts > 0 { return .inConflict }
+            guard let entry = try? journal.entry(path: relative), entry.changeTag != nil else { return .uploading }
+            let now = SyncStat(stamp)
+            if now.kind == .folder { return .uploaded }
+            return now.differs(from: entry.stat) ? .uploading : .uploaded
+        }
+        return nil
+    }
+}

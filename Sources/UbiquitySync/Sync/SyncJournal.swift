@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import GRDB
+import UbiquityCore
+
+/// The sync journal of one folder: a SQLite file (GRDB, WAL) with, per item, its ID, path and
+/// last synced state and server change tag; the zone's change token; the queue of pending
+/// uploads; and the items kept back (skip-backup). Every change is one transaction, so a daemon
+/// killed at any point restarts from a consistent state.
+public final class SyncJournal: Sendable {
+    /// The journal file.
+    public let path: String
+    let queue: DatabaseQueue
+
+    /// Opens (creating) the journal at `path`.
+    public init(path: String) throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode=WAL") }
+            try queue.write { db in
+                try db.execute(sql: """
+                    CREATE TABLE IF NOT EXISTS items (
+                        id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, size INTEGER NOT NULL,
+                        mtime INTEGER NOT NULL, inode INTEGER NOT NULL, mode INTEGER NOT NULL, hash TEXT NOT NULL,
+                        target TEXT, tag TEXT, base TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, since INTEGER NOT NULL);
+                    CREATE TABLE IF NOT EXISTS excluded (path TEXT PRIMARY KEY);
+                    """)
+            }
+        } catch {
+            throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)
+        }
+    }
+
+    // MARK: Items
+
+    /// Every entry.
+    public func entries() throws -> [JournalEntry] {
+        try queue.read { db in try Row.fetchAll(db, sql: "SELECT * FROM items").map(Self.entry) }
+    }
+
+    /// The entry with ID `id`.
+    public func entry(id: String) throws -> JournalEntry? {
+        try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM items WHERE id = ?", arguments: [id]).map(Self.entry) }
+    }
+
+    /// The entry at `path`.
+    public func entry(path: String) throws -> JournalEntry? {
+        try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM items WHERE path = ?", arguments: [path]).map(Self.entry) }
+    }
+
+    /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) and
+    /// takes its path off the pending queue.
+    public func put(_ entry: JournalEntry) throws {
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
+                                 Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
+                                 entry.changeTag, entry.baseHash])
+            try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [entry.path])
+            try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [entry.path])
+        }
+    }
+
+    /// Removes the entry `id`.
+    public func remove(id: String) throws {
+        try queue.write { db in try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
+    }
+
+    /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
+    public func movePrefix(from: String, to: String) throws {
+        try queue.write { db in
+            try db.execute(sql: "UPDATE items SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
+                           arguments: [to + "/", from.utf8.count + 2, from.utf8.count + 1, from + "/"])
+            try db.execute(sql: "UPDATE items SET path = ? WHERE path = ?", arguments: [to, from])
+        }
+    }
+
+    // MARK: Meta
+
+    /// A stored value (the zone's change token, the subscription, the folder).
+    public func value(_ key: String) throws -> String? {
+        try queue.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+    }
+
+    /// Stores (or with nil removes) a value.
+    public func setValue(_ value: String?, _ key: String) throws {
+        try queue.write { db in
+            if let value {
+                try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
+    // MARK: Queue and exclusions
+
+    /// Adds paths to the pending upload queue.
+    public func enqueue(_ paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try queue.write { db in
+            for path in paths { try db.execute(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)", arguments: [path, now]) }
+        }
+    }
+
+    /// Takes a path off the pending queue.
+    public func dequeue(_ path: String) throws {
+        try queue.write { db in try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path]) }
+    }
+
+    /// The pending upload queue.
+    public func pending() throws -> [String] {
+        try queue.read { db in try String.fetchAll(db, sql: "SELECT path FROM pending ORDER BY since, path") }
+    }
+
+    /// Records whether `path` is kept back because it carries the skip-backup attribute.
+    public func setExcluded(_ path: String, _ excluded: Bool) throws {
+        try queue.write { db in
+            if excluded {
+                try db.execute(sql: "INSERT OR IGNORE INTO excluded (path) VALUES (?)", arguments: [path])
+                try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path])
+            } else {
+                try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [path])
+            }
+        }
+    }
+
+    /// The excluded paths.
+    public func excluded() throws -> Set<String> {
+        try queue.read { db in Set(try String.fetchAll(db, sql: "SELECT path FROM excluded")) }
+    }
+
+    static func entry(_ row: Row) -> JournalEntry {
+        let stat = SyncStat(kind: SyncItemKind(rawValue: row["kind"]) ?? .file, size: row["size"], modifiedNanoseconds: row["mtime"],
+                            inode: UInt64(bitPattern: row["inode"] as Int64), mode: UInt32(truncatingIfNeeded: row["mode"] as Int64))
+        return JournalEntry(id: row["id"], path: row["path"], stat: stat, contentHash: row["hash"], target: row["target"],
+                            changeTag: row["tag"], baseHash: row["base"])
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+@testable import UbiquitySync
+
+/// The per-item sync decision as a pure function: journal state + local stat (+ hash) + remote
+/// record → upload, download, conflict, rename or nothing.
+@Suite struct SyncDecisionTests {
+    static func stat(_ kind: SyncItemKind = .file, size: Int64 = 5, mtime: Int64 = 1_000, inode: UInt64 = 7, mode: UInt32 = 0o644) -> SyncStat {
+        SyncStat(kind: kind, size: size, modifiedNanoseconds: mtime, inode: inode, mode: mode)
+    }
+
+    static func entry(path: String = "a.txt", hash: String = "h1", tag: String? = "t1", stat: SyncStat = stat()) -> JournalEntry {
+        JournalEntry(id: "ID", path: path, stat: stat, contentHash: hash, changeTag: tag)
+    }
+
+    static func remote(path: String = "a.txt", hash: String = "h2", tag: String = "t2", kind: SyncItemKind = .file, mode: UInt32 = 0o644) -> RemoteItem {
+        RemoteItem(id: "ID", changeTag: tag, path: path, kind: kind, size: 5, contentHash: hash, mode: mode)
+    }
+
+    @Test func ownChangeComingBackIsNothing() {
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: Self.stat(), localHash: nil, remote: Self.remote(hash: "h1", tag: "t1")) == .nothing)
+    }
+
+    @Test func newRemoteItemIsDownloaded() {
+        #expect(SyncDecision.remoteChange(entry: nil, local: nil, localHash: nil, remote: Self.remote()) == .download)
+    }
+
+    @Test func newRemoteItemOverAnUnsyncedLocalFile() {
+        // the same content: adopt; other content: a conflict (nothing is overwritten)
+        #expect(SyncDecision.remoteChange(entry: nil, local: Self.stat(), localHash: "h2", remote: Self.remote()) == .adopt)
+        #expect(SyncDecision.remoteChange(entry: nil, local: Self.stat(), localHash: "other", remote: Self.remote()) == .conflict)
+        #expect(SyncDecision.remoteChange(entry: nil, local: Self.stat(.folder), localHash: nil, remote: Self.remote(hash: "", kind: .folder)) == .adopt)
+    }
+
+    @Test func remoteEditOfAnUnchangedFileReplacesIt() {
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: Self.stat(), localHash: nil, remote: Self.remote())
+                == .apply(move: false, content: true, mode: false))
+    }
+
+    @Test func remoteRenameMovesWithoutDownloading() {
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: Self.stat(), localHash: nil, remote: Self.remote(path: "b.txt", hash: "h1"))
+                == .apply(move: true, content: false, mode: false))
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: Self.stat(), localHash: nil, remote: Self.remote(hash: "h1", mode: 0o600))
+                == .apply(move: false, content: false, mode: true))
+    }
+
+    @Test func bothEditedIsAConflictUnlessTheContentIsTheSame() {
+        let edited = Self.stat(size: 9, mtime: 2_000)
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: edited, localHash: "mine", remote: Self.remote()) == .conflict)
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: edited, localHash: "h2", remote: Self.remote()) == .adopt)
+    }
+
+    @Test func localEditAndRemoteRenameKeepsTheEdit() {
+        let edited = Self.stat(size: 9, mtime: 2_000)
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: edited, localHash: "mine", remote: Self.remote(path: "b.txt", hash: "h1"))
+                == .apply(move: true, content: false, mode: false))
+    }
+
+    @Test func deleteVersusEditKeepsTheEdit() {
+        // deleted here, edited there: download the edit; deleted here, only renamed there: delete
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: nil, localHash: nil, remote: Self.remote()) == .download)
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: nil, localHash: nil, remote: Self.remote(path: "b.txt", hash: "h1")) == .deleteRemote)
+        // deleted there, edited here: keep; deleted there, unchanged here: delete here
+        #expect(SyncDecision.remoteDeletion(entry: Self.entry(), local: Self.stat(size: 9)) == .keepLocal)
+        #expect(SyncDecision.remoteDeletion(entry: Self.entry(), local: Self.stat()) == .deleteLocal)
+        #expect(SyncDecision.remoteDeletion(entry: Self.entry(), local: nil) == .forget)
+        #expect(SyncDecision.remoteDeletion(entry: nil, local: Self.stat()) == .forget)
+    }
+
+    @Test func localChanges() {
+        let entry = Self.entry(hash: "h1")
+        #expect(SyncDecision.localChange(entry: entry, local: Self.stat(), localHash: nil, excluded: false) == .nothing)
+        #expect(SyncDecision.localChange(entry: entry, local: Self.stat(size: 9), localHash: "h9", excluded: false) == .upload(content: true))
+        // touched but the same content: only the stat is recorded
+        #expect(SyncDecision.localChange(entry: entry, local: Self.stat(mtime: 5_000), localHash: "h1", excluded: false) == .adopt)
+        #expect(SyncDecision.localChange(entry: entry, local: Self.stat(mode: 0o600), localHash: nil, excluded: false) == .upload(content: false))
+        // never uploaded: upload; skip-backup after upload: delete the record only
+        #expect(SyncDecision.localChange(entry: Self.entry(tag: nil), local: Self.stat(), localHash: nil, excluded: false) == .upload(content: true))
+        #expect(SyncDecision.localChange(entry: entry, local: Self.stat(), localHash: nil, excluded: true) == .deleteRemoteKeepLocal)
+        #expect(SyncDecision.localChange(entry: Self.entry(tag: nil), local: Self.stat(), localHash: nil, excluded: true) == .nothing)
+        // folders: their times change with their children, which is not a change of the folder
+        let folder = Self.entry(hash: "", stat: Self.stat(.folder, size: 0, mtime: 0))
+        #expect(SyncDecision.localChange(entry: folder, local: Self.stat(.folder, size: 0, mtime: 0), localHash: nil, excluded: false) == .nothing)
+        // symlinks: a new target is a new content
+        let link = JournalEntry(id: "L", path: "l", stat: Self.stat(.symlink), contentHash: "x", target: "a", changeTag: "t")
+        #expect(SyncDecision.localChange(entry: link, local: Self.stat(.symlink), localHash: nil, target: "b", excluded: false) == .upload(content: true))
+    }
+
+    @Test func movesAreFoundByInodeThenByContent() {
+        let byInode = JournalEntry(id: "A", path: "old/a", stat: Self.stat(inode: 10), contentHash: "ha", changeTag: "t")
+        let byHash = JournalEntry(id: "B", path: "b", stat: Self.stat(inode: 11), contentHash: "hb", changeTag: "t")
+        let gone = JournalEntry(id: "C", path: "c", stat: Self.stat(inode: 12), contentHash: "hc", changeTag: "t")
+        let moves = SyncDecision.matchMoves(missing: [byInode, byHash, gone], created: [
+            (path: "new/a", stat: Self.stat(inode: 10), hash: nil),
+            (path: "b2", stat: Self.stat(inode: 99), hash: "hb"),
+            (path: "d", stat: Self.stat(inode: 98), hash: "other"),
+        ])
+        #expect(moves == ["A": "new/a", "B": "b2"])
+        // a folder and a file with one inode number are not paired
+        let folder = JournalEntry(id: "F", path: "f", stat: Self.stat(.folder, inode: 20), contentHash: "", changeTag: "t")
+        #expect(SyncDecision.matchMoves(missing: [folder], created: [(path: "g", stat: Self.stat(inode: 20), hash: nil)]).isEmpty)
+    }
+
+    @Test func refusedSave() {
+        #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h2", server: Self.remote()) == .adopt)
+        #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h1", server: Self.remote()) == .conflict)
+    }
+
+    @Test func recordPathsAreChecked() {
+        #expect(SyncFiles.isValid(relativePath: "a/b c.txt"))
+        for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/"] { #expect(!SyncFiles.isValid(relativePath: bad), "\(bad)") }
+    }
+}

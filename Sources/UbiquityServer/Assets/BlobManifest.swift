@@ -51,7 +51,7 @@ struct BlobManifest: Sendable, Hashable {
         var total: Int64 = 0
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true).dropFirst().makeIterator()
         while let line = lines.next() {
-            guard line.count > 66, let space = line.firstIndex(of: 0x20) else {
+            guard line.count >= 66, let space = line.firstIndex(of: 0x20) else {  // 64 hex digits, a space, a size
                 throw UbiquityError(.io, "the blob manifest \(path) is damaged (chunk line \(chunks.count + 1))")
             }
             let hash = String(decoding: line[line.startIndex..<space], as: UTF8.self)

@@ -146,9 +146,12 @@ public actor SyncEngine {
     /// One pass: remote changes first, then local ones.
     public func pass() async throws {
         if !subscribed { await subscribe() }
-        try await pullRemote()
+        // a remote change that cannot be applied must not hold back local changes
+        var remoteFailure: (any Error)?
+        do { try await pullRemote() } catch is CancellationError { throw CancellationError() } catch { remoteFailure = error }
         try Task.checkCancellation()
         try await pushLocal()
+        if let remoteFailure { throw remoteFailure }
     }
 
     /// Saves the zone subscription that makes the server push a notification on every change.

@@ -55,6 +55,17 @@ struct FileBlobStoreTests {
         #expect(try await store.readAll(fileChecksum: empty.fileChecksum) == [])
     }
 
+    @Test("assets of 1 to 9 bytes (a chunk line with a one-digit size) read back")
+    func tinyAssets() async throws {
+        let (store, folder) = try AssetTestSupport.makeStore()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for size in [1, 5, 9, 10] {
+            let content = AssetTestSupport.bytes(size, seed: UInt64(size))
+            let info = try await store.write(content)
+            #expect(try await store.readAll(fileChecksum: info.fileChecksum) == content)
+        }
+    }
+
     @Test("chunks whose bytes do not match their hash are refused")
     func chunkHashMismatch() async throws {
         let (store, folder) = try AssetTestSupport.makeStore()

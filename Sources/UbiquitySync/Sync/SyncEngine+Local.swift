@@ -97,6 +97,13 @@ extension SyncEngine {
         }
         for path in unexclude { try journal.setExcluded(path, false) }
 
+        if !uploads.isEmpty || !missing.isEmpty {
+            logger.debug("local changes", metadata: [
+                "ubiquity.uploads": "\(uploads.map { "\($0.previous?.path ?? "new") → \($0.path)" })",
+                "ubiquity.missing": "\(missing.map { "\($0.path)@\($0.stat.inode)" })",
+                "ubiquity.created": "\(created.map { "\($0.path)@\($0.stat.inode)" })",
+            ])
+        }
         uploads.sort { (Self.depth($0.path), $0.path) < (Self.depth($1.path), $1.path) }
         for upload in uploads {
             try Task.checkCancellation()

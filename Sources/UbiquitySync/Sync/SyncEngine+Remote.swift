@@ -20,6 +20,7 @@ extension SyncEngine {
         var full = token == nil
         var records: [String: Record] = [:]
         var deleted: [String] = []
+        var listed = Set<String>()
         while true {
             let page: (modificationResultsByID: [Record.ID: Result<CloudDatabase.RecordZoneChange.Modification, any Error>],
                        deletions: [CloudDatabase.RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
@@ -31,9 +32,11 @@ extension SyncEngine {
                 full = true
                 records = [:]
                 deleted = []
+                listed = []
                 continue
             }
             for (id, result) in page.modificationResultsByID {
+                listed.insert(id.recordName)
                 if case .success(let modification) = result {
                     records[id.recordName] = modification.record
                     deleted.removeAll { $0 == id.recordName }
@@ -48,7 +51,7 @@ extension SyncEngine {
         }
         if full {
             // a full listing: journaled items the server no longer has were deleted there
-            for entry in try journal.entries() where entry.changeTag != nil && records[entry.id] == nil { deleted.append(entry.id) }
+            for entry in try journal.entries() where entry.changeTag != nil && !listed.contains(entry.id) { deleted.append(entry.id) }
         }
         var failed = false
         let items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
@@ -78,6 +81,7 @@ extension SyncEngine {
             return
         }
         let journaled = try journal.entry(id: item.id)
+        if journaled == nil, try await dropsDuplicate(item) { return }
         // an entry never confirmed by the server (killed before its upload was journaled) is
         // judged as unknown: the same content is adopted, another one is a conflict
         let entry = journaled?.changeTag == nil ? nil : journaled
@@ -125,6 +129,24 @@ extension SyncEngine {
             do { try await database.deleteRecord(withID: Record.ID(recordName: item.id, zoneID: SyncRecord.zoneID)) } catch let error as CloudKitError where error.code == .unknownItem {}
             try journal.remove(id: item.id)
         }
+    }
+
+    /// Two records for one path (two devices created the same item): every device keeps the
+    /// record with the smaller ID and deletes the other, so they converge on one; the content
+    /// of the loser is then judged against the winner as usual (same content: adopted; other
+    /// content: a conflict version). Returns whether `item` is the one dropped.
+    func dropsDuplicate(_ item: RemoteItem) async throws -> Bool {
+        guard let other = try journal.entry(path: item.path), other.id != item.id, other.changeTag != nil else { return false }
+        let loser = min(item.id, other.id) == item.id ? other.id : item.id
+        logger.notice("two records for one path: keeping one", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
+        do {
+            try await database.deleteRecord(withID: Record.ID(recordName: loser, zoneID: SyncRecord.zoneID))
+        } catch let error as CloudKitError where error.code == .unknownItem {}
+        if loser == other.id {
+            try journal.remove(id: other.id)
+            return false
+        }
+        return true
     }
 
     /// Both sides changed: the server's version takes the name; the local content becomes an

@@ -60,10 +60,12 @@ public actor SyncEngine {
         try journal.setValue(canonical, "folder")
         container = makeContainer(containerIdentifier)
         database = container.privateCloudDatabase
-        self.logger = logger
         rules = IgnoreRules.load(root: canonical)
         self.pollInterval = pollInterval
         self.deviceName = deviceName ?? ProcessInfo.processInfo.environment["UBIQUITY_DEVICE_NAME"] ?? "this device"
+        var logger = logger
+        logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
+        self.logger = logger
         stagingDirectory = journalPath + ".staging"
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)

@@ -25,7 +25,8 @@ import UbiquityCore
             server = try ServeCLITests.startServer(device, ["--data", data])
         }
 
-        /// Every item the server has: path → (record name, content hash).
+        /// Every item the server has: path → (record name, content hash). Throws when two
+        /// records name one path (a duplicate).
         func items() async throws -> [String: (id: String, hash: String)] {
             let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: URL(string: server.url)!,
                                            credentials: .apiToken(apiToken, webAuthToken: webToken))
@@ -40,13 +41,17 @@ import UbiquityCore
             }
             var items: [String: (id: String, hash: String)] = [:]
             for record in records.values {
-                if let item = SyncRecord.item(from: record) { items[item.path] = (item.id, item.contentHash) }
+                guard let item = SyncRecord.item(from: record) else { continue }
+                if let other = items[item.path] { throw DuplicateItem(path: item.path, ids: [other.id, item.id]) }
+                items[item.path] = (item.id, item.contentHash)
             }
             return items
         }
 
         deinit { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
     }
+
+    struct DuplicateItem: Error { let path: String; let ids: [String] }
 
     /// One device: a folder and a daemon that syncs it.
     final class SyncDevice: Sendable {
@@ -62,7 +67,9 @@ import UbiquityCore
         }
 
         var arguments: [String] {
-            ["daemon", "--log-level", "warning", "--server", cloud.server.url, "--api-token", cloud.apiToken, "--web-auth-token", cloud.webToken,
+            ["daemon", "--log-level", ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"] ?? "warning", "--server", cloud.server.url,
+             // tokens are base64url and may start with '-': always pass them attached
+             "--api-token=" + cloud.apiToken, "--web-auth-token=" + cloud.webToken,
              "--folder", folder.path, "--device-name", name]
         }
 

@@ -162,8 +162,12 @@ import UbiquityCore
                 && (try? FileManager.default.destinationOfSymbolicLink(atPath: b.url("link").path)) == "hello.txt"
         })
 
+        // a presenter of the file on B (through B's daemon) hears of the download
+        let presenter = try b.device.present(b.url("hello.txt"))
+        defer { presenter.kill() }
         try a.write("hello.txt", "hello, again")
         #expect(Self.eventually("B has the edit") { b.read("hello.txt") == "hello, again" })
+        #expect(presenter.waitForLine(containing: "\"didChange\"", seconds: 120) != nil, "\(presenter.output)")
 
         let before = try await cloud.items()
         try FileManager.default.moveItem(at: a.url("hello.txt"), to: a.url("greeting.txt"))
@@ -216,6 +220,15 @@ import UbiquityCore
         #expect(b.syncStatus("doc.txt") == "in conflict")
         #expect(try await cloud.items()["doc.txt"]?.hash == Self.sha("from A"))
         #expect(a.read("doc.txt") == "from A")
+
+        // delete versus edit keeps the edit: A deletes, B (stopped) edits; the edit comes back to A
+        b.stop()
+        try FileManager.default.removeItem(at: a.url("doc.txt"))
+        #expect(await Self.eventuallyAsync("A's delete reached the server") { try await cloud.items()["doc.txt"] == nil })
+        try b.write("doc.txt", "B's edit survives the delete")
+        try b.start()
+        #expect(Self.eventually("A has B's edit back") { a.read("doc.txt") == "B's edit survives the delete" })
+        #expect(b.read("doc.txt") == "B's edit survives the delete")
 
         // identical content on both sides is not a conflict
         b.stop()
@@ -270,18 +283,21 @@ import UbiquityCore
         #expect(second.status != 0)
         #expect(second.stderr.contains("another daemon"), "\(second.stderr)")
 
+        // files large enough that transfers are in flight when the daemons are killed
         let count = 40
-        for index in 0..<count {
-            try a.write("bulk/file-\(index).txt", "content \(index)")
-            if index == count / 4 { b.kill9() }
-            if index == count / 2 { a.kill9() }
-            if index == 3 * count / 4 {
-                try a.start()
-                try b.start()
-            }
-        }
+        func content(_ index: Int) -> String { String(repeating: "content \(index) ", count: 20_000) }
+        for index in 0..<count / 2 { try a.write("bulk/file-\(index).txt", content(index)) }
+        _ = Self.eventually("B has some of the files") { (0..<count / 2).contains { b.exists("bulk/file-\($0).txt") } }
+        b.kill9()
+        a.kill9()
+        for index in count / 2..<count { try a.write("bulk/file-\(index).txt", content(index)) }
+        try a.start()
+        try b.start()
+        _ = Self.eventually("B has more of the files") { (count / 2..<count).contains { b.exists("bulk/file-\($0).txt") } }
+        b.kill9()
+        try b.start()
         #expect(Self.eventually("B has every file") {
-            (0..<count).allSatisfy { b.read("bulk/file-\($0).txt") == "content \($0)" }
+            (0..<count).allSatisfy { b.read("bulk/file-\($0).txt") == content($0) }
         })
         // each file is one record: nothing was uploaded twice as a second item
         #expect(await Self.eventuallyAsync("the server has one record per file") {

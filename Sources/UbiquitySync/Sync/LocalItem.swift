@@ -24,9 +24,15 @@ enum SyncFiles {
     /// The prefix of the engine's own temporary files (ignored by the watcher and the scan).
     static let temporaryPrefix = SafeSave.temporaryPrefix + "sync-"
 
+    /// Whether `name` is one of the engine's temporary files: `.ubiq-tmp-sync-XXXX`, or the
+    /// asset transfer's own `..ubiq-tmp-sync-XXXX.download-YYYY` made while downloading to it.
+    static func isOwnTemporary(_ name: String) -> Bool {
+        name.hasPrefix(temporaryPrefix) || name.hasPrefix("." + temporaryPrefix)
+    }
+
     /// Whether `name` is a temporary or editor file sync leaves alone.
     static func isIgnored(name: String, relativePath: String, isDirectory: Bool, rules: IgnoreRules) -> Bool {
-        if reservedPrefixes.contains(where: { name.hasPrefix($0) }) { return true }
+        if isOwnTemporary(name) || reservedPrefixes.contains(where: { name.hasPrefix($0) }) { return true }
         return rules.isIgnored(name: name, relativePath: relativePath, isDirectory: isDirectory)
     }
 
@@ -41,7 +47,7 @@ enum SyncFiles {
             for name in names {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 let full = root + "/" + path
-                if name.hasPrefix(temporaryPrefix) {
+                if isOwnTemporary(name) {
                     unlink(full)  // left by a download that was interrupted (only the worker makes them)
                     continue
                 }

@@ -98,7 +98,7 @@ extension Device {
 
 /// `ubiq status --json`.
 struct StatusJSON: Decodable {
-    static let keys: Set<String> = ["path", "exists", "kind", "target", "size", "modified", "excluded", "conflicts"]
+    static let keys: Set<String> = ["path", "exists", "kind", "target", "size", "modified", "excluded", "conflicts", "sync"]
     var path: String
     var exists: Bool
     var kind: String?

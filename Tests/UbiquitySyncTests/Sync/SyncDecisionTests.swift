@@ -107,6 +107,16 @@ import Testing
         #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h1", server: Self.remote()) == .conflict)
     }
 
+    @Test func temporaryAndEditorFilesAreNeverSynced() {
+        for name in ["..ubiq-tmp-sync-AB12CD34.download-0F0F0F0F", ".ubiq-tmp-sync-AB12CD34", ".ubiquity-sync.lock", ".notes.txt.swp", "notes.txt~",
+                     ".#notes.txt", "4913", ".ubiq-tmp-1234"] {
+            #expect(SyncFiles.isIgnored(name: name, relativePath: name, isDirectory: false, rules: .defaults), "\(name)")
+        }
+        #expect(SyncFiles.isOwnTemporary("..ubiq-tmp-sync-AB12CD34.download-0F0F0F0F"))
+        #expect(!SyncFiles.isOwnTemporary(".ubiq-tmp-1234"))  // another process's safe-save: not ours to delete
+        #expect(!SyncFiles.isIgnored(name: "notes.txt", relativePath: "notes.txt", isDirectory: false, rules: .defaults))
+    }
+
     @Test func recordPathsAreChecked() {
         #expect(SyncFiles.isValid(relativePath: "a/b c.txt"))
         for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/"] { #expect(!SyncFiles.isValid(relativePath: bad), "\(bad)") }

@@ -303,13 +303,14 @@ import UbiquityCore
         #expect(await Self.eventuallyAsync("the server has one record per file") {
             try await cloud.items().keys.filter { $0.hasPrefix("bulk/") }.count == count
         })
+        #expect(try await cloud.items().keys.allSatisfy { !$0.contains(SafeSave.temporaryPrefix) }, "a temporary file was uploaded")
         // and after a restart in the middle of nothing, nothing changes
         b.kill9()
         try b.start()
         try a.write("last.txt", "last")
         #expect(Self.eventually("B has last.txt") { b.read("last.txt") == "last" })
         #expect(Self.eventually("no temporary file is left behind") {
-            ((try? FileManager.default.contentsOfDirectory(atPath: b.url("bulk").path)) ?? []).allSatisfy { !$0.hasPrefix(SafeSave.temporaryPrefix) }
+            ((try? FileManager.default.contentsOfDirectory(atPath: b.url("bulk").path)) ?? []).allSatisfy { !$0.contains(SafeSave.temporaryPrefix) }
         })
         a.stop()
         b.stop()

@@ -304,6 +304,21 @@ public final class KeyValueDatabase: Sendable {
         }
     }
 
+    /// Forgets every entry and the sync state (the change token) because the signed-in account
+    /// changed: the values belonged to the other account, and the new one's arrive with its
+    /// first sync. Logs the removed keys with `reason` (account change, 3) in the same transaction,
+    /// so every process using the store hears of it. Returns the keys.
+    @discardableResult
+    public func resetForAccountChange(reason: Int = 3, writer writerID: String) throws -> [String] {
+        try write("resetting for an account change") { db in
+            let keys = try String.fetchAll(db, sql: "SELECT key FROM entries WHERE value IS NOT NULL ORDER BY key")
+            try db.execute(sql: "DELETE FROM entries")
+            try db.execute(sql: "DELETE FROM sync_state")
+            try Self.log(db, reason: reason, keys: keys, writer: writerID)
+            return keys
+        }
+    }
+
     /// Logs a change that wrote nothing (an account change, say), so other connections hear of it.
     public func logChange(reason: Int, keys: [String], writer writerID: String) throws {
         try write("logging a change") { db in try Self.log(db, reason: reason, keys: keys, writer: writerID) }

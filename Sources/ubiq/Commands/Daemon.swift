@@ -11,7 +11,7 @@ import UbiquitySync
 /// with the private database of a container (`docs/sync.md`).
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the per-user daemon (file coordination, the metadata index and live queries).",
+        abstract: "Run the per-user daemon (file coordination, the metadata index, live queries, and sync for the signed-in account).",
         discussion: """
             Hosts the coordination service on a Unix socket (default \
             $XDG_RUNTIME_DIR/ubiquity/coordination.sock, or $UBIQUITY_COORDINATION_SOCKET) and the \
@@ -22,18 +22,24 @@ struct Daemon: AsyncParsableCommand {
             SIGINT. Prints 'control service listening on PATH' and then 'coordination service \
             listening on PATH' when ready.
 
-            With --server (or $UBIQUITY_SERVER) it also syncs --folder (default ~/Ubiquity, or \
-            $UBIQUITY_FOLDER) with the container's private database on that server (items are \
-            records of the reserved zone _ubiquityDocuments, contents are assets), printing \
-            'syncing FOLDER with SERVER' before the ready line. The journal lives in --journal \
-            (default $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite). A second daemon on \
-            the same folder is refused. Every root is rescanned every --rescan-interval seconds; \
+            For the signed-in account (`ubiq account login`) it also syncs --folder (default \
+            ~/Ubiquity, or $UBIQUITY_FOLDER) with the container's private database on the \
+            account's server (items are records of the reserved zone _ubiquityDocuments, contents \
+            are assets) and the key-value stores, printing 'syncing FOLDER with SERVER' before the \
+            ready line; it follows sign-outs and account switches (the old account's documents are \
+            kept aside as 'FOLDER (USER on HOST)'). --server with --api-token/--web-auth-token (or \
+            $UBIQUITY_SERVER, $UBIQUITY_API_TOKEN, $UBIQUITY_WEB_AUTH_TOKEN) syncs with those \
+            credentials instead. The journal lives in --journal (default \
+            $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite). A second daemon on the same \
+            folder is refused. Hooks in $XDG_CONFIG_HOME/ubiquity/hooks run on sync events \
+            (`ubiq hooks list`). Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
             says so).
 
             Examples:
               ubiq daemon
               XDG_RUNTIME_DIR=/tmp/dev-a ubiq daemon --log-level debug
+              ubiq account login --server http://127.0.0.1:8080 --user mei && ubiq daemon
               ubiq daemon --server http://127.0.0.1:8080 --api-token T --web-auth-token W --folder ~/Ubiquity
             """
     )
@@ -85,7 +91,8 @@ struct Daemon: AsyncParsableCommand {
         let service: CoordinationService
         let indexService: IndexService
         let path: String
-        let engine: SyncEngine?
+        let sync: AccountSync
+        let hooks = HookRunner(logger: logger)
         do {
             guard rescanInterval > 0, rescanInterval.isFinite else {
                 throw UbiquityError(.invalidArgument, "--rescan-interval \(rescanInterval): expected a number of seconds > 0")
@@ -95,7 +102,7 @@ struct Daemon: AsyncParsableCommand {
             let database = try index.map(CLI.absolutePath) ?? environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
                 ?? paths.stateDirectory.appendingPathComponent("index.sqlite").path
             try UbiquityPaths.ensureDirectory(paths.containersDirectory)
-            engine = try makeSyncEngine(environment: environment, paths: paths, logger: logger)
+            sync = AccountSync(configuration: try syncConfiguration(environment: environment, paths: paths), hooks: hooks, logger: logger)
             indexService = try IndexService(
                 databasePath: database,
                 controlSocket: try controlSocket.map(CLI.absolutePath) ?? ControlWire.socketPath(),
@@ -115,31 +122,32 @@ struct Daemon: AsyncParsableCommand {
         indexService.start(rescanInterval: .milliseconds(Int64(rescanInterval * 1000)))
         CLI.printLine("control service listening on \(indexService.controlSocket)")
         service.start()
-        if let engine {
-            engine.start()
-            CLI.printLine("syncing \(engine.folder) with \(server ?? ProcessInfo.processInfo.environment["UBIQUITY_SERVER"] ?? "")")
+        do {
+            try await sync.start()
+        } catch {
+            service.stop()
+            indexService.stop()
+            throw CLI.report(error, command: "daemon")
+        }
+        if let engine = await sync.currentEngine {
+            CLI.printLine("syncing \(engine.folder) with \(await sync.serverDescription)")
         }
         if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }
         CLI.printLine("coordination service listening on \(path)")
         logger.notice("daemon ready", metadata: ["ubiquity.socket": "\(path)"])
         await CLI.waitForTermination {
-            engine?.stop()
             service.stop()
             indexService.stop()
         }
+        await sync.stop()
+        await hooks.stop()
         logger.notice("daemon stopped")
     }
 
-    /// The sync engine when a server is given (flags, then the environment), else nil.
-    func makeSyncEngine(environment: [String: String], paths: UbiquityPaths, logger: Logger) throws -> SyncEngine? {
-        guard let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
-        guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")
-        }
-        guard let api = apiToken ?? environment["UBIQUITY_API_TOKEN"], !api.isEmpty else {
-            throw UbiquityError(.invalidArgument, "--api-token (or UBIQUITY_API_TOKEN) is needed with --server: the container's API token")
-        }
-        let web = webAuthToken ?? environment["UBIQUITY_WEB_AUTH_TOKEN"]
+    /// What to sync: the folder and containers, with the signed-in account (`ubiq account
+    /// login`), or with the credentials of --server/--api-token/--web-auth-token (or their
+    /// environment variables) when given.
+    func syncConfiguration(environment: [String: String], paths: UbiquityPaths) throws -> AccountSync.Configuration {
         guard syncPollInterval > 0, syncPollInterval.isFinite else {
             throw UbiquityError(.invalidArgument, "--sync-poll-interval \(syncPollInterval): expected a number of seconds > 0")
         }
@@ -148,17 +156,27 @@ struct Daemon: AsyncParsableCommand {
         }
         let folderPath = try folder.map(CLI.absolutePath) ?? environment["UBIQUITY_FOLDER"].flatMap { $0.isEmpty ? nil : try? CLI.absolutePath($0) }
             ?? paths.home.appendingPathComponent("Ubiquity").path
-        let journalPath = try journal.map(CLI.absolutePath)
-            ?? SyncEngine.defaultJournalPath(folder: folderPath, containerIdentifier: container, paths: paths)
         let device = deviceName ?? environment["UBIQUITY_DEVICE_NAME"]
         if let device { setenv("UBIQUITY_DEVICE_NAME", device, 1) }
-        let containerLogger = logger
-        return try SyncEngine(
-            containerIdentifier: container,
-            makeContainer: { identifier in
-                CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: web), logger: containerLogger)
-            },
-            folder: folderPath, journalPath: journalPath, deviceName: device,
-            pollInterval: .milliseconds(Int64(syncPollInterval * 1000)), logger: logger)
+        // The key-value stores of the synced container and of every app container on this disk.
+        let local = ((try? FileManager.default.contentsOfDirectory(atPath: paths.containersDirectory.path)) ?? [])
+            .map { $0.replacingOccurrences(of: "~", with: ".") }.filter { (try? ContainerIdentifier($0)) != nil }
+        var configuration = AccountSync.Configuration(
+            folder: folderPath, paths: paths, containerIdentifier: container, keyValueContainers: [container] + local.filter { $0 != container }.sorted(),
+            deviceName: device, journalPath: try journal.map(CLI.absolutePath), pollInterval: .milliseconds(Int64(syncPollInterval * 1000)))
+        if let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")
+            }
+            if let api = apiToken ?? environment["UBIQUITY_API_TOKEN"], !api.isEmpty {
+                configuration.explicit = .init(serverURL: url, credentials: .apiToken(api, webAuthToken: webAuthToken ?? environment["UBIQUITY_WEB_AUTH_TOKEN"]))
+            } else if let account = try? UbiquityAccountFile(paths: paths).read(), let token = account.deviceToken,
+                      AccountSignIn.canonical(url) == account.server {
+                configuration.explicit = .init(serverURL: url, credentials: .device(token: token))
+            } else {
+                throw UbiquityError(.invalidArgument, "--server needs --api-token (or UBIQUITY_API_TOKEN), or an account signed in to that server (`ubiq account login --server \(serverText)`)")
+            }
+        }
+        return configuration
     }
 }

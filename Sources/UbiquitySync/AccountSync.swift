@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Logging
+import Ubiquity
+import UbiquityCore
+import UbiquityStore
+
+/// What the daemon syncs for the signed-in account: the folder (``SyncEngine`` with the drive
+/// container's private database) and the key-value stores (``KeyValueSync``), both through the
+/// account's device token (`ubiq account login`) — or through explicit credentials given on the
+/// command line, for a headless daemon without an account file.
+///
+/// With the account file it follows the account: when the user signs out or switches accounts,
+/// the sync stops, the folder's content is kept aside as `FOLDER (USER on HOST)` (never mixed
+/// with the next account's, never deleted on the server), the key-value stores are emptied
+/// with the account-change reason, the `account-changed` hook runs, and the sync starts again
+/// for the new account, if any, into an empty folder.
+public actor AccountSync {
+    /// Credentials given explicitly (`ubiq daemon --server … --api-token …`).
+    public struct ExplicitCredentials: Sendable {
+        /// The server.
+        public var serverURL: URL
+        /// How requests authenticate.
+        public var credentials: CloudContainer.Credentials
+        /// Credentials for a server.
+        public init(serverURL: URL, credentials: CloudContainer.Credentials) {
+            self.serverURL = serverURL
+            self.credentials = credentials
+        }
+    }
+
+    /// What to sync and where.
+    public struct Configuration: Sendable {
+        /// The synced folder.
+        public var folder: String
+        /// Where state lives (journals, key-value files) and the account file.
+        public var paths: UbiquityPaths
+        /// The container whose private database holds the folder.
+        public var containerIdentifier: String
+        /// The containers whose key-value stores are synced.
+        public var keyValueContainers: [String]
+        /// This device's name (default: the account's, then `UBIQUITY_DEVICE_NAME`).
+        public var deviceName: String?
+        /// The sync journal; default one per folder, container and account under `paths.stateDirectory`.
+        public var journalPath: String?
+        /// Fetches of remote changes when no push arrives.
+        public var pollInterval: Duration
+        /// Credentials that replace the account file's.
+        public var explicit: ExplicitCredentials?
+
+        /// A configuration.
+        public init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
+                    keyValueContainers: [String]? = nil, deviceName: String? = nil, journalPath: String? = nil,
+                    pollInterval: Duration = .seconds(30), explicit: ExplicitCredentials? = nil) {
+            self.folder = folder
+            self.paths = paths
+            self.containerIdentifier = containerIdentifier
+            self.keyValueContainers = keyValueContainers ?? [containerIdentifier]
+            self.deviceName = deviceName
+            self.journalPath = journalPath
+            self.pollInterval = pollInterval
+            self.explicit = explicit
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    let hooks: HookRunner?
+    let logger: Logger
+    var engine: SyncEngine?
+    var keyValueSyncs: [KeyValueSync] = []
+    var active: UbiquityAccountFile.Account?
+    var follower: Task<Void, Never>?
+    var monitor: UbiquityIdentityMonitor?
+
+    /// A sync for `configuration`; `hooks` hears of account changes.
+    public init(configuration: Configuration, hooks: HookRunner? = nil, logger: Logger) {
+        self.configuration = configuration
+        self.hooks = hooks
+        self.logger = logger
+    }
+
+    /// The running folder sync, if any.
+    public var currentEngine: SyncEngine? { engine }
+
+    /// The server synced with and for whom, for the daemon's log line.
+    public var serverDescription: String { serverText }
+    var serverText = ""
+
+    /// Starts syncing for the signed-in account (or the explicit credentials) and, with the
+    /// account file, follows account changes.
+    /// - Throws: what starting the folder sync throws for the first account (another daemon
+    ///   on the folder, an unreadable journal); later account changes only log.
+    public func start() async throws {
+        if let explicit = configuration.explicit {
+            try startSyncing(serverURL: explicit.serverURL, credentials: explicit.credentials, account: nil)
+            return
+        }
+        let monitor = UbiquityIdentityMonitor(paths: configuration.paths)
+        self.monitor = monitor
+        let changes = monitor.changes()
+        if let account = try? UbiquityAccountFile(paths: configuration.paths).read() {
+            try startSyncing(for: account)
+        } else {
+            logger.notice("not signed in: nothing is synced until `ubiq account login`")
+        }
+        follower = Task { [weak self] in
+            for await _ in changes {
+                await self?.accountChanged()
+            }
+        }
+    }
+
+    /// Stops everything (the folder's lock is released once the engine's pass in flight ends).
+    public func stop() async {
+        follower?.cancel()
+        follower = nil
+        await stopSyncing()
+    }
+
+    func startSyncing(for account: UbiquityAccountFile.Account) throws {
+        guard let token = account.deviceToken, let url = URL(string: account.server) else {
+            logger.warning("the account file has no device token: sign in again with `ubiq account login`")
+            return
+        }
+        try startSyncing(serverURL: url, credentials: .device(token: token), account: account)
+    }
+
+    func startSyncing(serverURL: URL, credentials: CloudContainer.Credentials, account: UbiquityAccountFile.Account?) throws {
+        let logger = self.logger
+        let factory: SyncEngine.ContainerFactory = { identifier in
+            CloudContainer(identifier: identifier, serverURL: serverURL, credentials: credentials, logger: logger)
+        }
+        let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
+        let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
+                                    journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
+                                    pollInterval: configuration.pollInterval, logger: logger)
+        var syncs: [KeyValueSync] = []
+        for identifier in configuration.keyValueContainers {
+            do {
+                syncs.append(try KeyValueSync(container: factory(identifier), paths: configuration.paths, logger: logger))
+            } catch {
+                logger.error("the key-value store cannot be synced", metadata: ["ubiquity.container": "\(identifier)", "ubiquity.error": "\(error)"])
+            }
+        }
+        engine.start()
+        for sync in syncs { sync.start() }
+        self.engine = engine
+        keyValueSyncs = syncs
+        active = account
+        serverText = serverURL.absoluteString + (account.map { " as \($0.user)" } ?? "")
+        logger.notice("syncing", metadata: ["ubiquity.folder": "\(engine.folder)", "ubiquity.server": "\(serverURL.absoluteString)",
+                                            "ubiquity.user": "\(account?.user ?? "(explicit credentials)")"])
+    }
+
+    func stopSyncing() async {
+        let engine = self.engine
+        self.engine = nil
+        engine?.stop()
+        for sync in keyValueSyncs { await sync.stop() }
+        keyValueSyncs = []
+        if let engine { await Self.waitForLock(engine.folder + "/.ubiquity-sync.lock") }
+    }
+
+    /// The account file changed: stop, keep the old account's data aside, start for the new one.
+    func accountChanged() async {
+        let next = try? UbiquityAccountFile(paths: configuration.paths).read()
+        if let next, let active, next.server == active.server, next.user == active.user {
+            // The same account signed in again (a new device token): carry on with it.
+            await stopSyncing()
+            do { try startSyncing(for: next) } catch { logger.error("cannot restart the sync", metadata: ["ubiquity.error": "\(error)"]) }
+            return
+        }
+        let previous = active
+        await stopSyncing()
+        if let previous {
+            keepAside(previous)
+            resetKeyValueStores()
+        }
+        hooks?.post(HookInvocation(.accountChanged, facts: ["user": next?.user ?? "", "server": next?.server ?? "",
+                                                             "previousUser": previous?.user ?? "", "previousServer": previous?.server ?? ""]))
+        active = nil
+        guard let next else {
+            logger.notice("signed out: the sync stopped")
+            return
+        }
+        do {
+            try startSyncing(for: next)
+        } catch {
+            logger.error("cannot start the sync for the new account", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
+    /// Moves the folder's content aside as `FOLDER (USER on HOST)` and forgets its journal, so
+    /// the next account starts from an empty folder and nothing of the old one is uploaded to
+    /// it or deleted from the old account's server copy.
+    func keepAside(_ account: UbiquityAccountFile.Account) {
+        let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
+        let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
+        try? FileManager.default.removeItem(atPath: journal + ".staging")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0 != ".ubiquity-sync.lock" }
+        guard !names.isEmpty else { return }
+        let host = URL(string: account.server)?.host ?? account.server
+        let base = "\(folder) (\(account.user) on \(host))"
+        var target = base
+        var number = 2
+        while FileManager.default.fileExists(atPath: target) {
+            target = "\(base) \(number)"
+            number += 1
+        }
+        do {
+            try FileManager.default.moveItem(atPath: folder, toPath: target)
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: target + "/.ubiquity-sync.lock")
+            logger.notice("the previous account's documents are kept aside", metadata: ["ubiquity.folder": "\(target)"])
+        } catch {
+            logger.error("cannot keep the previous account's documents aside", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
+    /// Empties the key-value stores (their values belonged to the previous account).
+    func resetKeyValueStores() {
+        for identifier in configuration.keyValueContainers {
+            guard let container = try? ContainerIdentifier(identifier) else { continue }
+            let path = configuration.paths.keyValueStoreFile(for: container).path
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            do {
+                try KeyValueDatabase(path: path, logger: logger).resetForAccountChange(writer: "daemon-\(getpid())")
+            } catch {
+                logger.error("cannot reset the key-value store for the new account", metadata: ["ubiquity.error": "\(error)"])
+            }
+        }
+    }
+
+    /// The journal for `folder` of `account`: one per folder, container and account, so the
+    /// journal of one account is never applied to another's data.
+    static func journalPath(_ configuration: Configuration, account: UbiquityAccountFile.Account?) -> String {
+        guard let account else {
+            return SyncEngine.defaultJournalPath(folder: configuration.folder, containerIdentifier: configuration.containerIdentifier,
+                                                 paths: configuration.paths)
+        }
+        let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
+        let digest = SHA256Digest.hexHash("\(folder)\n\(account.server)\n\(account.user)".utf8).prefix(16)
+        return configuration.paths.stateDirectory.appendingPathComponent("sync/\(configuration.containerIdentifier)-\(digest).sqlite").path
+    }
+
+    /// Waits (at most 30 s) until nobody holds the folder's lock: the stopped engine's pass ended.
+    static func waitForLock(_ path: String) async {
+        for _ in 0..<300 {
+            let fd = open(path, O_RDWR | O_CLOEXEC)
+            if fd < 0 { return }
+            let free = flock(fd, LOCK_EX | LOCK_NB) == 0
+            close(fd)
+            if free { return }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+}

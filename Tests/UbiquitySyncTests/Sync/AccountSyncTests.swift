@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import Ubiquity
+import UbiquityCore
+@testable import UbiquitySync
+
+/// The daemon syncs for the signed-in account (`ubiq account login`, no tokens on its command
+/// line): documents and the key-value store reach another device of the account; switching
+/// accounts keeps the old account's documents aside and empties the key-value store; signing
+/// out stops the sync. Real processes; every wait is a hang guard, never a timing assertion.
+@Suite(.serialized) struct AccountSyncTests {
+    /// A device signed in with `ubiq account login` running `ubiq daemon` with no credentials.
+    final class SignedInDevice: Sendable {
+        let device = Device()
+        let process = SyncEndToEndTests.LockedProcess()
+        var home: URL { device.root.appendingPathComponent("home") }
+        var folder: URL { home.appendingPathComponent("Ubiquity") }
+
+        func login(_ server: String, user: String, password: String) throws {
+            let login = try device.run(["account", "login", "--server", server, "--user", user, "--password-stdin", "--device-name", user + "-device"],
+                                       input: password + "\n")
+            #expect(login.status == 0, "\(login.stderr)")
+        }
+
+        func startDaemon() throws {
+            let daemon = try device.start(Binaries.ubiq, ["daemon", "--log-level", "warning", "--sync-poll-interval", "2"])
+            guard daemon.waitForLine(containing: "coordination service listening on", seconds: 60) != nil else {
+                daemon.kill()
+                throw DeviceError.didNotStart("ubiq daemon")
+            }
+            process.set(daemon)
+        }
+
+        func file(_ relative: String, in folder: URL? = nil) -> String? {
+            (try? Data(contentsOf: (folder ?? self.folder).appendingPathComponent(relative))).map { String(decoding: $0, as: UTF8.self) }
+        }
+
+        deinit { process.take()?.kill(SIGTERM) }
+    }
+
+    @Test func theDaemonFollowsTheSignedInAccount() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "ravi", "--password-stdin"], input: "pw-ravi").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let host = URL(string: server.url)!.host!
+
+        let a = SignedInDevice(), b = SignedInDevice()
+        // not signed in: the daemon runs and syncs nothing
+        try a.startDaemon()
+        try a.login(server.url, user: "mei", password: "pw-mei")
+        try b.login(server.url, user: "mei", password: "pw-mei")
+        try b.startDaemon()
+        // A's daemon picks the account up as it signs in
+        #expect(SyncEndToEndTests.eventually("A's folder exists") { FileManager.default.fileExists(atPath: a.folder.path) })
+        try Data("from A".utf8).write(to: a.folder.appendingPathComponent("notes.txt"))
+        #expect(SyncEndToEndTests.eventually("B has A's note") { b.file("notes.txt") == "from A" })
+
+        // the key-value store through the daemons
+        #expect(try a.device.run(["kv", "set", "shared", "hello"]).status == 0)
+        #expect(SyncEndToEndTests.eventually("B's store has A's value") { (try? b.device.run(["kv", "get", "shared"]).stdout) == "hello\n" })
+
+        // A switches to ravi: mei's documents are kept aside, the folder and the store start empty
+        let aside = home(a).appendingPathComponent("Ubiquity (mei on \(host))")
+        try a.login(server.url, user: "ravi", password: "pw-ravi")
+        #expect(SyncEndToEndTests.eventually("mei's documents are kept aside on A") { a.file("notes.txt", in: aside) == "from A" })
+        #expect(SyncEndToEndTests.eventually("A's folder is ravi's, empty") {
+            FileManager.default.fileExists(atPath: a.folder.path) && a.file("notes.txt") == nil
+        })
+        #expect(SyncEndToEndTests.eventually("A's store is ravi's, empty") { (try? a.device.run(["kv", "get", "shared"]).status) == 1 })
+        // ravi's document stays with ravi; mei's stay on the server for B
+        try Data("ravi's".utf8).write(to: a.folder.appendingPathComponent("ravi.txt"))
+        #expect(try a.device.run(["kv", "set", "shared", "ravi's value"]).status == 0)
+        try Data("from B".utf8).write(to: b.folder.appendingPathComponent("later.txt"))
+        #expect(SyncEndToEndTests.eventually("A does not get mei's later note, B keeps mei's") { b.file("notes.txt") == "from A" })
+        // a third device of ravi's gets ravi's things only
+        let c = SignedInDevice()
+        try c.login(server.url, user: "ravi", password: "pw-ravi")
+        try c.startDaemon()
+        #expect(SyncEndToEndTests.eventually("C has ravi's document") { c.file("ravi.txt") == "ravi's" })
+        #expect(c.file("notes.txt") == nil && c.file("later.txt") == nil)
+        #expect(a.file("later.txt") == nil)
+        #expect(b.file("ravi.txt") == nil)
+
+        // signing out stops the sync and keeps ravi's documents aside too
+        #expect(try a.device.run(["account", "logout"]).status == 0)
+        let raviAside = home(a).appendingPathComponent("Ubiquity (ravi on \(host))")
+        #expect(SyncEndToEndTests.eventually("ravi's documents are kept aside on A") { a.file("ravi.txt", in: raviAside) == "ravi's" })
+    }
+
+    func home(_ device: SignedInDevice) -> URL { device.home }
+}

@@ -22,6 +22,7 @@ import os
 import random
 import re
 import shutil
+import shlex
 import signal
 import socket
 import subprocess
@@ -121,20 +122,30 @@ def lo_bytes():
 
 
 def tcp_bytes(ports):
-    """Payload bytes (sent + received) of the established TCP sockets whose LOCAL port is one of
-    `ports` (the listening ends, so each connection counts once), from `ss -ti` tcp_info. Closed
-    connections are gone from this count; /proc/net/dev `lo` is the upper bound that keeps them."""
+    """Payload bytes (both directions) of the established TCP connections with an end on one of
+    `ports`, from `ss -tin` (kernel tcp_info: bytes_acked + bytes_received of one end). Each
+    connection counts once even when both of its ends are on the list (Syncthing dials from its
+    listening port). Closed connections are gone from this count; /proc/net/dev `lo` is the
+    upper bound that keeps them."""
     if not ports or shutil.which("ss") is None:
         return None
-    expr = " or ".join(f"sport = :{p}" for p in ports)
+    expr = " or ".join(f"sport = :{p} or dport = :{p}" for p in ports)
     try:
         out = subprocess.run(["ss", "-tinH", "state", "established", f"( {expr} )"],
                              capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    total = 0
-    for m in re.finditer(r"\bbytes_(?:acked|received):(\d+)", out):
-        total += int(m.group(1))
+    seen, total, key = set(), 0, None
+    for line in out.splitlines():
+        if not line[:1].isspace():  # a socket line: [State] Recv-Q Send-Q Local Peer
+            addrs = [f for f in line.split() if ":" in f]
+            key = frozenset(addrs[:2]) if len(addrs) >= 2 else None
+            continue
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        for m in re.finditer(r"\bbytes_(?:acked|received):(\d+)", line):
+            total += int(m.group(1))
     return total
 
 
@@ -400,9 +411,10 @@ class Ubiquity(Tool):
     USER = "bench"
     PASSWORD = "bench-password-0123456789"
 
-    def __init__(self, work, ubiq):
+    def __init__(self, work, ubiq, serve_args=()):
         self.work = work
         self.ubiq = os.path.abspath(ubiq)
+        self.serve_args = list(serve_args)
         self.server = None
         self.url = None
         self.port = None
@@ -413,7 +425,7 @@ class Ubiquity(Tool):
 
     # Commands (one place to adapt) ------------------------------------------------------------
     def serve_command(self, data):
-        return [self.ubiq, "serve", "--data", data, "--port", "0"]
+        return [self.ubiq, "serve", "--data", data, "--port", "0", *self.serve_args]
 
     def user_add_command(self, data):
         return [self.ubiq, "admin", "--data", data, "user", "add", self.USER, "--password-stdin"]
@@ -599,6 +611,15 @@ def tree_digest(root, tool):
                     h.update(block)
             out[rel] = h.hexdigest()
     return out
+
+
+def count_files(root, tool):
+    """Regular files under root that are not the tool's own (complete or not)."""
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        n += sum(1 for fn in filenames if not tool.is_own(fn if rel == "." else f"{rel}/{fn}"))
+    return n
 
 
 def leftovers(root, tool):
@@ -818,14 +839,17 @@ class Bench:
 
     # W6 ---------------------------------------------------------------------------------------
     def w6_kill_receiver(self, tool, a, b):
-        kill_times = []
+        kill_times, on_b_at_kill = [], []
         errors = []
 
         def killer():
             t_start = time.monotonic()
             for _ in range(self.kills):
-                time.sleep(self.rng.uniform(0.3, 3.0))
+                # Short gaps so that the kills land while B is still pulling (the whole 1,000-file
+                # quick run syncs in ~2.5 s undisturbed); each restart sets B back further.
+                time.sleep(self.rng.uniform(0.2, 1.5))
                 try:
+                    on_b_at_kill.append(count_files(b, tool))
                     tool.kill_receiver()
                     kill_times.append(round(time.monotonic() - t_start, 2))
                     time.sleep(self.rng.uniform(0.0, 0.5))
@@ -847,6 +871,8 @@ class Bench:
         extra = sorted(set(db) - set(da))
         corrupt = sorted(k for k in da if k in db and da[k] != db[k])
         return {"files": self.many, "kills": len(kill_times), "kill_at_s": kill_times,
+                "files_on_b_at_each_kill": on_b_at_kill,
+                "kills_before_b_complete": sum(1 for n in on_b_at_kill if n < self.many),
                 "errors": errors, "kills_done_after_s": round(last_restart - t0, 1),
                 "converged_after_last_restart_s": round(took, 2) if took is not None else None,
                 "timed_out": took is None, "files_lost": len(lost), "files_corrupted": len(corrupt),
@@ -868,7 +894,7 @@ def make_tool(name, args, work):
     if name == "syncthing":
         return Syncthing(work, args.watcher_delay)
     if name == "ubiquity":
-        return Ubiquity(work, args.ubiq)
+        return Ubiquity(work, args.ubiq, shlex.split(args.ubiq_serve_args))
     raise BenchError(f"--tools: unknown tool {name!r}; expected syncthing or ubiquity")
 
 
@@ -975,7 +1001,7 @@ COLUMNS = {
     "w4_rename_big_file": ["file_bytes", "renamed_on_b_s", "tcp_payload_bytes", "lo_bytes_upper_bound",
                            "b_write_bytes", "cpu_s", "byte_exact_after"],
     "w5_initial_sync": ["files", "all_on_b_after_start_s", "idle_window_s", "idle_cpu_s", "peak_rss_mib"],
-    "w6_kill_receiver": ["files", "kills", "files_lost", "files_corrupted", "files_extra_on_b",
+    "w6_kill_receiver": ["files", "kills", "kills_before_b_complete", "files_lost", "files_corrupted", "files_extra_on_b",
                          "tool_temp_files_left_on_b", "converged_after_last_restart_s"],
 }
 
@@ -1021,6 +1047,8 @@ def main(argv=None):
     p.add_argument("--watcher-delay", type=int, default=10,
                    help="Syncthing fsWatcherDelayS (default 10, Syncthing's default; 1 is its minimum)")
     p.add_argument("--ubiq", default=".build/release/ubiq", help="the ubiq binary (default .build/release/ubiq)")
+    p.add_argument("--ubiq-serve-args", default="",
+                   help="extra arguments for ubiq serve, e.g. '--rate-limit 0 --log-level warning'")
     p.add_argument("--base", default="/var/tmp/ubiquity-bench-sync", help="scratch directory (not under /tmp)")
     p.add_argument("--seed", type=int, default=6, help="random seed (contents, offsets, kill moments)")
     p.add_argument("--markdown", help="also write the figures as Markdown tables to this file")

@@ -15,6 +15,7 @@ See Benchmarks/sync/README.md for what each counter means.
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import math
@@ -827,11 +828,14 @@ class Bench:
         time.sleep(self.idle_s)
         after = Counters(tool)
         d = after.delta(before)
+        time.sleep(self.idle_s)  # a second window: is the first one still the sync's tail?
+        d2 = Counters(tool).delta(after)
         return {"files": self.tree, "dirs": self.tree // 100, "file_bytes": 1024,
                 "write_s": round(write_s, 1),
                 "all_on_b_after_start_s": round(converged, 2) if converged is not None else None,
                 "timed_out": converged is None,
                 "idle_window_s": self.idle_s, "idle_cpu_s": d["cpu_s"],
+                "idle_cpu_s_next_window": d2["cpu_s"],
                 "peak_rss_mib": {k: round((proc_status_kib(p, "VmHWM") or 0) / 1024, 1)
                                  for k, p in tool.pids().items()},
                 "rss_mib": {k: round((proc_status_kib(p, "VmRSS") or 0) / 1024, 1)
@@ -918,12 +922,23 @@ def run(args):
     for w in wanted:
         if w not in WORKLOADS:
             raise BenchError(f"--workloads: unknown workload {w!r}; expected numbers 1 to 6")
+    for t in tools:
+        if t not in ("syncthing", "ubiquity"):
+            raise BenchError(f"--tools: unknown tool {t!r}; expected syncthing or ubiquity")
+    if not tools or not wanted:
+        raise BenchError("--tools and --workloads: expected at least one each")
     if "syncthing" in tools:
         setup()
     if "ubiquity" in tools and not os.access(args.ubiq, os.X_OK):
         raise BenchError(f"--ubiq {args.ubiq}: not an executable file (build with swift build -c release)")
     if not os.path.isabs(args.base) or args.base.startswith("/tmp"):
         raise BenchError(f"--base {args.base}: expected an absolute path outside /tmp (e.g. /var/tmp/...)")
+    os.makedirs(args.base, exist_ok=True)
+    lock = open(os.path.join(args.base, ".lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise BenchError(f"--base {args.base}: another bench-sync.py run is using it; give another --base")
     bench = Bench(args)
     results = []
     for name in tools:
@@ -970,7 +985,7 @@ def run(args):
                 elif w == "6":
                     meta, m = session(bench.w6_kill_receiver)
                     emit(results, tool, label, {**params, **meta}, m)
-            except BenchError as e:
+            except (BenchError, OSError, subprocess.SubprocessError) as e:
                 log(f"{name}: workload {w} failed: {e}")
                 emit(results, tool, label, params, {"error": str(e)})
         if not args.keep:
@@ -1000,7 +1015,8 @@ COLUMNS = {
                                 "b_write_bytes", "cpu_s", "byte_exact_after"],
     "w4_rename_big_file": ["file_bytes", "renamed_on_b_s", "tcp_payload_bytes", "lo_bytes_upper_bound",
                            "b_write_bytes", "cpu_s", "byte_exact_after"],
-    "w5_initial_sync": ["files", "all_on_b_after_start_s", "idle_window_s", "idle_cpu_s", "peak_rss_mib"],
+    "w5_initial_sync": ["files", "all_on_b_after_start_s", "idle_window_s", "idle_cpu_s", "idle_cpu_s_next_window",
+                        "peak_rss_mib"],
     "w6_kill_receiver": ["files", "kills", "kills_before_b_complete", "files_lost", "files_corrupted", "files_extra_on_b",
                          "tool_temp_files_left_on_b", "converged_after_last_restart_s"],
 }

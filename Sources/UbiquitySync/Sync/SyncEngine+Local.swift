@@ -31,6 +31,8 @@ extension SyncEngine {
         var missing: [JournalEntry] = []
         var created: [LocalItem] = []
         let previouslyExcluded = try journal.excluded()
+        // paths queued for (at least) a metadata upload: a name the server does not have yet
+        let queued = Set(try journal.pending())
 
         for entry in entries {
             guard let local = items[entry.path] else {
@@ -52,6 +54,8 @@ extension SyncEngine {
                 hash = try await hashOf(local)
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {
+            case .nothing where queued.contains(entry.path), .adopt where queued.contains(entry.path):
+                uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: false, hash: hash))
             case .nothing:
                 break
             case .adopt:
@@ -105,11 +109,12 @@ extension SyncEngine {
             ])
         }
         uploads.sort { (Self.depth($0.path), $0.path) < (Self.depth($1.path), $1.path) }
+        var failedUploads = 0
         for upload in uploads {
             try Task.checkCancellation()
-            do { try await send(upload) } catch {
+            do { try await send(upload) } catch is CancellationError { throw CancellationError() } catch {
+                failedUploads += 1
                 logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
-                wakeLater()
             }
         }
 
@@ -122,6 +127,8 @@ extension SyncEngine {
             try journal.setExcluded(path, true)
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
+        // the pass counts as failed, so retries back off instead of spinning
+        if failedUploads > 0 { throw UbiquityError(.io, "\(failedUploads) upload(s) failed; they are retried") }
     }
 
     func hashOf(_ local: LocalItem) async throws -> String {

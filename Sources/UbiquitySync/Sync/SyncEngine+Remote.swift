@@ -106,7 +106,7 @@ extension SyncEngine {
             guard let local else { return }
             try journal.put(JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
                                          changeTag: item.changeTag))
-            if localPath != item.path { wake() }  // our name differs: the local pass sends it
+            if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it
         case .apply(let move, let content, let mode):
             guard var current = entry, let local else { return }
             if move {
@@ -268,6 +268,15 @@ extension SyncEngine {
     func moveLocal(from: String, to: String, updateJournal: Bool = true) async throws {
         let source = URL(fileURLWithPath: absolute(from)), destination = URL(fileURLWithPath: absolute(to))
         try SyncFiles.makeParents(of: destination.path)
+        if updateJournal, FileStamp.of(destination.path) != nil {
+            // something else took the name here: it moves aside (and is uploaded as its own item)
+            let aside = Self.conflictName(to, device: deviceName)
+            logger.notice("a remote rename needs a taken name: the local item there moves aside",
+                          metadata: ["ubiquity.path": "\(to)", "ubiquity.aside": "\(aside)"])
+            try await moveLocal(from: to, to: aside, updateJournal: false)
+            try journal.movePrefix(from: to, to: aside)
+            try journal.enqueue([aside])  // the local pass sends its new name
+        }
         try await coordinator.coordinate(writingItemAt: source, options: .forMoving, writingItemAt: destination, options: .forReplacing) { (source: URL, destination: URL) async throws in
             if FileStamp.of(destination.path) != nil { throw UbiquityError(.alreadyExists, "cannot move '\(from)' to '\(to)': something is there") }
             guard rename(source.path, destination.path) == 0 else { throw UbiquityError.posix("rename", path: source.path) }

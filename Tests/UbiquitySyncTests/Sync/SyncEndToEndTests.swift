@@ -271,6 +271,21 @@ import UbiquityCore
         b.stop()
     }
 
+    @Test func syncFlagsAreChecked() throws {
+        let device = Device()
+        let cases: [([String], String)] = [
+            (["--server", "ftp://example.org", "--api-token=t"], "--server"),
+            (["--server", "http://127.0.0.1:1"], "--api-token"),
+            (["--server", "http://127.0.0.1:1", "--api-token=t", "--sync-poll-interval", "0"], "--sync-poll-interval"),
+            (["--server", "http://127.0.0.1:1", "--api-token=t", "--container", "not a container"], "--container"),
+        ]
+        for (arguments, flag) in cases {
+            let run = try device.run(["daemon"] + arguments, extraEnvironment: ["UBIQUITY_API_TOKEN": ""], timeout: 60)
+            #expect(run.status != 0, "\(run)")
+            #expect(run.stderr.contains(flag), "\(run)")
+        }
+    }
+
     @Test func killedDaemonsConvergeAndASecondDaemonIsRefused() async throws {
         let cloud = try Cloud()
         let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)

@@ -67,6 +67,7 @@ public actor AccountSync {
     /// The configuration.
     public let configuration: Configuration
     let hooks: HookRunner?
+    let index: IndexService?
     let logger: Logger
     var engine: SyncEngine?
     var keyValueSyncs: [KeyValueSync] = []
@@ -74,10 +75,12 @@ public actor AccountSync {
     var follower: Task<Void, Never>?
     var monitor: UbiquityIdentityMonitor?
 
-    /// A sync for `configuration`; `hooks` hears of account changes.
-    public init(configuration: Configuration, hooks: HookRunner? = nil, logger: Logger) {
+    /// A sync for `configuration`; `hooks` hears of account changes and sync events; `index`
+    /// (the daemon's) indexes the synced folder with each item's sync state.
+    public init(configuration: Configuration, hooks: HookRunner? = nil, index: IndexService? = nil, logger: Logger) {
         self.configuration = configuration
         self.hooks = hooks
+        self.index = index
         self.logger = logger
     }
 
@@ -133,9 +136,13 @@ public actor AccountSync {
             CloudContainer(identifier: identifier, serverURL: serverURL, credentials: credentials, logger: logger)
         }
         let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
+        let index = self.index
+        var onStatus: SyncEngine.StatusHandler?
+        if let index { onStatus = { path, status in index.applySyncStatus(status, at: path) } }
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
-                                    pollInterval: configuration.pollInterval, logger: logger)
+                                    pollInterval: configuration.pollInterval, logger: logger,
+                                    onStatus: onStatus)
         var syncs: [KeyValueSync] = []
         for identifier in configuration.keyValueContainers {
             do {
@@ -146,6 +153,10 @@ public actor AccountSync {
         }
         engine.start()
         for sync in syncs { sync.start() }
+        if let index {
+            let folder = engine.folder
+            Task { await index.indexSyncedFolder(folder) }
+        }
         self.engine = engine
         keyValueSyncs = syncs
         active = account

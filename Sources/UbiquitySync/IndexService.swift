@@ -19,6 +19,7 @@ public final class IndexService: Sendable {
     private let control: ControlService
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let identity: Mutex<FileIdentity?>
+    let syncStatusApplier: SyncStatusApplier
 
     struct FileIdentity: Equatable {
         var device: UInt64
@@ -39,6 +40,7 @@ public final class IndexService: Sendable {
         let box = HostReference(host)
         hostBox = box
         identity = Mutex(Self.identity(of: databasePath))
+        syncStatusApplier = SyncStatusApplier(host: { box.current })
         control = try ControlService(socketPath: controlSocket, hostProvider: { box.current },
                                      databasePath: databasePath, logger: logger)
     }

@@ -131,6 +131,20 @@ public actor Indexer {
     }
 
     /// Runs `body` on the worker queue (one job at a time, in submission order).
+    /// Changes the ubiquitous attributes of the row at `path` (sync keeps them true) in order
+    /// with the indexing work, and publishes the change to live queries. Returns false when the
+    /// path is not indexed (yet).
+    public func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
+        let job = makeJob()
+        return try await run {
+            guard let record = try job.index.record(at: path) else { return false }
+            var attributes = record.ubiquitous
+            change(&attributes)
+            job.subscribers.publish(try job.index.updateUbiquitousAttributes(path: path, attributes))
+            return true
+        }
+    }
+
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             worker.async { continuation.resume(with: Result { try body() }) }

@@ -133,6 +133,12 @@ public final class IndexHost: Sendable {
     /// The roots indexed now.
     public var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
 
+    /// Changes the ubiquitous attributes of the row at `path` and tells live queries; false
+    /// when the path is not indexed (yet). See ``Indexer/updateUbiquitousAttributes(path:_:)``.
+    public func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
+        try await indexer.updateUbiquitousAttributes(path: path, change)
+    }
+
     /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
     @discardableResult
     public func rescan(_ path: String) async throws -> IndexDelta {

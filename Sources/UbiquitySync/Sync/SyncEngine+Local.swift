@@ -125,6 +125,7 @@ extension SyncEngine {
         for (path, entry) in excludedNow {
             if let entry { try await deleteRemote(entry) }
             try journal.setExcluded(path, true)
+            report(path, .excluded)
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
         // the pass counts as failed, so retries back off instead of spinning
@@ -158,6 +159,7 @@ extension SyncEngine {
     /// tag it was based on. A file that changed while it was read is left for the next pass.
     func send(_ upload: Upload) async throws {
         let target = absolute(upload.path)
+        report(upload.path, .uploading)
         var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
         var stat = upload.local.stat
         var hash = upload.previous?.contentHash ?? ""
@@ -201,6 +203,7 @@ extension SyncEngine {
             let saved = try await database.save(record)
             try journal.put(JournalEntry(id: upload.id, path: upload.path, stat: stat, contentHash: hash, target: upload.local.target,
                                          changeTag: saved.recordChangeTag))
+            report(upload.path, .uploaded)
             logger.debug("uploaded", metadata: ["ubiquity.path": "\(upload.path)"])
         } catch let error as CloudKitError where error.code == .serverRecordChanged {
             var serverRecord = error.serverRecord
@@ -210,6 +213,7 @@ extension SyncEngine {
             case .adopt:
                 try journal.put(JournalEntry(id: upload.id, path: server.path, stat: stat, contentHash: hash, target: upload.local.target,
                                              changeTag: server.changeTag))
+                report(upload.path, .uploaded)
                 if server.path != upload.path { wakeLater() }
             default:
                 // fetch the record with its download URL, then keep both versions

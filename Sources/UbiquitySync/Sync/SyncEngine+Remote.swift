@@ -106,6 +106,7 @@ extension SyncEngine {
             guard let local else { return }
             try journal.put(JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
                                          changeTag: item.changeTag))
+            report(localPath, .uploaded)
             if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it
         case .apply(let move, let content, let mode):
             guard var current = entry, let local else { return }
@@ -180,6 +181,7 @@ extension SyncEngine {
             _ = try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
                                                    modificationDate: staged.before.modificationDate, options: .byMoving)
         }
+        report(item.path, .inConflict)
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
                       metadata: ["ubiquity.path": "\(item.path)"])
     }
@@ -239,6 +241,7 @@ extension SyncEngine {
         guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
+        report(item.path, .uploaded)
     }
 
     private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws {

@@ -18,6 +18,9 @@ import UbiquityIndex
 public actor SyncEngine {
     /// Makes the container for an identifier (the account's credentials are the caller's).
     public typealias ContainerFactory = @Sendable (String) -> CloudContainer
+    /// Told of an item's new sync state (absolute path): the daemon keeps the index's
+    /// ubiquitous attributes with it.
+    public typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
 
     /// The synced folder (absolute, symbolic links resolved).
     public nonisolated let folder: String
@@ -41,12 +44,14 @@ public actor SyncEngine {
     nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
     nonisolated let passes = Atomic<Int>(0)
     var subscribed = false
+    let onStatus: StatusHandler?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
-                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger) throws {
+                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger,
+                onStatus: StatusHandler? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -69,6 +74,7 @@ public actor SyncEngine {
         stagingDirectory = journalPath + ".staging"
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
+        self.onStatus = onStatus
         watcher = FileWatcher(logger: logger)
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
@@ -167,6 +173,11 @@ public actor SyncEngine {
     }
 
     func absolute(_ relative: String) -> String { folder + "/" + relative }
+
+    /// Reports an item's sync state to the status handler.
+    func report(_ relative: String, _ status: SyncItemStatus) {
+        onStatus?(absolute(relative), status)
+    }
 
     static func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }
 }

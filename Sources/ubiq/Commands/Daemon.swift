@@ -102,13 +102,15 @@ struct Daemon: AsyncParsableCommand {
             let database = try index.map(CLI.absolutePath) ?? environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
                 ?? paths.stateDirectory.appendingPathComponent("index.sqlite").path
             try UbiquityPaths.ensureDirectory(paths.containersDirectory)
-            sync = AccountSync(configuration: try syncConfiguration(environment: environment, paths: paths), hooks: hooks, logger: logger)
+            let configuration = try syncConfiguration(environment: environment, paths: paths)
             indexService = try IndexService(
                 databasePath: database,
                 controlSocket: try controlSocket.map(CLI.absolutePath) ?? ControlWire.socketPath(),
                 permanentRoots: [paths.containersDirectory.path],
                 logger: logger
             )
+            // the synced folder is indexed too (once sync starts), with sync's ubiquitous attributes
+            sync = AccountSync(configuration: configuration, hooks: hooks, index: indexService, logger: logger)
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             service = try CoordinationService(socketPath: path, logger: logger)
             if socket != nil {

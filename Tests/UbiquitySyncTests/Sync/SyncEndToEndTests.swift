@@ -184,6 +184,13 @@ import UbiquityCore
         try b.write("from-b.txt", "B wrote this")
         #expect(Self.eventually("A has B's file") { a.read("from-b.txt") == "B wrote this" })
         #expect(Self.eventually("ubiq status says it is uploaded") { b.syncStatus("from-b.txt") == "uploaded" && a.syncStatus("from-b.txt") == "uploaded" })
+        // the daemon's index has the ubiquitous attributes (metadata queries see them)
+        #expect(Self.eventually("a metadata query sees it uploaded") {
+            guard let run = try? a.device.run(["query", "kMDItemFSName == 'from-b.txt'", "--root", a.folder.path, "--json"]), run.status == 0,
+                  let line = run.stdout.split(separator: "\n").first,
+                  let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return false }
+            return json["isUploaded"] as? Bool == true && json["isUploading"] as? Bool == false
+        })
 
         try FileManager.default.removeItem(at: a.url("papers"))
         try FileManager.default.removeItem(at: a.url("greeting.txt"))
@@ -218,6 +225,11 @@ import UbiquityCore
         })
         #expect(conflictURL.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } == "from B, offline")
         #expect(b.syncStatus("doc.txt") == "in conflict")
+        #expect(Self.eventually("a metadata query sees the conflict") {
+            guard let run = try? b.device.run(["query", "NSMetadataUbiquitousItemHasUnresolvedConflictsKey == YES", "--root", b.folder.path]),
+                  run.status == 0 else { return false }
+            return run.stdout.contains("doc.txt")
+        })
         #expect(try await cloud.items()["doc.txt"]?.hash == Self.sha("from A"))
         #expect(a.read("doc.txt") == "from A")
 

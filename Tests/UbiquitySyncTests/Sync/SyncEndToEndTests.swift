@@ -13,22 +13,43 @@ import UbiquityCore
     /// The server and the credentials of its one user.
     final class Cloud: Sendable {
         let device = Device()
-        let server: ServeCLITests.Server
         let apiToken: String
         let webToken: String
+        let url: String
+        private let data: String
+        private let process: Mutex<Subprocess?>
 
         init() throws {
-            let data = device.root.appendingPathComponent("server").path
+            data = device.root.appendingPathComponent("server").path
             apiToken = try device.run(["admin", "--data", data, "container", "add", SyncRecord.defaultContainer]).stdout
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             webToken = try device.run(["admin", "--data", data, "user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            server = try ServeCLITests.startServer(device, ["--data", data])
+            let server = try ServeCLITests.startServer(device, ["--data", data])
+            url = server.url
+            process = Mutex(server.process)
+        }
+
+        /// Stops the server (SIGTERM).
+        func stop() {
+            guard let server = process.withLock({ value in defer { value = nil }; return value }) else { return }
+            server.kill(SIGTERM)
+        }
+
+        /// Starts it again on the same port and data.
+        func restart() throws {
+            let port = String(URL(string: url)!.port!)
+            let server = try device.start(Binaries.ubiq, ["serve", "--port", port, "--log-level", "warning", "--data", data])
+            guard server.waitForLine(containing: "listening on ") != nil else {
+                server.kill()
+                throw DeviceError.didNotStart("ubiq serve (again)")
+            }
+            process.withLock { $0 = server }
         }
 
         /// Every item the server has: path → (record name, content hash). Throws when two
         /// records name one path (a duplicate).
         func items() async throws -> [String: (id: String, hash: String)] {
-            let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: URL(string: server.url)!,
+            let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: URL(string: url)!,
                                            credentials: .apiToken(apiToken, webAuthToken: webToken))
             var token: ServerChangeToken?
             var records: [String: Record] = [:]
@@ -48,7 +69,7 @@ import UbiquityCore
             return items
         }
 
-        deinit { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        deinit { stop() }
     }
 
     struct DuplicateItem: Error { let path: String; let ids: [String] }
@@ -67,7 +88,7 @@ import UbiquityCore
         }
 
         var arguments: [String] {
-            ["daemon", "--log-level", ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"] ?? "warning", "--server", cloud.server.url,
+            ["daemon", "--log-level", ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"] ?? "warning", "--server", cloud.url,
              // tokens are base64url and may start with '-': always pass them attached
              "--api-token=" + cloud.apiToken, "--web-auth-token=" + cloud.webToken,
              "--folder", folder.path, "--device-name", name]
@@ -279,6 +300,27 @@ import UbiquityCore
         #expect(!b.exists("secret.txt"))
         #expect(a.read("shared.txt") == "shared" && a.read("secret.txt") == "secret")
         #expect(a.syncStatus("secret.txt") == "excluded" && a.syncStatus("shared.txt") == "excluded")
+        a.stop()
+        b.stop()
+    }
+
+    @Test func theServerDownThenBackLosesNothing() async throws {
+        let cloud = try Cloud()
+        let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
+        try a.start()
+        try b.start()
+        try a.write("before.txt", "before")
+        #expect(Self.eventually("B has before.txt") { b.read("before.txt") == "before" })
+        cloud.stop()
+        try a.write("during.txt", "written while the server was down")
+        try b.write("from-b.txt", "B too")
+        try a.write("before.txt", "edited while the server was down")
+        try await Task.sleep(for: .milliseconds(500))  // let both daemons try and fail (not a timing assertion)
+        try cloud.restart()
+        #expect(Self.eventually("B has A's changes") {
+            b.read("during.txt") == "written while the server was down" && b.read("before.txt") == "edited while the server was down"
+        })
+        #expect(Self.eventually("A has B's file") { a.read("from-b.txt") == "B too" })
         a.stop()
         b.stop()
     }

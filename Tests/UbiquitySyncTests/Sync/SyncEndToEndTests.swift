@@ -190,6 +190,10 @@ import UbiquityCore
         #expect(Self.eventually("B has the edit") { b.read("hello.txt") == "hello, again" })
         #expect(presenter.waitForLine(containing: "\"didChange\"", seconds: 120) != nil, "\(presenter.output)")
 
+        // permissions travel
+        #expect(chmod(a.url("hello.txt").path, 0o600) == 0)
+        #expect(Self.eventually("B has the permissions") { FileStamp.of(b.url("hello.txt").path)?.mode == 0o600 })
+
         let before = try await cloud.items()
         try FileManager.default.moveItem(at: a.url("hello.txt"), to: a.url("greeting.txt"))
         try FileManager.default.moveItem(at: a.url("docs"), to: a.url("papers"))

@@ -64,6 +64,7 @@ final class SyncStatusApplier: Sendable {
     static func apply(_ status: SyncItemStatus, to attributes: inout UbiquitousAttributes) {
         switch status {
         case .uploaded:
+            attributes.hasUnresolvedConflicts = false
             attributes.isUploaded = true
             attributes.isUploading = false
             attributes.percentUploaded = 100

@@ -181,6 +181,7 @@ extension SyncEngine {
             _ = try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
                                                    modificationDate: staged.before.modificationDate, options: .byMoving)
         }
+        conflicted.insert(item.path)
         report(item.path, .inConflict)
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
                       metadata: ["ubiquity.path": "\(item.path)"])

@@ -44,6 +44,8 @@ public actor SyncEngine {
     nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
     nonisolated let passes = Atomic<Int>(0)
     var subscribed = false
+    /// Items this engine kept conflict versions of, until they are resolved (for the index).
+    var conflicted = Set<String>()
     let onStatus: StatusHandler?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`.
@@ -159,6 +161,7 @@ public actor SyncEngine {
         do { try await pullRemote() } catch is CancellationError { throw CancellationError() } catch { remoteFailure = error }
         try Task.checkCancellation()
         try await pushLocal()
+        await noteResolvedConflicts()
         if let remoteFailure { throw remoteFailure }
     }
 
@@ -174,9 +177,24 @@ public actor SyncEngine {
 
     func absolute(_ relative: String) -> String { folder + "/" + relative }
 
-    /// Reports an item's sync state to the status handler.
+    /// Reports an item's sync state to the status handler (an item with unresolved conflict
+    /// versions stays "in conflict").
     func report(_ relative: String, _ status: SyncItemStatus) {
-        onStatus?(absolute(relative), status)
+        onStatus?(absolute(relative), status == .uploaded && conflicted.contains(relative) ? .inConflict : status)
+    }
+
+    /// Items whose conflicts were resolved (`ubiq resolve`, the API) are reported uploaded again.
+    func noteResolvedConflicts() async {
+        guard !conflicted.isEmpty, onStatus != nil else { return }
+        let folder = self.folder
+        for path in conflicted {
+            let url = URL(fileURLWithPath: folder + "/" + path)
+            let unresolved = (try? await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }) ?? 0
+            if unresolved == 0 {
+                conflicted.remove(path)
+                report(path, .uploaded)
+            }
+        }
     }
 
     static func depth(_ path: String) -> Int { path.utf8.reduce(0) { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) } }

@@ -250,11 +250,18 @@ import UbiquityCore
         })
         #expect(conflictURL.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } == "from B, offline")
         #expect(b.syncStatus("doc.txt") == "in conflict")
-        #expect(Self.eventually("a metadata query sees the conflict") {
+        func conflictsInIndex() -> Bool? {
             guard let run = try? b.device.run(["query", "NSMetadataUbiquitousItemHasUnresolvedConflictsKey == YES", "--root", b.folder.path]),
-                  run.status == 0 else { return false }
+                  run.status == 0 else { return nil }
             return run.stdout.contains("doc.txt")
-        })
+        }
+        #expect(Self.eventually("a metadata query sees the conflict") { conflictsInIndex() == true })
+        // resolved (keeping the server's version): the index hears of it at the next pass
+        let resolve = try b.device.run(["resolve", b.url("doc.txt").path, "--keep", "current"])
+        #expect(resolve.status == 0, "\(resolve)")
+        try b.write("nudge.txt", "a change makes a pass")
+        #expect(Self.eventually("the index no longer lists the conflict") { conflictsInIndex() == false })
+        #expect(b.syncStatus("doc.txt") == "uploaded")
         #expect(try await cloud.items()["doc.txt"]?.hash == Self.sha("from A"))
         #expect(a.read("doc.txt") == "from A")
 

@@ -56,9 +56,12 @@ extension SyncEngine {
         var failed = false
         let items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
             .sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
+        // the records changing in this batch: one of them is never a duplicate of another (a path
+        // freed by a delete or a rename and taken by a new record)
+        let changing = Set(records.keys).union(deleted)
         for (item, record) in items {
             try Task.checkCancellation()
-            do { try await applyRemote(item, record) } catch {
+            do { try await applyRemote(item, record, changing: changing) } catch {
                 failed = true
                 logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
             }
@@ -75,13 +78,13 @@ extension SyncEngine {
     }
 
     /// Applies one record that changed on the server.
-    func applyRemote(_ item: RemoteItem, _ record: Record) async throws {
+    func applyRemote(_ item: RemoteItem, _ record: Record, changing: Set<String> = []) async throws {
         guard SyncFiles.isValid(relativePath: item.path) else {
             logger.warning("ignoring a record with an unusable path", metadata: ["ubiquity.path": "\(item.path)"])
             return
         }
         let journaled = try journal.entry(id: item.id)
-        if journaled == nil, try await dropsDuplicate(item) { return }
+        if journaled == nil, try await dropsDuplicate(item, changing: changing) { return }
         // an entry never confirmed by the server (killed before its upload was journaled) is
         // judged as unknown: the same content is adopted, another one is a conflict
         let entry = journaled?.changeTag == nil ? nil : journaled
@@ -133,11 +136,13 @@ extension SyncEngine {
     }
 
     /// Two records for one path (two devices created the same item): every device keeps the
-    /// record with the smaller ID and deletes the other, so they converge on one; the content
+    /// record with the smaller ID and deletes the other (never when the other record also
+    /// changes in this batch: then the path was freed by a delete or a rename), so they converge on one; the content
     /// of the loser is then judged against the winner as usual (same content: adopted; other
     /// content: a conflict version). Returns whether `item` is the one dropped.
-    func dropsDuplicate(_ item: RemoteItem) async throws -> Bool {
-        guard let other = try journal.entry(path: item.path), other.id != item.id, other.changeTag != nil else { return false }
+    func dropsDuplicate(_ item: RemoteItem, changing: Set<String>) async throws -> Bool {
+        guard let other = try journal.entry(path: item.path), other.id != item.id, other.changeTag != nil,
+              !changing.contains(other.id) else { return false }
         let loser = min(item.id, other.id) == item.id ? other.id : item.id
         logger.notice("two records for one path: keeping one", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
         do {

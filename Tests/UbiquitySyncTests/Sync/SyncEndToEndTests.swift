@@ -274,6 +274,20 @@ import UbiquityCore
         #expect(Self.eventually("A has B's edit back") { a.read("doc.txt") == "B's edit survives the delete" })
         #expect(b.read("doc.txt") == "B's edit survives the delete")
 
+        // deleted and created again under the same name while B is away: B gets the new file
+        // (the new record is not taken for a duplicate of the deleted one)
+        try a.write("again.txt", "first")
+        #expect(Self.eventually("B has again.txt") { b.read("again.txt") == "first" })
+        b.stop()
+        try FileManager.default.removeItem(at: a.url("again.txt"))
+        #expect(await Self.eventuallyAsync("A's delete reached the server") { try await cloud.items()["again.txt"] == nil })
+        try a.write("again.txt", "second")
+        #expect(await Self.eventuallyAsync("A uploaded the new again.txt") { try await cloud.items()["again.txt"]?.hash == Self.sha("second") })
+        try b.start()
+        #expect(Self.eventually("B has the new file") { b.read("again.txt") == "second" })
+        #expect(try await cloud.items()["again.txt"]?.hash == Self.sha("second"))
+        #expect(a.read("again.txt") == "second")
+
         // identical content on both sides is not a conflict
         b.stop()
         try a.write("same.txt", "same words")

@@ -408,7 +408,7 @@ class Ubiquity(Tool):
     `*_command` methods if they differ."""
 
     name = "ubiquity"
-    own_names = (".ubiquity",)
+    own_names = (".ubiquity", "..ubiq-tmp")
     USER = "bench"
     PASSWORD = "bench-password-0123456789"
 

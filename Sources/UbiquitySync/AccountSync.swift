@@ -139,10 +139,16 @@ public actor AccountSync {
         let index = self.index
         var onStatus: SyncEngine.StatusHandler?
         if let index { onStatus = { path, status in index.applySyncStatus(status, at: path) } }
+        var onEvent: SyncEngine.EventHandler?
+        if let hooks {
+            let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
+            let container = configuration.containerIdentifier
+            onEvent = { event in hooks.post(event.invocation(folder: folder, container: container)) }
+        }
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
                                     pollInterval: configuration.pollInterval, logger: logger,
-                                    onStatus: onStatus)
+                                    onStatus: onStatus, onEvent: onEvent)
         var syncs: [KeyValueSync] = []
         for identifier in configuration.keyValueContainers {
             do {

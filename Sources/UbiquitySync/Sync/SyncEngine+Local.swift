@@ -114,6 +114,7 @@ extension SyncEngine {
             try Task.checkCancellation()
             do { try await send(upload) } catch is CancellationError { throw CancellationError() } catch {
                 failedUploads += 1
+                onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: (error as? CloudKitError)?.code == .quotaExceeded))
                 logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
             }
         }
@@ -204,6 +205,7 @@ extension SyncEngine {
             try journal.put(JournalEntry(id: upload.id, path: upload.path, stat: stat, contentHash: hash, target: upload.local.target,
                                          changeTag: saved.recordChangeTag))
             report(upload.path, .uploaded)
+            onEvent?(.didUpload(path: upload.path))
             logger.debug("uploaded", metadata: ["ubiquity.path": "\(upload.path)"])
         } catch let error as CloudKitError where error.code == .serverRecordChanged {
             var serverRecord = error.serverRecord

@@ -188,6 +188,7 @@ extension SyncEngine {
         }
         conflicted.insert(item.path)
         report(item.path, .inConflict)
+        onEvent?(.conflict(path: item.path))
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
                       metadata: ["ubiquity.path": "\(item.path)"])
     }
@@ -248,6 +249,7 @@ extension SyncEngine {
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
         report(item.path, .uploaded)
+        onEvent?(.didDownload(path: item.path))
     }
 
     private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws {

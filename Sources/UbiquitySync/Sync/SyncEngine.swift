@@ -21,6 +21,8 @@ public actor SyncEngine {
     /// Told of an item's new sync state (absolute path): the daemon keeps the index's
     /// ubiquitous attributes with it.
     public typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
+    /// Hears of uploads, downloads, conflicts and failed uploads (the daemon's hooks).
+    public typealias EventHandler = @Sendable (SyncEvent) -> Void
 
     /// The synced folder (absolute, symbolic links resolved).
     public nonisolated let folder: String
@@ -47,13 +49,14 @@ public actor SyncEngine {
     /// Items this engine kept conflict versions of, until they are resolved (for the index).
     var conflicted = Set<String>()
     let onStatus: StatusHandler?
+    let onEvent: EventHandler?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
                 journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger,
-                onStatus: StatusHandler? = nil) throws {
+                onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -77,6 +80,7 @@ public actor SyncEngine {
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
         self.onStatus = onStatus
+        self.onEvent = onEvent
         watcher = FileWatcher(logger: logger)
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }

@@ -49,6 +49,11 @@ import UbiquityCore
         let host = URL(string: server.url)!.host!
 
         let a = SignedInDevice(), b = SignedInDevice()
+        // hooks: A hears of its uploads, B of its downloads
+        let uploads = a.device.root.appendingPathComponent("uploads.log"), downloads = b.device.root.appendingPathComponent("downloads.log")
+        try HookRunnerTests.script(a.device.root.appendingPathComponent("config/ubiquity/hooks/did-upload"), "echo \"$UBIQUITY_PATH\" >> '\(uploads.path)'")
+        try HookRunnerTests.script(b.device.root.appendingPathComponent("config/ubiquity/hooks/did-download"), "echo \"$UBIQUITY_PATH\" >> '\(downloads.path)'")
+        func lines(_ file: URL) -> [String] { ((try? String(contentsOf: file, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
         // not signed in: the daemon runs and syncs nothing
         try a.startDaemon()
         try a.login(server.url, user: "mei", password: "pw-mei")
@@ -58,6 +63,8 @@ import UbiquityCore
         #expect(SyncEndToEndTests.eventually("A's folder exists") { FileManager.default.fileExists(atPath: a.folder.path) })
         try Data("from A".utf8).write(to: a.folder.appendingPathComponent("notes.txt"))
         #expect(SyncEndToEndTests.eventually("B has A's note") { b.file("notes.txt") == "from A" })
+        #expect(SyncEndToEndTests.eventually("A's did-upload hook ran") { lines(uploads).contains { $0.hasSuffix("/Ubiquity/notes.txt") } })
+        #expect(SyncEndToEndTests.eventually("B's did-download hook ran") { lines(downloads).contains { $0.hasSuffix("/Ubiquity/notes.txt") } })
 
         // the key-value store through the daemons
         #expect(try a.device.run(["kv", "set", "shared", "hello"]).status == 0)

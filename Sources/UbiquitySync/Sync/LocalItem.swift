@@ -90,19 +90,25 @@ enum SyncFiles {
         guard output >= 0 else { throw UbiquityError.posix("open", path: destination) }
         defer { close(output) }
         var hasher = SHA256()
-        let size = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(input, buffer.baseAddress, size)
-            if count < 0 { if errno == EINTR { continue }; throw UbiquityError.posix("read", path: source) }
-            if count == 0 { break }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+        try readAll(input, path: source) { chunk in
             hasher.update(bufferPointer: chunk)
             try SafeSave.writeAll(output, chunk, path: destination)
         }
         guard let after = FileStamp.of(source) else { throw UbiquityError(.notFound, "'\(source)' vanished while it was read") }
         return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), before, after)
+    }
+
+    /// Reads `input` to its end in 1 MiB pieces, giving each to `body`.
+    private static func readAll(_ input: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer.baseAddress, size)
+            if count < 0 { if errno == EINTR { continue }; throw UbiquityError.posix("read", path: path) }
+            if count == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
     }
 
     /// The hex SHA-256 of the file at `path`.
@@ -111,15 +117,7 @@ enum SyncFiles {
         guard input >= 0 else { throw UbiquityError.posix("open", path: path) }
         defer { close(input) }
         var hasher = SHA256()
-        let size = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(input, buffer.baseAddress, size)
-            if count < 0 { if errno == EINTR { continue }; throw UbiquityError.posix("read", path: path) }
-            if count == 0 { break }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-        }
+        try readAll(input, path: path) { hasher.update(bufferPointer: $0) }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 

@@ -112,10 +112,22 @@ extension SyncEngine {
         var failedUploads = 0
         for upload in uploads {
             try Task.checkCancellation()
-            do { try await send(upload) } catch is CancellationError { throw CancellationError() } catch {
-                failedUploads += 1
-                onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: (error as? CloudKitError)?.code == .quotaExceeded))
-                logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
+            if let refused = refusedUploads[upload.path], refused == upload.local.stat { continue }
+            do {
+                try await send(upload)
+                refusedUploads[upload.path] = nil
+            } catch is CancellationError { throw CancellationError() } catch {
+                let code = (error as? CloudKitError)?.code
+                onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
+                if code == .limitExceeded || code == .quotaExceeded {
+                    // Refused for good: retried once the item changes, not at every pass.
+                    refusedUploads[upload.path] = upload.local.stat
+                    logger.error("the server refused the upload; it is tried again when the item changes",
+                                 metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
+                } else {
+                    failedUploads += 1
+                    logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
+                }
             }
         }
 

@@ -48,6 +48,9 @@ public actor SyncEngine {
     var subscribed = false
     /// Items this engine kept conflict versions of, until they are resolved (for the index).
     var conflicted = Set<String>()
+    /// Uploads the server refused for good (too large, over quota), by path, with the stat they
+    /// had: not tried again until the item changes (or the daemon restarts).
+    var refusedUploads: [String: SyncStat] = [:]
     let onStatus: StatusHandler?
     let onEvent: EventHandler?
 

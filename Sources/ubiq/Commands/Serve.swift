@@ -69,6 +69,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Unreferenced asset content younger than this many hours is kept (uploads not saved yet).")
     var gcOlderThan: Double = 48
 
+    @Option(help: "The largest asset (file) accepted; suffixes K, M, G, T (CloudKit's own limit is 50 MB; synced documents may be large).")
+    var maxAssetSize: String = "16G"
+
     @Option(help: "On SIGTERM/SIGINT, seconds to let requests in flight finish before their connections are closed.")
     var shutdownGrace: Double = 30
 
@@ -89,6 +92,9 @@ struct Serve: AsyncParsableCommand {
         guard gcOlderThan >= 0, gcOlderThan.isFinite else { throw ValidationError("--gc-older-than \(gcOlderThan): expected a number of hours, 0 or more") }
         do {
             _ = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
+            guard try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size") > 0 else {
+                throw ValidationError("--max-asset-size \(maxAssetSize): expected a size above 0, e.g. 16G")
+            }
             _ = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
         } catch let error as UbiquityError {
             throw ValidationError(error.message)
@@ -113,12 +119,13 @@ struct Serve: AsyncParsableCommand {
         do {
             let privateBytes = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
             let publicBytes = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
-            let configuration = RecordsServerConfiguration(
+            var configuration = RecordsServerConfiguration(
                 host: host, port: port, tlsCertificatePath: try tlsCert.map(CLI.absolutePath), tlsKeyPath: try tlsKey.map(CLI.absolutePath),
                 publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: try store.blobsDirectory(),
                 privateQuotaBytes: privateBytes == 0 ? nil : privateBytes, publicQuotaBytes: publicBytes == 0 ? nil : publicBytes,
                 assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600,
                 shutdownGracePeriod: shutdownGrace)
+            configuration.assets.maximumAssetSize = try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size")
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
                                                   registry: registry)
         } catch {

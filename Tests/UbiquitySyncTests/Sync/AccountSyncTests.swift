@@ -99,4 +99,34 @@ import UbiquityCore
     }
 
     func home(_ device: SignedInDevice) -> URL { device.home }
+
+    /// A file the server refuses for good (over its asset size limit) is reported once through
+    /// the upload-failed hook and not retried at every pass; once it changes to fit, it syncs.
+    @Test func anUploadRefusedForGoodIsNotRetriedUntilTheFileChanges() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data], extra: ["--max-asset-size", "1K"])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let a = SignedInDevice(), b = SignedInDevice()
+        let failures = a.device.root.appendingPathComponent("failures.log")
+        try HookRunnerTests.script(a.device.root.appendingPathComponent("config/ubiquity/hooks/upload-failed"), "echo \"$UBIQUITY_PATH\" >> '\(failures.path)'")
+        for device in [a, b] { try device.login(server.url, user: "mei", password: "pw") }
+        try a.startDaemon()
+        try b.startDaemon()
+        try Data(repeating: 7, count: 2048).write(to: a.folder.appendingPathComponent("big.bin"))
+        try Data("one".utf8).write(to: a.folder.appendingPathComponent("one.txt"))
+        #expect(SyncEndToEndTests.eventually("B has one.txt") { b.file("one.txt") == "one" })
+        // more passes on A
+        for name in ["two", "three"] {
+            try Data(name.utf8).write(to: a.folder.appendingPathComponent(name + ".txt"))
+            #expect(SyncEndToEndTests.eventually("B has \(name).txt") { b.file(name + ".txt") == name })
+        }
+        let reported = ((try? String(contentsOf: failures, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasSuffix("/big.bin") }
+        #expect(reported.count == 1)
+        #expect(b.file("big.bin") == nil)
+        // changed to fit: it syncs
+        try Data(repeating: 8, count: 512).write(to: a.folder.appendingPathComponent("big.bin"))
+        #expect(SyncEndToEndTests.eventually("B has the smaller big.bin") { b.file("big.bin")?.utf8.count == 512 })
+    }
 }

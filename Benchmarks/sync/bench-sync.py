@@ -628,7 +628,7 @@ def leftovers(root, tool):
     n = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in (".stfolder", ".stversions")]
-        n += sum(1 for fn in filenames if tool.is_own(fn) and fn not in (".stignore",))
+        n += sum(1 for fn in filenames if tool.is_own(fn) and fn not in (".stignore", ".ubiquity-sync.lock"))
     return n
 
 

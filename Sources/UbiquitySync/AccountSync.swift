@@ -172,12 +172,13 @@ public actor AccountSync {
     }
 
     func stopSyncing() async {
-        let engine = self.engine
-        self.engine = nil
+        // No reference to the engine is kept while waiting: its lock goes with its last reference.
+        let folder = engine?.folder
         engine?.stop()
+        engine = nil
         for sync in keyValueSyncs { await sync.stop() }
         keyValueSyncs = []
-        if let engine { await Self.waitForLock(engine.folder + "/.ubiquity-sync.lock") }
+        if let folder { await Self.waitForLock(folder + "/.ubiquity-sync.lock") }
     }
 
     /// The account file changed: stop, keep the old account's data aside, start for the new one.

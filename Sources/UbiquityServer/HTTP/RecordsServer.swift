@@ -162,11 +162,24 @@ public struct RecordsServer: Sendable {
     }
 
     /// Runs until SIGTERM or SIGINT (or cancellation), finishing requests in flight, then closes
-    /// the store.
-    public func run(onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
+    /// the store. With `handlingSignals` false it runs until cancelled: for a server inside a
+    /// process that handles signals itself (on Linux a signal reaches only one of its listeners).
+    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
         let app = try application(onListening: onListening)
         do {
-            try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+            if handlingSignals {
+                try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+            } else {
+                // cancellation shuts down gracefully (requests in flight finish, within the grace period)
+                // (the group runs in a task of its own, which the cancellation does not reach)
+                let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
+                let running = Task { try await group.run() }
+                try await withTaskCancellationHandler {
+                    try await running.value
+                } onCancel: {
+                    Task { await group.triggerGracefulShutdown() }
+                }
+            }
         } catch {
             await push.shutdown()
             try? await store.close()

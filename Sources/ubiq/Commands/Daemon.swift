@@ -31,7 +31,12 @@ struct Daemon: AsyncParsableCommand {
             $UBIQUITY_SERVER, $UBIQUITY_API_TOKEN, $UBIQUITY_WEB_AUTH_TOKEN) syncs with those \
             credentials instead. The journal lives in --journal (default \
             $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite). A second daemon on the same \
-            folder is refused. Hooks in $XDG_CONFIG_HOME/ubiquity/hooks run on sync events \
+            folder is refused. --local-server runs a records server inside the daemon (SQLite in \
+            $XDG_DATA_HOME/ubiquity/server, 127.0.0.1 only, port 8080 or a free one) and, when no \
+            account is signed in, creates one (--local-user, default $USER) and signs this device \
+            in: the first run (`scripts/run`); it prints 'local server listening on URL' first and \
+            what to do next after the ready line. --install-service writes a systemd user unit \
+            running `ubiq daemon` with the other flags given, enables and starts it. Hooks in $XDG_CONFIG_HOME/ubiquity/hooks run on sync events \
             (`ubiq hooks list`). Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
             says so).
@@ -41,6 +46,8 @@ struct Daemon: AsyncParsableCommand {
               XDG_RUNTIME_DIR=/tmp/dev-a ubiq daemon --log-level debug
               ubiq account login --server http://127.0.0.1:8080 --user mei && ubiq daemon
               ubiq daemon --server http://127.0.0.1:8080 --api-token T --web-auth-token W --folder ~/Ubiquity
+              ubiq daemon --local-server                      # first run: a server here, a local account, ~/Ubiquity
+              ubiq daemon --local-server --install-service    # the same as a systemd user unit, started at login
             """
     )
 
@@ -83,12 +90,28 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: "Seconds between fetches of remote changes when no push arrives (the backstop).")
     var syncPollInterval: Double = 30
 
+    @OptionGroup var local: LocalServerOptions
+
+    @OptionGroup var service: ServiceInstallOptions
+
+    @Flag(help: "With --install-service or --uninstall-service: print the result as JSON.")
+    var json = false
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
+        if service.requested {
+            do { try SystemdUnit.daemon.perform(service, subcommand: "daemon", json: json) } catch { throw CLI.report(error, command: "daemon") }
+            return
+        }
         CLI.bootstrapLogging(level: logging.level)
         let logger = Logger(label: "ubiq.daemon")
-        let service: CoordinationService
+        var embedded: LocalServer?
+        if local.localServer {
+            do { embedded = try await LocalServer.start(local, paths: UbiquityPaths(), logger: logger) } catch { throw CLI.report(error, command: "daemon") }
+            CLI.printLine("local server listening on \(embedded?.url ?? "")")
+        }
+        let coordinationService: CoordinationService
         let indexService: IndexService
         let path: String
         let sync: AccountSync
@@ -112,23 +135,25 @@ struct Daemon: AsyncParsableCommand {
             // the synced folder is indexed too (once sync starts), with sync's ubiquitous attributes
             sync = AccountSync(configuration: configuration, hooks: hooks, index: indexService, logger: logger)
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
-            service = try CoordinationService(socketPath: path, logger: logger)
+            coordinationService = try CoordinationService(socketPath: path, logger: logger)
             if socket != nil {
                 var coordination = CoordinationConfiguration()
                 coordination.socketPath = path
                 FileCoordinator.configure(coordination)
             }
         } catch {
+            await embedded?.stop()
             throw CLI.report(error, command: "daemon")
         }
         indexService.start(rescanInterval: .milliseconds(Int64(rescanInterval * 1000)))
         CLI.printLine("control service listening on \(indexService.controlSocket)")
-        service.start()
+        coordinationService.start()
         do {
             try await sync.start()
         } catch {
-            service.stop()
+            coordinationService.stop()
             indexService.stop()
+            await embedded?.stop()
             throw CLI.report(error, command: "daemon")
         }
         if let engine = await sync.currentEngine {
@@ -137,12 +162,16 @@ struct Daemon: AsyncParsableCommand {
         if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }
         CLI.printLine("coordination service listening on \(path)")
         logger.notice("daemon ready", metadata: ["ubiquity.socket": "\(path)"])
+        if let embedded, let engine = await sync.currentEngine {
+            CLI.printLine(embedded.nextSteps(folder: engine.folder, account: (try? UbiquityAccountFile().read())?.user))
+        }
         await CLI.waitForTermination {
-            service.stop()
+            coordinationService.stop()
             indexService.stop()
         }
         await sync.stop()
         await hooks.stop()
+        await embedded?.stop()
         logger.notice("daemon stopped")
     }
 

@@ -28,6 +28,7 @@ struct Serve: AsyncParsableCommand {
               ubiq serve --database postgres://ubiq@db.example.org/ubiquity --blobs /srv/ubiquity-blobs \\
                   --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
               ubiq serve --data ~/ubiquity-server --private-quota 20G --public-quota 1T --gc-interval 12
+              ubiq serve --port 8080 --install-service    # a systemd user unit, started at login
             """
     )
 
@@ -75,6 +76,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "On SIGTERM/SIGINT, seconds to let requests in flight finish before their connections are closed.")
     var shutdownGrace: Double = 30
 
+    @OptionGroup var service: ServiceInstallOptions
+
+    @Flag(help: "With --install-service or --uninstall-service: print the result as JSON.")
+    var json = false
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -111,6 +117,10 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if service.requested {
+            do { try SystemdUnit.serve.perform(service, subcommand: "serve", json: json) } catch { throw CLI.report(error, command: "serve") }
+            return
+        }
         CLI.bootstrapLogging(level: logging.level)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))

@@ -14,12 +14,15 @@ import UbiquityCore
 /// - `POST /auth/device/verify` `{"webAuthToken"}` → `{"userName"}` (`ubiq account login --token`),
 ///   or 401.
 /// - `POST /auth/device/signout` `{"webAuthToken"}` → `{}`: the token is revoked.
+///
+/// Wrong passwords are slowed by ``SignInGuard`` (429 `THROTTLED` with `retryAfter`).
 struct DeviceAuthRoutes: Sendable {
     let admin: RecordsAdmin
+    let signInGuard: SignInGuard
 
     func register<Context: RequestContext>(on router: Router<Context>) {
-        let admin = self.admin
-        router.post("/auth/device") { request, _ -> Response in
+        let admin = self.admin, signInGuard = self.signInGuard
+        router.post("/auth/device") { request, context -> Response in
             guard let body = try await Self.body(request) else { return Self.malformed() }
             guard let user = body["userName"]?.stringValue, !user.isEmpty, let password = body["password"]?.stringValue else {
                 return PushRoutes.error(WireError(.badRequest, "expected JSON {\"userName\": …, \"password\": …, \"deviceName\": …}"), status: .badRequest)
@@ -28,7 +31,14 @@ struct DeviceAuthRoutes: Sendable {
             guard device.utf8.count <= 255, !device.contains(where: \.isNewline) else {
                 return PushRoutes.error(WireError(.badRequest, "deviceName: expected one line of at most 255 bytes"), status: .badRequest)
             }
-            guard let token = try await admin.signInDevice(user: user, password: password) else {
+            let address = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
+            if let seconds = signInGuard.wait(user: user, address: address) {
+                return PushRoutes.error(WireError(.throttled, "too many wrong passwords: try again in \(seconds) s", retryAfter: seconds),
+                                        status: .tooManyRequests)
+            }
+            let token = try await admin.signInDevice(user: user, password: password)
+            signInGuard.record(user: user, address: address, success: token != nil)
+            guard let token else {
                 return PushRoutes.error(WireError(.authenticationFailed, "the user name or password is wrong"), status: .unauthorized)
             }
             return PushRoutes.json(.object(["webAuthToken": .string(token), "userName": .string(user), "deviceName": .string(device)]), status: .ok)

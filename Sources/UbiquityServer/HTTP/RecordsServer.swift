@@ -112,8 +112,9 @@ public struct RecordsServer: Sendable {
             registry?.emit(into: &buffer)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
         }
-        SignInRoutes(admin: admin, store: store, configuration: configuration).register(on: router)
-        DeviceAuthRoutes(admin: admin).register(on: router)
+        let signInGuard = SignInGuard()
+        SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard).register(on: router)
+        DeviceAuthRoutes(admin: admin, signInGuard: signInGuard).register(on: router)
 
         var services: [any Service] = [push]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {

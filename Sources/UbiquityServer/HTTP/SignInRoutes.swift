@@ -9,10 +9,12 @@ import UbiquityCore
 /// `POST /auth/signin` checks the password and hands the new `ckWebAuthToken` to the opener
 /// window by `postMessage` (or by redirect to a callback URL on the server's own host), as
 /// CloudKit JS expects.
+/// Wrong passwords are slowed by ``SignInGuard`` (429 with a message saying how long to wait).
 struct SignInRoutes: Sendable {
     let admin: RecordsAdmin
     let store: any RecordStore
     let configuration: RecordsServerConfiguration
+    let signInGuard: SignInGuard
 
     func register<Context: RequestContext>(on router: Router<Context>) {
         let routes = self
@@ -23,14 +25,15 @@ struct SignInRoutes: Sendable {
             let callback = query["callback"].map(String.init).flatMap { SignInPage.isAcceptableCallbackURL($0) ? $0 : nil }
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: token, callbackURL: callback, message: nil), status: .ok)
         }
-        router.post("/auth/signin") { request, _ -> Response in
+        router.post("/auth/signin") { request, context -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = SignInRoutes.parseForm(String(buffer: buffer))
-            return try await routes.signIn(form: form, request: request)
+            let address = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
+            return try await routes.signIn(form: form, request: request, address: address)
         }
     }
 
-    func signIn(form: [String: String], request: Request) async throws -> Response {
+    func signIn(form: [String: String], request: Request, address: String = "?") async throws -> Response {
         let container = form[SignInPage.Field.container] ?? ""
         let apiToken = form[SignInPage.Field.apiToken] ?? form["ckAPIToken"] ?? ""
         let callback = form[SignInPage.Field.callbackURL].flatMap { $0.isEmpty ? nil : $0 }
@@ -42,8 +45,19 @@ struct SignInRoutes: Sendable {
         }
         let lifetime = form[SignInPage.Field.keepSignedIn] != nil ? configuration.longWebAuthTokenLifetime : configuration.webAuthTokenLifetime
         let user = form[SignInPage.Field.userName] ?? ""
-        guard let password = form[SignInPage.Field.password],
-              let token = try await admin.signIn(user: user, password: password, lifetime: lifetime) else {
+        if let seconds = signInGuard.wait(user: user, address: address) {
+            var response = SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
+                                                             message: "Too many wrong passwords: try again in \(seconds) s.", userName: user),
+                                             status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(seconds)"
+            return response
+        }
+        var token: String?
+        if let password = form[SignInPage.Field.password] {
+            token = try await admin.signIn(user: user, password: password, lifetime: lifetime)
+            signInGuard.record(user: user, address: address, success: token != nil)
+        }
+        guard let token else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
                                                      message: "The user name or password is wrong.", userName: user), status: .unauthorized)
         }

@@ -66,4 +66,41 @@ import UbiquityServer
         // signing out twice is fine
         #expect(try await Self.post(server, "/auth/device/signout", #"{"webAuthToken":"\#(token)"}"#).status == 200)
     }
+
+    /// Wrong passwords are slowed: after five in a row for one account, even the right one waits.
+    @Test func passwordGuessingIsSlowed() async throws {
+        let server = try await ServerFixture.start(.sqlite)
+        defer { Task { await server.stop() } }
+        for _ in 0..<6 {
+            #expect(try await Self.post(server, "/auth/device", #"{"userName":"mei","password":"guess"}"#).status == 401)
+        }
+        let blocked = try await Self.post(server, "/auth/device", #"{"userName":"mei","password":"correct horse"}"#)
+        #expect(blocked.status == 429)
+        #expect(blocked.json["serverErrorCode"]?.stringValue == "THROTTLED")
+        #expect((blocked.json["retryAfter"]?.doubleValue ?? 0) >= 1)
+        // another account from the same address is not held back by mei's
+        #expect(try await Self.post(server, "/auth/device", #"{"userName":"ravi","password":"x"}"#).status == 401)
+    }
+
+    @Test func backoffDoublesAndForgets() {
+        var backoff = SignInBackoff(freeFailures: 2, maximumDelay: 8, maximumKeys: 3)
+        backoff.failed("k", now: 0)
+        backoff.failed("k", now: 0)
+        #expect(backoff.wait("k", now: 0) == nil)
+        backoff.failed("k", now: 0)
+        #expect(backoff.wait("k", now: 0) == 1)
+        backoff.failed("k", now: 1)
+        #expect(backoff.wait("k", now: 1) == 2)
+        for _ in 0..<10 { backoff.failed("k", now: 3) }
+        #expect(backoff.wait("k", now: 3) == 8)  // at most maximumDelay
+        #expect(backoff.wait("k", now: 11) == nil)
+        // a quiet spell of maximumDelay starts it afresh
+        backoff.failed("k", now: 30)
+        #expect(backoff.wait("k", now: 30) == nil)
+        backoff.succeeded("k")
+        #expect(backoff.count == 0)
+        // bounded
+        for key in ["a", "b", "c", "d", "e"] { backoff.failed(key, now: 100) }
+        #expect(backoff.count <= 3)
+    }
 }

@@ -66,7 +66,7 @@ public actor SyncEngine {
         self.journalPath = journalPath
         self.containerIdentifier = containerIdentifier
         lock = try FolderLock(path: canonical + "/.ubiquity-sync.lock")
-        journal = try SyncJournal(path: journalPath)
+        journal = try SyncJournal.openRecovering(path: journalPath, logger: logger).journal
         if let recorded = try journal.value("folder"), recorded != canonical {
             logger.warning("the journal was made for another folder: it is used for this one", metadata: ["ubiquity.journal": "\(journalPath)"])
         }

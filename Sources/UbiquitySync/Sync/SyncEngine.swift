@@ -139,7 +139,13 @@ public actor SyncEngine {
 
     func run() async {
         var failures = 0
+        let clock = ContinuousClock()
+        var notBefore = clock.now
         for await _ in wakeStream {
+            if Task.isCancelled { return }
+            // after a failed pass, wake-ups (the watcher, pushes) wait out the back-off: a pass that
+            // fails at once (a full disk) must not run in a loop
+            if clock.now < notBefore { try? await Task.sleep(until: notBefore, clock: clock) }
             if Task.isCancelled { return }
             try? await Task.sleep(for: .milliseconds(30))  // let a burst of events settle
             do {
@@ -151,6 +157,7 @@ public actor SyncEngine {
             } catch {
                 failures += 1
                 let delay = min(30.0, 0.5 * pow(2.0, Double(min(failures, 6))))
+                notBefore = clock.now + .milliseconds(Int64(delay * 1000))
                 logger.warning("sync pass failed; retrying in \(delay) s", metadata: ["ubiquity.error": "\(error)"])
                 Task { [wakeContinuation] in
                     try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))

@@ -94,6 +94,7 @@ public final class KeyValueSync: Sendable {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.listenToPush(wake) }
+                group.addTask { await self.keepClockOffset() }
                 group.addTask { await self.watchLocalChanges(wake) }
                 group.addTask {
                     // Push delivers what happens after its connection is up: one more round once it

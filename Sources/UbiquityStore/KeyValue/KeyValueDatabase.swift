@@ -229,16 +229,33 @@ public final class KeyValueDatabase: Sendable {
 
     // MARK: - Writing
 
+    /// The sync state's name for this clock's offset from the server's, in milliseconds (the
+    /// daemon measures it; ``set(_:encodedValue:writer:now:)`` adds it, so last-writer-wins
+    /// compares times on the server's clock, not on devices' clocks that may disagree).
+    public static let clockOffsetKey = "clockOffsetMilliseconds"
+
+    /// Records how many milliseconds the server's clock is ahead of this one (nil: forget it).
+    public func setClockOffset(_ milliseconds: Int64?) throws {
+        try write("recording the clock offset") { db in
+            if let milliseconds {
+                try db.execute(sql: "INSERT INTO sync_state(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                               arguments: [Self.clockOffsetKey, String(milliseconds)])
+            } else {
+                try db.execute(sql: "DELETE FROM sync_state WHERE name = ?", arguments: [Self.clockOffsetKey])
+            }
+        }
+    }
+
     /// Sets `key` to `encodedValue` (nil removes it), marked dirty, with a timestamp of `now`
-    /// (or one past the previous one, so a later set always wins over an earlier one here).
+    /// (default: this clock corrected by the recorded offset from the server's clock), or one
+    /// past the previous one, so a later set always wins over an earlier one here.
     /// Logs the change as `writer`'s, so other connections hear of it.
     ///
     /// - Returns: the new row, or nil when nothing changed (removing a missing key).
     /// - Throws: `invalidArgument` for a bad key; `quotaExceeded` when the store would hold more
     ///   than 1024 keys or 1 MB (nothing is written).
     @discardableResult
-    public func set(_ key: String, encodedValue: String?, writer writerID: String,
-                    now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws -> Entry? {
+    public func set(_ key: String, encodedValue: String?, writer writerID: String, now: Int64? = nil) throws -> Entry? {
         if let problem = KeyValueLimits.problem(withKey: key) {
             throw UbiquityError(.invalidArgument, "key-value store: \(problem)")
         }
@@ -257,7 +274,9 @@ public final class KeyValueDatabase: Sendable {
                     throw UbiquityError(.quotaExceeded, "key-value store: setting '\(key)' would make the store \(newBytes) bytes; a store may hold at most \(KeyValueLimits.maximumTotalBytes) (keys plus values)")
                 }
             }
-            let modified = max(now, (previous?.modified ?? 0) + 1)
+            let offset = try String.fetchOne(db, sql: "SELECT value FROM sync_state WHERE name = ?", arguments: [Self.clockOffsetKey])
+                .flatMap { Int64($0) } ?? 0
+            let modified = max(now ?? Int64(Date().timeIntervalSince1970 * 1000) + offset, (previous?.modified ?? 0) + 1)
             let entry = Entry(key: key, encodedValue: encodedValue, modified: modified, dirty: true)
             try Self.put(db, entry)
             try Self.log(db, reason: 0, keys: [key], writer: writerID)

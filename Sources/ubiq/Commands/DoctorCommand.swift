@@ -104,9 +104,8 @@ struct DoctorCommand: AsyncParsableCommand {
             findings.append(DoctorFinding("server", .failure, "\(account.server)/healthz answered \(health.status): \(String(decoding: health.body.prefix(200), as: UTF8.self))",
                                           fix: "look at the server's log; its storage may be down"))
         }
-        let serverDate = health.header("Date").flatMap { Self.httpDate.date(from: $0) }
         // The header has one-second resolution: compare with the middle of the request.
-        let skew = serverDate.map { before.addingTimeInterval(after.timeIntervalSince(before) / 2).timeIntervalSince($0) }
+        let skew = ServerClock.skew(dateHeader: health.header("Date"), before: before, after: after)
         findings.append(Doctor.clock(skew: skew.map { abs($0) < 1 ? 0 : $0 }, server: account.server))
         if let token = account.deviceToken {
             do {
@@ -121,13 +120,4 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         return findings
     }
-
-    /// RFC 7231 dates (`Wed, 25 Nov 2026 13:40:00 GMT`).
-    static let httpDate: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter
-    }()
 }

@@ -178,6 +178,25 @@ import UbiquitySync
         }
     }
 
+    /// Timestamps are on the server's clock: the measured offset is added to every local set.
+    @Test func changesAreTimedOnTheServersClock() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            // this machine and the loopback server share a clock: no offset is recorded
+            let skew = try #require(await ServerClock.skew(serverURL: harness.url))
+            #expect(abs(skew) < 5)
+            a.sync.start()
+            try await Task.sleep(for: .milliseconds(300))  // let it measure (not a timing assertion)
+            #expect(try a.sync.database.syncState(KeyValueDatabase.clockOffsetKey) == nil)
+            // a device two hours behind the server stamps its sets two hours later than its clock says
+            try a.sync.database.setClockOffset(2 * 3600 * 1000)
+            let before = Int64(Date().timeIntervalSince1970 * 1000)
+            let entry = try #require(try a.sync.database.set("k", encodedValue: try KeyValueStore.Value.string("v").encoded(), writer: "test"))
+            #expect(entry.modified >= before + 2 * 3600 * 1000 && entry.modified < before + 2 * 3600 * 1000 + 60_000)
+            await a.sync.stop()
+        }
+    }
+
     @Test func anEntryTheServerRefusesOverTheQuotaIsPutBack() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a")

@@ -48,6 +48,8 @@ public actor AccountSync {
         public var pollInterval: Duration
         /// Credentials that replace the account file's.
         public var explicit: ExplicitCredentials?
+        /// The most downloaded content kept before least recently used files are evicted (bytes).
+        public var evictionBudget: Int64?
 
         /// A configuration.
         public init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
@@ -139,6 +141,8 @@ public actor AccountSync {
         let index = self.index
         var onStatus: SyncEngine.StatusHandler?
         if let index { onStatus = { path, status in index.applySyncStatus(status, at: path) } }
+        var onTransfer: SyncEngine.TransferHandler?
+        if let index { onTransfer = { path, state in index.applyTransfer(state, at: path) } }
         var onEvent: SyncEngine.EventHandler?
         if let hooks {
             let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
@@ -148,7 +152,8 @@ public actor AccountSync {
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
                                     pollInterval: configuration.pollInterval, logger: logger,
-                                    onStatus: onStatus, onEvent: onEvent)
+                                    onStatus: onStatus, onEvent: onEvent, onTransfer: onTransfer,
+                                    evictionBudget: configuration.evictionBudget)
         var syncs: [KeyValueSync] = []
         for identifier in configuration.keyValueContainers {
             do {

@@ -11,6 +11,10 @@ import UbiquityStore
 /// Each connection carries one request. The accept loop and each connection's reader run on
 /// their own threads (they block in `accept` and `read`); query work runs in tasks.
 public final class ControlService: Sendable {
+    /// Answers a sync request (`evict`, `download`, `item`); `send` writes a line before the
+    /// final reply (download progress).
+    public typealias SyncRequestHandler = @Sendable (_ request: ControlWire.Request,
+                                                     _ send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply
     /// The socket path.
     public let socketPath: String
     /// The index host requests go to now (the daemon replaces it when it rebuilds the index).
@@ -19,6 +23,12 @@ public final class ControlService: Sendable {
     let logger: Logger
     private let server: SocketServer
     private let databasePath: String?
+    private let syncRequests = Mutex<SyncRequestHandler?>(nil)
+
+    /// Sets who answers `evict`, `download` and `item` (the daemon's folder sync).
+    public func setSyncRequests(_ handler: @escaping SyncRequestHandler) {
+        syncRequests.withLock { $0 = handler }
+    }
 
     /// Binds the socket (creating its folder, mode 0700).
     public init(socketPath: String, hostProvider: @escaping @Sendable () -> IndexHost, databasePath: String?, logger: Logger) throws {
@@ -84,9 +94,41 @@ public final class ControlService: Sendable {
             }
             done.wait()
             send(result.withLock { $0 }, on: socket)
+        case "evict", "download", "item":
+            serveSync(request, on: socket)
         default:
-            send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "unknown op '\(request.op)': expected query, status, rescan or sync")), on: socket)
+            send(ControlWire.Reply(error: UbiquityError(.invalidArgument,
+                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download or item")), on: socket)
         }
+    }
+
+    private func serveSync(_ request: ControlWire.Request, on socket: UnixSocket) {
+        guard request.path?.hasPrefix("/") == true else {
+            send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path' (an absolute path)")), on: socket)
+            return
+        }
+        guard let handler = syncRequests.withLock({ $0 }) else {
+            send(ControlWire.Reply(error: UbiquityError(.serviceUnavailable, "\(request.op): this daemon syncs no folder")), on: socket)
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<ControlWire.Reply>(ControlWire.Reply(event: "done"))
+        let logger = self.logger
+        Task {
+            do {
+                let reply = try await handler(request) { line in
+                    do { try socket.send(ControlWire.encode(line)) } catch {
+                        logger.debug("control progress not sent", metadata: ["ubiquity.error": "\(error)"])
+                    }
+                }
+                result.withLock { $0 = reply }
+            } catch {
+                result.withLock { $0 = ControlWire.Reply(error: .wrapping(error, "\(request.op) failed")) }
+            }
+            done.signal()
+        }
+        done.wait()
+        send(result.withLock { $0 }, on: socket)
     }
 
     private func serveQuery(_ query: QueryRequest, on socket: UnixSocket) {

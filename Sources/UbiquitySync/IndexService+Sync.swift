@@ -11,14 +11,31 @@ extension IndexService {
     /// metadata queries see them. The row may not be indexed yet (a file just downloaded): the
     /// update is retried for a few seconds. Updates of one path apply in order (the last wins).
     public func applySyncStatus(_ status: SyncItemStatus, at path: String) {
-        syncStatusApplier.submit(status, at: path)
+        syncStatusApplier.submit(SyncStatusApplier.Change(status: status), at: path)
+    }
+
+    /// Keeps the index's downloading status, is downloading, percent downloaded and (while an
+    /// upload runs) percent uploaded with an item's transfer state.
+    public func applyTransfer(_ state: ItemSyncState, at path: String) {
+        syncStatusApplier.submit(SyncStatusApplier.Change(transfer: state), at: path)
     }
 }
 
 /// The latest sync state per path, applied to the index by one task.
 final class SyncStatusApplier: Sendable {
+    /// What to apply to one path: the sync state, then the transfer state (each the latest).
+    struct Change: Sendable {
+        var status: SyncItemStatus?
+        var transfer: ItemSyncState?
+
+        /// `self` followed by `later`.
+        func merged(with later: Change) -> Change {
+            Change(status: later.status ?? status, transfer: later.transfer ?? transfer)
+        }
+    }
+
     private struct State {
-        var pending: [String: (status: SyncItemStatus, attempts: Int)] = [:]
+        var pending: [String: (change: Change, attempts: Int)] = [:]
         var running = false
     }
 
@@ -29,9 +46,10 @@ final class SyncStatusApplier: Sendable {
         self.host = host
     }
 
-    func submit(_ status: SyncItemStatus, at path: String) {
+    func submit(_ change: Change, at path: String) {
         let start = state.withLock { state -> Bool in
-            state.pending[path] = (status, 0)
+            let merged = state.pending[path].map { $0.change.merged(with: change) } ?? change
+            state.pending[path] = (merged, 0)
             defer { state.running = true }
             return !state.running
         }
@@ -40,24 +58,38 @@ final class SyncStatusApplier: Sendable {
 
     private func drain() async {
         while true {
-            let batch = state.withLock { state -> [String: (status: SyncItemStatus, attempts: Int)] in
+            let batch = state.withLock { state -> [String: (change: Change, attempts: Int)] in
                 let batch = state.pending
                 state.pending = [:]
                 if batch.isEmpty { state.running = false }
                 return batch
             }
             if batch.isEmpty { return }
-            var retry: [String: (status: SyncItemStatus, attempts: Int)] = [:]
+            var retry: [String: (change: Change, attempts: Int)] = [:]
             for (path, item) in batch {
-                let applied = (try? await host().updateUbiquitousAttributes(path: path) { Self.apply(item.status, to: &$0) }) ?? false
-                if !applied && item.attempts < 40 { retry[path] = (item.status, item.attempts + 1) }
+                let change = item.change
+                let applied = (try? await host().updateUbiquitousAttributes(path: path) { attributes in
+                    if let status = change.status { Self.apply(status, to: &attributes) }
+                    if let transfer = change.transfer { Self.apply(transfer, to: &attributes) }
+                }) ?? false
+                if !applied && item.attempts < 40 { retry[path] = (item.change, item.attempts + 1) }
             }
             if !retry.isEmpty {
                 state.withLock { state in
-                    for (path, item) in retry where state.pending[path] == nil { state.pending[path] = item }
+                    for (path, item) in retry { state.pending[path] = state.pending[path].map { (item.change.merged(with: $0.change), $0.attempts) } ?? item }
                 }
                 try? await Task.sleep(for: .milliseconds(100))
             }
+        }
+    }
+
+    static func apply(_ transfer: ItemSyncState, to attributes: inout UbiquitousAttributes) {
+        attributes.downloadingStatus = transfer.downloadingStatus
+        attributes.isDownloading = transfer.isDownloading
+        attributes.percentDownloaded = transfer.percentDownloaded ?? (transfer.downloadingStatus == .notDownloaded ? 0 : 100)
+        if transfer.isUploading {
+            attributes.isUploading = true
+            attributes.percentUploaded = transfer.percentUploaded ?? 0
         }
     }
 
@@ -100,5 +132,13 @@ extension IndexService {
         } catch {
             logger.error("cannot index the synced folder", metadata: ["ubiquity.root": "\(folder)", "ubiquity.error": "\(error)"])
         }
+    }
+}
+
+extension IndexService {
+    /// Answers the control socket's sync requests (`evict`, `download`, `item`) with `handler`
+    /// (the daemon's folder sync); without one they fail with `serviceUnavailable`.
+    public func setSyncRequests(_ handler: @escaping ControlService.SyncRequestHandler) {
+        control.setSyncRequests(handler)
     }
 }

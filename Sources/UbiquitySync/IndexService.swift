@@ -16,7 +16,7 @@ public final class IndexService: Sendable {
     public let permanentRoots: [String]
     let logger: Logger
     private let hostBox: HostReference
-    private let control: ControlService
+    let control: ControlService
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let identity: Mutex<FileIdentity?>
     let syncStatusApplier: SyncStatusApplier

@@ -22,7 +22,7 @@ struct Ubiq: AsyncParsableCommand {
         subcommands: [
             Daemon.self, Present.self, Coordinate.self,
             ContainerCommand.self,
-            Versions.self, Resolve.self, Exclude.self, Include.self, Status.self,
+            Versions.self, Resolve.self, Exclude.self, Include.self, Status.self, Evict.self, Download.self,
             Query.self, IndexCommand.self,
             Serve.self, Admin.self,
             RecordsCommand.self, KeyValueCommand.self, AccountCommand.self, HooksCommand.self, DoctorCommand.self,

@@ -17,24 +17,28 @@ public enum ControlWire {
 
     /// A request from a client.
     public struct Request: Codable, Sendable {
-        /// `query`, `stop`, `status`, `rescan` or `sync`.
+        /// `query`, `stop`, `status`, `rescan`, `sync`, `evict`, `download` or `item`.
         public var op: String
         /// The query (for `query`).
         public var query: QueryRequest?
-        /// The folder (for `rescan` and `sync`).
+        /// The folder (for `rescan` and `sync`); the item (for `evict`, `download` and `item`).
         public var path: String?
+        /// For `download`: whether the reply waits until the content is here (default true);
+        /// progress lines come first.
+        public var wait: Bool?
 
         /// A request.
-        public init(op: String, query: QueryRequest? = nil, path: String? = nil) {
+        public init(op: String, query: QueryRequest? = nil, path: String? = nil, wait: Bool? = nil) {
             self.op = op
             self.query = query
             self.path = path
+            self.wait = wait
         }
     }
 
     /// A line from the daemon.
     public struct Reply: Codable, Sendable {
-        /// `gathering`, `finishGathering`, `update`, `status`, `done` or `error`.
+        /// `gathering`, `finishGathering`, `update`, `status`, `progress`, `item`, `done` or `error`.
         public var event: String
         /// Results (for `gathering`).
         public var items: [IndexRecord]?
@@ -48,6 +52,14 @@ public enum ControlWire {
         public var removed: [IndexRecord]?
         /// The index status (for `status`).
         public var status: IndexStatusReport?
+        /// The items evicted or downloaded (for `done` of `evict` and `download`), absolute.
+        public var paths: [String]?
+        /// The item a `progress` line is about (absolute).
+        public var path: String?
+        /// Percent done, 0…100 (for `progress`).
+        public var percent: Double?
+        /// An item's sync state (for `item`).
+        public var item: ItemSyncState?
         /// The error code name (for `error`).
         public var code: String?
         /// The error message (for `error`).

@@ -33,12 +33,14 @@ extension SyncEngine {
         let previouslyExcluded = try journal.excluded()
         // paths queued for (at least) a metadata upload: a name the server does not have yet
         let queued = Set(try journal.pending())
+        let evicted = try journal.evicted()  // eviction: SyncEngine+Eviction.swift
 
         for entry in entries {
             guard let local = items[entry.path] else {
                 missing.append(entry)
                 continue
             }
+            if evicted.contains(entry.id), try keepsPlaceholder(entry, local) { continue }  // never uploaded (SyncEngine+Eviction.swift)
             if local.excluded {
                 excludedNow.append((entry.path, entry))
                 continue
@@ -86,6 +88,10 @@ extension SyncEngine {
         let movedPaths = Set(moves.values)
         for entry in missing {
             guard let path = moves[entry.id], let local = items[path] else { continue }
+            if isMovedPlaceholder(entry, at: path, evicted: evicted) {  // only its path (SyncEngine+Eviction.swift)
+                uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: false, hash: entry.contentHash))
+                continue
+            }
             var hash = createdHashes[path]
             if hash == nil && local.stat.kind == .file && local.stat.differs(from: entry.stat) { hash = try await hashOf(local) }
             let content = local.stat.kind == .symlink ? local.target != entry.target
@@ -119,6 +125,7 @@ extension SyncEngine {
             } catch is CancellationError { throw CancellationError() } catch {
                 let code = (error as? CloudKitError)?.code
                 onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
+                noteUploadFailed(upload.path, error)  // status (SyncEngine+Progress.swift)
                 if code == .limitExceeded || code == .quotaExceeded {
                     // Refused for good: retried once the item changes, not at every pass.
                     refusedUploads[upload.path] = upload.local.stat

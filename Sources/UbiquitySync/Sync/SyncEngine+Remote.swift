@@ -63,6 +63,7 @@ extension SyncEngine {
             try Task.checkCancellation()
             do { try await applyRemote(item, record, changing: changing) } catch {
                 failed = true
+                noteDownloadFailed(item.path, error)  // status (SyncEngine+Progress.swift)
                 logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
             }
         }
@@ -118,6 +119,7 @@ extension SyncEngine {
                 current.path = item.path
             }
             if content {
+                if try await refreshesPlaceholder(item, local: local.stat) { return }  // evicted: no download (SyncEngine+Eviction.swift)
                 try await download(item, record, expected: local.stat)
                 return
             }
@@ -228,7 +230,7 @@ extension SyncEngine {
             let temporary = SyncFiles.temporaryPath(near: target)
             if let asset = record[SyncRecord.Field.content]?.assetValue {
                 do {
-                    try await asset.download(to: URL(fileURLWithPath: temporary))
+                    try await asset.download(to: URL(fileURLWithPath: temporary), progress: downloadProgress(for: item.path))
                 } catch {
                     unlink(temporary)
                     throw error
@@ -248,6 +250,7 @@ extension SyncEngine {
         guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
+        try noteDownloaded(item)  // no longer evicted; progress over (SyncEngine+Progress.swift)
         report(item.path, .uploaded)
         onEvent?(.didDownload(path: item.path))
     }

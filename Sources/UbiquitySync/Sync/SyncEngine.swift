@@ -23,6 +23,8 @@ public actor SyncEngine {
     public typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
     /// Hears of uploads, downloads, conflicts and failed uploads (the daemon's hooks).
     public typealias EventHandler = @Sendable (SyncEvent) -> Void
+    /// Told of an item's transfer state (absolute path): downloading status, progress.
+    public typealias TransferHandler = @Sendable (_ path: String, _ state: ItemSyncState) -> Void
 
     /// The synced folder (absolute, symbolic links resolved).
     public nonisolated let folder: String
@@ -53,13 +55,24 @@ public actor SyncEngine {
     var refusedUploads: [String: SyncStat] = [:]
     let onStatus: StatusHandler?
     let onEvent: EventHandler?
+    nonisolated let onTransfer: TransferHandler?
+    nonisolated let progressThrottle = ProgressThrottle()
+    /// Who hears an item's download progress besides the index (`ubiq download`), by path.
+    nonisolated let progressListeners = Mutex<[String: @Sendable (Double) -> Void]>([:])
+    /// The most downloaded content (bytes) kept before the least recently used files are
+    /// evicted; nil: no limit (`ubiq daemon --evict-budget`).
+    public nonisolated let evictionBudget: Int64?
+    /// Whether a pass, an eviction or an on-demand download runs (they take turns).
+    var exclusiveHeld = false
+    var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
                 journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger,
-                onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil) throws {
+                onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil, onTransfer: TransferHandler? = nil,
+                evictionBudget: Int64? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -84,6 +97,9 @@ public actor SyncEngine {
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
         self.onStatus = onStatus
         self.onEvent = onEvent
+        self.onTransfer = onTransfer
+        self.evictionBudget = evictionBudget
+        try journal.resetRunningTransfers()
         watcher = FileWatcher(logger: logger)
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
@@ -169,6 +185,21 @@ public actor SyncEngine {
 
     /// One pass: remote changes first, then local ones.
     public func pass() async throws {
+        try await exclusively { try await passSteps() }
+    }
+
+    /// Runs `body` when no pass, eviction or on-demand download runs, so they never interleave.
+    func exclusively<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        while exclusiveHeld { await withCheckedContinuation { exclusiveWaiters.append($0) } }
+        exclusiveHeld = true
+        defer {
+            exclusiveHeld = false
+            if !exclusiveWaiters.isEmpty { exclusiveWaiters.removeFirst().resume() }
+        }
+        return try await body()
+    }
+
+    func passSteps() async throws {
         if !subscribed { await subscribe() }
         // a remote change that cannot be applied must not hold back local changes
         var remoteFailure: (any Error)?
@@ -176,6 +207,7 @@ public actor SyncEngine {
         try Task.checkCancellation()
         try await pushLocal()
         await noteResolvedConflicts()
+        await enforceEvictionBudget()
         if let remoteFailure { throw remoteFailure }
     }
 
@@ -195,6 +227,11 @@ public actor SyncEngine {
     /// versions stays "in conflict").
     func report(_ relative: String, _ status: SyncItemStatus) {
         onStatus?(absolute(relative), status == .uploaded && conflicted.contains(relative) ? .inConflict : status)
+        if status == .uploaded { noteUploaded(relative) }
+        // an evicted item stays "not downloaded" in the index (the status resets it)
+        if status == .uploaded, let entry = try? journal.entry(path: relative), (try? journal.isEvicted(entry.id)) == true {
+            publishTransfer(relative)
+        }
     }
 
     /// Items whose conflicts were resolved (`ubiq resolve`, the API) are reported uploaded again.

@@ -30,14 +30,20 @@ extension SyncJournal {
         for file in files where file.hasSuffix(".sqlite") {
             guard let journal = try? SyncJournal(path: directory + "/" + file),
                   let folder = try? journal.value("folder"), canonical.hasPrefix(folder + "/") else { continue }
-            let relative = String(canonical.dropFirst(folder.count + 1))
-            if (try? journal.excluded().contains(relative)) == true || (try? BackupExclusion.isExcluded(canonical)) == true { return .excluded }
-            if conflicts > 0 { return .inConflict }
-            guard let entry = try? journal.entry(path: relative), entry.changeTag != nil else { return .uploading }
-            let now = SyncStat(stamp)
-            if now.kind == .folder { return .uploaded }
-            return now.differs(from: entry.stat) ? .uploading : .uploaded
+            return journal.status(relativePath: String(canonical.dropFirst(folder.count + 1)), canonical: canonical, stamp: stamp,
+                                  conflicts: conflicts)
         }
         return nil
+    }
+
+    /// The sync state of the item at `relative` (absolute: `canonical`, now `stamp`) in this
+    /// journal's folder; `conflicts` is its number of unresolved conflict versions.
+    public func status(relativePath relative: String, canonical: String, stamp: FileStamp, conflicts: Int) -> SyncItemStatus {
+        if (try? excluded().contains(relative)) == true || (try? BackupExclusion.isExcluded(canonical)) == true { return .excluded }
+        if conflicts > 0 { return .inConflict }
+        guard let entry = try? entry(path: relative), entry.changeTag != nil else { return .uploading }
+        let now = SyncStat(stamp)
+        if now.kind == .folder { return .uploaded }
+        return now.differs(from: entry.stat) ? .uploading : .uploaded
     }
 }

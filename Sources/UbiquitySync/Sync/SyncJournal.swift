@@ -31,6 +31,8 @@ public final class SyncJournal: Sendable {
                     CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, since INTEGER NOT NULL);
                     CREATE TABLE IF NOT EXISTS excluded (path TEXT PRIMARY KEY);
                     """)
+                // added with eviction (new tables: older journals gain them here)
+                try db.execute(sql: Self.evictionSchema)
             }
         } catch {
             throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)
@@ -72,7 +74,10 @@ public final class SyncJournal: Sendable {
 
     /// Removes the entry `id`.
     public func remove(id: String) throws {
-        try queue.write { db in try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
+        }
     }
 
     /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
@@ -81,6 +86,8 @@ public final class SyncJournal: Sendable {
             try db.execute(sql: "UPDATE items SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
                            arguments: [to + "/", from.utf8.count + 2, from.utf8.count + 1, from + "/"])
             try db.execute(sql: "UPDATE items SET path = ? WHERE path = ?", arguments: [to, from])
+            try db.execute(sql: "DELETE FROM transfers WHERE path = ? OR substr(path, 1, ?) = ?",
+                           arguments: [from, from.utf8.count + 1, from + "/"])
         }
     }
 

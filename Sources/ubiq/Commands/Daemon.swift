@@ -37,7 +37,9 @@ struct Daemon: AsyncParsableCommand {
             in: the first run (`scripts/run`); it prints 'local server listening on URL' first and \
             what to do next after the ready line. --install-service writes a systemd user unit \
             running `ubiq daemon` with the other flags given, enables and starts it. Hooks in $XDG_CONFIG_HOME/ubiquity/hooks run on sync events \
-            (`ubiq hooks list`). Every root is rescanned every --rescan-interval seconds; \
+            (`ubiq hooks list`). With --evict-budget SIZE, the least recently used uploaded files \
+            are evicted (kept as placeholders, `ubiq download` brings them back) while the downloaded \
+            content exceeds SIZE. Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
             says so).
 
@@ -48,6 +50,7 @@ struct Daemon: AsyncParsableCommand {
               ubiq daemon --server http://127.0.0.1:8080 --api-token T --web-auth-token W --folder ~/Ubiquity
               ubiq daemon --local-server                      # first run: a server here, a local account, ~/Ubiquity
               ubiq daemon --local-server --install-service    # the same as a systemd user unit, started at login
+              ubiq daemon --evict-budget 10G
             """
     )
 
@@ -96,6 +99,9 @@ struct Daemon: AsyncParsableCommand {
 
     @Flag(help: "With --install-service or --uninstall-service: print the result as JSON.")
     var json = false
+    @Option(help: ArgumentHelp("Keep at most this much downloaded content: the least recently used uploaded files are evicted beyond it (e.g. 10G, 500M).",
+                               valueName: "size"))
+    var evictBudget: String?
 
     @OptionGroup var logging: LoggingOptions
 
@@ -134,6 +140,8 @@ struct Daemon: AsyncParsableCommand {
             )
             // the synced folder is indexed too (once sync starts), with sync's ubiquitous attributes
             sync = AccountSync(configuration: configuration, hooks: hooks, index: indexService, logger: logger)
+            // `ubiq evict`, `ubiq download`, the library's evict and download go to the folder sync
+            indexService.setSyncRequests { [sync] request, send in try await sync.handle(request, send: send) }
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             coordinationService = try CoordinationService(socketPath: path, logger: logger)
             if socket != nil {
@@ -195,6 +203,11 @@ struct Daemon: AsyncParsableCommand {
         var configuration = AccountSync.Configuration(
             folder: folderPath, paths: paths, containerIdentifier: container, keyValueContainers: [container] + local.filter { $0 != container }.sorted(),
             deviceName: device, journalPath: try journal.map(CLI.absolutePath), pollInterval: .milliseconds(Int64(syncPollInterval * 1000)))
+        if let evictBudget {
+            do { configuration.evictionBudget = try EvictionPolicy.parseSize(evictBudget) } catch {
+                throw UbiquityError(.invalidArgument, "--evict-budget '\(evictBudget)': expected a size such as 10G, 500M or 4096 (bytes)")
+            }
+        }
         if let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")

@@ -2,74 +2,172 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquityIndex
 import UbiquitySync
 
-/// `ubiq status PATH [--json]`: what Ubiquity knows about an item.
+/// `ubiq status [PATH] [--json] [--watch]`: what Ubiquity knows about an item.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show an item's kind, size, modification time, skip-backup state and conflicts.",
+        abstract: "Show an item's kind, size, modification time, skip-backup state, conflicts and sync state.",
         discussion: """
             JSON keys: path, exists, kind (file, folder, symlink or null), size, modified, \
             excluded (true or false), conflicts (unresolved conflict versions) and sync (uploaded, \
             uploading, in conflict or excluded for an item of a folder `ubiq daemon` syncs; null \
             otherwise). A missing item is reported with "exists": false, not as an error.
 
+            For an item of a synced folder also: downloadingStatus (current, downloaded — a newer \
+            version is coming — or notDownloaded: evicted, a placeholder), isDownloading, \
+            percentDownloaded, downloadRequested, isUploading, percentUploaded (0…100 while a \
+            transfer runs, else null), uploadError and downloadError (the last failure's message \
+            until a transfer succeeds, else null).
+
+            --watch prints the state again whenever it changes, until interrupted: JSON lines with \
+            --json or when the output is not a terminal, else one line redrawn in place with a \
+            progress bar (colored unless NO_COLOR is set).
+
             Examples:
               ubiq status notes.txt
               ubiq status notes.txt --json
+              ubiq status ~/Ubiquity/videos/holiday.mp4 --watch
             """
     )
 
-    @Argument(help: "The file or folder (relative paths are taken from the current folder).")
-    var path: String
+    @Argument(help: "The file or folder (relative paths are taken from the current folder; default: the current folder).")
+    var path: String = "."
 
     @Flag(help: "Print JSON (sorted keys).")
     var json = false
 
+    @Flag(help: "Print the state again whenever it changes, until interrupted.")
+    var watch = false
+
+    @Option(help: ArgumentHelp("Seconds between looks with --watch.", visibility: .hidden))
+    var interval: Double = 0.25
+
     func run() throws {
         try DocumentCommandIO.run("status") {
             let url = try DocumentCommandIO.absoluteURL(path)
-            let own = FileStamp.of(url.path)
-            // A symbolic link is reported as one, with its target; size, date and the skip-backup
-            // state are the target's (exclude and include act on the target too).
-            let target = own?.isSymbolicLink == true ? try? CanonicalPath.canonicalize(url.path, resolveLast: true) : nil
-            let stamp = target.flatMap(FileStamp.of) ?? own
-            let kind = own.map { $0.isSymbolicLink ? "symlink" : $0.isDirectory ? "folder" : "file" }
-            var excluded = false
-            if stamp != nil {
-                do {
-                    excluded = try url.ubiquityIsExcludedFromBackup
-                } catch let error as UbiquityError where error.code == .unsupported || error.code == .notFound {
-                    excluded = false  // no user attributes there (or a dangling symlink): nothing can be excluded
+            guard interval > 0, interval.isFinite else {
+                throw UbiquityError(.invalidArgument, "--interval \(interval): expected a number of seconds > 0")
+            }
+            if watch { return watchChanges(url) }
+            let state = Self.state(of: url)
+            if json { return try DocumentCommandIO.printJSON(state) }
+            Self.printText(state)
+        }
+    }
+
+    /// Prints the state whenever it changes (JSON lines, or a line redrawn on a terminal).
+    func watchChanges(_ url: URL) {
+        let lines = json || isatty(STDOUT_FILENO) != 1
+        let color = ProcessInfo.processInfo.environment["NO_COLOR"].map { $0.isEmpty } ?? true
+        var previous: NSDictionary?
+        while true {
+            let state = Self.state(of: url)
+            let current = state as NSDictionary
+            if current != previous {
+                previous = current
+                if lines {
+                    if let data = try? JSONSerialization.data(withJSONObject: state, options: [.sortedKeys, .withoutEscapingSlashes]) {
+                        CLI.printLine(String(decoding: data, as: UTF8.self))
+                    }
+                } else {
+                    CLI.printRaw("\r\u{1B}[K" + StatusLine.line(state, color: color))
                 }
             }
-            let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0
-            let modified = DocumentCommandIO.timestamp(stamp?.modificationDate)
-            let sync = SyncJournal.status(ofItemAt: url.path, conflicts: conflicts)
-            if json {
-                try DocumentCommandIO.printJSON([
-                    "path": url.path,
-                    "exists": stamp != nil,
-                    "kind": kind ?? NSNull(),
-                    "target": target ?? NSNull(),
-                    "size": stamp.map { $0.size as Any } ?? NSNull(),
-                    "modified": modified ?? NSNull(),
-                    "excluded": excluded,
-                    "conflicts": conflicts,
-                    "sync": sync?.rawValue ?? NSNull(),
-                ])
-                return
-            }
-            print("path:      \(url.path)")
-            print("exists:    \(stamp != nil ? "yes" : "no")")
-            guard let stamp else { return }
-            print("kind:      \(kind ?? "-")\(target.map { " → " + $0 } ?? "")")
-            print("size:      \(stamp.size) bytes")
-            print("modified:  \(modified ?? "-")")
-            print("excluded:  \(excluded ? "yes" : "no")")
-            print("conflicts: \(conflicts)")
-            if let sync { print("sync:      \(sync.rawValue)") }
+            usleep(useconds_t(interval * 1_000_000))
         }
+    }
+
+    /// The item's state as the JSON object `--json` prints.
+    static func state(of url: URL) -> [String: Any] {
+        let own = FileStamp.of(url.path)
+        // A symbolic link is reported as one, with its target; size, date and the skip-backup
+        // state are the target's (exclude and include act on the target too).
+        let target = own?.isSymbolicLink == true ? try? CanonicalPath.canonicalize(url.path, resolveLast: true) : nil
+        let stamp = target.flatMap(FileStamp.of) ?? own
+        let kind = own.map { $0.isSymbolicLink ? "symlink" : $0.isDirectory ? "folder" : "file" }
+        var excluded = false
+        if stamp != nil {
+            excluded = (try? url.ubiquityIsExcludedFromBackup) ?? false  // no user attributes there: nothing can be excluded
+        }
+        let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0
+        let sync = stamp == nil ? nil : SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts)
+        var state: [String: Any] = [
+            "path": url.path,
+            "exists": stamp != nil,
+            "kind": kind ?? NSNull(),
+            "target": target ?? NSNull(),
+            "size": stamp.map { $0.size as Any } ?? NSNull(),
+            "modified": DocumentCommandIO.timestamp(stamp?.modificationDate) ?? NSNull(),
+            "excluded": excluded,
+            "conflicts": conflicts,
+            "sync": sync?.sync ?? NSNull(),
+        ]
+        if let sync {
+            state["downloadingStatus"] = StatusLine.name(sync.downloadingStatus)
+            state["isDownloading"] = sync.isDownloading
+            state["percentDownloaded"] = sync.percentDownloaded.map { $0.rounded() } ?? NSNull()
+            state["downloadRequested"] = sync.downloadRequested
+            state["isUploading"] = sync.isUploading
+            state["percentUploaded"] = sync.percentUploaded.map { $0.rounded() } ?? NSNull()
+            state["uploadError"] = sync.uploadError ?? NSNull()
+            state["downloadError"] = sync.downloadError ?? NSNull()
+        }
+        return state
+    }
+
+    static func printText(_ state: [String: Any]) {
+        print("path:      \(state["path"] as? String ?? "")")
+        guard state["exists"] as? Bool == true else { return print("exists:    no") }
+        print("exists:    yes")
+        print("kind:      \(state["kind"] as? String ?? "-")\((state["target"] as? String).map { " → " + $0 } ?? "")")
+        print("size:      \(state["size"] as? Int64 ?? 0) bytes")
+        print("modified:  \(state["modified"] as? String ?? "-")")
+        print("excluded:  \(state["excluded"] as? Bool == true ? "yes" : "no")")
+        print("conflicts: \(state["conflicts"] as? Int ?? 0)")
+        guard let sync = state["sync"] as? String else { return }
+        print("sync:      \(sync)\((state["percentUploaded"] as? Double).map { " (\(Int($0))%)" } ?? "")")
+        let downloading = state["downloadingStatus"] as? String ?? "current"
+        print("download:  \(downloading == "notDownloaded" ? "not downloaded (evicted)" : downloading)"
+              + ((state["percentDownloaded"] as? Double).map { ", downloading \(Int($0))%" } ?? ""))
+        if let error = state["uploadError"] as? String { print("upload error:   \(error)") }
+        if let error = state["downloadError"] as? String { print("download error: \(error)") }
+    }
+}
+
+/// The one-line, redrawn form of a state (`ubiq status --watch`, `ubiq download` on a terminal).
+enum StatusLine {
+    /// The short name of a downloading status (JSON and text).
+    static func name(_ status: UbiquitousDownloadingStatus) -> String {
+        switch status {
+        case .current: "current"
+        case .downloaded: "downloaded"
+        case .notDownloaded: "notDownloaded"
+        }
+    }
+
+    /// `name  [#####     ]  42%`.
+    static func progress(_ name: String, percent: Double, color: Bool = false) -> String {
+        let width = 20
+        let filled = max(0, min(width, Int(percent / 100 * Double(width))))
+        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+        let shown = color ? "\u{1B}[36m" + bar + "\u{1B}[0m" : bar
+        return "\(name)  [\(shown)] \(Int(percent))%"
+    }
+
+    /// The compact line of `state`.
+    static func line(_ state: [String: Any], color: Bool) -> String {
+        let name = ((state["path"] as? String ?? "") as NSString).lastPathComponent
+        guard state["exists"] as? Bool == true else { return "\(name)  missing" }
+        if let percent = state["percentDownloaded"] as? Double { return "↓ " + progress(name, percent: percent, color: color) }
+        if let percent = state["percentUploaded"] as? Double { return "↑ " + progress(name, percent: percent, color: color) }
+        var parts = [name, state["sync"] as? String ?? "not synced"]
+        if state["downloadingStatus"] as? String == "notDownloaded" { parts.append("not downloaded") }
+        if let error = (state["uploadError"] as? String) ?? (state["downloadError"] as? String) {
+            parts.append(color ? "\u{1B}[31merror: \(error)\u{1B}[0m" : "error: \(error)")
+        }
+        return parts.joined(separator: "  ")
     }
 }

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+import UbiquityIndex
+
+extension AccountSync {
+    /// Answers the control socket's sync requests with the running folder sync:
+    /// - `evict` PATH: evicts the file (a folder: its files); `done` lists what was evicted.
+    /// - `download` PATH: downloads the evicted files PATH names; `progress` lines (path,
+    ///   percent) come before `done` (with `wait: false`, `done` comes at once and the download
+    ///   goes on).
+    /// - `item` PATH: the item's sync state (`item`).
+    /// - Throws: `serviceUnavailable` when no folder is synced; the engine's errors.
+    public func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
+        guard let engine else { throw UbiquityError(.serviceUnavailable, "\(request.op): no folder is synced (not signed in?)") }
+        guard let path = request.path else { throw UbiquityError(.invalidArgument, "\(request.op): missing 'path'") }
+        var reply = ControlWire.Reply(event: "done")
+        switch request.op {
+        case "evict":
+            reply.paths = try await engine.evict(path)
+        case "download":
+            let targets = try await engine.downloadTargets(path)
+            guard request.wait ?? true else {
+                let logger = self.logger
+                Task {
+                    do { _ = try await engine.startDownloading(path) } catch {
+                        logger.warning("download on demand failed", metadata: ["ubiquity.path": "\(path)", "ubiquity.error": "\(error)"])
+                    }
+                }
+                reply.paths = targets
+                return reply
+            }
+            reply.paths = try await engine.startDownloading(path) { file, percent in
+                var line = ControlWire.Reply(event: "progress")
+                line.path = file
+                line.percent = percent
+                send(line)
+            }
+        case "item":
+            reply = ControlWire.Reply(event: "item")
+            reply.item = try await BlockingWork.run { try engine.itemState(path) }
+        default:
+            throw UbiquityError(.invalidArgument, "unknown sync request '\(request.op)'")
+        }
+        return reply
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Synchronization
+import Ubiquity
+import UbiquityCore
+import UbiquityIndex
+
+/// At most one progress report per item every `interval` (the first and the last always pass).
+final class ProgressThrottle: Sendable {
+    private let last = Mutex<[String: ContinuousClock.Instant]>([:])
+    let interval: Duration
+
+    init(interval: Duration = .milliseconds(250)) {
+        self.interval = interval
+    }
+
+    /// Whether a report of `fraction` for `path` goes out now.
+    func admits(_ path: String, fraction: Double) -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if fraction >= 1 {
+                last[path] = nil
+                return true
+            }
+            if let previous = last[path], now - previous < interval { return false }
+            last[path] = now
+            return true
+        }
+    }
+}
+
+extension SyncEngine {
+    /// The transfer state of `relative` as status and the index show it, published to the
+    /// transfer handler (the daemon's index).
+    nonisolated func publishTransfer(_ relative: String) {
+        guard let onTransfer else { return }
+        let absolute = folder + "/" + relative
+        onTransfer(absolute, journal.itemState(relativePath: relative, absolute: absolute, status: .uploaded))
+    }
+
+    /// Changes the journal's transfer state of `relative` and publishes it.
+    nonisolated func noteTransfer(_ relative: String, _ change: (inout SyncTransfer) -> Void) {
+        do { try journal.updateTransfer(path: relative, change) } catch {
+            logger.debug("transfer state not recorded", metadata: ["ubiquity.path": "\(relative)", "ubiquity.error": "\(error)"])
+        }
+        publishTransfer(relative)
+    }
+
+    /// The progress callback of a download of `relative`: percent downloaded, throttled (at
+    /// most 4 updates a second per item), in the journal and the index.
+    nonisolated func downloadProgress(for relative: String) -> @Sendable (AssetTransferProgress) -> Void {
+        let throttle = progressThrottle
+        return { [self] progress in
+            let fraction = progress.fractionCompleted
+            guard throttle.admits("down:" + relative, fraction: fraction) else { return }
+            let percent = min(100, max(0, fraction * 100))
+            noteTransfer(relative) { transfer in
+                transfer.isDownloading = true
+                transfer.percentDownloaded = percent
+            }
+            progressListeners.withLock { $0[relative] }?(percent)
+        }
+    }
+
+    /// The progress of an upload of `relative` (a fraction 0…1), throttled like downloads. The
+    /// batching upload calls it from its per-record progress.
+    nonisolated func noteUploadProgress(_ relative: String, fraction: Double) {
+        guard progressThrottle.admits("up:" + relative, fraction: fraction) else { return }
+        noteTransfer(relative) { transfer in
+            transfer.isUploading = fraction < 1
+            transfer.percentUploaded = fraction < 1 ? min(100, max(0, fraction * 100)) : nil
+        }
+    }
+
+    /// A download of `relative` failed: its error is kept until one succeeds.
+    nonisolated func noteDownloadFailed(_ relative: String, _ error: any Error) {
+        noteTransfer(relative) { transfer in
+            transfer.isDownloading = false
+            transfer.percentDownloaded = nil
+            transfer.downloadError = Self.message(error)
+        }
+    }
+
+    /// An upload of `relative` failed: its error is kept until one succeeds.
+    nonisolated func noteUploadFailed(_ relative: String, _ error: any Error) {
+        noteTransfer(relative) { transfer in
+            transfer.isUploading = false
+            transfer.percentUploaded = nil
+            transfer.uploadError = Self.message(error)
+        }
+    }
+
+    /// `item` was written here: it is no longer evicted (a placeholder's marker, copied with the
+    /// user attributes of what the download replaced, is removed) and its download is over.
+    func noteDownloaded(_ item: RemoteItem) throws {
+        if try journal.isEvicted(item.id) { try journal.setEvicted(item.id, false) }
+        if item.kind == .file { Placeholder.unmark(absolute(item.path)) }
+        noteTransfer(item.path) { transfer in
+            transfer.isDownloading = false
+            transfer.percentDownloaded = nil
+            transfer.downloadRequested = false
+            transfer.downloadError = nil
+        }
+    }
+
+    /// The upload of `relative` reached the server: its error is forgotten.
+    func noteUploaded(_ relative: String) {
+        guard let transfer = try? journal.transfer(path: relative), !transfer.isIdle else { return }
+        noteTransfer(relative) { transfer in
+            transfer.isUploading = false
+            transfer.percentUploaded = nil
+            transfer.uploadError = nil
+        }
+    }
+
+    static func message(_ error: any Error) -> String {
+        if let error = error as? UbiquityError { return error.message }
+        if let error = error as? CloudKitError { return "\(error)" }
+        return "\(error)"
+    }
+}

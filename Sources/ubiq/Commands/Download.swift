@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import Foundation
+import Ubiquity
+
+/// `ubiq download PATH`: brings an evicted file back (`docs/sync.md`).
+struct Download: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download an evicted file (or every evicted file in a folder) again.",
+        discussion: """
+            Asks `ubiq daemon` (its control socket) to fetch the current version of each evicted \
+            file and put it in place of its placeholder (a temporary file, checked against the \
+            content hash, renamed in under a coordinated write). Waits until done, showing progress \
+            on a terminal (JSON lines {"path":…,"percent":…} with --json); --no-wait returns once \
+            the download started. An item that is here already is left alone.
+
+            Examples:
+              ubiq download ~/Ubiquity/videos/holiday.mp4
+              ubiq download ~/Ubiquity/archive --no-wait
+            """
+    )
+
+    @Argument(help: "The file or folder (relative paths are taken from the current folder).")
+    var path: String
+
+    @Flag(name: .customLong("wait"), inversion: .prefixedNo, help: "Wait until the content is here.")
+    var wait = true
+
+    @Flag(help: "Print progress and the result as JSON lines.")
+    var json = false
+
+    func run() throws {
+        try DocumentCommandIO.run("download") {
+            let url = try DocumentCommandIO.absoluteURL(path)
+            let terminal = isatty(STDOUT_FILENO) == 1 && !json
+            let json = self.json
+            let paths = try UbiquitousItemControl.download(at: url, wait: wait) { path, percent in
+                if json {
+                    CLI.printLine(CLI.jsonObject([("path", path), ("percent", Int(percent.rounded(.down)))]))
+                } else if terminal {
+                    CLI.printRaw("\r\u{1B}[K" + StatusLine.progress((path as NSString).lastPathComponent, percent: percent))
+                }
+            }
+            if terminal { CLI.printRaw("\r\u{1B}[K") }
+            if json {
+                let data = try JSONSerialization.data(withJSONObject: ["done": wait, "paths": paths], options: [.sortedKeys, .withoutEscapingSlashes])
+                CLI.printLine(String(decoding: data, as: UTF8.self))
+                return
+            }
+            if paths.isEmpty { CLI.printLine("nothing to download in '\(url.path)'") }
+            for path in paths { CLI.printLine((wait ? "downloaded " : "downloading ") + path) }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import UbiquityCore
+@testable import UbiquitySync
+
+/// The least-recently-used policy and the budget's sizes (pure), and the placeholder on disk.
+@Suite struct EvictionPolicyTests {
+    @Test func sizesParse() throws {
+        #expect(try EvictionPolicy.parseSize("4096") == 4096)
+        #expect(try EvictionPolicy.parseSize("500M") == 500 << 20)
+        #expect(try EvictionPolicy.parseSize("10G") == 10 << 30)
+        #expect(try EvictionPolicy.parseSize("10g") == 10 << 30)
+        #expect(try EvictionPolicy.parseSize("1.5K") == 1536)
+        #expect(try EvictionPolicy.parseSize("2GiB") == 2 << 30)
+        #expect(try EvictionPolicy.parseSize("2GB") == 2 << 30)
+        #expect(try EvictionPolicy.parseSize("1T") == 1 << 40)
+        for bad in ["", "G", "ten", "-1M", "5X", "1e400"] {
+            #expect(throws: UbiquityError.self, "\(bad)") { try EvictionPolicy.parseSize(bad) }
+        }
+    }
+
+    @Test func leastRecentlyUsedFirstUntilWithinBudget() {
+        let files = [
+            EvictionPolicy.Candidate(id: "c", path: "c", size: 1000, lastUsed: 300),
+            EvictionPolicy.Candidate(id: "a", path: "a", size: 1000, lastUsed: 100),
+            EvictionPolicy.Candidate(id: "b", path: "b", size: 1000, lastUsed: 200),
+        ]
+        #expect(EvictionPolicy.order(files).map(\.id) == ["a", "b", "c"])
+        #expect(EvictionPolicy.victims(files, budget: 2500).map(\.id) == ["a"])
+        #expect(EvictionPolicy.victims(files, budget: 1000).map(\.id) == ["a", "b"])
+        #expect(EvictionPolicy.victims(files, budget: 3000).isEmpty)
+        #expect(EvictionPolicy.victims(files, budget: 0).map(\.id) == ["a", "b", "c"])
+        // used at the same moment: the larger goes first (fewer evictions)
+        let tie = [EvictionPolicy.Candidate(id: "small", path: "s", size: 10, lastUsed: 5),
+                   EvictionPolicy.Candidate(id: "large", path: "l", size: 5000, lastUsed: 5)]
+        #expect(EvictionPolicy.victims(tie, budget: 100).map(\.id) == ["large"])
+    }
+
+    @Test func placeholderHasTheSizeNoBlocksAndItsMarker() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-ph-" + UUID().uuidString.prefix(8))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("movie.bin").path
+        let marker = Placeholder(id: "ID", changeTag: "tag", hash: "abc", size: 5_000_000)
+        do {
+            try marker.write(at: path, mode: 0o640, modifiedMilliseconds: 1_600_000_000_123)
+        } catch let error as UbiquityError where error.code == .unsupported {
+            return  // no user extended attributes here: eviction is refused on such file systems
+        }
+        let stamp = try #require(FileStamp.of(path))
+        #expect(stamp.size == 5_000_000)
+        #expect(stamp.mode == 0o640)
+        #expect(stamp.modificationNanoseconds == 1_600_000_000_123_000_000)
+        #expect(Placeholder.isHollow(path))
+        #expect(Placeholder.read(path) == marker)
+        // a write into it gives it data of its own
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.write(contentsOf: Data("edit".utf8))
+        try handle.close()
+        #expect(!Placeholder.isHollow(path))
+        Placeholder.unmark(path)
+        #expect(Placeholder.read(path) == nil)
+    }
+}

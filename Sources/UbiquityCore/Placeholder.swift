@@ -33,13 +33,19 @@ public struct Placeholder: Codable, Sendable, Hashable {
         return try? JSONDecoder().decode(Placeholder.self, from: Data(bytes))
     }
 
-    /// Whether the file at `path` still holds no data of its own: no blocks allocated (a write
-    /// into a placeholder allocates some). On a file system without sparse files this is never
-    /// true, and only the journal's stat tells a placeholder from an edit.
+    /// Whether the file at `path` still holds no data of its own: `lseek(SEEK_DATA)` finds no
+    /// data in it (a write into a placeholder makes some). Block counts would not do: the marker
+    /// itself may take a block (ext4 keeps a large attribute outside the inode). On a file system
+    /// that cannot tell holes (it reports all data) this is never true, and only the journal's
+    /// stat tells a placeholder from an edit.
     public static func isHollow(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
         var st = stat()
-        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
-        return st.st_blocks == 0
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        let seekData: Int32 = 3  // SEEK_DATA (Linux)
+        return lseek(fd, 0, seekData) < 0 && errno == ENXIO
     }
 
     /// Makes the placeholder at `path` (a new file, or truncating an existing placeholder to

@@ -156,13 +156,17 @@ struct CLIDocumentCommandTests {
     func badUsage() throws {
         let device = Device()
         let file = device.file("a.txt", "a")
-        for arguments in [["exclude", ""], ["include", ""], ["status", ""], ["exclude"], ["status"],
+        // (`ubiq status` alone is the current folder's status: PATH is optional)
+        for arguments in [["exclude", ""], ["include", ""], ["status", ""], ["exclude"], ["evict"], ["download", ""],
                           ["exclude", file.path, "--bogus"], ["status", file.path, "--bogus"]] {
             let run = try device.run(arguments)
             #expect(run.status == 64, "\(run)")
             #expect(!run.stderr.isEmpty, "\(run)")
         }
         #expect(try attribute(file) == nil)
+        let here = try device.run(["status", "--json"], in: device.root)
+        let json = try? JSONSerialization.jsonObject(with: Data(here.stdout.utf8)) as? [String: Any]
+        #expect(here.status == 0 && json?["kind"] as? String == "folder", "\(here)")
     }
 
     @Test("a symbolic link: status names its target and reports the target's skip-backup state, as exclude acts on it")

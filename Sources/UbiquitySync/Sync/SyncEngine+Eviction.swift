@@ -228,6 +228,14 @@ extension SyncEngine {
         return false
     }
 
+    /// Before a remote change of an evicted item is judged: true when its placeholder was only
+    /// touched since the journal's stat (now journaled: judge again); a placeholder written into
+    /// is no longer evicted (false: judged as a local edit, so a conflict keeps it).
+    func placeholderWasTouched(_ entry: JournalEntry, _ local: LocalItem) throws -> Bool {
+        guard local.stat.differs(from: entry.stat), try journal.isEvicted(entry.id) else { return false }
+        return try keepsPlaceholder(entry, local)
+    }
+
     /// Whether the item now at `path` is the untouched placeholder of the evicted `entry` that
     /// moved there: its new path is sent, never its (absent) content.
     func isMovedPlaceholder(_ entry: JournalEntry, at path: String, evicted: Set<String>) -> Bool {

@@ -93,6 +93,7 @@ extension SyncEngine {
         let localAbsolute = absolute(localPath)
         let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
         if local?.excluded == true && entry == nil { return }  // kept back here: never replaced
+        if let journaled, let local, try placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         var localHash: String?
         if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
             localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute) }

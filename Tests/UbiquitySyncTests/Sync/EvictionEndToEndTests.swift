@@ -167,6 +167,36 @@ import UbiquityCore
         b.stop()
     }
 
+    @Test func aTouchedPlaceholderIsNotAnEditWhenTheServerChanged() async throws {
+        let cloud = try Cloud()
+        let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
+        try a.start()
+        try b.start()
+        try a.write("touched.txt", "first")
+        #expect(Self.eventually("B has it") { b.read("touched.txt") == "first" })
+        #expect(Self.eventually("A uploaded it") { Self.uploaded(a, "touched.txt") })
+        #expect(try a.device.run(["evict", a.url("touched.txt").path]).status == 0)
+        a.stop()
+        // while A's daemon is stopped: the placeholder is touched there, and edited on B
+        let path = a.url("touched.txt").path
+        var times = [timespec(tv_sec: 1_500_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        try b.write("touched.txt", "second, from B")
+        #expect(await SyncEndToEndTests.eventuallyAsync("the server has B's edit") {
+            try await cloud.items()["touched.txt"]?.hash == SyncEndToEndTests.sha("second, from B")
+        })
+        try a.start()
+        #expect(Self.eventually("A's placeholder follows B's version") {
+            Placeholder.read(path)?.hash == SyncEndToEndTests.sha("second, from B") && FileStamp.of(path)?.size == 14
+        })
+        #expect(Self.hollow(path))
+        #expect(FileVersion.unresolvedConflictVersionsOfItem(at: a.url("touched.txt"))?.isEmpty ?? true, "a touch is not an edit")
+        #expect(b.read("touched.txt") == "second, from B")
+        #expect(try await cloud.items()["touched.txt"]?.hash == SyncEndToEndTests.sha("second, from B"))
+        a.stop()
+        b.stop()
+    }
+
     @Test func budgetEvictsTheLeastRecentlyUsed() async throws {
         let cloud = try Cloud()
         let a = SyncDevice("alpha", cloud)

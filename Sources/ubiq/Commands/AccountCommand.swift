@@ -144,7 +144,18 @@ struct AccountCommand: AsyncParsableCommand {
     struct Logout: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Sign this device out: the device token is revoked and the account file removed.",
-            discussion: "Signed out locally even when the server cannot be reached (then it says so).")
+            discussion: """
+                Signed out locally even when the server cannot be reached (then it says so). JSON \
+                keys (--json): signedOut (false when no account was signed in), user, server, \
+                revoked (whether the server revoked the device token).
+
+                Examples:
+                  ubiq account logout
+                  ubiq account logout --json
+                """)
+
+        @Flag(help: "Print JSON.")
+        var json = false
 
         func run() async throws {
             let file = UbiquityAccountFile()
@@ -157,7 +168,7 @@ struct AccountCommand: AsyncParsableCommand {
                 throw AccountCommand.report(error, command: "logout")
             }
             guard let account else {
-                CLI.printLine("not signed in")
+                CLI.printLine(json ? CLI.jsonObject([("signedOut", false)]) : "not signed in")
                 return
             }
             var revoked = true
@@ -168,6 +179,10 @@ struct AccountCommand: AsyncParsableCommand {
                 try file.remove()
             } catch {
                 throw AccountCommand.report(error, command: "logout")
+            }
+            if json {
+                CLI.printLine(CLI.jsonObject([("signedOut", true), ("user", account.user), ("server", account.server), ("revoked", revoked)]))
+                return
             }
             CLI.printLine("signed out \(account.user) on \(account.server)"
                           + (revoked ? "" : " (the server could not be reached: its device token stays valid until it expires)"))

@@ -75,32 +75,35 @@ struct ContainerAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens.",
-                                                    discussion: "Example: ubiq admin --data srv container add iCloud.com.example.Notes",
+                                                    discussion: "Examples:\n  ubiq admin --data srv container add iCloud.com.example.Notes",
                                                     subcommands: [Add.self, List.self])
 
     /// `ubiq admin container add ID`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a container (or another API token for it); prints the API token (ckAPIToken).",
-            discussion: "Example: ubiq admin --data srv container add iCloud.com.example.Notes")
+            discussion: "Examples:\n  ubiq admin --data srv container add iCloud.com.example.Notes")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: ContainerAdmin
         @Argument(help: "The container identifier, e.g. iCloud.com.example.Notes.") var identifier: String
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "container add") { admin in
-                CLI.printLine(try await admin.addContainer(identifier))
+                let token = try await admin.addContainer(identifier)
+                CLI.printLine(json ? CLI.jsonObject([("container", identifier), ("apiToken", token)]) : token)
             }
         }
     }
 
     /// `ubiq admin container list`.
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List containers.", discussion: "Example: ubiq admin --data srv container list")
+        static let configuration = CommandConfiguration(abstract: "List containers.", discussion: "Examples:\n  ubiq admin --data srv container list")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: ContainerAdmin
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "container list") { admin in
-                for container in try await admin.containers() { CLI.printLine(container) }
+                for container in try await admin.containers() { CLI.printLine(json ? CLI.jsonObject([("container", container)]) : container) }
             }
         }
     }
@@ -111,19 +114,20 @@ struct UserAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(commandName: "user", abstract: "Add and change accounts, issue web-auth tokens.",
-                                                    discussion: "Example: ubiq admin --data srv user add mei --email mei@example.org",
+                                                    discussion: "Examples:\n  ubiq admin --data srv user add mei --email mei@example.org",
                                                     subcommands: [Add.self, SetUser.self, Token.self])
 
     /// `ubiq admin user add NAME`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create an account; prints a web-auth token (ckWebAuthToken) for it.",
-            discussion: "Example: printf '%s' \"$PW\" | ubiq admin --data srv user add mei --email mei@example.org --password-stdin")
+            discussion: "Examples:\n  printf '%s' \"$PW\" | ubiq admin --data srv user add mei --email mei@example.org --password-stdin")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: UserAdmin
         @Argument(help: "The account name (letters, digits, '.', '_', '-', '@').") var name: String
         @Option(help: "The account's e-mail address.") var email: String?
         @Flag(help: "Read a password from stdin (for the sign-in page), without a trailing newline.") var passwordStdin = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             var password: String?
             if passwordStdin {
@@ -136,7 +140,8 @@ struct UserAdmin: AsyncParsableCommand {
                 password = text
             }
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user add") { admin in
-                CLI.printLine(try await admin.addUser(name, email: email, password: password))
+                let token = try await admin.addUser(name, email: email, password: password)
+                CLI.printLine(json ? CLI.jsonObject([("user", name), ("webAuthToken", token)]) : token)
             }
         }
     }
@@ -151,7 +156,9 @@ struct UserAdmin: AsyncParsableCommand {
                 users/lookup/* only in the containers they are discoverable in (off by default; they \
                 may opt in themselves with users/discoverability). Prints, for each container named, \
                 the user's record name there and the setting.
-                Example: ubiq admin --data srv user set mei --given-name Mei --family-name Chen --discoverable iCloud.com.example.Notes
+
+                Examples:
+                  ubiq admin --data srv user set mei --given-name Mei --family-name Chen --discoverable iCloud.com.example.Notes
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: UserAdmin
@@ -165,6 +172,7 @@ struct UserAdmin: AsyncParsableCommand {
         @Option(help: "The e-mail address (others find the user by it when discoverable).") var email: String?
         @Option(help: "A container to make the user discoverable in (repeatable).") var discoverable: [String] = []
         @Option(help: "A container to make the user undiscoverable in (repeatable).") var undiscoverable: [String] = []
+        @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
             if let both = discoverable.first(where: { undiscoverable.contains($0) }) {
@@ -184,7 +192,12 @@ struct UserAdmin: AsyncParsableCommand {
                                                  namePrefix: namePrefix, nameSuffix: nameSuffix, email: email, discoverable: flags)
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user set") { admin in
                 for identity in try await admin.setUser(name, update) {
-                    CLI.printLine("\(identity.container) \(identity.userRecordName) \(identity.discoverable ? "discoverable" : "undiscoverable")")
+                    if json {
+                        CLI.printLine(CLI.jsonObject([("container", identity.container), ("userRecordName", identity.userRecordName),
+                                                      ("discoverable", identity.discoverable)]))
+                    } else {
+                        CLI.printLine("\(identity.container) \(identity.userRecordName) \(identity.discoverable ? "discoverable" : "undiscoverable")")
+                    }
                 }
             }
         }
@@ -205,9 +218,11 @@ struct UserAdmin: AsyncParsableCommand {
         @ParentCommand var group: UserAdmin
         @Argument(help: "The account name.") var name: String
         @Flag(help: "Issue a device token (for `ubiq account login --token`).") var device = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user token") { admin in
-                CLI.printLine(try await admin.issueToken(forUser: name, device: device))
+                let token = try await admin.issueToken(forUser: name, device: device)
+                CLI.printLine(json ? CLI.jsonObject([("user", name), ("kind", device ? "device" : "webAuth"), ("token", token)]) : token)
             }
         }
     }
@@ -218,7 +233,7 @@ struct KeyAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(commandName: "key", abstract: "Register server-to-server keys.",
-                                                    discussion: "Example: ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub",
+                                                    discussion: "Examples:\n  ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub",
                                                     subcommands: [Add.self])
 
     /// `ubiq admin key add`.
@@ -228,12 +243,15 @@ struct KeyAdmin: AsyncParsableCommand {
             discussion: """
                 Make a key with `openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem` and \
                 its public half with `openssl ec -in eckey.pem -pubout -out eckey.pub`.
-                Example: ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub
+
+                Examples:
+                  ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: KeyAdmin
         @Argument(help: "The container identifier.") var container: String
         @Option(help: "The public key: a PEM file, or the PEM text itself.") var publicKey: String
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let pem: String
             if publicKey.contains("-----BEGIN") {
@@ -246,7 +264,8 @@ struct KeyAdmin: AsyncParsableCommand {
                 pem = text
             }
             try await Admin.withAdmin(store, parent: group.admin.store, command: "key add") { admin in
-                CLI.printLine(try await admin.addKey(container: container, publicKeyPEM: pem))
+                let keyID = try await admin.addKey(container: container, publicKeyPEM: pem)
+                CLI.printLine(json ? CLI.jsonObject([("container", container), ("keyID", keyID)]) : keyID)
             }
         }
     }
@@ -262,11 +281,16 @@ struct GarbageCollectAdmin: AsyncParsableCommand {
             yet saved in a record survive (keep it at least 24, the receipts' lifetime). Safe while \
             servers run. `ubiq serve` does the same every 6 hours (--gc-interval).
 
-            Example: ubiq admin --data srv gc --older-than 48
+
+
+            Examples:
+
+              ubiq admin --data srv gc --older-than 48
             """)
     @OptionGroup var store: ServerStoreOptions
     @ParentCommand var admin: Admin
     @Option(help: "Keep unreferenced content younger than this many hours.") var olderThan: Double = 48
+    @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
         guard olderThan >= 0, olderThan.isFinite else { throw ValidationError("--older-than \(olderThan): expected a number of hours, 0 or more") }
@@ -277,6 +301,11 @@ struct GarbageCollectAdmin: AsyncParsableCommand {
             let assets = try await AssetService.open(recordStore: store, blobsDirectory: URL(fileURLWithPath: try options.blobsDirectory()), logger: logger)
             let engine = RecordsEngine(store: store, logger: logger, assets: assets)
             guard let report = try await engine.collectAssetGarbage(olderThan: Date().addingTimeInterval(-olderThan * 3600)) else { return }
+            if json {
+                CLI.printLine(CLI.jsonObject([("assetsDeleted", report.manifestsDeleted), ("chunksDeleted", report.chunksDeleted),
+                                              ("bytesFreed", Int(report.bytesFreed)), ("uploadsDeleted", report.sessionsDeleted)]))
+                return
+            }
             CLI.printLine("deleted \(report.manifestsDeleted) assets, \(report.chunksDeleted) chunks (\(report.bytesFreed) bytes), \(report.sessionsDeleted) stale uploads")
         }
     }

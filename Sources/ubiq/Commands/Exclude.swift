@@ -13,8 +13,11 @@ struct Exclude: ParsableCommand {
             Apple's isExcludedFromBackup does on macOS, under a coordinated metadata-only write. \
             `ubiq include` undoes it.
 
+            JSON keys (--json): path, excluded (true).
+
             Examples:
               ubiq exclude build/cache.db
+              ubiq exclude build/cache.db --json
               ubiq exclude ~/Ubiquity/scratch
             """
     )
@@ -22,11 +25,18 @@ struct Exclude: ParsableCommand {
     @Argument(help: "The file or folder (relative paths are taken from the current folder).")
     var path: String
 
+    @Flag(help: "Print JSON.")
+    var json = false
+
     func run() throws {
         try DocumentCommandIO.run("exclude") {
             let url = try DocumentCommandIO.absoluteURL(path)
             try Self.setExcluded(true, url)
-            print("'\(url.path)' is excluded from backup and sync")
+            if json {
+                CLI.printLine(CLI.jsonObject([("path", url.path), ("excluded", true)]))
+            } else {
+                print("'\(url.path)' is excluded from backup and sync")
+            }
         }
     }
 

@@ -61,7 +61,7 @@ struct HooksCommand: AsyncParsableCommand {
     struct Test: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run EVENT's hooks now with a sample event; exit 1 when one fails.",
-            discussion: "Example: ubiq hooks test conflict --path notes.txt")
+            discussion: "Examples:\n  ubiq hooks test conflict --path notes.txt")
         @OptionGroup var options: Options
         @Argument(help: "The event: \(HookEvent.allCases.map(\.rawValue).joined(separator: ", ")).") var event: String
         @Option(help: "The path the sample event names.") var path: String = "example.txt"

@@ -11,19 +11,29 @@ struct Include: ParsableCommand {
         discussion: """
             Removes the attribute `ubiq exclude` sets, under a coordinated metadata-only write. Including an item that is not excluded does nothing.
 
+            JSON keys (--json): path, excluded (false).
+
             Examples:
               ubiq include build/cache.db
+              ubiq include build/cache.db --json
             """
     )
 
     @Argument(help: "The file or folder (relative paths are taken from the current folder).")
     var path: String
 
+    @Flag(help: "Print JSON.")
+    var json = false
+
     func run() throws {
         try DocumentCommandIO.run("include") {
             let url = try DocumentCommandIO.absoluteURL(path)
             try Exclude.setExcluded(false, url)
-            print("'\(url.path)' is included in backup and sync")
+            if json {
+                CLI.printLine(CLI.jsonObject([("path", url.path), ("excluded", false)]))
+            } else {
+                print("'\(url.path)' is included in backup and sync")
+            }
         }
     }
 }

@@ -16,7 +16,9 @@ struct RoleAdmin: AsyncParsableCommand {
             user), _creator (a record's creator). A new record type lets _world read, _icloud \
             create and _creator read and write, as CloudKit. Roles and permissions are part of the \
             schema and deploy with it; members are per container.
-            Example: ubiq admin --data srv role set iCloud.com.example.Notes Note Moderator --read --write
+
+            Examples:
+              ubiq admin --data srv role set iCloud.com.example.Notes Note Moderator --read --write
             """,
         subcommands: [Add.self, Grant.self, Revoke.self, SetRole.self, Show.self])
 
@@ -24,12 +26,13 @@ struct RoleAdmin: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a named role to a schema (development unless --environment).",
-            discussion: "Example: ubiq admin --data srv role add iCloud.com.example.Notes Moderator")
+            discussion: "Examples:\n  ubiq admin --data srv role add iCloud.com.example.Notes Moderator")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: RoleAdmin
         @Argument(help: "The container identifier.") var container: String
         @Argument(help: "The role: letters, digits and '_', starting with a letter.") var role: String
         @Option(help: "development (default) or production.") var environment = "development"
+        @Flag(help: "Print JSON.") var json = false
 
         func validate() throws { _ = try adminEnvironment(environment) }
 
@@ -37,7 +40,7 @@ struct RoleAdmin: AsyncParsableCommand {
             let environment = try adminEnvironment(self.environment)
             try await Admin.withAdmin(store, parent: group.admin.store, command: "role add") { admin in
                 try await admin.addRole(container: container, role: role, environment: environment)
-                CLI.printLine("role \(role) in \(environment.rawValue)")
+                CLI.printLine(json ? CLI.jsonObject([("role", role), ("environment", environment.rawValue)]) : "role \(role) in \(environment.rawValue)")
             }
         }
     }
@@ -46,16 +49,18 @@ struct RoleAdmin: AsyncParsableCommand {
     struct Grant: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make a user a member of a named role; prints the user's record name.",
-            discussion: "Example: ubiq admin --data srv role grant iCloud.com.example.Notes Moderator mei")
+            discussion: "Examples:\n  ubiq admin --data srv role grant iCloud.com.example.Notes Moderator mei")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: RoleAdmin
         @Argument(help: "The container identifier.") var container: String
         @Argument(help: "The named role.") var role: String
         @Argument(help: "An account name, or a user record name (_ and 32 hex digits).") var user: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "role grant") { admin in
-                CLI.printLine(try await admin.setRoleMember(true, container: container, role: role, user: user))
+                let recordName = try await admin.setRoleMember(true, container: container, role: role, user: user)
+                CLI.printLine(json ? CLI.jsonObject([("role", role), ("userRecordName", recordName), ("member", true)]) : recordName)
             }
         }
     }
@@ -64,16 +69,18 @@ struct RoleAdmin: AsyncParsableCommand {
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a user from a named role; prints the user's record name.",
-            discussion: "Example: ubiq admin --data srv role revoke iCloud.com.example.Notes Moderator mei")
+            discussion: "Examples:\n  ubiq admin --data srv role revoke iCloud.com.example.Notes Moderator mei")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: RoleAdmin
         @Argument(help: "The container identifier.") var container: String
         @Argument(help: "The named role.") var role: String
         @Argument(help: "An account name, or a user record name (_ and 32 hex digits).") var user: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "role revoke") { admin in
-                CLI.printLine(try await admin.setRoleMember(false, container: container, role: role, user: user))
+                let recordName = try await admin.setRoleMember(false, container: container, role: role, user: user)
+                CLI.printLine(json ? CLI.jsonObject([("role", role), ("userRecordName", recordName), ("member", false)]) : recordName)
             }
         }
     }
@@ -85,7 +92,9 @@ struct RoleAdmin: AsyncParsableCommand {
             abstract: "Set what a role may do with a record type's records: --create, --read, --write (which includes read), or --none.",
             discussion: """
                 Replaces the role's permissions on the type. _world may only read.
-                Example: ubiq admin --data srv role set iCloud.com.example.Notes Note _world --none
+
+                Examples:
+                  ubiq admin --data srv role set iCloud.com.example.Notes Note _world --none
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: RoleAdmin
@@ -97,6 +106,7 @@ struct RoleAdmin: AsyncParsableCommand {
         @Flag(help: "May change and delete records (and read them).") var write = false
         @Flag(help: "May do nothing.") var none = false
         @Option(help: "development (default) or production.") var environment = "development"
+        @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
             _ = try adminEnvironment(environment)
@@ -114,7 +124,8 @@ struct RoleAdmin: AsyncParsableCommand {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "role set") { admin in
                 try await admin.setPermissions(granted, container: container, environment: environment, recordType: recordType, role: role)
                 let summary = try await admin.roles(container: container, environment: environment)
-                CLI.printLine("\(recordType): " + SchemaAdmin.permissionsText(summary.permissions[recordType] ?? [:]))
+                let text = SchemaAdmin.permissionsText(summary.permissions[recordType] ?? [:])
+                CLI.printLine(json ? CLI.jsonObject([("recordType", recordType), ("permissions", text)]) : "\(recordType): " + text)
             }
         }
     }
@@ -123,11 +134,12 @@ struct RoleAdmin: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the named roles with their members, and each record type's permissions.",
-            discussion: "Example: ubiq admin --data srv role show iCloud.com.example.Notes")
+            discussion: "Examples:\n  ubiq admin --data srv role show iCloud.com.example.Notes")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: RoleAdmin
         @Argument(help: "The container identifier.") var container: String
         @Option(help: "development (default) or production.") var environment = "development"
+        @Flag(help: "Print JSON.") var json = false
 
         func validate() throws { _ = try adminEnvironment(environment) }
 
@@ -135,6 +147,15 @@ struct RoleAdmin: AsyncParsableCommand {
             let environment = try adminEnvironment(self.environment)
             try await Admin.withAdmin(store, parent: group.admin.store, command: "role show") { admin in
                 let summary = try await admin.roles(container: container, environment: environment)
+                if json {
+                    var permissions: [String: String] = [:]
+                    for (type, value) in summary.permissions { permissions[type] = SchemaAdmin.permissionsText(value) }
+                    try DocumentCommandIO.printJSON([
+                        "container": container, "environment": environment.rawValue,
+                        "roles": summary.members, "permissions": permissions,
+                    ])
+                    return
+                }
                 var lines = ["\(container) \(environment.rawValue)"]
                 for role in summary.members.keys.sorted() {
                     let members = summary.members[role] ?? []

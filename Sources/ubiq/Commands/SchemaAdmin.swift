@@ -34,7 +34,9 @@ struct SchemaAdmin: AsyncParsableCommand {
             time (the first save of a type or field adds it, queryable and sortable, searchable for \
             strings); production is changed only by `schema deploy`, and refuses saves with \
             unknown types or fields. See docs/server.md, "Schema and environments".
-            Example: ubiq admin --data srv schema export iCloud.com.example.Notes > notes.ckdb
+
+            Examples:
+              ubiq admin --data srv schema export iCloud.com.example.Notes > notes.ckdb
             """,
         subcommands: [Show.self, Export.self, Import.self, Deploy.self, Reset.self, Index.self])
 
@@ -42,7 +44,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a schema: record types, fields, indexes and permissions (a table, or JSON).",
-            discussion: "Example: ubiq admin --data srv schema show iCloud.com.example.Notes --environment production --json")
+            discussion: "Examples:\n  ubiq admin --data srv schema show iCloud.com.example.Notes --environment production --json")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
         @Argument(help: "The container identifier.") var container: String
@@ -100,7 +102,9 @@ struct SchemaAdmin: AsyncParsableCommand {
             discussion: """
                 RECORD TYPE Note ( "title" STRING QUERYABLE SORTABLE SEARCHABLE, …, GRANT READ TO "_world" ); \
                 see docs/server.md for the grammar.
-                Example: ubiq admin --data srv schema export iCloud.com.example.Notes > notes.ckdb
+
+                Examples:
+                  ubiq admin --data srv schema export iCloud.com.example.Notes > notes.ckdb
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
@@ -124,12 +128,15 @@ struct SchemaAdmin: AsyncParsableCommand {
             discussion: """
                 Types and fields the file does not name are kept. A field whose type would change is \
                 refused (all refusals are listed and nothing changes). FILE '-' reads stdin.
-                Example: ubiq admin --data srv schema import iCloud.com.example.Notes notes.ckdb
+
+                Examples:
+                  ubiq admin --data srv schema import iCloud.com.example.Notes notes.ckdb
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
         @Argument(help: "The container identifier.") var container: String
         @Argument(help: "The schema file ('-' for stdin).") var file: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
             let text: String
@@ -144,6 +151,7 @@ struct SchemaAdmin: AsyncParsableCommand {
             }
             try await Admin.withAdmin(store, parent: group.admin.store, command: "schema import") { admin in
                 let schema = try await admin.importSchema(container: container, text: text)
+                if json { CLI.printLine(CLI.jsonObject([("environment", "development"), ("recordTypes", schema.recordTypes.count)])); return }
                 CLI.printLine("imported into development: \(schema.recordTypes.count) record type\(schema.recordTypes.count == 1 ? "" : "s")")
             }
         }
@@ -156,15 +164,25 @@ struct SchemaAdmin: AsyncParsableCommand {
             discussion: """
                 Refuses what production forbids — removing a record type or field, changing a field's \
                 type — listing every refusal and changing nothing.
-                Example: ubiq admin --data srv schema deploy iCloud.com.example.Notes
+
+                Examples:
+                  ubiq admin --data srv schema deploy iCloud.com.example.Notes
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
         @Argument(help: "The container identifier.") var container: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "schema deploy") { admin in
                 let deployment = try await admin.deploySchema(container: container)
+                if json {
+                    try DocumentCommandIO.printJSON([
+                        "environment": "production", "recordTypes": deployment.schema.recordTypes.count,
+                        "addedTypes": deployment.addedTypes.map { "\($0)" }, "addedFields": deployment.addedFields.map { "\($0)" },
+                    ])
+                    return
+                }
                 for type in deployment.addedTypes { CLI.printLine("added record type \(type)") }
                 for field in deployment.addedFields { CLI.printLine("added field \(field)") }
                 CLI.printLine("deployed to production: \(deployment.schema.recordTypes.count) record type\(deployment.schema.recordTypes.count == 1 ? "" : "s")")
@@ -179,15 +197,19 @@ struct SchemaAdmin: AsyncParsableCommand {
             discussion: """
                 As CloudKit Console's "Reset Development Environment": every development database, \
                 zone, record and subscription of the container is deleted. Production is untouched.
-                Example: ubiq admin --data srv schema reset iCloud.com.example.Notes
+
+                Examples:
+                  ubiq admin --data srv schema reset iCloud.com.example.Notes
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
         @Argument(help: "The container identifier.") var container: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "schema reset") { admin in
                 try await admin.resetDevelopment(container: container)
+                if json { CLI.printLine(CLI.jsonObject([("container", container), ("reset", true)])); return }
                 CLI.printLine("development of \(container) reset to production's schema; its data is deleted")
             }
         }
@@ -199,7 +221,9 @@ struct SchemaAdmin: AsyncParsableCommand {
             abstract: "Turn a field's indexes on or off: queryable (filters), sortable (sorts), searchable (token search).",
             discussion: """
                 Searchable is only for STRING and LIST<STRING> fields. Prints the field's indexes.
-                Example: ubiq admin --data srv schema index iCloud.com.example.Notes Note body --searchable off
+
+                Examples:
+                  ubiq admin --data srv schema index iCloud.com.example.Notes Note body --searchable off
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: SchemaAdmin
@@ -210,6 +234,7 @@ struct SchemaAdmin: AsyncParsableCommand {
         @Option(help: "on or off.") var sortable: String?
         @Option(help: "on or off (STRING and LIST<STRING> fields only).") var searchable: String?
         @Option(help: "development (default) or production.") var environment = "development"
+        @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
             _ = try adminEnvironment(environment)
@@ -225,6 +250,11 @@ struct SchemaAdmin: AsyncParsableCommand {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "schema index") { admin in
                 let result = try await admin.setIndexes(container: container, environment: environment, recordType: recordType, field: field,
                                                         queryable: flags.0, sortable: flags.1, searchable: flags.2)
+                if json {
+                    CLI.printLine(CLI.jsonObject([("recordType", recordType), ("field", result.name), ("type", "\(result.type)"),
+                                                  ("queryable", result.queryable), ("sortable", result.sortable), ("searchable", result.searchable)]))
+                    return
+                }
                 CLI.printLine("\(recordType).\(result.name) \(result.type) queryable \(result.queryable ? "on" : "off") sortable \(result.sortable ? "on" : "off") searchable \(result.searchable ? "on" : "off")")
             }
         }

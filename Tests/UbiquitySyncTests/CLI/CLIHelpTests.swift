@@ -7,7 +7,7 @@ import Testing
 struct CLIHelpTests {
     /// Every command path (space-separated), the top level as "".
     static let commands = [
-        "", "daemon", "present", "coordinate", "container", "container url", "container list",
+        "", "ls", "cat", "put", "get", "mv", "rm", "mkdir", "daemon", "present", "coordinate", "container", "container url", "container list",
         "versions", "resolve", "exclude", "include", "status", "evict", "download", "query", "index", "index status",
         "index scan", "index rescan",
         "records", "records save", "records fetch", "records delete", "records query", "records zones",
@@ -17,6 +17,8 @@ struct CLIHelpTests {
         "admin user token", "admin key", "admin key add",
         "admin schema", "admin schema show", "admin schema export", "admin schema import", "admin schema deploy", "admin schema reset",
         "admin schema index", "admin role", "admin role add", "admin role grant", "admin role revoke", "admin role set", "admin role show",
+        "admin user set", "admin gc", "account", "account login", "account logout", "account status", "hooks", "hooks list",
+        "hooks test", "doctor",
     ]
 
 
@@ -48,6 +50,7 @@ struct CLIHelpTests {
         #expect(!run.stdout.isEmpty, "\(run)")
         #expect(run.stdout.contains("USAGE: ubiq" + (command.isEmpty ? "" : " " + command)), "\(run)")
         #expect(Self.hasExample(run.stdout, command: command.split(separator: " ").first.map(String.init) ?? ""), "\(run)")
+        #expect(run.stdout.contains("Examples:"), "every command's help has an Examples: section: \(run)")
     }
 
     @Test("the example detector finds examples and ignores usage placeholders")

@@ -50,6 +50,11 @@ struct AccountCommand: AsyncParsableCommand {
             discussion: """
                 Without --password-stdin or --token, asks for the password on the terminal. \
                 Signing in as someone else signs the previous account out first.
+
+                Examples:
+                  ubiq account login --server http://127.0.0.1:8080 --user mei
+                  printf '%s\\n' "$PASSWORD" | ubiq account login --server https://u.example.org --user mei --password-stdin
+                  ubiq account login --server https://u.example.org --token "$(ubiq admin user token mei --device)" --json
                 """)
 
         @Option(help: "The server's URL (default $UBIQUITY_SERVER).")
@@ -192,7 +197,14 @@ struct AccountCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the signed-in account and whether the server accepts its token.",
-            discussion: "Exit codes: 0 signed in and accepted (or --offline); 1 not signed in; 77 token refused; 69 server unreachable.")
+            discussion: """
+                Exit codes: 0 signed in and accepted (or --offline); 1 not signed in; 77 token \
+                refused; 69 server unreachable.
+
+                Examples:
+                  ubiq account status
+                  ubiq account status --offline --json
+                """)
 
         @Flag(help: "Print JSON.")
         var json = false

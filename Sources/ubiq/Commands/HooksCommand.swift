@@ -35,7 +35,15 @@ struct HooksCommand: AsyncParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show each event's hooks, and files that will not run.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show each event's hooks, and files that will not run.",
+            discussion: """
+                JSON (--json): one {"event","hooks"} object per event.
+
+                Examples:
+                  ubiq hooks list
+                  ubiq hooks list --json
+                """)
         @OptionGroup var options: Options
         @Flag(help: "Print JSON lines.") var json = false
 

@@ -238,7 +238,7 @@ struct KeyValueRemove: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove", abstract: "Remove a key (nothing happens if it has no value).",
         discussion: """
-            Example:
+            Examples:
               ubiq kv remove theme
             """)
 
@@ -261,7 +261,7 @@ struct KeyValueList: ParsableCommand {
         discussion: """
             One `KEY = VALUE` line per key; with --json one {"key":…,"type":…,"value":…} object per line.
 
-            Example:
+            Examples:
               ubiq kv list --json
             """)
 
@@ -286,7 +286,7 @@ struct KeyValueWatch: AsyncParsableCommand {
             reason (serverChange, initialSyncChange, quotaViolationChange, accountChange) and the \
             keys; with --json {"reason":"serverChange","reasonCode":0,"keys":[…]}.
 
-            Example:
+            Examples:
               ubiq kv watch --json --container iCloud.com.example.Notes
             """)
 

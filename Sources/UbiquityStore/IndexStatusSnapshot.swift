@@ -31,8 +31,11 @@ public struct IndexStatusSnapshot: Sendable {
             defer { try? queue.close() }
             return try queue.read { db in
                 let range = MetadataIndex.subtreeRange(of: MetadataIndex.normalize(folder))
+                // The downloading status as a small number (compared in SQLite, not decoded as text).
                 var sql = """
-                    SELECT path, is_uploaded, is_uploading, percent_uploaded, downloading_status, is_downloading, \
+                    SELECT path, is_uploaded, is_uploading, percent_uploaded, \
+                    CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 2 \
+                    WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 1 ELSE 0 END, is_downloading, \
                     percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup FROM items \
                     WHERE path >= ? AND path < ?
                     """
@@ -42,12 +45,16 @@ public struct IndexStatusSnapshot: Sendable {
                     arguments += [range.lower]
                 }
                 var attributes: [String: UbiquitousAttributes] = [:]
+                // Sized once (a count on the path index is cheap; growing a 100,000-entry table is not).
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items WHERE path >= ? AND path < ?",
+                                             arguments: [range.lower, range.upper]) ?? 0
+                attributes.reserveCapacity(recursive ? count : min(count, 4096))
                 let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                 while let row = try rows.next() {
-                    let status: String = row[4]
+                    let status: Int = row[4]
                     attributes[row[0]] = UbiquitousAttributes(
                         isUploaded: row[1], isUploading: row[2], percentUploaded: row[3],
-                        downloadingStatus: UbiquitousDownloadingStatus(rawValue: status) ?? .current,
+                        downloadingStatus: status == 2 ? .notDownloaded : status == 1 ? .downloaded : .current,
                         isDownloading: row[5], percentDownloaded: row[6], hasUnresolvedConflicts: row[7],
                         isExcludedFromBackup: row[8])
                 }

@@ -162,7 +162,8 @@ struct Lister {
             }
             entries.append(ListItems.Entry(name: name, path: path, kind: kind))
         }
-        entries.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        // Byte-wise, as `LC_ALL=C ls` (strcmp on the strings' own UTF-8: no copies).
+        entries.sort { a, b in a.name.withCString { pa in b.name.withCString { pb in strcmp(pa, pb) < 0 } } }
         return entries
     }
 
@@ -188,7 +189,8 @@ struct Lister {
             return
         }
         let name = entry.kind == Self.folder ? entry.name + "/" : entry.name
-        var statusColumn = status.text.padding(toLength: 16, withPad: " ", startingAt: 0)
+        let text = status.text
+        var statusColumn = text + String(repeating: " ", count: max(0, 16 - text.utf8.count))
         if color, status.color != 0 { statusColumn = Terminal.paint(statusColumn, status.color, enabled: true) }
         if long {
             let stamp = FileStamp.of(entry.path)

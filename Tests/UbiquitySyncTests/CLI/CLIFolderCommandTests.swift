@@ -208,6 +208,44 @@ struct CLIFolderCommandTests {
         #expect(!text.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
     }
 
+    /// Runs `ubiq ARGUMENTS` on a pseudo-terminal (`script`), returning what it printed there.
+    func onTerminal(_ device: Device, _ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> String {
+        let quoted = ([Binaries.ubiq.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", quoted.joined(separator: " "), "/dev/null"]
+        var environment = device.environment
+        environment.removeValue(forKey: "NO_COLOR")
+        environment["TERM"] = "xterm"
+        environment.merge(extraEnvironment) { $1 }
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("ls colours its status column on a terminal only, and never with NO_COLOR", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func colourOnTerminalOnly() throws {
+        let (device, folder) = try device()
+        try write(folder.appendingPathComponent("both.txt"), "x")
+        let database = device.root.appendingPathComponent("index.sqlite").path
+        #expect(try device.run(["index", "scan", folder.path, "--database", database]).status == 0)
+        _ = try MetadataIndex(path: database, logger: Logger(label: "test"))
+            .updateUbiquitousAttributes(path: folder.path + "/both.txt", UbiquitousAttributes(isUploaded: true, hasUnresolvedConflicts: true))
+
+        let coloured = try onTerminal(device, ["ls", "--index", database])
+        #expect(coloured.contains("\u{1B}[31mconflict"), "\(coloured)")
+        let plain = try onTerminal(device, ["ls", "--index", database], extraEnvironment: ["NO_COLOR": "1"])
+        #expect(plain.contains("conflict") && !plain.contains("\u{1B}["), "\(plain)")
+        let dumb = try onTerminal(device, ["ls", "--index", database], extraEnvironment: ["TERM": "dumb"])
+        #expect(dumb.contains("conflict") && !dumb.contains("\u{1B}["), "\(dumb)")
+    }
+
     /// The events (without ids) `ubiq present` printed after its ready line.
     func events(_ present: Subprocess) -> [String] {
         present.output.compactMap { line -> String? in

@@ -59,6 +59,7 @@ struct Get: ParsableCommand {
             if FileStamp.of(target)?.isDirectory == true {
                 throw UbiquityError(.invalidArgument, "DEST '\(target)' is a folder; it cannot be replaced by a file")
             }
+            try FileTransfer.requireParent(of: target, argument: "DEST")
             let written: (stamp: FileStamp, bytes: Int64)
             if CanonicalPath.isSameOrDescendant(target, of: root) {
                 // A copy within the folder: its presenters hear of the new file too.

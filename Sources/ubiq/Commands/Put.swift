@@ -55,6 +55,7 @@ struct Put: ParsableCommand {
             if FileStamp.of(target)?.isDirectory == true {
                 throw UbiquityError(.invalidArgument, "DEST '\(target)' is a folder; it cannot be replaced by a file")
             }
+            try FileTransfer.requireParent(of: target, argument: "DEST")
             let url = URL(fileURLWithPath: target)
             // A read and a write of DEST: presenters save first (the read), then relinquish to the
             // writer and hear of the change (the write).

@@ -62,6 +62,14 @@ enum FileTransfer {
         return (stamp, bytes)
     }
 
+    /// Fails unless the folder that will hold `path` exists, naming `argument` (e.g. DEST).
+    static func requireParent(of path: String, argument: String) throws {
+        let parent = CanonicalPath.parentPath(of: path)
+        guard FileStamp.of(parent)?.isDirectory == true else {
+            throw UbiquityError(.notFound, "\(argument)'s folder '\(parent)' does not exist; create it first (ubiq mkdir -p, or mkdir -p)")
+        }
+    }
+
     /// `destination`, or `destination/NAME` when it is an existing folder (as `cp` and `mv` do).
     static func target(_ destination: String, name: String?, argument: String) throws -> String {
         guard let stamp = FileStamp.of(destination), stamp.isDirectory || (stamp.isSymbolicLink && FileStamp.of(destination + "/.") != nil) else {

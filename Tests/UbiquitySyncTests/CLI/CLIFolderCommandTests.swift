@@ -156,6 +156,9 @@ struct CLIFolderCommandTests {
         #expect(putOnFolder.stderr.contains("is a folder"), "\(putOnFolder)")
         #expect(device.contents(folder.appendingPathComponent("keep/a.txt")) == "a")
 
+        let noParent = try device.run(["put", source.path, "missing/dir/x.txt"])
+        #expect(noParent.status == 1 && noParent.stderr.contains("DEST's folder") && noParent.stderr.contains("mkdir -p"), "\(noParent)")
+
         let missingSource = try device.run(["put", device.root.appendingPathComponent("nothing").path, "x.txt"])
         #expect(missingSource.status == 1 && missingSource.stderr.contains("SRC"), "\(missingSource)")
         #expect(FileStamp.of(folder.path + "/x.txt") == nil)

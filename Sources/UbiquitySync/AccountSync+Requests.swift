@@ -10,8 +10,15 @@ extension AccountSync {
     ///   percent) come before `done` (with `wait: false`, `done` comes at once and the download
     ///   goes on).
     /// - `item` PATH: the item's sync state (`item`).
+    /// - `confirm-deletes`: sends the deletes the mass-delete guard paused (``confirmDeletes()``);
+    ///   `done` says what happened in `message`.
     /// - Throws: `serviceUnavailable` when no folder is synced; the engine's errors.
     public func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
+        if request.op == "confirm-deletes" {
+            var reply = ControlWire.Reply(event: "done")
+            reply.message = try await confirmDeletes()
+            return reply
+        }
         guard let engine else { throw UbiquityError(.serviceUnavailable, "\(request.op): no folder is synced (not signed in?)") }
         guard let path = request.path else { throw UbiquityError(.invalidArgument, "\(request.op): missing 'path'") }
         var reply = ControlWire.Reply(event: "done")

@@ -50,6 +50,11 @@ public actor AccountSync {
         public var explicit: ExplicitCredentials?
         /// The most downloaded content kept before least recently used files are evicted (bytes).
         public var evictionBudget: Int64?
+        /// The share of the synced items one pass may delete without confirmation (see
+        /// ``SyncEngine/massDeleteShare``).
+        public var massDeleteShare: Double = 0.5
+        /// The number of deletes a pass may always send (``SyncEngine/massDeleteMinimum``).
+        public var massDeleteMinimum: Int = 50
 
         /// A configuration.
         public init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
@@ -88,6 +93,15 @@ public actor AccountSync {
 
     /// The running folder sync, if any.
     public var currentEngine: SyncEngine? { engine }
+
+    /// Confirms the local deletes the folder's engine paused (``SyncEngine/confirmDeletes()``)
+    /// and says what happened, for `ubiq sync confirm-deletes`.
+    public func confirmDeletes() async throws -> String {
+        guard let engine else { throw UbiquityError(.unsupported, "nothing is synced: sign in with `ubiq account login`") }
+        guard let paused = try await engine.pausedDeletes() else { return "no deletes wait for a confirmation in \(engine.folder)" }
+        try await engine.confirmDeletes()
+        return "confirmed: \(paused.count) of \(paused.total) items are deleted from the server (\(engine.folder))"
+    }
 
     /// The server synced with and for whom, for the daemon's log line.
     public var serverDescription: String { serverText }
@@ -151,7 +165,8 @@ public actor AccountSync {
         }
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
-                                    pollInterval: configuration.pollInterval, logger: logger,
+                                    pollInterval: configuration.pollInterval, massDeleteShare: configuration.massDeleteShare,
+                                    massDeleteMinimum: configuration.massDeleteMinimum, logger: logger,
                                     onStatus: onStatus, onEvent: onEvent, onTransfer: onTransfer,
                                     evictionBudget: configuration.evictionBudget)
         var syncs: [KeyValueSync] = []

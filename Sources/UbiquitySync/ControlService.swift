@@ -51,6 +51,7 @@ public final class ControlService: Sendable {
         server.stop()
     }
 
+
     /// The status report of the host's index.
     public func statusReport() throws -> IndexStatusReport {
         try host.statusReport(database: databasePath)
@@ -94,11 +95,11 @@ public final class ControlService: Sendable {
             }
             done.wait()
             send(result.withLock { $0 }, on: socket)
-        case "evict", "download", "item":
+        case "evict", "download", "item", "confirm-deletes":
             serveSync(request, on: socket)
         default:
             send(ControlWire.Reply(error: UbiquityError(.invalidArgument,
-                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download or item")), on: socket)
+                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download, item or confirm-deletes")), on: socket)
         }
     }
 

@@ -14,6 +14,8 @@ public enum HookEvent: String, CaseIterable, Sendable, CustomStringConvertible {
     case uploadFailed = "upload-failed"
     /// The server refused a change because the account is over its quota.
     case quota
+    /// Many items were deleted here at once: the deletes wait for `ubiq sync confirm-deletes`.
+    case massDeletePaused = "mass-delete-paused"
     /// The signed-in account changed (signed in, out, or switched).
     case accountChanged = "account-changed"
 

@@ -40,7 +40,45 @@ enum SyncFiles {
     /// and the contents of excluded folders are left out; excluded items are reported as such.
     static func scan(root: String, rules: IgnoreRules) -> [String: LocalItem] {
         var items: [String: LocalItem] = [:]
-        var folders: [String] = [""]
+        scan(root: root, from: [""], rules: rules, into: &items)
+        return items
+    }
+
+    /// The items a narrowed pass looks at: each path of `scope` (nothing when it is gone, its
+    /// parent folders ignored or kept back), the whole subtree of its subtrees and of new
+    /// folders (not `journaled`).
+    static func scan(root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
+                     journaled: (String) -> Bool) -> [String: LocalItem] {
+        var items: [String: LocalItem] = [:]
+        var folders: [String] = []
+        for path in scope.paths.union(scope.subtrees).sorted() where isValid(relativePath: path) {
+            // every parent must be a folder the full scan would descend into
+            var parent = ""
+            var reachable = true
+            for component in path.split(separator: "/").dropLast() {
+                parent = parent.isEmpty ? String(component) : parent + "/" + component
+                if excluded.contains(parent) || isIgnored(name: String(component), relativePath: parent, isDirectory: true, rules: rules) {
+                    reachable = false
+                    break
+                }
+            }
+            guard reachable else { continue }
+            let name = (path as NSString).lastPathComponent
+            let full = root + "/" + path
+            if isOwnTemporary(name) { continue }
+            guard let stamp = FileStamp.of(full) else { continue }
+            if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
+            let item = localItem(path: path, absolute: full, stamp: stamp)
+            items[path] = item
+            if item.stat.kind == .folder && !item.excluded && (scope.subtrees.contains(path) || !journaled(path)) { folders.append(path) }
+        }
+        scan(root: root, from: folders, rules: rules, into: &items)
+        return items
+    }
+
+    /// Adds every item under the folders `start` (relative; "" is the root) to `items`.
+    private static func scan(root: String, from start: [String], rules: IgnoreRules, into items: inout [String: LocalItem]) {
+        var folders = start
         while let relative = folders.popLast() {
             let absolute = relative.isEmpty ? root : root + "/" + relative
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
@@ -58,7 +96,6 @@ enum SyncFiles {
                 if item.stat.kind == .folder && !item.excluded { folders.append(path) }
             }
         }
-        return items
     }
 
     /// The local item at `absolute`, or nil when nothing is there.
@@ -98,6 +135,25 @@ enum SyncFiles {
         return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), before, after)
     }
 
+    /// Reads the file at `source` into memory while hashing it, when it has at most `limit`
+    /// bytes (nil otherwise: it is staged as a file); returns the content, its hash and the
+    /// source's stat before and after (they differ when the file changed during the read).
+    static func readSmall(_ source: String, limit: Int64) throws -> (data: Data, hash: String, before: FileStamp, after: FileStamp)? {
+        let input = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard input >= 0 else { throw UbiquityError.posix("open", path: source) }
+        defer { close(input) }
+        guard let before = FileStamp.of(descriptor: input) else { throw UbiquityError.posix("fstat", path: source) }
+        guard before.size <= limit else { return nil }
+        var data = Data()
+        data.reserveCapacity(Int(before.size))
+        try readAll(input, path: source) { chunk in
+            data.append(contentsOf: chunk)
+            if data.count > limit { throw UbiquityError(.io, "'\(source)' grew while it was read") }
+        }
+        guard let after = FileStamp.of(source) else { throw UbiquityError(.notFound, "'\(source)' vanished while it was read") }
+        return (data, hash(data), before, after)
+    }
+
     /// Reads `input` to its end in 1 MiB pieces, giving each to `body`.
     private static func readAll(_ input: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         let size = 1 << 20
@@ -133,6 +189,14 @@ enum SyncFiles {
     /// A temporary name in the folder of `absolute` that the watcher and the scan ignore.
     static func temporaryPath(near absolute: String) -> String {
         (absolute as NSString).deletingLastPathComponent + "/" + temporaryPrefix + UUID().uuidString.prefix(8)
+    }
+
+    /// Writes `data` to a new file at `path` (mode 0600; fsynced when installed).
+    static func writeNew(_ path: String, _ data: Data) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw UbiquityError.posix("open", path: path) }
+        defer { close(fd) }
+        try data.withUnsafeBytes { try SafeSave.writeAll(fd, $0, path: path) }
     }
 
     /// Creates the folders leading to `absolute`.

@@ -19,10 +19,33 @@ extension SyncEngine {
     /// or by content for a delete and create pair) as path updates, edits as uploads, new items as
     /// records, deletes as record deletes; skip-backup items are never sent, and one marked after
     /// it was uploaded has its record deleted (the file stays).
+    ///
+    /// A pass started by the watcher looks only at the paths it named (and the subtrees of
+    /// removed, moved and new folders), plus the queued ones; otherwise it scans the folder.
     func pushLocal() async throws {
         let root = folder, rules = self.rules
-        let items = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
-        let entries = try journal.entries()
+        var scope = self.scope.withLock { $0.take() }
+        // without a watcher, and while deletes are paused (they are counted again), every pass is whole
+        let paused = try journal.value(Self.massDeletePausedKey) != nil
+        if !watching.load(ordering: .relaxed) || paused { scope.full = true }
+        // paths queued for (at least) a metadata upload: a name the server does not have yet
+        let queued = Set(try journal.pending())
+        scope.paths.formUnion(queued)
+        if scope.isEmpty { return }
+        let previouslyExcluded = try journal.excluded()
+        var entries = try journal.entries()
+        let synced = entries.count
+        let items: [String: LocalItem]
+        if scope.full {
+            items = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
+        } else {
+            let journaled = Set(entries.map(\.path))
+            let scope = scope
+            items = try await BlockingWork.run {
+                SyncFiles.scan(root: root, rules: rules, scope: scope, excluded: previouslyExcluded, journaled: { journaled.contains($0) })
+            }
+            entries = entries.filter { scope.contains($0.path) }
+        }
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         var uploads: [Upload] = []
@@ -30,9 +53,6 @@ extension SyncEngine {
         var excludedNow: [(String, JournalEntry?)] = []
         var missing: [JournalEntry] = []
         var created: [LocalItem] = []
-        let previouslyExcluded = try journal.excluded()
-        // paths queued for (at least) a metadata upload: a name the server does not have yet
-        let queued = Set(try journal.pending())
         let evicted = try journal.evicted()  // eviction: SyncEngine+Eviction.swift
 
         for entry in entries {
@@ -77,7 +97,7 @@ extension SyncEngine {
             }
             created.append(local)
         }
-        for path in previouslyExcluded where items[path].map({ !$0.excluded }) ?? true { unexclude.append(path) }
+        for path in previouslyExcluded where scope.contains(path) && items[path].map({ !$0.excluded }) ?? true { unexclude.append(path) }
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
         var createdHashes: [String: String] = [:]
@@ -98,13 +118,14 @@ extension SyncEngine {
                 : local.stat.kind == .file && (hash.map { $0 != entry.contentHash } ?? false)
             uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: content || entry.changeTag == nil, hash: hash))
         }
+        var fresh: [JournalEntry] = []
         for local in created where !movedPaths.contains(local.path) {
             let id = UUID().uuidString
-            // journaled before the upload, so a restart reuses the ID instead of making a second record
-            try journal.put(JournalEntry(id: id, path: local.path, stat: local.stat, contentHash: "", target: local.target, changeTag: nil))
-            try journal.enqueue([local.path])
+            fresh.append(JournalEntry(id: id, path: local.path, stat: local.stat, contentHash: "", target: local.target, changeTag: nil))
             uploads.append(Upload(id: id, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
+        // journaled before the upload, so a restart reuses the ID instead of making a second record
+        try journal.putAll(fresh, enqueue: true)
         for path in unexclude { try journal.setExcluded(path, false) }
 
         if !uploads.isEmpty || !missing.isEmpty {
@@ -115,32 +136,13 @@ extension SyncEngine {
             ])
         }
         uploads.sort { (Self.depth($0.path), $0.path) < (Self.depth($1.path), $1.path) }
-        var failedUploads = 0
-        for upload in uploads {
-            try Task.checkCancellation()
-            if let refused = refusedUploads[upload.path], refused == upload.local.stat { continue }
-            do {
-                try await send(upload)
-                refusedUploads[upload.path] = nil
-            } catch is CancellationError { throw CancellationError() } catch {
-                let code = (error as? CloudKitError)?.code
-                onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
-                noteUploadFailed(upload.path, error)  // status (SyncEngine+Progress.swift)
-                if code == .limitExceeded || code == .quotaExceeded {
-                    // Refused for good: retried once the item changes, not at every pass.
-                    refusedUploads[upload.path] = upload.local.stat
-                    logger.error("the server refused the upload; it is tried again when the item changes",
-                                 metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
-                } else {
-                    failedUploads += 1
-                    logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
-                }
-            }
-        }
+        uploads.removeAll { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+        var failed = try await sendAll(uploads)
 
         let deletes = missing.filter { moves[$0.id] == nil }.sorted { Self.depth($0.path) > Self.depth($1.path) }
-        for entry in deletes {
-            try await deleteRemote(entry)
+        if try deletesAllowed(deletes.count, total: synced) {
+            failed += try await deleteAll(deletes)
+            if !deletes.isEmpty { try clearMassDeleteConfirmation() }
         }
         for (path, entry) in excludedNow {
             if let entry { try await deleteRemote(entry) }
@@ -149,7 +151,7 @@ extension SyncEngine {
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
         // the pass counts as failed, so retries back off instead of spinning
-        if failedUploads > 0 { throw UbiquityError(.io, "\(failedUploads) upload(s) failed; they are retried") }
+        if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }
     }
 
     func hashOf(_ local: LocalItem) async throws -> String {
@@ -158,8 +160,9 @@ extension SyncEngine {
     }
 
     func wakeLater() {
-        Task { [wakeContinuation] in
+        Task { [self, wakeContinuation] in
             try? await Task.sleep(for: .seconds(1))
+            remoteDirty.store(true, ordering: .relaxed)
             wakeContinuation.yield()
         }
     }
@@ -172,80 +175,5 @@ extension SyncEngine {
             } catch let error as CloudKitError where error.code == .unknownItem {}
         }
         try journal.remove(id: entry.id)
-    }
-
-    /// Sends one item: content read under a coordinated read into a staging copy (hashed on the
-    /// way), uploaded as an asset (only missing chunks travel), the record saved with the change
-    /// tag it was based on. A file that changed while it was read is left for the next pass.
-    func send(_ upload: Upload) async throws {
-        let target = absolute(upload.path)
-        report(upload.path, .uploading)
-        var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
-        var stat = upload.local.stat
-        var hash = upload.previous?.contentHash ?? ""
-        var staged: String?
-        defer { if let staged { unlink(staged) } }
-        switch stat.kind {
-        case .file where upload.content:
-            let copy = stagingDirectory + "/" + UUID().uuidString
-            staged = copy
-            let result = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
-                try await BlockingWork.run { try SyncFiles.stage(url.path, to: copy) }
-            }
-            guard !result.before.contentDiffers(from: result.after) else {
-                logger.debug("changed while read: queued again", metadata: ["ubiquity.path": "\(upload.path)"])
-                try journal.enqueue([upload.path])
-                wakeLater()
-                return
-            }
-            stat = SyncStat(result.before)
-            hash = result.hash
-            if stat.size > 0 {
-                record[SyncRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: copy)))
-            } else if upload.previous?.changeTag != nil {
-                record[SyncRecord.Field.content] = nil  // emptied: clear the old content
-            }
-        case .file:
-            break
-        case .symlink:
-            hash = SyncFiles.hash(Data((upload.local.target ?? "").utf8))
-        case .folder:
-            hash = ""
-        }
-        record[SyncRecord.Field.path] = .string(upload.path)
-        record[SyncRecord.Field.kind] = .string(stat.kind.rawValue)
-        record[SyncRecord.Field.size] = .int64(stat.size)
-        record[SyncRecord.Field.modified] = .int64(stat.modifiedNanoseconds / 1_000_000)
-        record[SyncRecord.Field.contentHash] = .string(hash)
-        record[SyncRecord.Field.mode] = .int64(Int64(stat.mode))
-        if let target = upload.local.target { record[SyncRecord.Field.target] = .string(target) }
-        do {
-            let saved = try await database.save(record)
-            try journal.put(JournalEntry(id: upload.id, path: upload.path, stat: stat, contentHash: hash, target: upload.local.target,
-                                         changeTag: saved.recordChangeTag))
-            report(upload.path, .uploaded)
-            onEvent?(.didUpload(path: upload.path))
-            logger.debug("uploaded", metadata: ["ubiquity.path": "\(upload.path)"])
-        } catch let error as CloudKitError where error.code == .serverRecordChanged {
-            var serverRecord = error.serverRecord
-            if serverRecord == nil { serverRecord = try await database.record(for: record.recordID) }
-            guard let serverRecord, let server = SyncRecord.item(from: serverRecord) else { throw error }
-            switch SyncDecision.refusedSave(localKind: stat.kind, localHash: hash, server: server) {
-            case .adopt:
-                try journal.put(JournalEntry(id: upload.id, path: server.path, stat: stat, contentHash: hash, target: upload.local.target,
-                                             changeTag: server.changeTag))
-                report(upload.path, .uploaded)
-                if server.path != upload.path { wakeLater() }
-            default:
-                // fetch the record with its download URL, then keep both versions
-                let fresh = try await database.record(for: serverRecord.recordID)
-                guard let freshItem = SyncRecord.item(from: fresh) else { throw error }
-                try await keepConflict(freshItem, fresh, localPath: upload.path, local: upload.local)
-            }
-        } catch let error as CloudKitError where error.code == .unknownItem {
-            // the record was deleted elsewhere while this edit waited: the edit wins, as a new record
-            try journal.remove(id: upload.id)
-            wakeLater()
-        }
     }
 }

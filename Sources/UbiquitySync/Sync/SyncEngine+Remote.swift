@@ -59,6 +59,8 @@ extension SyncEngine {
         // the records changing in this batch: one of them is never a duplicate of another (a path
         // freed by a delete or a rename and taken by a new record)
         let changing = Set(records.keys).union(deleted)
+        try await prefetch(items)
+        defer { dropPrefetched() }
         for (item, record) in items {
             try Task.checkCancellation()
             do { try await applyRemote(item, record, changing: changing) } catch {
@@ -229,7 +231,16 @@ extension SyncEngine {
             try await replace(url, with: temporary, expected: expected, item: item, mode: false)
         case .file:
             let temporary = SyncFiles.temporaryPath(near: target)
-            if let asset = record[SyncRecord.Field.content]?.assetValue {
+            if let data = record[SyncRecord.Field.inline]?.dataValue {
+                do {
+                    try await BlockingWork.run { try SyncFiles.writeNew(temporary, data) }
+                } catch {
+                    unlink(temporary)
+                    throw error
+                }
+            } else if takePrefetched(item, to: temporary) {
+                // fetched ahead (the hash is checked below)
+            } else if let asset = record[SyncRecord.Field.content]?.assetValue {
                 do {
                     try await asset.download(to: URL(fileURLWithPath: temporary), progress: downloadProgress(for: item.path))
                 } catch {
@@ -241,7 +252,7 @@ extension SyncEngine {
                 guard fd >= 0 else { throw UbiquityError.posix("open", path: temporary) }
                 close(fd)
             }
-            let hash = try await BlockingWork.run { try SyncFiles.hashFile(temporary) }
+            let hash = try await BlockingWork.run { try SyncFiles.hashFile(temporary) }  // the file as written
             guard hash == item.contentHash || item.contentHash.isEmpty else {
                 unlink(temporary)
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")

@@ -47,12 +47,29 @@ public actor SyncEngine {
     nonisolated let wakeContinuation: AsyncStream<Void>.Continuation
     nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
     nonisolated let passes = Atomic<Int>(0)
+    /// What the next pass's local part looks at (the watcher's paths, or everything).
+    nonisolated let scope = Mutex<LocalScope>(LocalScope())
+    /// Whether the next pass fetches the zone's changes: set by push, the poll, start, failures
+    /// and follow-ups; a pass started by the watcher alone only sends (a stale base is caught by
+    /// the server's change tags, and the next push fetches).
+    nonisolated let remoteDirty = Atomic<Bool>(true)
+    /// Whether the watcher runs: without it every pass scans the whole folder.
+    nonisolated let watching = Atomic<Bool>(false)
     var subscribed = false
     /// Items this engine kept conflict versions of, until they are resolved (for the index).
     var conflicted = Set<String>()
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]
+    /// The share of the synced items that one pass may delete without confirmation (with more
+    /// than ``massDeleteMinimum`` items); more pauses the deletes (``confirmDeletes()``).
+    public nonisolated let massDeleteShare: Double
+    /// The number of deletes a pass always may send, whatever their share.
+    public nonisolated let massDeleteMinimum: Int
+    /// Asset contents fetched ahead of applying their records, by item ID (staging files).
+    var prefetched: [String: (path: String, hash: String)] = [:]
+    /// The paused deletes already reported (so a pause is reported once).
+    var massDeletePaused: Int?
     let onStatus: StatusHandler?
     let onEvent: EventHandler?
     nonisolated let onTransfer: TransferHandler?
@@ -66,11 +83,14 @@ public actor SyncEngine {
     var exclusiveHeld = false
     var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
 
-    /// An engine for `folder` (created if missing) with its journal at `journalPath`.
+    /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
+    /// that would delete more than `massDeleteShare` of the synced items and more than
+    /// `massDeleteMinimum` of them pauses the deletes until ``confirmDeletes()``.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
-                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30), logger: Logger,
+                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30),
+                massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
                 onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil, onTransfer: TransferHandler? = nil,
                 evictionBudget: Int64? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -88,6 +108,8 @@ public actor SyncEngine {
         database = container.privateCloudDatabase
         rules = IgnoreRules.load(root: canonical)
         self.pollInterval = pollInterval
+        self.massDeleteShare = massDeleteShare
+        self.massDeleteMinimum = massDeleteMinimum
         self.deviceName = deviceName ?? ProcessInfo.processInfo.environment["UBIQUITY_DEVICE_NAME"] ?? "this device"
         var logger = logger
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
@@ -113,31 +135,45 @@ public actor SyncEngine {
 
     /// Starts watching the folder, listening for pushes and syncing.
     public nonisolated func start() {
-        do { try watcher.watch(root: folder, ignoring: rules) } catch {
+        do {
+            try watcher.watch(root: folder, ignoring: rules)
+            self.watching.store(true, ordering: .relaxed)
+        } catch {
             logger.error("cannot watch the sync folder; changes are found by the periodic scan only", metadata: ["ubiquity.error": "\(error)"])
         }
-        let watching = Task { [watcher, wakeContinuation] in
-            for await _ in watcher.batches { wakeContinuation.yield() }
+        let batches = Task { [self, watcher, wakeContinuation, folder] in
+            for await batch in watcher.batches {
+                scope.withLock { $0.add(batch, root: folder) }
+                wakeContinuation.yield()
+            }
         }
-        let pushes = Task { [container, logger, wakeContinuation] in
+        let pushes = Task { [self, container, logger, wakeContinuation] in
             while !Task.isCancelled {
                 do {
-                    for try await _ in container.notifications() { wakeContinuation.yield() }
+                    for try await _ in container.notifications() {
+                        remoteDirty.store(true, ordering: .relaxed)
+                        wakeContinuation.yield()
+                    }
                 } catch {
                     logger.debug("notifications ended; reconnecting", metadata: ["ubiquity.error": "\(error)"])
                 }
                 try? await Task.sleep(for: .seconds(2))
+                // pushes sent while disconnected are lost: fetch once reconnected
+                remoteDirty.store(true, ordering: .relaxed)
+                wakeContinuation.yield()
             }
         }
-        let poll = Task { [pollInterval, wakeContinuation] in
+        let poll = Task { [self, pollInterval, wakeContinuation] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: pollInterval)
+                scope.withLock { $0.full = true }  // the correctness backstop
+                remoteDirty.store(true, ordering: .relaxed)
                 wakeContinuation.yield()
             }
         }
         let worker = Task { await self.run() }
         wakeContinuation.yield()
-        tasks.withLock { $0 += [watching, pushes, poll, worker] }
+        tasks.withLock { $0 += [batches, pushes, poll, worker] }
     }
 
     /// Stops syncing (a pass in flight is cancelled; the journal keeps what was done).
@@ -147,8 +183,11 @@ public actor SyncEngine {
         watcher.stop()
     }
 
-    /// Asks for a pass soon.
-    public nonisolated func wake() { wakeContinuation.yield() }
+    /// Asks for a pass soon (one that fetches the zone's changes too).
+    public nonisolated func wake() {
+        remoteDirty.store(true, ordering: .relaxed)
+        wakeContinuation.yield()
+    }
 
     /// The number of passes completed (for tests and status).
     public nonisolated var completedPasses: Int { passes.load(ordering: .relaxed) }
@@ -163,15 +202,18 @@ public actor SyncEngine {
             // fails at once (a full disk) must not run in a loop
             if clock.now < notBefore { try? await Task.sleep(until: notBefore, clock: clock) }
             if Task.isCancelled { return }
-            try? await Task.sleep(for: .milliseconds(30))  // let a burst of events settle
+            // no settle delay: the watcher's batches are settled already, and wakes that come
+            // while a pass runs are folded into one (the stream keeps the newest only)
             do {
-                try await pass()
+                try await pass(pullingRemote: remoteDirty.exchange(false, ordering: .relaxed))
                 failures = 0
                 passes.add(1, ordering: .relaxed)
             } catch is CancellationError {
                 return
             } catch {
                 failures += 1
+                scope.withLock { $0.full = true }  // what the failed pass took is looked at again
+                remoteDirty.store(true, ordering: .relaxed)
                 let delay = min(30.0, 0.5 * pow(2.0, Double(min(failures, 6))))
                 notBefore = clock.now + .milliseconds(Int64(delay * 1000))
                 logger.warning("sync pass failed; retrying in \(delay) s", metadata: ["ubiquity.error": "\(error)"])
@@ -185,7 +227,13 @@ public actor SyncEngine {
 
     /// One pass: remote changes first, then local ones.
     public func pass() async throws {
-        try await exclusively { try await passSteps() }
+        try await pass(pullingRemote: true)
+    }
+
+    /// One pass, the remote part only when `pullingRemote`; never interleaved with an eviction
+    /// or an on-demand download.
+    func pass(pullingRemote: Bool) async throws {
+        try await exclusively { try await passSteps(pullingRemote: pullingRemote) }
     }
 
     /// Runs `body` when no pass, eviction or on-demand download runs, so they never interleave.
@@ -199,11 +247,13 @@ public actor SyncEngine {
         return try await body()
     }
 
-    func passSteps() async throws {
+    func passSteps(pullingRemote: Bool) async throws {
         if !subscribed { await subscribe() }
         // a remote change that cannot be applied must not hold back local changes
         var remoteFailure: (any Error)?
-        do { try await pullRemote() } catch is CancellationError { throw CancellationError() } catch { remoteFailure = error }
+        if pullingRemote {
+            do { try await pullRemote() } catch is CancellationError { throw CancellationError() } catch { remoteFailure = error }
+        }
         try Task.checkCancellation()
         try await pushLocal()
         await noteResolvedConflicts()

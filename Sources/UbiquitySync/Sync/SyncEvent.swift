@@ -11,6 +11,9 @@ public enum SyncEvent: Sendable, Hashable {
     case conflict(path: String)
     /// An upload failed (retried at the next pass); `quota` when the server refused it for the quota.
     case uploadFailed(path: String, error: String, quota: Bool)
+    /// More than the allowed share of the folder was deleted here at once: the deletes wait for
+    /// ``SyncEngine/confirmDeletes()`` (`count` of `total` synced items).
+    case massDeletePaused(count: Int, total: Int)
 
     /// The hook invocation for the event, with the folder's absolute path and the container.
     public func invocation(folder: String, container: String) -> HookInvocation {
@@ -24,6 +27,10 @@ public enum SyncEvent: Sendable, Hashable {
             event = quota ? .quota : .uploadFailed
             facts["path"] = folder + "/" + path
             facts["error"] = error
+        case .massDeletePaused(let count, let total):
+            event = .massDeletePaused
+            facts["count"] = String(count)
+            facts["total"] = String(total)
         }
         return HookInvocation(event, facts: facts)
     }

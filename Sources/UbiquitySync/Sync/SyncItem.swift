@@ -115,9 +115,15 @@ public enum SyncRecord {
         public static let mode = "mode"
         /// A symbolic link's target.
         public static let target = "target"
-        /// The content (files only; empty files have none).
+        /// The content as an asset (files larger than ``inlineLimit``; empty files have none).
         public static let content = "content"
+        /// The content in the record itself (BYTES; files of 1 byte up to ``inlineLimit``).
+        public static let inline = "inline"
     }
+
+    /// The largest file whose content travels in the record (``Field/inline``) instead of as an
+    /// asset: no asset round trips (well under CloudKit's 1 MB record limit).
+    public static let inlineLimit: Int64 = 64 << 10
 
     /// Reads an item from a fetched record; nil when it is not a well-formed item.
     public static func item(from record: Record) -> RemoteItem? {

@@ -21,6 +21,10 @@ public final class SyncJournal: Sendable {
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode=WAL") }
+            // WAL with synchronous=NORMAL: a commit survives a killed daemon (what the restart
+            // logic relies on); only a power loss may take back the last commits, which the next
+            // pass finds again by the scan and the change token
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous=NORMAL") }
             try queue.write { db in
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS items (
@@ -69,6 +73,39 @@ public final class SyncJournal: Sendable {
                                  entry.changeTag, entry.baseHash])
             try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [entry.path])
             try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [entry.path])
+        }
+    }
+
+    /// Inserts or replaces several entries in one transaction (``put(_:)`` for each); with
+    /// `enqueue`, their paths are put on the pending queue instead of taken off it (new items
+    /// journaled before their first upload).
+    public func putAll(_ entries: [JournalEntry], enqueue: Bool = false) throws {
+        guard !entries.isEmpty else { return }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try queue.write { db in
+            for entry in entries {
+                try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
+                try db.execute(sql: """
+                    INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
+                                     Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
+                                     entry.changeTag, entry.baseHash])
+                if enqueue {
+                    try db.execute(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)", arguments: [entry.path, now])
+                } else {
+                    try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [entry.path])
+                    try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [entry.path])
+                }
+            }
+        }
+    }
+
+    /// Removes several entries in one transaction.
+    public func removeAll(ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try queue.write { db in
+            for id in ids { try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
         }
     }
 

@@ -103,6 +103,12 @@ struct Daemon: AsyncParsableCommand {
                                valueName: "size"))
     var evictBudget: String?
 
+    @Option(help: "The share of the synced items (0 to 1) one pass may delete without confirmation; more pauses the deletes until `ubiq sync confirm-deletes`.")
+    var massDeleteShare: Double = 0.5
+
+    @Option(help: "The number of deletes a pass always may send, whatever their share.")
+    var massDeleteMinimum: Int = 50
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -190,6 +196,12 @@ struct Daemon: AsyncParsableCommand {
         guard syncPollInterval > 0, syncPollInterval.isFinite else {
             throw UbiquityError(.invalidArgument, "--sync-poll-interval \(syncPollInterval): expected a number of seconds > 0")
         }
+        guard massDeleteShare >= 0, massDeleteShare <= 1 else {
+            throw UbiquityError(.invalidArgument, "--mass-delete-share \(massDeleteShare): expected a share from 0 to 1 (0.5: half of the synced items)")
+        }
+        guard massDeleteMinimum >= 0 else {
+            throw UbiquityError(.invalidArgument, "--mass-delete-minimum \(massDeleteMinimum): expected a number of items ≥ 0")
+        }
         do { _ = try ContainerIdentifier(container) } catch {
             throw UbiquityError(.invalidArgument, "--container '\(container)': expected an identifier such as \(SyncRecord.defaultContainer)", underlying: error)
         }
@@ -208,6 +220,8 @@ struct Daemon: AsyncParsableCommand {
                 throw UbiquityError(.invalidArgument, "--evict-budget '\(evictBudget)': expected a size such as 10G, 500M or 4096 (bytes)")
             }
         }
+        configuration.massDeleteShare = massDeleteShare
+        configuration.massDeleteMinimum = massDeleteMinimum
         if let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")

@@ -22,6 +22,15 @@ extension CloudDatabase {
         return ready
     }
 
+    /// Uploads the files of `record`'s new assets now (``Asset/init(fileURL:)``) and returns the
+    /// record carrying the server's receipts, so that saving it later — alone or in a batch of
+    /// ``modifyRecords(saving:deleting:savePolicy:atomically:)`` — sends no content. Lets a caller
+    /// run several records' uploads at once and save them in one request. `progress` hears the
+    /// fraction of the new asset bytes done, ending with 1.
+    public func uploadAssets(of record: Record, progress: (@Sendable (Double) -> Void)? = nil) async throws -> Record {
+        try await uploadingAssets(of: record, progress: progress)
+    }
+
     /// `record` with each new asset uploaded and replaced by the server's value (with its
     /// receipt; ``Asset/fileURL`` kept). `progress` hears the fraction of the record's new
     /// asset bytes done (scanning a file for chunks the server has counts as half of it when

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityIndex
+
+/// What the local part of the next pass looks at: everything (a full scan: at start, after a
+/// watcher overflow or a lost watch, on the poll interval, after a failed pass), or the paths
+/// the watcher named since the last pass. A value with no I/O.
+struct LocalScope: Sendable, Equatable {
+    /// Scan the whole folder.
+    var full = true
+    /// Items to stat again (relative paths); a folder among them is scanned whole when it is new.
+    var paths = Set<String>()
+    /// Subtrees to scan whole, with every journal entry under them (removed, moved, new folders).
+    var subtrees = Set<String>()
+
+    /// Whether nothing needs looking at.
+    var isEmpty: Bool { !full && paths.isEmpty && subtrees.isEmpty }
+
+    /// Adds a watcher batch for the folder `root` (absolute paths outside it are ignored).
+    mutating func add(_ batch: WatchBatch, root: String) {
+        func relative(_ path: String) -> String? {
+            if path == root { full = true; return nil }
+            guard path.hasPrefix(root + "/") else { return nil }
+            return String(path.dropFirst(root.count + 1))
+        }
+        for change in batch.changes {
+            switch change {
+            case .changed(let path): if let path = relative(path) { paths.insert(path) }
+            case .removed(let path): if let path = relative(path) { subtrees.insert(path) }
+            case .moved(let from, let to):
+                if let from = relative(from) { subtrees.insert(from) }
+                if let to = relative(to) { subtrees.insert(to) }
+            }
+        }
+        for rescan in batch.rescans {
+            switch rescan.reason {
+            case .newDirectory: if let path = relative(rescan.path) { subtrees.insert(path) }
+            case .overflow, .watchLimit, .rootChanged: full = true
+            }
+        }
+    }
+
+    /// The scope so far, leaving an empty one in its place.
+    mutating func take() -> LocalScope {
+        let taken = self
+        self = LocalScope(full: false)
+        return taken
+    }
+
+    /// Whether `path` (relative) is looked at: named, or inside a named subtree.
+    func contains(_ path: String) -> Bool {
+        if full || paths.contains(path) || subtrees.contains(path) { return true }
+        guard !subtrees.isEmpty else { return false }
+        var current = Substring(path)
+        while let slash = current.lastIndex(of: "/") {
+            current = current[..<slash]
+            if subtrees.contains(String(current)) { return true }
+        }
+        return false
+    }
+}

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Ubiquity
+import UbiquityCore
+
+extension SyncEngine {
+    /// Downloads the asset contents of the records about to be applied, ``transfersInFlight``
+    /// at once, into the staging folder (`dl-ID`), before the records are applied one by one in
+    /// order of depth: ``download(_:_:expected:)`` then takes the staged file instead of
+    /// fetching it. Only files whose content differs from the journal's are fetched; a failed
+    /// fetch is left to the apply step (which fetches it again and reports the error).
+    func prefetch(_ items: [(RemoteItem, Record)]) async throws {
+        var wanted: [(String, String, Asset)] = []
+        for (item, record) in items where item.kind == .file {
+            guard record[SyncRecord.Field.inline] == nil, let asset = record[SyncRecord.Field.content]?.assetValue else { continue }
+            if let entry = try journal.entry(id: item.id), entry.contentHash == item.contentHash { continue }
+            wanted.append((item.id, item.contentHash, asset))
+        }
+        guard wanted.count > 1 else { return }  // one download gains nothing from staging
+        let directory = stagingDirectory
+        let logger = self.logger
+        var fetched: [String: (path: String, hash: String)] = [:]
+        try await withThrowingTaskGroup(of: (String, String, String?).self) { group in
+            var next = 0
+            func add(_ group: inout ThrowingTaskGroup<(String, String, String?), any Error>) {
+                let (id, hash, asset) = wanted[next]
+                next += 1
+                group.addTask {
+                    let destination = directory + "/dl-" + UUID().uuidString
+                    do {
+                        _ = try await asset.download(to: URL(fileURLWithPath: destination))
+                        return (id, hash, destination)
+                    } catch {
+                        unlink(destination)
+                        if error is CancellationError { throw error }
+                        logger.debug("prefetch failed; fetched again when applied", metadata: ["ubiquity.id": "\(id)", "ubiquity.error": "\(error)"])
+                        return (id, hash, nil)
+                    }
+                }
+            }
+            while next < wanted.count && next < Self.transfersInFlight { add(&group) }
+            while let (id, hash, path) = try await group.next() {
+                if let path { fetched[id] = (path, hash) }
+                if next < wanted.count { add(&group) }
+            }
+        }
+        prefetched = fetched
+    }
+
+    /// Moves the prefetched content of `item` (the same ID and hash) to `temporary` (next to
+    /// its target): true when there was one.
+    func takePrefetched(_ item: RemoteItem, to temporary: String) -> Bool {
+        guard let (staged, hash) = prefetched.removeValue(forKey: item.id) else { return false }
+        guard hash == item.contentHash else {
+            unlink(staged)
+            return false
+        }
+        if rename(staged, temporary) == 0 { return true }
+        defer { unlink(staged) }
+        // another file system: a copy
+        return (try? FileManager.default.copyItem(atPath: staged, toPath: temporary)) != nil
+    }
+
+    /// Removes prefetched contents that were not used.
+    func dropPrefetched() {
+        for (path, _) in prefetched.values { unlink(path) }
+        prefetched = [:]
+    }
+}

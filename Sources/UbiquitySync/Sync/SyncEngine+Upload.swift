@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Ubiquity
+import UbiquityCore
+
+extension SyncEngine {
+    /// Records per `records/modify` request (CloudKit's limit).
+    static let recordsPerBatch = 200
+    /// Inline content per `records/modify` request at most (a batch of small files is cut
+    /// before it, well under the server's body limit).
+    static let inlineBytesPerBatch = 4 << 20
+    /// Files read, asset uploads and downloads in flight at once.
+    static let transfersInFlight = 8
+
+    /// An upload read and ready to save: its record (content inline, or an asset already
+    /// uploaded), and what the journal records once the server took it.
+    struct PreparedUpload: Sendable {
+        var upload: Upload
+        var record: Record
+        var stat: SyncStat
+        var hash: String
+        /// The staging copy of a large file (removed after the save).
+        var staged: String?
+        /// The bytes of inline content in the record.
+        var inlineBytes: Int
+    }
+
+    /// Sends uploads: up to ``transfersInFlight`` items read (under a coordinated read) and
+    /// their large contents uploaded as assets at once, then saved in batches of up to
+    /// ``recordsPerBatch`` records per `records/modify` (non-atomic: one refused record does not
+    /// fail the others). Returns how many failed for a reason worth retrying.
+    func sendAll(_ uploads: [Upload]) async throws -> Int {
+        var failed = 0
+        var start = 0
+        while start < uploads.count {
+            try Task.checkCancellation()
+            let window = Array(uploads[start..<min(start + Self.recordsPerBatch, uploads.count)])
+            start += window.count
+            let (prepared, failures) = try await prepareAll(window)
+            failed += failures
+            defer { for item in prepared { if let staged = item.staged { unlink(staged) } } }
+            var batch: [PreparedUpload] = []
+            var bytes = 0
+            for item in prepared {
+                if !batch.isEmpty && bytes + item.inlineBytes > Self.inlineBytesPerBatch {
+                    failed += try await save(batch)
+                    batch = []
+                    bytes = 0
+                }
+                batch.append(item)
+                bytes += item.inlineBytes
+            }
+            if !batch.isEmpty { failed += try await save(batch) }
+        }
+        return failed
+    }
+
+    /// Prepares uploads, ``transfersInFlight`` at once, in the order given; returns the ready
+    /// ones and how many failed.
+    func prepareAll(_ uploads: [Upload]) async throws -> ([PreparedUpload], Int) {
+        var results = [PreparedUpload?](repeating: nil, count: uploads.count)
+        var failed = 0
+        try await withThrowingTaskGroup(of: (Int, Result<PreparedUpload?, any Error>).self) { group in
+            var next = 0
+            func add(_ group: inout ThrowingTaskGroup<(Int, Result<PreparedUpload?, any Error>), any Error>) {
+                let index = next, upload = uploads[index]
+                next += 1
+                group.addTask {
+                    do { return (index, .success(try await self.prepare(upload))) } catch { return (index, .failure(error)) }
+                }
+            }
+            while next < uploads.count && next < Self.transfersInFlight { add(&group) }
+            while let (index, result) = try await group.next() {
+                switch result {
+                case .success(let prepared): results[index] = prepared
+                case .failure(let error):
+                    if error is CancellationError { throw error }
+                    if uploadFailed(uploads[index], error) { failed += 1 }
+                }
+                if next < uploads.count { add(&group) }
+            }
+        }
+        return (results.compactMap { $0 }, failed)
+    }
+
+    /// Handles an upload that failed: reported, and either remembered as refused for good (too
+    /// large, over quota: tried again when the item changes) or left for the next pass (returns
+    /// true).
+    func uploadFailed(_ upload: Upload, _ error: any Error) -> Bool {
+        let code = (error as? CloudKitError)?.code
+        onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
+        noteUploadFailed(upload.path, error)  // status (SyncEngine+Progress.swift)
+        if code == .limitExceeded || code == .quotaExceeded {
+            refusedUploads[upload.path] = upload.local.stat
+            logger.error("the server refused the upload; it is tried again when the item changes",
+                         metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
+            return false
+        }
+        logger.warning("upload failed; retried next pass", metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
+        return true
+    }
+
+    /// Reads one item into a record: a file's content under a coordinated read, into the record
+    /// itself when small (``SyncRecord/inlineLimit``), otherwise into a staging copy (hashed on
+    /// the way) uploaded as an asset now (only missing chunks travel). Nil when the file
+    /// changed while it was read (queued for the next pass).
+    func prepare(_ upload: Upload) async throws -> PreparedUpload? {
+        let target = absolute(upload.path)
+        report(upload.path, .uploading)
+        var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
+        var stat = upload.local.stat
+        var hash = upload.previous?.contentHash ?? ""
+        var staged: String?
+        var inlineBytes = 0
+        let updating = upload.previous?.changeTag != nil
+        switch stat.kind {
+        case .file where upload.content:
+            let small = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
+                try await BlockingWork.run { try SyncFiles.readSmall(url.path, limit: SyncRecord.inlineLimit) }
+            }
+            if let small {
+                guard !small.before.contentDiffers(from: small.after) else { return changedWhileRead(upload) }
+                stat = SyncStat(small.before)
+                hash = small.hash
+                if small.data.isEmpty {
+                    if updating { record[SyncRecord.Field.inline] = nil }
+                } else {
+                    record[SyncRecord.Field.inline] = .bytes(small.data)
+                    inlineBytes = small.data.count
+                }
+                if updating { record[SyncRecord.Field.content] = nil }  // the old asset, if any, is cleared
+                break
+            }
+            let copy = stagingDirectory + "/" + UUID().uuidString
+            staged = copy
+            let result: (hash: String, before: FileStamp, after: FileStamp)
+            do {
+                result = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
+                    try await BlockingWork.run { try SyncFiles.stage(url.path, to: copy) }
+                }
+            } catch {
+                unlink(copy)
+                throw error
+            }
+            guard !result.before.contentDiffers(from: result.after) else {
+                unlink(copy)
+                return changedWhileRead(upload)
+            }
+            stat = SyncStat(result.before)
+            hash = result.hash
+            record[SyncRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: copy)))
+            if updating { record[SyncRecord.Field.inline] = nil }
+            do {
+                let relative = upload.path
+                record = try await database.uploadAssets(of: record) { [self] fraction in
+                    noteUploadProgress(relative, fraction: fraction)  // status (SyncEngine+Progress.swift)
+                }
+            } catch {
+                unlink(copy)
+                throw error
+            }
+        case .file:
+            break
+        case .symlink:
+            hash = SyncFiles.hash(Data((upload.local.target ?? "").utf8))
+        case .folder:
+            hash = ""
+        }
+        record[SyncRecord.Field.path] = .string(upload.path)
+        record[SyncRecord.Field.kind] = .string(stat.kind.rawValue)
+        record[SyncRecord.Field.size] = .int64(stat.size)
+        record[SyncRecord.Field.modified] = .int64(stat.modifiedNanoseconds / 1_000_000)
+        record[SyncRecord.Field.contentHash] = .string(hash)
+        record[SyncRecord.Field.mode] = .int64(Int64(stat.mode))
+        if let target = upload.local.target { record[SyncRecord.Field.target] = .string(target) }
+        return PreparedUpload(upload: upload, record: record, stat: stat, hash: hash, staged: staged, inlineBytes: inlineBytes)
+    }
+
+    private func changedWhileRead(_ upload: Upload) -> PreparedUpload? {
+        logger.debug("changed while read: queued again", metadata: ["ubiquity.path": "\(upload.path)"])
+        try? journal.enqueue([upload.path])
+        wakeLater()
+        return nil
+    }
+
+    /// Saves prepared uploads in one `records/modify` (the client splits it further only when
+    /// the server says it is too large) and journals what the server took in one transaction;
+    /// each refused record is handled on its own: changed on the server → adopted or a
+    /// conflict, deleted there → a new record next pass, refused → reported. Returns how many
+    /// failed for a reason worth retrying.
+    func save(_ batch: [PreparedUpload]) async throws -> Int {
+        try Task.checkCancellation()
+        let results: [Record.ID: Result<Record, any Error>]
+        do {
+            results = try await database.modifyRecords(saving: batch.map(\.record), deleting: [], savePolicy: .ifServerRecordUnchanged,
+                                                       atomically: false).saveResults
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            return batch.reduce(0) { $0 + (uploadFailed($1.upload, error) ? 1 : 0) }
+        }
+        var saved: [(PreparedUpload, JournalEntry)] = []
+        var failed = 0
+        for item in batch {
+            let result = results[item.record.recordID]
+                ?? .failure(CloudKitError(.internalError, "the server did not answer for record \(item.record.recordID.recordName)"))
+            switch result {
+            case .success(let record):
+                saved.append((item, JournalEntry(id: item.upload.id, path: item.upload.path, stat: item.stat, contentHash: item.hash,
+                                                 target: item.upload.local.target, changeTag: record.recordChangeTag)))
+            case .failure(let error as CloudKitError) where error.code == .serverRecordChanged:
+                do { try await resolveRefusedSave(item, error) } catch is CancellationError { throw CancellationError() } catch {
+                    if uploadFailed(item.upload, error) { failed += 1 }
+                }
+            case .failure(let error as CloudKitError) where error.code == .unknownItem:
+                // the record was deleted elsewhere while this edit waited: the edit wins, as a new record
+                try journal.remove(id: item.upload.id)
+                wakeLater()
+            case .failure(let error):
+                if uploadFailed(item.upload, error) { failed += 1 }
+            }
+        }
+        try journal.putAll(saved.map(\.1))
+        for (item, _) in saved {
+            refusedUploads[item.upload.path] = nil
+            report(item.upload.path, .uploaded)
+            onEvent?(.didUpload(path: item.upload.path))
+        }
+        if !saved.isEmpty { logger.debug("uploaded", metadata: ["ubiquity.count": "\(saved.count)"]) }
+        return failed
+    }
+
+    /// A save refused because the server's record changed (or a new record's name is taken: a
+    /// restart after a save that was not journaled): the same content is adopted, another one
+    /// makes a conflict version.
+    func resolveRefusedSave(_ item: PreparedUpload, _ error: CloudKitError) async throws {
+        let upload = item.upload
+        var serverRecord = error.serverRecord
+        if serverRecord == nil { serverRecord = try await database.record(for: item.record.recordID) }
+        guard let serverRecord, let server = SyncRecord.item(from: serverRecord) else { throw error }
+        switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server) {
+        case .adopt:
+            try journal.put(JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
+                                         changeTag: server.changeTag))
+            report(upload.path, .uploaded)
+            if server.path != upload.path { wakeLater() }
+        default:
+            // fetch the record with its download URL, then keep both versions
+            let fresh = try await database.record(for: serverRecord.recordID)
+            guard let freshItem = SyncRecord.item(from: fresh) else { throw error }
+            try await keepConflict(freshItem, fresh, localPath: upload.path, local: upload.local)
+        }
+    }
+
+    /// Deletes the records of local deletes, ``recordsPerBatch`` per `records/modify`, and
+    /// forgets them (a record already gone counts as deleted). Returns how many failed (kept,
+    /// tried again next pass).
+    func deleteAll(_ entries: [JournalEntry]) async throws -> Int {
+        try journal.removeAll(ids: entries.filter { $0.changeTag == nil }.map(\.id))
+        let remote = entries.filter { $0.changeTag != nil }
+        var failed = 0
+        var start = 0
+        while start < remote.count {
+            try Task.checkCancellation()
+            let chunk = Array(remote[start..<min(start + Self.recordsPerBatch, remote.count)])
+            start += chunk.count
+            let ids = chunk.map { Record.ID(recordName: $0.id, zoneID: SyncRecord.zoneID) }
+            let results: [Record.ID: Result<Void, any Error>]
+            do {
+                results = try await database.modifyRecords(saving: [], deleting: ids, savePolicy: .ifServerRecordUnchanged,
+                                                           atomically: false).deleteResults
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                logger.warning("deletes failed; retried next pass", metadata: ["ubiquity.count": "\(chunk.count)", "ubiquity.error": "\(error)"])
+                failed += chunk.count
+                continue
+            }
+            var done: [String] = []
+            for (entry, id) in zip(chunk, ids) {
+                switch results[id] {
+                case .success?: done.append(entry.id)
+                case .failure(let error as CloudKitError)? where error.code == .unknownItem: done.append(entry.id)
+                case .failure(let error)?:
+                    failed += 1
+                    logger.warning("delete failed; retried next pass", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])
+                case nil:
+                    failed += 1
+                }
+            }
+            try journal.removeAll(ids: done)
+        }
+        return failed
+    }
+}

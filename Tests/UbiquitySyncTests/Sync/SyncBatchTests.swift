@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import Ubiquity
+import UbiquityServer
+import UbiquityStore
+@testable import UbiquitySync
+import UbiquityIndex
+
+/// `SyncEngine` in-process against a real `RecordsServer` on loopback (SQLite in a temporary
+/// folder), passes run by hand: many items travel in batched `records/modify` requests, small
+/// files inline in their records, a refused record does not fail its batch, and the mass-delete
+/// guard pauses local deletes until confirmed (across a restart). Requests are counted by a
+/// transport that wraps the real one; nothing is timed.
+@Suite struct SyncBatchTests {
+    /// Counts the requests by operation (the last path component), and lets a test change a
+    /// request before it is sent.
+    final class CountingTransport: CloudKitTransport {
+        let inner = HTTPClientTransport()
+        let counts = Mutex<[String: Int]>([:])
+        let rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)?
+
+        init(rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil) { self.rewrite = rewrite }
+
+        func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+            let operation = request.path.split(separator: "/").suffix(2).joined(separator: "/")
+            counts.withLock { $0[operation, default: 0] += 1 }
+            return try await inner.send(rewrite?(request) ?? request)
+        }
+
+        func count(_ operation: String) -> Int { counts.withLock { $0[operation] ?? 0 } }
+        func reset() { counts.withLock { $0 = [:] } }
+    }
+
+    /// What a device's engine told its event handler.
+    final class Events: Sendable {
+        let events = Mutex<[SyncEvent]>([])
+        var all: [SyncEvent] { events.withLock { $0 } }
+        func add(_ event: SyncEvent) { events.withLock { $0.append(event) } }
+    }
+
+    /// One synced folder of the test user: its engine, transport and events.
+    struct Device: Sendable {
+        let engine: SyncEngine
+        let transport: CountingTransport
+        let events: Events
+        let folder: URL
+        let journal: String
+
+        func write(_ relative: String, _ data: Data, mode: Int = 0o644) throws {
+            let url = folder.appendingPathComponent(relative)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: url)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: url.path)
+        }
+
+        func read(_ relative: String) -> Data? { FileManager.default.contents(atPath: folder.appendingPathComponent(relative).path) }
+    }
+
+    /// A server with one user (`mei`), and devices made against it.
+    final class Harness: Sendable {
+        static let container = SyncRecord.defaultContainer
+        let url: URL
+        let api: String
+        let admin: RecordsAdmin
+        let task: Task<Void, any Error>
+        let directory: URL
+        let logger: Logger
+
+        init() async throws {
+            directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-syncbatch-\(UUID().uuidString.prefix(8))")
+            var logger = Logger(label: "test.sync-batch")
+            logger.logLevel = ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+            self.logger = logger
+            let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
+            admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
+            api = try await admin.addContainer(Harness.container)
+            _ = try await admin.addUser("mei", email: nil, password: nil)
+            var configuration = RecordsServerConfiguration(blobsDirectory: directory.appendingPathComponent("blobs").path)
+            configuration.rateLimit = 0
+            let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
+                                                      blobConfiguration: FileBlobStore.Configuration(syncBeforeCommit: false))
+            let (stream, continuation) = AsyncStream<String>.makeStream()
+            task = Task { try await server.application { continuation.yield($0) }.run() }
+            var iterator = stream.makeAsyncIterator()
+            url = URL(string: try #require(await iterator.next()))!
+        }
+
+        /// A device `name` (its folder and journal under the harness's folder; the same name
+        /// again is the same device restarted).
+        func device(_ name: String, token: String? = nil, massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50,
+                    rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil) async throws -> Device {
+            let token = try await admin.issueToken(forUser: "mei")
+            let transport = CountingTransport(rewrite: rewrite)
+            let events = Events()
+            let folder = directory.appendingPathComponent(name)
+            let journal = directory.appendingPathComponent("\(name)-journal.sqlite").path
+            let (url, api, logger) = (self.url, self.api, self.logger)
+            let engine = try SyncEngine(makeContainer: { identifier in
+                CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: transport,
+                               logger: logger)
+            }, folder: folder.path, journalPath: journal, deviceName: name, massDeleteShare: massDeleteShare,
+               massDeleteMinimum: massDeleteMinimum, logger: logger, onEvent: { events.add($0) })
+            return Device(engine: engine, transport: transport, events: events,
+                          folder: URL(fileURLWithPath: engine.folder), journal: journal)
+        }
+
+        /// Runs `body` with a fresh harness and always stops it (and deletes its folder) after.
+        static func with(_ body: (Harness) async throws -> Void) async throws {
+            let harness = try await Harness()
+            do {
+                try await body(harness)
+            } catch {
+                await harness.stop()
+                throw error
+            }
+            await harness.stop()
+        }
+
+        func stop() async {
+            task.cancel()
+            _ = try? await task.value
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static func content(_ index: Int, size: Int = 1024) -> Data {
+        Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7) })
+    }
+
+    static func files(in folder: URL) -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: folder.path)
+        var files: [String] = []
+        while let path = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path, isDirectory: &isDirectory), !isDirectory.boolValue,
+               !path.hasPrefix(".ubiquity") {
+                files.append(path)
+            }
+        }
+        return files.sorted()
+    }
+
+    @Test func manyFilesTravelInBatchesAndSmallOnesInline() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<500 { try a.write("dir\(index % 10)/file\(index).txt", Self.content(index), mode: index == 7 ? 0o600 : 0o644) }
+            try a.write("empty.txt", Data())
+            let large = Self.content(99, size: 100 << 10)
+            try a.write("large.bin", large)
+            let large2 = Self.content(98, size: 300 << 10)
+            try a.write("dir5/large2.bin", large2)
+            let modified = Date(timeIntervalSince1970: 1_700_000_000.25)
+            try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: a.folder.appendingPathComponent("dir3/file3.txt").path)
+            a.transport.reset()
+            try await a.engine.pass()
+            // 503 files and 10 folders: 3 batches of at most 200 records; only the large files are assets
+            #expect(a.transport.count("records/modify") <= 4)
+            #expect(a.transport.count("assets/upload") == 2)
+            #expect(a.events.all.filter { if case .didUpload = $0 { true } else { false } }.count == 513)
+
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder) == Self.files(in: a.folder))
+            #expect(Self.files(in: b.folder).count == 503)
+            for index in 0..<500 { #expect(b.read("dir\(index % 10)/file\(index).txt") == Self.content(index)) }
+            #expect(b.read("empty.txt") == Data())
+            #expect(b.read("large.bin") == large)
+            #expect(b.read("dir5/large2.bin") == large2)
+            let attributes = try FileManager.default.attributesOfItem(atPath: b.folder.appendingPathComponent("dir7/file7.txt").path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            let mtime = try FileManager.default.attributesOfItem(atPath: b.folder.appendingPathComponent("dir3/file3.txt").path)[.modificationDate] as? Date
+            #expect(abs((mtime?.timeIntervalSince1970 ?? 0) - modified.timeIntervalSince1970) < 0.002)
+
+            // an edit of an inline file, a small file growing past the inline limit and a large one shrinking
+            try a.write("dir0/file0.txt", Data("edited".utf8))
+            try a.write("dir1/file1.txt", Self.content(1, size: 80 << 10))
+            try a.write("large.bin", Data("small now".utf8))
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("records/modify") == 1)
+            try await b.engine.pass()
+            #expect(b.read("dir0/file0.txt") == Data("edited".utf8))
+            #expect(b.read("dir1/file1.txt") == Self.content(1, size: 80 << 10))
+            #expect(b.read("large.bin") == Data("small now".utf8))
+
+            // many deletes (under the guard's share) travel batched too
+            for index in 0..<200 { try FileManager.default.removeItem(at: a.folder.appendingPathComponent("dir\(index % 10)/file\(index).txt")) }
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("records/modify") <= 2)
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder).count == 303)
+        }
+    }
+
+    @Test func oneRefusedRecordDoesNotFailItsBatch() async throws {
+        try await Harness.with { harness in
+            // the record of refused.txt is made too large for the server on its way
+            let a = try await harness.device("A", rewrite: { request in
+                guard request.path.hasSuffix("records/modify"),
+                      var body = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
+                      var operations = body["operations"] as? [[String: Any]] else { return request }
+                for (index, operation) in operations.enumerated() {
+                    guard var record = operation["record"] as? [String: Any], var fields = record["fields"] as? [String: Any],
+                          (fields["path"] as? [String: Any])?["value"] as? String == "refused.txt" else { continue }
+                    fields["padding"] = ["value": String(repeating: "x", count: 1_100_000), "type": "STRING"]
+                    record["fields"] = fields
+                    var changed = operation
+                    changed["record"] = record
+                    operations[index] = changed
+                }
+                body["operations"] = operations
+                var changed = request
+                changed.body = (try? JSONSerialization.data(withJSONObject: body)) ?? request.body
+                return changed
+            })
+            let b = try await harness.device("B")
+            for index in 0..<20 { try a.write("file\(index).txt", Self.content(index)) }
+            try a.write("refused.txt", Data("refused".utf8))
+            try await a.engine.pass()
+            #expect(a.events.all.contains { if case .uploadFailed(path: "refused.txt", _, _) = $0 { true } else { false } })
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder) == (0..<20).map { "file\($0).txt" }.sorted())
+            // refused for good: not sent again until it changes
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("records/modify") == 0)
+        }
+    }
+
+    @Test func aMassDeletePausesUntilConfirmedAcrossRestarts() async throws {
+        try await Harness.with { harness in
+            var a: Device? = try await harness.device("A", massDeleteMinimum: 10)
+            let b = try await harness.device("B")
+            for index in 0..<40 { try a!.write("docs/file\(index).txt", Self.content(index)) }
+            try await a!.engine.pass()
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder).count == 40)
+
+            // 30 of 41 synced items deleted at once (more than half, more than 10): paused
+            try a!.write("docs/new.txt", Data("new".utf8))  // first: it cannot take a deleted file's inode (a move)
+            for index in 0..<30 { try FileManager.default.removeItem(at: a!.folder.appendingPathComponent("docs/file\(index).txt")) }
+            try await a!.engine.pass()
+            #expect(a!.events.all.contains(.massDeletePaused(count: 30, total: 41)))
+            #expect(try await a!.engine.pausedDeletes()?.count == 30)
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder).count == 41)  // nothing deleted; the new file arrived
+            #expect(b.read("docs/new.txt") == Data("new".utf8))
+            // a second pass reports it once only
+            try await a!.engine.pass()
+            #expect(a!.events.all.filter { if case .massDeletePaused = $0 { true } else { false } }.count == 1)
+
+            // a restart: still paused (new.txt is synced now)
+            a = nil
+            a = try await harness.device("A", massDeleteMinimum: 10)
+            try await a!.engine.pass()
+            #expect(a!.events.all.contains(.massDeletePaused(count: 30, total: 42)))
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder).count == 41)
+
+            // confirmed, then restarted before the pass: the confirmation holds
+            try await a!.engine.confirmDeletes()
+            a = nil
+            a = try await harness.device("A", massDeleteMinimum: 10)
+            try await a!.engine.pass()
+            #expect(try await a!.engine.pausedDeletes() == nil)
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder) == (30..<40).map { "docs/file\($0).txt" }.sorted() + ["docs/new.txt"])
+            let journal = try SyncJournal(path: a!.journal)
+            #expect(try journal.value("massDeleteConfirmed") == nil)
+
+            // remote mass deletes are applied as before (the other device asked)
+            for index in 30..<40 { try FileManager.default.removeItem(at: b.folder.appendingPathComponent("docs/file\(index).txt")) }
+            try await b.engine.pass()
+            try await a!.engine.pass()
+            #expect(Self.files(in: a!.folder) == ["docs/new.txt"])
+        }
+    }
+}
+
+extension SyncBatchTests {
+    /// A pass narrowed to the paths a watcher batch names (the engine's own watcher is not
+    /// started: the batches are handed in) still finds a rename across folders, a deleted folder
+    /// tree and a new folder with content, and leaves what it was not told about for the next
+    /// full scan.
+    @Test func aNarrowedPassFindsRenamesAcrossFoldersAndDeletedTrees() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<5 { try a.write("one/file\(index).txt", Self.content(index)) }
+            for index in 0..<5 { try a.write("tree/sub/file\(index).txt", Self.content(index + 10)) }
+            try a.write("two/keep.txt", Data("keep".utf8))
+            try await a.engine.pass()  // the first pass scans everything
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder).count == 11)
+
+            a.engine.watching.store(true, ordering: .relaxed)
+            let root = a.engine.folder
+            try FileManager.default.moveItem(atPath: root + "/one/file0.txt", toPath: root + "/two/moved.txt")
+            try FileManager.default.removeItem(atPath: root + "/tree")
+            try a.write("new/inner/fresh.txt", Data("fresh".utf8))
+            try a.write("one/unnamed.txt", Data("not named by the watcher".utf8))
+            var batch = WatchBatch(changes: [.moved(from: root + "/one/file0.txt", to: root + "/two/moved.txt"), .removed(root + "/tree"),
+                                             .changed(root + "/new")],
+                                   rescans: [RescanRequest(path: root + "/new", reason: .newDirectory)])
+            batch.sequence = 1
+            a.engine.scope.withLock { $0.add(batch, root: root) }
+            a.transport.reset()
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder) == ["new/inner/fresh.txt", "one/file1.txt", "one/file2.txt", "one/file3.txt", "one/file4.txt",
+                                                 "two/keep.txt", "two/moved.txt"])
+            #expect(b.read("two/moved.txt") == Self.content(0))
+            // the rename kept its record: a path update, not a new upload plus a delete
+            let journal = try SyncJournal(path: a.journal)
+            #expect(try journal.entry(path: "two/moved.txt") != nil)
+            #expect(!FileManager.default.fileExists(atPath: b.folder.appendingPathComponent("tree").path))
+
+            // a pass with nothing named looks at nothing; the poll's full scan finds the rest
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("records/modify") == 0)
+            a.engine.scope.withLock { $0.full = true }
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("one/unnamed.txt") == Data("not named by the watcher".utf8))
+        }
+    }
+
+    @Test func aWatcherBatchNarrowsTheScope() {
+        let root = "/data/folder"
+        var scope = LocalScope()
+        #expect(scope.take().full)
+        #expect(scope.isEmpty)
+        scope.add(WatchBatch(changes: [.changed(root + "/a/b.txt"), .removed(root + "/gone"), .moved(from: root + "/x", to: root + "/y/z"),
+                                       .changed("/elsewhere/file")]), root: root)
+        #expect(!scope.full)
+        #expect(scope.paths == ["a/b.txt"])
+        #expect(scope.subtrees == ["gone", "x", "y/z"])
+        #expect(scope.contains("gone/deep/file") && scope.contains("y/z") && scope.contains("a/b.txt"))
+        #expect(!scope.contains("a") && !scope.contains("a/c.txt") && !scope.contains("y"))
+        scope.add(WatchBatch(rescans: [RescanRequest(path: root, reason: .overflow)]), root: root)
+        #expect(scope.full && scope.contains("anything"))
+    }
+}

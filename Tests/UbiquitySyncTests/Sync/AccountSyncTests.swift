@@ -114,7 +114,8 @@ import UbiquityCore
         for device in [a, b] { try device.login(server.url, user: "mei", password: "pw") }
         try a.startDaemon()
         try b.startDaemon()
-        try Data(repeating: 7, count: 2048).write(to: a.folder.appendingPathComponent("big.bin"))
+        // larger than the inline limit (64 KiB), so it travels as an asset, which the server refuses
+        try Data(repeating: 7, count: 100 << 10).write(to: a.folder.appendingPathComponent("big.bin"))
         try Data("one".utf8).write(to: a.folder.appendingPathComponent("one.txt"))
         #expect(SyncEndToEndTests.eventually("B has one.txt") { b.file("one.txt") == "one" })
         // more passes on A

@@ -21,29 +21,32 @@ extension SyncEngine {
         let directory = stagingDirectory
         let logger = self.logger
         var fetched: [String: (path: String, hash: String)] = [:]
-        try await withThrowingTaskGroup(of: (String, String, String?).self) { group in
-            var next = 0
-            func add(_ group: inout ThrowingTaskGroup<(String, String, String?), any Error>) {
-                let (id, hash, asset) = wanted[next]
-                next += 1
-                group.addTask {
-                    let destination = directory + "/dl-" + UUID().uuidString
-                    do {
-                        _ = try await asset.download(to: URL(fileURLWithPath: destination))
-                        return (id, hash, destination)
-                    } catch {
-                        unlink(destination)
-                        if error is CancellationError { throw error }
-                        logger.debug("prefetch failed; fetched again when applied", metadata: ["ubiquity.id": "\(id)", "ubiquity.error": "\(error)"])
-                        return (id, hash, nil)
+        var next = 0
+        while next < wanted.count {
+            // one wave of up to `transfersInFlight` downloads at once
+            let wave = Array(wanted[next..<min(next + Self.transfersInFlight, wanted.count)])
+            next += wave.count
+            let results = try await withThrowingTaskGroup(of: (String, String, String?).self,
+                                                          returning: [(String, String, String?)].self) { group in
+                for (id, hash, asset) in wave {
+                    group.addTask {
+                        let destination = directory + "/dl-" + UUID().uuidString
+                        do {
+                            _ = try await asset.download(to: URL(fileURLWithPath: destination))
+                            return (id, hash, destination)
+                        } catch {
+                            unlink(destination)
+                            if error is CancellationError { throw error }
+                            logger.debug("prefetch failed; fetched again when applied", metadata: ["ubiquity.id": "\(id)", "ubiquity.error": "\(error)"])
+                            return (id, hash, nil)
+                        }
                     }
                 }
+                var results: [(String, String, String?)] = []
+                for try await result in group { results.append(result) }
+                return results
             }
-            while next < wanted.count && next < Self.transfersInFlight { add(&group) }
-            while let (id, hash, path) = try await group.next() {
-                if let path { fetched[id] = (path, hash) }
-                if next < wanted.count { add(&group) }
-            }
+            for (id, hash, path) in results { if let path { fetched[id] = (path, hash) } }
         }
         prefetched = fetched
     }

@@ -59,29 +59,36 @@ extension SyncEngine {
     /// Prepares uploads, ``transfersInFlight`` at once, in the order given; returns the ready
     /// ones and how many failed.
     func prepareAll(_ uploads: [Upload]) async throws -> ([PreparedUpload], Int) {
-        var results = [PreparedUpload?](repeating: nil, count: uploads.count)
+        var ready: [Int: PreparedUpload] = [:]
         var failed = 0
-        try await withThrowingTaskGroup(of: (Int, Result<PreparedUpload?, any Error>).self) { group in
-            var next = 0
-            func add(_ group: inout ThrowingTaskGroup<(Int, Result<PreparedUpload?, any Error>), any Error>) {
-                let index = next, upload = uploads[index]
-                next += 1
-                group.addTask {
-                    do { return (index, .success(try await self.prepare(upload))) } catch { return (index, .failure(error)) }
+        var next = 0
+        while next < uploads.count {
+            // one wave of up to `transfersInFlight` reads (and asset uploads) at once
+            let wave = Array(next..<min(next + Self.transfersInFlight, uploads.count))
+            next += wave.count
+            let outcomes = try await withThrowingTaskGroup(of: (Int, Result<PreparedUpload?, any Error>).self,
+                                                           returning: [(Int, Result<PreparedUpload?, any Error>)].self) { group in
+                for index in wave {
+                    let upload = uploads[index]
+                    group.addTask {
+                        do { return (index, .success(try await self.prepare(upload))) } catch { return (index, .failure(error)) }
+                    }
                 }
+                var outcomes: [(Int, Result<PreparedUpload?, any Error>)] = []
+                for try await outcome in group { outcomes.append(outcome) }
+                return outcomes
             }
-            while next < uploads.count && next < Self.transfersInFlight { add(&group) }
-            while let (index, result) = try await group.next() {
-                switch result {
-                case .success(let prepared): results[index] = prepared
+            for (index, outcome) in outcomes {
+                switch outcome {
+                case .success(let prepared?): ready[index] = prepared
+                case .success(nil): break
                 case .failure(let error):
                     if error is CancellationError { throw error }
                     if uploadFailed(uploads[index], error) { failed += 1 }
                 }
-                if next < uploads.count { add(&group) }
             }
         }
-        return (results.compactMap { $0 }, failed)
+        return (ready.keys.sorted().compactMap { ready[$0] }, failed)
     }
 
     /// Handles an upload that failed: reported, and either remembered as refused for good (too

@@ -37,7 +37,7 @@ struct Ubiq: AsyncParsableCommand {
             Versions.self, Resolve.self, Exclude.self, Include.self, Status.self, Evict.self, Download.self,
             Query.self, IndexCommand.self,
             Serve.self, Admin.self,
-            RecordsCommand.self, KeyValueCommand.self, AccountCommand.self, SyncCommand.self, HooksCommand.self, DoctorCommand.self,
+            RecordsCommand.self, KeyValueCommand.self, AccountCommand.self, SyncCommand.self, HooksCommand.self, DoctorCommand.self, EditorCommand.self,
         ]
     )
 }

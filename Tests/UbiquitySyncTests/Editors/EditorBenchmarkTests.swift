@@ -9,7 +9,7 @@ import Testing
 @Suite(.serialized) struct EditorBenchmarkTests {
     static var runs: Int { Int(ProcessInfo.processInfo.environment["UBIQUITY_EDITOR_BENCH"] ?? "") ?? 0 }
 
-    @Test(.enabled(if: runs > 0 && EditorRig.available("vim"), "UBIQUITY_EDITOR_BENCH=N runs it; \(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: runs > 0 && EditorRig.available("vim"), "UBIQUITY_EDITOR_BENCH=N runs it\(EditorRig.missing("vim"))"))
     func saveToRemoteReload() throws {
         let rig = try EditorEndToEndTests.Rig()
         try EditorEndToEndTests.openBoth(rig, .vim, .vim)

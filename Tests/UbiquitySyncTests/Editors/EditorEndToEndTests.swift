@@ -62,7 +62,7 @@ import UbiquityCore
         device.save()
     }
 
-    @Test(.enabled(if: EditorRig.available("vim"), "\(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: EditorRig.available("vim"), "needs vim and tmux\(EditorRig.missing("vim"))"))
     func vimSaveOnAReloadsTheBufferOnB() async throws {
         let rig = try Rig()
         let inode = FileStamp.of(rig.a.url("notes.txt").path)?.inode
@@ -79,7 +79,7 @@ import UbiquityCore
         #expect(!FileManager.default.fileExists(atPath: rig.b.url("4913").path))
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func unsavedChangesAreWarnedAboutNotReloaded() throws {
         let rig = try Rig()
         try Self.openBoth(rig, .vim, .vim)
@@ -95,7 +95,7 @@ import UbiquityCore
         #expect(rig.b.probe()?["text"] as? String == "one\nmine", "B's unsaved text is kept")
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func bothEditTheConflictSurfacesAndResolves() throws {
         let rig = try Rig()
         try Self.openBoth(rig, .vim, .vim)
@@ -125,7 +125,7 @@ import UbiquityCore
         #expect(loser.syncStatus("notes.txt") == "uploaded")
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func aSkipBackupFileSavedInVimIsNeverUploaded() async throws {
         let rig = try Rig()
         try rig.a.write("secret.txt", "private\n")
@@ -148,7 +148,7 @@ import UbiquityCore
         #expect(rig.a.syncStatus("secret.txt") == "excluded")
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("vim"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func vimKilledMidSaveUploadsNoPartialFile() async throws {
         let rig = try Rig()
         let flag = rig.a.base.appendingPathComponent("in-save")
@@ -175,7 +175,7 @@ import UbiquityCore
         #expect(!names.contains { $0.hasPrefix(".ubiq-tmp-editor-") }, "\(names)")
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("nvim", "vim"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("nvim", "vim"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("nvim", "vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("nvim", "vim"))"))
     func neovimSaveReloadsVimOnTheOtherDevice() throws {
         let rig = try Rig()
         try Self.openBoth(rig, .nvim, .vim)
@@ -189,7 +189,7 @@ import UbiquityCore
         #expect(EditorRig.eventually("neovim's status line") { rig.a.screen().contains("[ubiq: uploaded]") }, "\(rig.a.screen())")
     }
 
-    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("emacs"), "UBIQUITY_EDITOR_TESTS=1 runs it; \(EditorRig.missing("emacs"))"))
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("emacs"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("emacs"))"))
     func emacsSaveRevertsEmacsOnTheOtherDevice() async throws {
         let rig = try Rig()
         try Self.openBoth(rig, .emacs, .emacs)

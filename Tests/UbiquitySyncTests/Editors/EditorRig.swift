@@ -23,30 +23,43 @@ enum EditorRig {
         (["tmux"] + editors).allSatisfy { which($0) != nil }
     }
 
-    /// The reason a suite is skipped, for its message.
+    /// Why an editor test is skipped: what is not installed (or nothing).
     static func missing(_ editors: String...) -> String {
         let absent = (["tmux"] + editors).filter { which($0) == nil }
-        return "not installed: \(absent.joined(separator: ", ")) (scripts/setup installs them on Debian)"
+        if absent.isEmpty { return "" }
+        return " (not installed: \(absent.joined(separator: ", ")); scripts/setup installs them on Debian)"
     }
 
     /// Whether the whole (slow) editor suite runs: UBIQUITY_EDITOR_TESTS=1.
     static var fullSuite: Bool { ProcessInfo.processInfo.environment["UBIQUITY_EDITOR_TESTS"] == "1" }
 
-    /// Runs a tool to completion; returns its status and stdout.
+    /// Runs a tool to completion; returns its status and stdout. Spawned and reaped directly
+    /// (posix_spawn, waitpid), its output through a file: a tmux server started by the tool
+    /// inherits whatever the client had open and never closes it, which Foundation's Process
+    /// would wait for.
     @discardableResult
     static func tool(_ path: String, _ arguments: [String], environment: [String: String]) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return (-1, "") }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let file = NSTemporaryDirectory() + "/ubq-tool-" + UUID().uuidString
+        defer { unlink(file) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return (-1, "") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let data = FileManager.default.contents(atPath: file) ?? Data()
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exit, String(decoding: data, as: UTF8.self))
     }
 
     /// Polls `check` until it holds (a hang guard, not a timing assertion).

@@ -110,6 +110,7 @@
           (setq ubiquity-changed-remotely t)
           (message "Ubiquity: %s changed on another device and has unsaved changes here: M-x ubiquity-diff to compare, M-x revert-buffer to take it, C-x C-s to keep yours"
                    (file-name-nondirectory ubiquity--path))
+          (force-mode-line-update)
           (run-hooks 'ubiquity-changed-remotely-hook))
       (setq ubiquity-changed-remotely nil)
       (revert-buffer t t t)
@@ -148,6 +149,7 @@
 
 (defun ubiquity--after-save ()
   "End the coordinated write (presenters hear of the change)."
+  (setq ubiquity-changed-remotely nil)
   (when (and ubiquity--process (/= ubiquity--writing 0))
     (ubiquity--send (current-buffer) `((cmd . "end-write") (id . ,ubiquity--writing)))
     (setq ubiquity--writing 0)))
@@ -182,7 +184,8 @@
 
 (defun ubiquity-mode-line ()
   "The mode line part: empty outside synced folders."
-  (if (equal ubiquity-state "") "" (format " [ubiq: %s]" ubiquity-state)))
+  (if (equal ubiquity-state "") ""
+    (format " [ubiq: %s%s]" ubiquity-state (if ubiquity-changed-remotely ", changed remotely: M-x ubiquity-diff" ""))))
 
 (defun ubiquity--path-or-error ()
   "The buffer's file, or an error."

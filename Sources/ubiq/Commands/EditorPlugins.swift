@@ -147,6 +147,7 @@ function! s:RemoteChange(buf) abort
     echohl WarningMsg
     echomsg 'Ubiquity: ' . fnamemodify(session.path, ':t') . ' changed on another device and has unsaved changes here: :UbiquityDiff to compare, :edit! to take the other version, :write to keep yours'
     echohl None
+    redrawstatus!
     call s:Fire('UbiquityChangedRemotely', a:buf)
     return
   endif
@@ -246,7 +247,9 @@ endfunction
 " The status line part: '' outside synced folders.
 function! UbiquityStatus() abort
   let text = get(b:, 'ubiquity_state', '')
-  return text ==# '' ? '' : ' [ubiq: ' . text . ']'
+  if text ==# '' | return '' | endif
+  " a remote change not taken yet (the buffer has unsaved changes) stays visible here
+  return ' [ubiq: ' . text . (get(b:, 'ubiquity_changed_remotely', 0) ? ', changed remotely: :UbiquityDiff' : '') . ']'
 endfunction
 
 function! s:Run(arguments) abort
@@ -328,6 +331,7 @@ augroup ubiquity
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))
   autocmd BufDelete * call s:Detach(expand('<abuf>'))
+  autocmd BufReadPost,BufWritePost * call setbufvar(str2nr(expand('<abuf>')), 'ubiquity_changed_remotely', 0)
   if exists('##SafeState')
     autocmd SafeState * call s:SettleWrites()
   endif
@@ -420,6 +424,7 @@ local function remote_change(buf)
     vim.b[buf].ubiquity_changed_remotely = 1
     warn(vim.fn.fnamemodify(session.path, ':t') .. ' changed on another device and has unsaved changes here: '
       .. ':UbiquityDiff to compare, :edit! to take the other version, :write to keep yours')
+    vim.cmd('redrawstatus!')
     fire('UbiquityChangedRemotely', buf)
     return
   end
@@ -555,7 +560,9 @@ end
 _G.UbiquityStatus = function()
   local text = vim.b.ubiquity_state or ''
   if text == '' then return '' end
-  return ' [ubiq: ' .. text .. ']'
+  -- a remote change not taken yet (the buffer has unsaved changes) stays visible here
+  local remote = vim.b.ubiquity_changed_remotely == 1 and ', changed remotely: :UbiquityDiff' or ''
+  return ' [ubiq: ' .. text .. remote .. ']'
 end
 vim.cmd([[function! UbiquityStatus() abort
   return v:lua.UbiquityStatus()
@@ -627,6 +634,9 @@ vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, ca
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufDelete', { group = group, callback = function(args) detach(args.buf) end })
+vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWritePost' }, { group = group, callback = function(args)
+  vim.b[args.buf].ubiquity_changed_remotely = 0
+end })
 
 if option('ubiquity_statusline', 1) == 1 and vim.o.statusline == '' then
   vim.o.statusline = '%<%f %h%m%r%{UbiquityStatus()}%=%-14.(%l,%c%V%) %P'
@@ -747,6 +757,7 @@ end
           (setq ubiquity-changed-remotely t)
           (message "Ubiquity: %s changed on another device and has unsaved changes here: M-x ubiquity-diff to compare, M-x revert-buffer to take it, C-x C-s to keep yours"
                    (file-name-nondirectory ubiquity--path))
+          (force-mode-line-update)
           (run-hooks 'ubiquity-changed-remotely-hook))
       (setq ubiquity-changed-remotely nil)
       (revert-buffer t t t)
@@ -785,6 +796,7 @@ end
 
 (defun ubiquity--after-save ()
   "End the coordinated write (presenters hear of the change)."
+  (setq ubiquity-changed-remotely nil)
   (when (and ubiquity--process (/= ubiquity--writing 0))
     (ubiquity--send (current-buffer) `((cmd . "end-write") (id . ,ubiquity--writing)))
     (setq ubiquity--writing 0)))
@@ -819,7 +831,8 @@ end
 
 (defun ubiquity-mode-line ()
   "The mode line part: empty outside synced folders."
-  (if (equal ubiquity-state "") "" (format " [ubiq: %s]" ubiquity-state)))
+  (if (equal ubiquity-state "") ""
+    (format " [ubiq: %s%s]" ubiquity-state (if ubiquity-changed-remotely ", changed remotely: M-x ubiquity-diff" ""))))
 
 (defun ubiquity--path-or-error ()
   "The buffer's file, or an error."

@@ -91,7 +91,7 @@ import UbiquityCore
         let warned = rig.b.waitForDump("B warns", after: before) { $0["event"] as? String == "changedRemotely" }
         #expect(warned?["text"] as? String == "one\nmine" && warned?["modified"] as? Int == 1, "\(String(describing: warned))")
         #expect(rig.b.read("notes.txt") == "theirs\none\n", "the file has A's version")
-        #expect(EditorRig.eventually("the warning is on B's screen") { rig.b.screen().contains("UbiquityDiff") }, "\(rig.b.screen())")
+        #expect(EditorRig.eventually("B's status line says so") { rig.b.screen().contains("changed remotely: :UbiquityDiff") }, "\(rig.b.screen())")
         #expect(rig.b.probe()?["text"] as? String == "one\nmine", "B's unsaved text is kept")
     }
 

@@ -78,6 +78,7 @@ local function remote_change(buf)
     vim.b[buf].ubiquity_changed_remotely = 1
     warn(vim.fn.fnamemodify(session.path, ':t') .. ' changed on another device and has unsaved changes here: '
       .. ':UbiquityDiff to compare, :edit! to take the other version, :write to keep yours')
+    vim.cmd('redrawstatus!')
     fire('UbiquityChangedRemotely', buf)
     return
   end
@@ -213,7 +214,9 @@ end
 _G.UbiquityStatus = function()
   local text = vim.b.ubiquity_state or ''
   if text == '' then return '' end
-  return ' [ubiq: ' .. text .. ']'
+  -- a remote change not taken yet (the buffer has unsaved changes) stays visible here
+  local remote = vim.b.ubiquity_changed_remotely == 1 and ', changed remotely: :UbiquityDiff' or ''
+  return ' [ubiq: ' .. text .. remote .. ']'
 end
 vim.cmd([[function! UbiquityStatus() abort
   return v:lua.UbiquityStatus()
@@ -285,6 +288,9 @@ vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, ca
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufDelete', { group = group, callback = function(args) detach(args.buf) end })
+vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWritePost' }, { group = group, callback = function(args)
+  vim.b[args.buf].ubiquity_changed_remotely = 0
+end })
 
 if option('ubiquity_statusline', 1) == 1 and vim.o.statusline == '' then
   vim.o.statusline = '%<%f %h%m%r%{UbiquityStatus()}%=%-14.(%l,%c%V%) %P'

@@ -140,6 +140,7 @@ function! s:RemoteChange(buf) abort
     echohl WarningMsg
     echomsg 'Ubiquity: ' . fnamemodify(session.path, ':t') . ' changed on another device and has unsaved changes here: :UbiquityDiff to compare, :edit! to take the other version, :write to keep yours'
     echohl None
+    redrawstatus!
     call s:Fire('UbiquityChangedRemotely', a:buf)
     return
   endif
@@ -239,7 +240,9 @@ endfunction
 " The status line part: '' outside synced folders.
 function! UbiquityStatus() abort
   let text = get(b:, 'ubiquity_state', '')
-  return text ==# '' ? '' : ' [ubiq: ' . text . ']'
+  if text ==# '' | return '' | endif
+  " a remote change not taken yet (the buffer has unsaved changes) stays visible here
+  return ' [ubiq: ' . text . (get(b:, 'ubiquity_changed_remotely', 0) ? ', changed remotely: :UbiquityDiff' : '') . ']'
 endfunction
 
 function! s:Run(arguments) abort
@@ -321,6 +324,7 @@ augroup ubiquity
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))
   autocmd BufDelete * call s:Detach(expand('<abuf>'))
+  autocmd BufReadPost,BufWritePost * call setbufvar(str2nr(expand('<abuf>')), 'ubiquity_changed_remotely', 0)
   if exists('##SafeState')
     autocmd SafeState * call s:SettleWrites()
   endif

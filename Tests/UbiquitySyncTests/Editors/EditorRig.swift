@@ -247,8 +247,13 @@ final class EditorDevice: Sendable {
     }
 
     func closeEditor() {
-        tmux(["kill-server"])
-        editorRunning.withLock { $0 = nil }
+        guard editorRunning.withLock({ value in defer { value = nil }; return value }) != nil else { return }
+        let server = Int32(tmux(["display-message", "-p", "#{pid}"]).output.trimmingCharacters(in: .whitespacesAndNewlines))
+        let pane = editorPID()
+        let killed = tmux(["kill-server"])
+        if killed.status != 0 { FileHandle.standardError.write(Data("tmux kill-server: \(killed.status)\n".utf8)) }
+        // and by pid, in case the server did not go (the editor's job exits at end of stdin)
+        for pid in [pane, server].compactMap({ $0 }) where pid > 0 { kill(pid, SIGKILL) }
     }
 
     deinit {

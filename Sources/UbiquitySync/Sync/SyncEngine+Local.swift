@@ -90,14 +90,19 @@ extension SyncEngine {
                 excludedNow.append((entry.path, entry))
             }
         }
-        for (path, local) in items where byPath[path] == nil {
+        // an excluded file replaced by another (an editor's save by rename) lost the attribute
+        // with the old file: put it back rather than upload it (`ubiq include` keeps the inode)
+        let reexcluded = try reapplyDroppedExclusions(previouslyExcluded, items: items, scope: scope)
+        for (path, local) in items where byPath[path] == nil && !reexcluded.contains(path) {
             if local.excluded {
                 if !previouslyExcluded.contains(path) { excludedNow.append((path, nil)) }
                 continue
             }
             created.append(local)
         }
-        for path in previouslyExcluded where scope.contains(path) && items[path].map({ !$0.excluded }) ?? true { unexclude.append(path) }
+        for path in previouslyExcluded where scope.contains(path) && !reexcluded.contains(path) && items[path].map({ !$0.excluded }) ?? true {
+            unexclude.append(path)
+        }
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
         var createdHashes: [String: String] = [:]
@@ -146,7 +151,7 @@ extension SyncEngine {
         }
         for (path, entry) in excludedNow {
             if let entry { try await deleteRemote(entry) }
-            try journal.setExcluded(path, true)
+            try journal.setExcluded(path, true, inode: items[path]?.stat.inode)
             report(path, .excluded)
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
@@ -175,5 +180,31 @@ extension SyncEngine {
             } catch let error as CloudKitError where error.code == .unknownItem {}
         }
         try journal.remove(id: entry.id)
+    }
+
+    /// Puts the skip-backup attribute back on excluded paths whose file was replaced by another
+    /// without it (vim, and other editors saving by rename, drop extended attributes); returns
+    /// those paths. A file that kept its inode and lost the attribute was included on purpose
+    /// (`ubiq include`), and is uploaded.
+    func reapplyDroppedExclusions(_ excluded: Set<String>, items: [String: LocalItem], scope: LocalScope) throws -> Set<String> {
+        guard !excluded.isEmpty else { return [] }
+        let inodes = try journal.excludedInodes()
+        var reapplied: Set<String> = []
+        for path in excluded where scope.contains(path) {
+            guard let local = items[path], !local.excluded, local.stat.kind == .file,
+                  let inode = inodes[path], inode != local.stat.inode else { continue }
+            do {
+                try BackupExclusion.setExcluded(true, absolute(path))
+            } catch {
+                logger.warning("cannot put the skip-backup attribute back; the file is uploaded",
+                               metadata: ["ubiquity.path": "\(path)", "ubiquity.error": "\(error)"])
+                continue
+            }
+            try journal.setExcluded(path, true, inode: local.stat.inode)
+            reapplied.insert(path)
+            logger.info("the skip-backup attribute was dropped by a save that replaced the file; put back",
+                        metadata: ["ubiquity.path": "\(path)"])
+        }
+        return reapplied
     }
 }

@@ -34,6 +34,7 @@ public final class SyncJournal: Sendable {
                     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                     CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, since INTEGER NOT NULL);
                     CREATE TABLE IF NOT EXISTS excluded (path TEXT PRIMARY KEY);
+                    CREATE TABLE IF NOT EXISTS excluded_inode (path TEXT PRIMARY KEY, inode INTEGER NOT NULL);
                     """)
                 // added with eviction (new tables: older journals gain them here)
                 try db.execute(sql: Self.evictionSchema)
@@ -167,15 +168,32 @@ public final class SyncJournal: Sendable {
         try queue.read { db in try String.fetchAll(db, sql: "SELECT path FROM pending ORDER BY since, path") }
     }
 
-    /// Records whether `path` is kept back because it carries the skip-backup attribute.
-    public func setExcluded(_ path: String, _ excluded: Bool) throws {
+    /// Records whether `path` is kept back because it carries the skip-backup attribute, and
+    /// the inode of the file that carried it (an editor saving by rename makes a new file
+    /// without the attribute: the engine puts it back).
+    public func setExcluded(_ path: String, _ excluded: Bool, inode: UInt64? = nil) throws {
         try queue.write { db in
             if excluded {
                 try db.execute(sql: "INSERT OR IGNORE INTO excluded (path) VALUES (?)", arguments: [path])
                 try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path])
+                if let inode {
+                    try db.execute(sql: "INSERT OR REPLACE INTO excluded_inode (path, inode) VALUES (?, ?)", arguments: [path, Int64(bitPattern: inode)])
+                }
             } else {
                 try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [path])
+                try db.execute(sql: "DELETE FROM excluded_inode WHERE path = ?", arguments: [path])
             }
+        }
+    }
+
+    /// The inodes the excluded paths had when they were excluded.
+    public func excludedInodes() throws -> [String: UInt64] {
+        try queue.read { db in
+            var result: [String: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT path, inode FROM excluded_inode") {
+                result[row["path"]] = UInt64(bitPattern: row["inode"] as Int64)
+            }
+            return result
         }
     }
 

@@ -45,20 +45,9 @@ public enum EvictionPolicy {
     /// accepted after it), e.g. `10G`, `500M`, `1.5G`, `4096`.
     /// - Throws: `invalidArgument` naming what was expected.
     public static func parseSize(_ text: String) throws -> Int64 {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).uppercased()
-        var number = Substring(trimmed)
-        for suffix in ["IB", "B"] where number.hasSuffix(suffix) && number.count > suffix.count {
-            number = number.dropLast(suffix.count)
-            break
-        }
-        var multiplier: Double = 1
-        if let last = number.last, let power = ["K": 1, "M": 2, "G": 3, "T": 4][String(last)] {
-            multiplier = pow(1024, Double(power))
-            number = number.dropLast()
-        }
-        guard let value = Double(number), value.isFinite, value >= 0, value * multiplier < Double(Int64.max) else {
+        guard let bytes = ByteSize.parse(text) else {
             throw UbiquityError(.invalidArgument, "'\(text)': expected a size such as 10G, 500M or 4096 (bytes)")
         }
-        return Int64(value * multiplier)
+        return bytes
     }
 }

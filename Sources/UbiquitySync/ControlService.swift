@@ -104,7 +104,7 @@ public final class ControlService: Sendable {
     }
 
     private func serveSync(_ request: ControlWire.Request, on socket: UnixSocket) {
-        guard request.path?.hasPrefix("/") == true else {
+        guard request.op == "confirm-deletes" || request.path?.hasPrefix("/") == true else {
             send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path' (an absolute path)")), on: socket)
             return
         }

@@ -72,7 +72,7 @@ struct LocalServer {
         let accountFile = UbiquityAccountFile(paths: paths)
         let account = try accountFile.read()
         let (port, fallback) = options.preferredPort(account: account)
-        var server: (url: String, task: Task<Void, any Error>)
+        var server: (url: String, task: Task<Void, any Error>, store: SQLiteRecordStore)
         do {
             server = try await run(data: data, port: port, logger: logger)
         } catch where fallback {
@@ -85,7 +85,7 @@ struct LocalServer {
         var created: String?
         if account == nil || account?.deviceToken == nil {
             do {
-                created = try await signInLocalAccount(options.accountName, data: data, url: server.url, file: accountFile, logger: logger)
+                created = try await signInLocalAccount(options.accountName, store: server.store, url: server.url, file: accountFile, logger: logger)
             } catch {
                 server.task.cancel()
                 _ = await server.task.result
@@ -97,8 +97,9 @@ struct LocalServer {
         return LocalServer(url: server.url, dataDirectory: data, createdAccount: created, task: server.task)
     }
 
-    /// Starts a server on `port` and returns once it listens (or throws when it cannot).
-    static func run(data: String, port: Int, logger: Logger) async throws -> (url: String, task: Task<Void, any Error>) {
+    /// Starts a server on `port` and returns once it listens (or throws when it cannot), with its
+    /// store (open until the server stops).
+    static func run(data: String, port: Int, logger: Logger) async throws -> (url: String, task: Task<Void, any Error>, store: SQLiteRecordStore) {
         let store = try SQLiteRecordStore(directory: URL(fileURLWithPath: data), logger: logger)
         // one user's own server: no throttling, no quota
         var configuration = RecordsServerConfiguration(host: "127.0.0.1", port: port, rateLimit: 0,
@@ -118,33 +119,27 @@ struct LocalServer {
             defer { continuation.finish() }
             try await server.run(handlingSignals: false) { url in continuation.yield(url) }
         }
-        for await url in listening { return (url, task) }
+        for await url in listening { return (url, task, store) }
         // the server ended before listening: its error says why
         try await task.value
         throw UbiquityError(.serviceUnavailable, "the local server stopped before it listened")
     }
 
-    /// Creates the account (when new) on the store and signs this device in with a device token.
-    static func signInLocalAccount(_ name: String, data: String, url: String, file: UbiquityAccountFile, logger: Logger) async throws -> String {
-        let store = try SQLiteRecordStore(directory: URL(fileURLWithPath: data), logger: logger)
+    /// Creates the account (when new) on the running server's store and signs this device in
+    /// with a device token.
+    static func signInLocalAccount(_ name: String, store: SQLiteRecordStore, url: String, file: UbiquityAccountFile, logger: Logger) async throws -> String {
+        let admin = RecordsAdmin(store: store)
+        let token: String
         do {
-            let admin = RecordsAdmin(store: store)
-            let token: String
-            do {
-                token = try await admin.issueToken(forUser: name, device: true)
-            } catch let error as UbiquityError where error.code == .notFound {
-                _ = try await admin.addUser(name, email: nil, password: nil)
-                token = try await admin.issueToken(forUser: name, device: true)
-            }
-            try await store.close()
-            try file.write(UbiquityAccountFile.Account(server: url, user: name, deviceToken: token, deviceName: AccountCommand.hostName(),
-                                                       signedInAt: Int64(Date().timeIntervalSince1970 * 1000)))
-            logger.notice("signed in a local account", metadata: ["ubiquity.user": "\(name)", "ubiquity.server": "\(url)"])
-            return name
-        } catch {
-            try? await store.close()
-            throw error
+            token = try await admin.issueToken(forUser: name, device: true)
+        } catch let error as UbiquityError where error.code == .notFound {
+            _ = try await admin.addUser(name, email: nil, password: nil)
+            token = try await admin.issueToken(forUser: name, device: true)
         }
+        try file.write(UbiquityAccountFile.Account(server: url, user: name, deviceToken: token, deviceName: AccountCommand.hostName(),
+                                                   signedInAt: Int64(Date().timeIntervalSince1970 * 1000)))
+        logger.notice("signed in a local account", metadata: ["ubiquity.user": "\(name)", "ubiquity.server": "\(url)"])
+        return name
     }
 
     /// What to do next, printed once the daemon is ready.

@@ -25,6 +25,8 @@ extension IndexRecord: MetadataAttributeProvider {
         case .isDownloaded: .bool(ubiquitous.downloadingStatus != .notDownloaded)
         case .hasUnresolvedConflicts: .bool(ubiquitous.hasUnresolvedConflicts)
         case .isExcludedFromBackup: .bool(ubiquitous.isExcludedFromBackup)
+        case .uploadingError: ubiquitous.uploadingError.map { .string($0) }
+        case .downloadingError: ubiquitous.downloadingError.map { .string($0) }
         }
     }
 }

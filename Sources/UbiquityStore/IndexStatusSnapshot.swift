@@ -36,7 +36,8 @@ public struct IndexStatusSnapshot: Sendable {
                     SELECT path, is_uploaded, is_uploading, percent_uploaded, \
                     CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 2 \
                     WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 1 ELSE 0 END, is_downloading, \
-                    percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup FROM items \
+                    percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup, uploading_error, \
+                    downloading_error FROM items \
                     WHERE path >= ? AND path < ?
                     """
                 var arguments: StatementArguments = [range.lower, range.upper]
@@ -56,7 +57,7 @@ public struct IndexStatusSnapshot: Sendable {
                         isUploaded: row[1], isUploading: row[2], percentUploaded: row[3],
                         downloadingStatus: status == 2 ? .notDownloaded : status == 1 ? .downloaded : .current,
                         isDownloading: row[5], percentDownloaded: row[6], hasUnresolvedConflicts: row[7],
-                        isExcludedFromBackup: row[8])
+                        isExcludedFromBackup: row[8], uploadingError: row[9], downloadingError: row[10])
                 }
                 return IndexStatusSnapshot(attributes: attributes)
             }

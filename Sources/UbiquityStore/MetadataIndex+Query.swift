@@ -29,6 +29,8 @@ public struct MetadataIndexSchema: PredicateSQLSchema {
             "(items.downloading_status <> '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)')"
         case .hasUnresolvedConflicts: "items.has_unresolved_conflicts"
         case .isExcludedFromBackup: "items.is_excluded_from_backup"
+        case .uploadingError: "items.uploading_error"
+        case .downloadingError: "items.downloading_error"
         }
     }
 

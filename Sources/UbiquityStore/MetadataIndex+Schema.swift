@@ -76,6 +76,13 @@ extension MetadataIndex {
                 );
                 """)
         }
+        migrator.registerMigration("v2-transfer-errors") { db in
+            // The upload and download errors sync reports (NSMetadataUbiquitousItem…ErrorKey).
+            try db.execute(sql: """
+                ALTER TABLE items ADD COLUMN uploading_error TEXT;
+                ALTER TABLE items ADD COLUMN downloading_error TEXT;
+                """)
+        }
         return migrator
     }()
 
@@ -85,7 +92,7 @@ extension MetadataIndex {
         items.content_type, items.is_directory, items.inode, items.mtime_ns, items.ctime_ns, \
         items.is_uploaded, items.is_uploading, items.percent_uploaded, items.downloading_status, \
         items.is_downloading, items.percent_downloaded, items.has_unresolved_conflicts, \
-        items.is_excluded_from_backup, items.id
+        items.is_excluded_from_backup, items.id, items.uploading_error, items.downloading_error
         """
 
     /// The record of a row selected with ``recordColumns``.
@@ -102,7 +109,7 @@ extension MetadataIndex {
                 isUploaded: row[10], isUploading: row[11], percentUploaded: row[12],
                 downloadingStatus: UbiquitousDownloadingStatus(rawValue: status) ?? .current,
                 isDownloading: row[14], percentDownloaded: row[15], hasUnresolvedConflicts: row[16],
-                isExcludedFromBackup: row[17]))
+                isExcludedFromBackup: row[17], uploadingError: row[19], downloadingError: row[20]))
     }
 
     /// The folded form of a name, as stored in `name_folded` and searched by the trigram index.

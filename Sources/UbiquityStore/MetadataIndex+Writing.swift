@@ -78,12 +78,13 @@ extension MetadataIndex {
             }
             try db.cachedStatement(sql: """
                 UPDATE items SET is_uploaded = ?, is_uploading = ?, percent_uploaded = ?, downloading_status = ?,
-                is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?
+                is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?,
+                uploading_error = ?, downloading_error = ?
                 WHERE path = ?
                 """).execute(arguments: [
                     attrs.isUploaded, attrs.isUploading, attrs.percentUploaded, attrs.downloadingStatus.rawValue,
                     attrs.isDownloading, attrs.percentDownloaded, attrs.hasUnresolvedConflicts,
-                    attrs.isExcludedFromBackup, path,
+                    attrs.isExcludedFromBackup, attrs.uploadingError, attrs.downloadingError, path,
                 ])
             record.ubiquitous = attrs
             return IndexDelta(changed: [record])
@@ -143,8 +144,8 @@ extension MetadataIndex {
             INSERT INTO items (path, name, name_folded, size, creation_date, content_change_date, content_type,
             is_directory, inode, mtime_ns, ctime_ns, is_uploaded, is_uploading, percent_uploaded,
             downloading_status, is_downloading, percent_downloaded, has_unresolved_conflicts,
-            is_excluded_from_backup, scan_generation)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            is_excluded_from_backup, uploading_error, downloading_error, scan_generation)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let seen = sessions.isEmpty ? nil : try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO temp.scan_seen (session, item_id) VALUES (?, ?)
@@ -180,7 +181,7 @@ extension MetadataIndex {
                         record.contentType, record.isDirectory, Int64(bitPattern: record.inode),
                         record.mtimeNanoseconds, record.ctimeNanoseconds, u.isUploaded, u.isUploading,
                         u.percentUploaded, u.downloadingStatus.rawValue, u.isDownloading, u.percentDownloaded,
-                        u.hasUnresolvedConflicts, u.isExcludedFromBackup, generation,
+                        u.hasUnresolvedConflicts, u.isExcludedFromBackup, u.uploadingError, u.downloadingError, generation,
                     ])
                     try insert.execute()
                     rowID = db.lastInsertedRowID

@@ -19,13 +19,17 @@ public struct UbiquitousAttributes: Sendable, Hashable, Codable {
     public var hasUnresolvedConflicts: Bool
     /// Whether the skip-backup attribute is set (never uploaded).
     public var isExcludedFromBackup: Bool
+    /// Why the last upload failed, until one succeeds (`NSMetadataUbiquitousItemUploadingErrorKey`).
+    public var uploadingError: String?
+    /// Why the last download failed, until one succeeds (`NSMetadataUbiquitousItemDownloadingErrorKey`).
+    public var downloadingError: String?
 
     /// Attributes with the given values; the defaults describe a local item not yet uploaded.
     public init(
         isUploaded: Bool = false, isUploading: Bool = false, percentUploaded: Double = 0,
         downloadingStatus: UbiquitousDownloadingStatus = .current, isDownloading: Bool = false,
         percentDownloaded: Double = 0, hasUnresolvedConflicts: Bool = false,
-        isExcludedFromBackup: Bool = false
+        isExcludedFromBackup: Bool = false, uploadingError: String? = nil, downloadingError: String? = nil
     ) {
         self.isUploaded = isUploaded
         self.isUploading = isUploading
@@ -35,5 +39,7 @@ public struct UbiquitousAttributes: Sendable, Hashable, Codable {
         self.percentDownloaded = percentDownloaded
         self.hasUnresolvedConflicts = hasUnresolvedConflicts
         self.isExcludedFromBackup = isExcludedFromBackup
+        self.uploadingError = uploadingError
+        self.downloadingError = downloadingError
     }
 }

@@ -85,6 +85,8 @@ final class SyncStatusApplier: Sendable {
 
     static func apply(_ transfer: ItemSyncState, to attributes: inout UbiquitousAttributes) {
         attributes.downloadingStatus = transfer.downloadingStatus
+        attributes.uploadingError = transfer.uploadError
+        attributes.downloadingError = transfer.downloadError
         attributes.isDownloading = transfer.isDownloading
         attributes.percentDownloaded = transfer.percentDownloaded ?? (transfer.downloadingStatus == .notDownloaded ? 0 : 100)
         if transfer.isUploading {

@@ -60,6 +60,12 @@ import UbiquityCore
         _ = try index.updateUbiquitousAttributes(path: "/c/ab.txt", UbiquitousAttributes(isUploaded: true))
         let uploaded = try QueryPredicate(format: "NSMetadataUbiquitousItemIsUploadedKey == YES")
         #expect(names(try index.query(uploaded, under: ["/c"])) == ["ab.txt"])
+        _ = try index.updateUbiquitousAttributes(path: "/c/ab.txt", UbiquitousAttributes(uploadingError: "over quota"))
+        let failed = try QueryPredicate(format: "NSMetadataUbiquitousItemUploadingErrorKey != nil")
+        #expect(names(try index.query(failed, under: ["/c"])) == ["ab.txt"])
+        let quota = try QueryPredicate(format: "NSMetadataUbiquitousItemUploadingErrorKey CONTAINS[c] 'QUOTA'")
+        #expect(names(try index.query(quota, under: ["/c"])) == ["ab.txt"])
+        #expect(try index.record(at: "/c/ab.txt")?.ubiquitous.uploadingError == "over quota")
         let url = try QueryPredicate(format: "kMDItemURL == 'file:///c/Archive/'")
         #expect(names(try index.query(url, under: ["/c"])) == ["Archive"])
     }

@@ -48,6 +48,7 @@ struct PredicateTestRow: MetadataAttributeProvider, Sendable {
             return downloadingStatus.map { .bool($0 != UbiquitousDownloadingStatus.notDownloaded.rawValue) }
         case .hasUnresolvedConflicts: return bool(hasUnresolvedConflicts)
         case .isExcludedFromBackup: return bool(isExcludedFromBackup)
+        case .uploadingError, .downloadingError: return nil
         }
     }
 }
@@ -80,7 +81,7 @@ struct PredicateTestDatabase {
             creation_date REAL, content_change_date REAL, content_type TEXT, is_directory INTEGER,
             is_uploaded INTEGER, is_uploading INTEGER, percent_uploaded REAL, downloading_status TEXT,
             is_downloading INTEGER, percent_downloaded REAL, has_unresolved_conflicts INTEGER,
-            is_excluded_from_backup INTEGER);
+            is_excluded_from_backup INTEGER, uploading_error TEXT, downloading_error TEXT);
         CREATE INDEX items_name ON items(name);
         CREATE INDEX items_content_type ON items(content_type);
         CREATE VIRTUAL TABLE names_fts USING fts5(name_folded, content='items', content_rowid='id', tokenize='trigram');
@@ -96,7 +97,7 @@ struct PredicateTestDatabase {
             for row in rows {
                 func int(_ b: Bool?) -> Int64? { b.map { $0 ? 1 : 0 } }
                 try db.execute(sql: """
-                    INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)
                     """, arguments: [
                         row.id, row.path, row.name, row.name.map(PredicateStringMatch.fold), row.size,
                         row.creationDate, row.contentChangeDate, row.contentType, int(row.isDirectory),

@@ -56,6 +56,10 @@ public let NSMetadataUbiquitousItemPercentDownloadedKey = MetadataAttribute.perc
 public let NSMetadataUbiquitousItemIsDownloadedKey = MetadataAttribute.isDownloaded.rawValue
 /// Whether unresolved conflict versions exist.
 public let NSMetadataUbiquitousItemHasUnresolvedConflictsKey = MetadataAttribute.hasUnresolvedConflicts.rawValue
+/// Why the last upload failed, until one succeeds (a message; Apple's value is an `NSError`).
+public let NSMetadataUbiquitousItemUploadingErrorKey = MetadataAttribute.uploadingError.rawValue
+/// Why the last download failed, until one succeeds (a message; Apple's value is an `NSError`).
+public let NSMetadataUbiquitousItemDownloadingErrorKey = MetadataAttribute.downloadingError.rawValue
 /// The downloading status of an item whose local copy is the latest known.
 public let NSMetadataUbiquitousItemDownloadingStatusCurrent = UbiquitousDownloadingStatus.current.rawValue
 /// The downloading status of an item with a local copy that may not be the latest.

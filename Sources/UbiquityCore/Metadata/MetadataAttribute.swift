@@ -44,6 +44,10 @@ public enum MetadataAttribute: String, Sendable, Hashable, CaseIterable, Codable
     case hasUnresolvedConflicts = "NSMetadataUbiquitousItemHasUnresolvedConflictsKey"
     /// Whether the skip-backup attribute is set (never uploaded).
     case isExcludedFromBackup = "NSURLIsExcludedFromBackupKey"
+    /// Why the last upload failed, until one succeeds; nil otherwise (Apple's value is an `NSError`).
+    case uploadingError = "NSMetadataUbiquitousItemUploadingErrorKey"
+    /// Why the last download failed, until one succeeds; nil otherwise (Apple's value is an `NSError`).
+    case downloadingError = "NSMetadataUbiquitousItemDownloadingErrorKey"
 
     /// The kind of value the attribute holds.
     public enum ValueKind: String, Sendable {
@@ -62,7 +66,7 @@ public enum MetadataAttribute: String, Sendable, Hashable, CaseIterable, Codable
     /// The kind of value this attribute holds.
     public var valueKind: ValueKind {
         switch self {
-        case .fsName, .displayName, .path, .url, .contentType, .downloadingStatus: .string
+        case .fsName, .displayName, .path, .url, .contentType, .downloadingStatus, .uploadingError, .downloadingError: .string
         case .fsSize, .percentUploaded, .percentDownloaded: .number
         case .fsCreationDate, .fsContentChangeDate: .date
         case .isDirectory, .isUbiquitous, .isUploaded, .isUploading, .isDownloading, .isDownloaded,

@@ -47,21 +47,6 @@ public enum Doctor {
         return (watches, instances, queue)
     }
 
-    /// Counts the folders under `root` (not following links), stopping at `limit`.
-    public static func countDirectories(_ root: URL, limit: Int = 2_000_000) -> Int? {
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isDirectoryKey, .isSymbolicLinkKey],
-                                                              options: [], errorHandler: { _, _ in true }) else { return nil }
-        var count = 1
-        for case let url as URL in enumerator {
-            let values = try? url.resourceValues(forKeys: [.isDirectoryKey, .isSymbolicLinkKey])
-            if values?.isDirectory == true, values?.isSymbolicLink != true {
-                count += 1
-                if count >= limit { break }
-            }
-        }
-        return count
-    }
-
     /// The name of a file-system type from `statfs`'s `f_type`.
     public static func fileSystemName(_ type: Int) -> String {
         switch type {

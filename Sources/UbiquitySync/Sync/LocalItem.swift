@@ -66,7 +66,14 @@ enum SyncFiles {
             let name = (path as NSString).lastPathComponent
             let full = root + "/" + path
             if isOwnTemporary(name) { continue }
-            guard let stamp = FileStamp.of(full) else { continue }
+            guard let stamp = FileStamp.of(full) else {
+                // the watcher names a file whose name is not UTF-8 with U+FFFD in place of the bad bytes
+                if name.contains("\u{FFFD}"), let entries = DirectoryEntries.read((full as NSString).deletingLastPathComponent) {
+                    let parent = (path as NSString).deletingLastPathComponent
+                    for bad in entries.invalid { UnsyncableNames.note(root: root, path: parent.isEmpty ? bad : parent + "/" + bad) }
+                }
+                continue
+            }
             if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
             let item = localItem(path: path, absolute: full, stamp: stamp)
             items[path] = item
@@ -81,8 +88,11 @@ enum SyncFiles {
         var folders = start
         while let relative = folders.popLast() {
             let absolute = relative.isEmpty ? root : root + "/" + relative
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
-            for name in names {
+            guard let entries = DirectoryEntries.read(absolute) else { continue }
+            for name in entries.invalid {  // record names are strings: reported, never synced
+                UnsyncableNames.note(root: root, path: relative.isEmpty ? name : relative + "/" + name)
+            }
+            for name in entries.names {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 let full = root + "/" + path
                 if isOwnTemporary(name) {

@@ -46,6 +46,7 @@ extension SyncEngine {
             }
             entries = entries.filter { scope.contains($0.path) }
         }
+        reportUnsyncableNames()  // SyncEngine+Names.swift
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         var uploads: [Upload] = []

@@ -38,10 +38,11 @@ struct DoctorCommand: AsyncParsableCommand {
         let folderExists = FileManager.default.fileExists(atPath: folderPath, isDirectory: &isDirectory) && isDirectory.boolValue
         var findings: [DoctorFinding] = []
 
-        let directories = folderExists ? Doctor.countDirectories(URL(fileURLWithPath: folderPath)) : nil
-        findings += Doctor.inotify(limits: Doctor.readInotifyLimits(), directories: directories)
+        let walk = folderExists ? Doctor.walk(folderPath) : nil
+        findings += Doctor.inotify(limits: Doctor.readInotifyLimits(), directories: walk?.directories)
         findings.append(daemonFinding())
         findings.append(Doctor.folder(folderPath, fileSystem: folderExists ? Doctor.fileSystem(of: folderPath) : nil, exists: folderExists))
+        if let walk { findings.append(Doctor.names(invalid: walk.invalidNames)) }
         let probeDirectory = folderExists ? folderPath : paths.dataDirectory.path
         if FileManager.default.fileExists(atPath: probeDirectory) {
             findings.append(Doctor.extendedAttributes(in: probeDirectory))

@@ -70,6 +70,7 @@ enum ItemJSON {
             ("downloadingStatus", u.downloadingStatus.rawValue), ("isDownloading", u.isDownloading),
             ("percentDownloaded", u.percentDownloaded), ("hasUnresolvedConflicts", u.hasUnresolvedConflicts),
             ("isExcludedFromBackup", u.isExcludedFromBackup),
+            ("uploadingError", u.uploadingError), ("downloadingError", u.downloadingError),
         ])
     }
 

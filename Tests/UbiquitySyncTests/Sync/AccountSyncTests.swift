@@ -126,6 +126,12 @@ import UbiquityCore
         let reported = ((try? String(contentsOf: failures, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.hasSuffix("/big.bin") }
         #expect(reported.count == 1)
         #expect(b.file("big.bin") == nil)
+        // the error is in A's index, where metadata queries find it
+        #expect(SyncEndToEndTests.eventually("A's index has big.bin's upload error") {
+            guard let run = try? a.device.run(["query", "NSMetadataUbiquitousItemUploadingErrorKey != nil", "--root", a.folder.path, "--json"]),
+                  run.status == 0 else { return false }
+            return run.stdout.contains("big.bin") && run.stdout.contains("\"uploadingError\"") && !run.stdout.contains("one.txt")
+        })
         // changed to fit: it syncs
         try Data(repeating: 8, count: 512).write(to: a.folder.appendingPathComponent("big.bin"))
         #expect(SyncEndToEndTests.eventually("B has the smaller big.bin") { b.file("big.bin")?.utf8.count == 512 })

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Synchronization
+
+/// A directory's entries as the kernel stores them (`readdir`), told apart by whether their
+/// names are valid UTF-8.
+///
+/// Foundation's `contentsOfDirectory` repairs names that are not UTF-8 (each bad byte becomes
+/// U+FFFD), so a file named with Latin-1 bytes comes back under a name that does not exist, and
+/// sync would skip it without a word. Record names are strings; such a file cannot be synced,
+/// so the scan lists it here and the engine reports it (``UnsyncableNames``).
+struct DirectoryEntries {
+    /// The names that are valid UTF-8, in directory order.
+    var names: [String] = []
+    /// The names that are not, with each bad byte written `\xNN` (for messages only).
+    var invalid: [String] = []
+
+    /// The entries of the directory at `path` (`.` and `..` left out), or nil when it cannot be read.
+    static func read(_ path: String) -> DirectoryEntries? {
+        guard let directory = opendir(path) else { return nil }
+        defer { closedir(directory) }
+        var entries = DirectoryEntries()
+        while let entry = readdir(directory) {
+            withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                let length = raw.firstIndex(of: 0) ?? raw.count
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[..<length])
+                if length == 1 && bytes[0] == 0x2E || length == 2 && bytes[0] == 0x2E && bytes[1] == 0x2E { return }
+                if let name = String(validating: bytes, as: UTF8.self) {
+                    entries.names.append(name)
+                } else {
+                    entries.invalid.append(escaped(bytes))
+                }
+            }
+        }
+        return entries
+    }
+
+    /// `bytes` as text, with every byte that is not part of valid UTF-8 written `\xNN`.
+    static func escaped(_ bytes: some Collection<UInt8>) -> String {
+        var text = ""
+        var rest = Array(bytes)[...]
+        while !rest.isEmpty {
+            // the longest valid prefix, then one bad byte
+            var valid = rest.endIndex
+            while valid > rest.startIndex, String(validating: rest[rest.startIndex..<valid], as: UTF8.self) == nil {
+                valid -= 1
+            }
+            text += String(decoding: rest[rest.startIndex..<valid], as: UTF8.self)
+            rest = rest[valid...]
+            if let bad = rest.first {
+                text += "\\x" + String(bad, radix: 16, uppercase: true).leftPadded(to: 2)
+                rest = rest.dropFirst()
+            }
+        }
+        return text
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// The names a scan found but cannot sync (not valid UTF-8), per synced folder, until the
+/// engine of that folder reports them. The scan runs off the engine (in `BlockingWork`), so it
+/// leaves them here instead of changing every scan's result; each path is reported once per
+/// process (the log, the `upload-failed` hook, `ubiq doctor` lists them all again).
+enum UnsyncableNames {
+    private static let state = Mutex<(found: [String: Set<String>], reported: [String: Set<String>])>(([:], [:]))
+
+    /// Notes that `path` (relative, escaped) under `root` cannot be synced.
+    static func note(root: String, path: String) {
+        state.withLock { state in
+            guard state.reported[root]?.contains(path) != true else { return }
+            state.found[root, default: []].insert(path)
+        }
+    }
+
+    /// The paths under `root` found since the last call and never reported before, sorted.
+    static func takeNew(root: String) -> [String] {
+        state.withLock { state in
+            guard let found = state.found.removeValue(forKey: root) else { return [] }
+            state.reported[root, default: []].formUnion(found)
+            return found.sorted()
+        }
+    }
+}

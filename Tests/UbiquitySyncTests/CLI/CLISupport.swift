@@ -51,8 +51,8 @@ extension Device {
         environment.merge(extraEnvironment) { $1 }
 
         let process = Process()
-        process.executableURL = Binaries.ubiq
-        process.arguments = arguments
+        process.executableURL = launcher ?? Binaries.ubiq
+        process.arguments = launcher == nil ? arguments : [Binaries.ubiq.path] + arguments
         process.environment = environment
         if let directory { process.currentDirectoryURL = directory }
         if let input {

@@ -26,8 +26,13 @@ enum Binaries {
 final class Device: Sendable {
     let root: URL
     let environment: [String: String]
+    /// A program every `ubiq` of this device is started through (`/usr/bin/env`), or nil.
+    let launcher: URL?
 
-    init() {
+    /// A device whose processes all get `extraEnvironment` too (a faked clock, say), started
+    /// through `launcher` when one is given.
+    init(extraEnvironment: [String: String] = [:], launcher: URL? = nil) {
+        self.launcher = launcher
         root = URL(fileURLWithPath: "/tmp/ubq-" + String(UUID().uuidString.prefix(8)))
         for sub in ["home", "data", "state", "config", "run"] {
             try! FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
@@ -40,7 +45,7 @@ final class Device: Sendable {
         env["XDG_RUNTIME_DIR"] = root.appendingPathComponent("run").path
         env.removeValue(forKey: "UBIQUITY_COORDINATION_SOCKET")
         env.removeValue(forKey: "UBIQUITY_HOME")
-        environment = env
+        environment = env.merging(extraEnvironment) { $1 }
     }
 
     var socket: String { root.appendingPathComponent("run/ubiquity/coordination.sock").path }
@@ -53,7 +58,10 @@ final class Device: Sendable {
 
     /// Starts a process of this device.
     func start(_ executable: URL, _ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Subprocess {
-        try Subprocess(executable, arguments, environment: environment.merging(extraEnvironment) { $1 })
+        if let launcher, executable == Binaries.ubiq {
+            return try Subprocess(launcher, [executable.path] + arguments, environment: environment.merging(extraEnvironment) { $1 })
+        }
+        return try Subprocess(executable, arguments, environment: environment.merging(extraEnvironment) { $1 })
     }
 
     /// Runs `ubiq` to completion.

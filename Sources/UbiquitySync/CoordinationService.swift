@@ -19,6 +19,8 @@ public final class CoordinationService: Sendable {
     let logger: Logger
     private let nextID = Atomic<UInt64>(1)
     private let server: SocketServer
+    /// Told when a client resolved or removed a version (CoordinationService+Versions.swift).
+    let versionObservers = Mutex<[@Sendable (_ path: String) -> Void]>([])
 
     /// Binds the socket (creating its folder, mode 0700). Fails with `alreadyExists` when another
     /// daemon serves it.

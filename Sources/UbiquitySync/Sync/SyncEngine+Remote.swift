@@ -69,6 +69,8 @@ extension SyncEngine {
                 logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
             }
         }
+        // conflict versions kept on other devices, and resolved ones (SyncEngine+ConflictVersions.swift)
+        if await applyRemoteConflictVersions(records.values, deleted: deleted, listed: full ? listed : nil) { failed = true }
         let deletions = try deleted.compactMap { try journal.entry(id: $0) }.sorted { Self.depth($0.path) > Self.depth($1.path) }
         for entry in deletions {
             do { try await applyRemoteDeletion(entry) } catch {
@@ -187,10 +189,11 @@ extension SyncEngine {
         }
         let target = URL(fileURLWithPath: absolute(item.path))
         let device = deviceName
-        try await BlockingWork.run {
-            _ = try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
-                                                   modificationDate: staged.before.modificationDate, options: .byMoving)
+        let version = try await BlockingWork.run {
+            try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
+                                               modificationDate: staged.before.modificationDate, options: .byMoving)
         }
+        noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
         conflicted.insert(item.path)
         report(item.path, .inConflict)
         onEvent?(.conflict(path: item.path))

@@ -256,6 +256,7 @@ public actor SyncEngine {
         }
         try Task.checkCancellation()
         try await pushLocal()
+        await shareConflictVersions()  // conflict versions on every device (SyncEngine+ConflictVersions.swift)
         await noteResolvedConflicts()
         await enforceEvictionBudget()
         if let remoteFailure { throw remoteFailure }

@@ -38,6 +38,8 @@ public final class SyncJournal: Sendable {
                     """)
                 // added with eviction (new tables: older journals gain them here)
                 try db.execute(sql: Self.evictionSchema)
+                // added with shared conflict versions (SyncJournal+Conflicts.swift)
+                try db.execute(sql: Self.conflictSchema)
             }
         } catch {
             throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)

@@ -150,6 +150,8 @@ struct Daemon: AsyncParsableCommand {
             indexService.setSyncRequests { [sync] request, send in try await sync.handle(request, send: send) }
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             coordinationService = try CoordinationService(socketPath: path, logger: logger)
+            // a conflict resolved by any process (`ubiq resolve`, an app) reaches the other devices at once
+            coordinationService.observeSettledVersions { [sync] path in Task { await sync.currentEngine?.versionSettled(at: path) } }
             if socket != nil {
                 var coordination = CoordinationConfiguration()
                 coordination.socketPath = path

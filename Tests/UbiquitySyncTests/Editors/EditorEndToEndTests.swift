@@ -118,11 +118,20 @@ import UbiquityCore
         #expect(loser.waitForDump("the loser reloads", Self.isReload(of: winnerText)) != nil, "\(loser.screen())")
         #expect(EditorRig.eventually("the loser's status line says conflict") { loser.screen().contains("[ubiq: conflict]") }, "\(loser.screen())")
         #expect(loser.syncStatus("notes.txt") == "in conflict")
-        #expect(winner.syncStatus("notes.txt") == "uploaded", "conflict versions stay on the device that lost")
-        let count = loser.dumps().count
-        loser.command("UbiquityResolve")
-        #expect(loser.waitForDump("resolved", after: count, Self.isState("uploaded")) != nil, "\(loser.screen())")
-        #expect(loser.syncStatus("notes.txt") == "uploaded")
+        // the conflict version reaches the winner too: its buffer's status line says conflict
+        #expect(winner.waitForDump("the winner shows the conflict", Self.isState("conflict")) != nil, "\(winner.screen())")
+        #expect(EditorRig.eventually("the winner's status line says conflict") { winner.screen().contains("[ubiq: conflict]") }, "\(winner.screen())")
+        #expect(EditorRig.eventually("the winner's daemon says in conflict") { winner.syncStatus("notes.txt") == "in conflict" })
+        // resolved in the winner's editor (the device that did not make the version): settled on both
+        let loserCount = loser.dumps().count, winnerCount = winner.dumps().count
+        winner.command("UbiquityResolve")
+        #expect(winner.waitForDump("resolved on the winner", after: winnerCount, Self.isState("uploaded")) != nil, "\(winner.screen())")
+        try winner.write("nudge.txt", "a pass sends the resolution")
+        #expect(loser.waitForDump("resolved on the loser", after: loserCount, Self.isState("uploaded")) != nil, "\(loser.screen())")
+        #expect(EditorRig.eventually("the loser's status line says uploaded") { loser.screen().contains("[ubiq: uploaded]") }, "\(loser.screen())")
+        #expect(EditorRig.eventually("both daemons say uploaded") {
+            loser.syncStatus("notes.txt") == "uploaded" && winner.syncStatus("notes.txt") == "uploaded"
+        })
     }
 
     @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Ubiquity
+import UbiquityCore
+
+/// Conflict versions on every device (`docs/sync.md`, "Conflict versions on every device").
+///
+/// The device that keeps a conflict version (``keepConflict(_:_:localPath:local:)``) journals
+/// it in `conflicts` unpublished; at the end of the pass it saves a `UbiquityConflictVersion`
+/// record (``ConflictRecord``) in the zone. Other devices fetching that record add the content
+/// as an unresolved conflict version of their copy of the item (the version store: `ubiq
+/// versions`, the index, `ubiq status` and open documents see it) and journal the record, so a
+/// refetch or a restart never adds it twice. Every pass compares the journaled conflicts with the
+/// version store: a version resolved or removed here (the API, `ubiq resolve`) deletes its
+/// record; a record deleted on the server (resolved on another device, or its item deleted)
+/// removes the version here.
+extension SyncEngine {
+    /// A conflict version of item `itemID` was kept here: journaled, and published at the end
+    /// of the pass (``shareConflictVersions()``).
+    func noteConflictKept(itemID: String, version: FileVersion) {
+        let conflict = JournalConflict(record: ConflictRecord.recordName(forVersion: version.persistentIdentifier), item: itemID,
+                                       version: version.persistentIdentifier, published: false)
+        do { try journal.putConflict(conflict) } catch {
+            logger.warning("could not journal a conflict version; it stays on this device only", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
+    // MARK: Receiving
+
+    /// Applies the fetched `UbiquityConflictVersion` records and the deletions of known ones;
+    /// after a full listing (`listed`: every record name the server has), published conflicts
+    /// missing from it count as deleted. Returns whether something failed (the changes are then
+    /// fetched again).
+    func applyRemoteConflictVersions(_ records: some Sequence<Record>, deleted: [String], listed: Set<String>?) async -> Bool {
+        var failed = false
+        for record in records where record.recordType == ConflictRecord.recordType {
+            guard let version = ConflictRecord.version(from: record) else {
+                logger.warning("ignoring a malformed conflict version record", metadata: ["ubiquity.record": "\(record.recordID.recordName)"])
+                continue
+            }
+            do {
+                try await importConflictVersion(version, record)
+            } catch is CancellationError {
+                return true
+            } catch {
+                failed = true
+                logger.warning("could not add a conflict version from another device",
+                               metadata: ["ubiquity.path": "\(version.path)", "ubiquity.error": "\(error)"])
+            }
+        }
+        do {
+            let known = try journal.conflicts()  // few: one query, not one per deleted record
+            guard !known.isEmpty else { return failed }
+            let deletedNames = Set(deleted)
+            let gone = known.filter { conflict in
+                deletedNames.contains(conflict.record) || (conflict.published && listed.map { !$0.contains(conflict.record) } ?? false)
+            }
+            for conflict in gone { try await removeConflictVersion(conflict) }
+        } catch {
+            failed = true
+            logger.warning("could not remove conflict versions resolved elsewhere", metadata: ["ubiquity.error": "\(error)"])
+        }
+        return failed
+    }
+
+    /// Adds a conflict version made on another device, once.
+    func importConflictVersion(_ version: ConflictRecord.Version, _ record: Record) async throws {
+        if try journal.conflict(record: version.recordName) != nil { return }  // ours, or imported already
+        guard let entry = try journal.entry(id: version.itemID), entry.changeTag != nil, entry.stat.kind == .file else {
+            logger.notice("a conflict version of an item not synced here is left out",
+                          metadata: ["ubiquity.path": "\(version.path)", "ubiquity.record": "\(version.recordName)"])
+            return
+        }
+        let target = URL(fileURLWithPath: absolute(entry.path))
+        let claimed = Set(try journal.conflicts().map(\.version))
+        // added before a kill that came before it was journaled: adopted, not added again
+        let existing = try await BlockingWork.run {
+            FileVersion.unresolvedConflictVersionsOfItem(at: target)?.first { candidate in
+                !claimed.contains(candidate.persistentIdentifier) && candidate.localizedNameOfSavingComputer == version.device
+                    && candidate.size == version.size && abs(ConflictRecord.milliseconds(candidate.modificationDate) - version.modifiedMilliseconds) <= 1
+            }
+        }
+        let added: FileVersion
+        if let existing {
+            added = existing
+        } else {
+            let staged = stagingDirectory + "/cv-" + UUID().uuidString
+            defer { unlink(staged) }
+            if let data = record[ConflictRecord.Field.inline]?.dataValue {
+                try await BlockingWork.run { try SyncFiles.writeNew(staged, data) }
+            } else if let asset = record[ConflictRecord.Field.content]?.assetValue {
+                try await asset.download(to: URL(fileURLWithPath: staged))
+            } else {
+                try await BlockingWork.run { try SyncFiles.writeNew(staged, Data()) }
+            }
+            let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged) }
+            guard version.contentHash.isEmpty || hash == version.contentHash else {
+                throw UbiquityError(.io, "the downloaded conflict version of '\(entry.path)' does not match its hash")
+            }
+            added = try await BlockingWork.run {
+                try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: staged), savingComputerName: version.device,
+                                                   modificationDate: version.modificationDate, options: .byMoving)
+            }
+        }
+        try journal.putConflict(JournalConflict(record: version.recordName, item: version.itemID, version: added.persistentIdentifier, published: true))
+        conflicted.insert(entry.path)
+        report(entry.path, .inConflict)
+        onEvent?(.conflict(path: entry.path))
+        logger.notice("conflict: another device kept its version as a conflict version; added here",
+                      metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.conflictDevice": "\(version.device)"])
+    }
+
+    /// The record of `conflict` was deleted on the server (resolved on another device, or its
+    /// item deleted): the local version is marked resolved and removed, and forgotten.
+    func removeConflictVersion(_ conflict: JournalConflict) async throws {
+        if let entry = try journal.entry(id: conflict.item) {
+            let target = URL(fileURLWithPath: absolute(entry.path))
+            let versionID = conflict.version
+            try await BlockingWork.run {
+                guard let version = FileVersion.version(itemAt: target, forPersistentIdentifier: versionID), version.hasLocalContents else { return }
+                try version.markResolved()
+                try version.remove()
+            }
+            logger.notice("conflict resolved on another device", metadata: ["ubiquity.path": "\(entry.path)"])
+        }
+        try journal.removeConflict(record: conflict.record)
+    }
+
+    // MARK: Each pass
+
+    /// Compares the journaled conflicts with the version store (run at the end of every pass):
+    /// versions resolved or removed here delete their records, conflicts of items gone are
+    /// dropped, versions kept here and not yet published are saved, and the items with
+    /// unresolved ones are reported in conflict (after a restart too). Failures are logged and
+    /// tried again at the next pass.
+    func shareConflictVersions() async {
+        let conflicts: [JournalConflict]
+        do { conflicts = try journal.conflicts() } catch {
+            logger.warning("cannot read the journal's conflict versions", metadata: ["ubiquity.error": "\(error)"])
+            return
+        }
+        for conflict in conflicts {
+            if Task.isCancelled { return }
+            do {
+                guard let entry = try journal.entry(id: conflict.item) else {
+                    try await withdraw(conflict)  // the item is gone (its deletion deletes the record on the server too)
+                    continue
+                }
+                let target = URL(fileURLWithPath: absolute(entry.path))
+                guard FileStamp.of(target.path) != nil else { continue }  // moving or going: looked at again next pass
+                let versionID = conflict.version
+                let version = try await BlockingWork.run { FileVersion.version(itemAt: target, forPersistentIdentifier: versionID) }
+                guard let version, version.isConflict, !version.isResolved, version.hasLocalContents else {
+                    logger.notice("conflict resolved here: telling the other devices", metadata: ["ubiquity.path": "\(entry.path)"])
+                    try await withdraw(conflict)
+                    continue
+                }
+                if conflicted.insert(entry.path).inserted { report(entry.path, .inConflict) }
+                if !conflict.published { try await publish(conflict, version, path: entry.path) }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("could not share a conflict version; tried again at the next pass",
+                               metadata: ["ubiquity.record": "\(conflict.record)", "ubiquity.error": "\(error)"])
+            }
+        }
+    }
+
+    /// Deletes the record of `conflict` (when published) and forgets it.
+    func withdraw(_ conflict: JournalConflict) async throws {
+        if conflict.published {
+            do {
+                try await database.deleteRecord(withID: Record.ID(recordName: conflict.record, zoneID: SyncRecord.zoneID))
+            } catch let error as CloudKitError where error.code == .unknownItem {}
+        }
+        try journal.removeConflict(record: conflict.record)
+    }
+
+    /// Saves the record of a conflict version kept here: the content inline when small, else
+    /// as an asset (a staging copy, so the store may change meanwhile).
+    func publish(_ conflict: JournalConflict, _ version: FileVersion, path: String) async throws {
+        let staged = stagingDirectory + "/cv-" + UUID().uuidString
+        defer { unlink(staged) }
+        let source = version.url.path
+        let copy = try await BlockingWork.run { try SyncFiles.stage(source, to: staged) }
+        var record = ConflictRecord.record(ConflictRecord.Version(
+            recordName: conflict.record, itemID: conflict.item, path: path,
+            device: version.localizedNameOfSavingComputer ?? deviceName,
+            modifiedMilliseconds: ConflictRecord.milliseconds(version.modificationDate), size: copy.before.size, contentHash: copy.hash))
+        if copy.before.size > SyncRecord.inlineLimit {
+            record[ConflictRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: staged)))
+            record = try await database.uploadAssets(of: record)
+        } else if copy.before.size > 0 {
+            record[ConflictRecord.Field.inline] = .bytes(try Data(contentsOf: URL(fileURLWithPath: staged)))
+        }
+        do {
+            _ = try await database.save(record)
+        } catch let error as CloudKitError where error.code == .serverRecordChanged {
+            // saved before (a kill before it was journaled): the server has it
+        } catch let error as CloudKitError where error.code == .unknownItem || error.code == .invalidArguments {
+            // the item's record is gone (or refused the reference): the version stays on this device only
+            logger.notice("the conflict version cannot be shared; it stays on this device",
+                          metadata: ["ubiquity.path": "\(path)", "ubiquity.error": "\(error)"])
+            try journal.removeConflict(record: conflict.record)
+            return
+        }
+        var published = conflict
+        published.published = true
+        try journal.putConflict(published)
+        logger.debug("conflict version shared", metadata: ["ubiquity.path": "\(path)", "ubiquity.record": "\(conflict.record)"])
+    }
+}
+
+extension SyncEngine {
+    /// A version of the item at absolute `path` was resolved or removed by some process: when it
+    /// is in the folder, a pass soon compares the journaled conflicts with the store (no fetch).
+    public nonisolated func versionSettled(at path: String) {
+        guard CanonicalPath.isSameOrDescendant(path, of: folder) else { return }
+        wakeContinuation.yield()
+    }
+}

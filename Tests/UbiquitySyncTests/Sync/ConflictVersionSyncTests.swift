@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import Ubiquity
+import UbiquityCore
+@testable import UbiquitySync
+
+/// Conflict versions on every device, with real processes: one `ubiq serve` and three `ubiq
+/// daemon` devices. A conflict made between A and B shows on A, B and C; resolving it on B
+/// clears it everywhere; a restart neither loses nor duplicates it; deleting the item deletes
+/// its conflict records. Every wait is a hang guard (120 s), never a timing assertion.
+@Suite(.serialized) struct ConflictVersionSyncTests {
+    typealias Cloud = SyncEndToEndTests.Cloud
+    typealias SyncDevice = SyncEndToEndTests.SyncDevice
+
+    /// A device's unresolved conflict versions of `relative` (`ubiq versions --json`): saving
+    /// device and content; nil when the command fails.
+    static func conflicts(_ device: SyncDevice, _ relative: String) -> [(device: String, content: String)]? {
+        guard let run = try? device.device.run(["versions", device.url(relative).path, "--json"]), run.status == 0,
+              let json = try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+              let versions = json["versions"] as? [[String: Any]] else { return nil }
+        return versions.filter { $0["conflict"] as? Bool == true && $0["resolved"] as? Bool != true }.map { version in
+            let content = (version["url"] as? String).flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+            return (version["device"] as? String ?? "", content)
+        }
+    }
+
+    /// The names of the server's conflict version records.
+    static func conflictRecords(_ cloud: Cloud) async throws -> Set<String> {
+        let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: URL(string: cloud.url)!,
+                                       credentials: .apiToken(cloud.apiToken, webAuthToken: cloud.webToken))
+        var token: ServerChangeToken?
+        var names = Set<String>()
+        while true {
+            let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
+            for (id, result) in page.modificationResultsByID {
+                if let record = try? result.get().record, record.recordType == ConflictRecord.recordType { names.insert(id.recordName) }
+            }
+            for deletion in page.deletions { names.remove(deletion.recordID.recordName) }
+            token = page.changeToken
+            if !page.moreComing { break }
+        }
+        return names
+    }
+
+    /// Makes a conflict on `relative`: B offline edits it while A's edit reaches the server;
+    /// B comes back, takes A's version and keeps its own as a conflict version.
+    static func makeConflict(_ relative: String, a: SyncDevice, b: SyncDevice, cloud: Cloud, fromA: String, fromB: String) async throws {
+        b.stop()
+        try a.write(relative, fromA)
+        #expect(await SyncEndToEndTests.eventuallyAsync("A uploaded its edit") {
+            try await cloud.items()[relative]?.hash == SyncEndToEndTests.sha(fromA)
+        })
+        try b.write(relative, fromB)
+        try b.start()
+        #expect(SyncEndToEndTests.eventually("B has the server's version") { b.read(relative) == fromA })
+    }
+
+    @Test func aConflictShowsOnEveryDeviceAndResolvesEverywhere() async throws {
+        let cloud = try Cloud()
+        let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud), c = SyncDevice("gamma", cloud)
+        try a.start()
+        try b.start()
+        try c.start()
+        try a.write("doc.txt", "base")
+        #expect(SyncEndToEndTests.eventually("B and C have the document") { b.read("doc.txt") == "base" && c.read("doc.txt") == "base" })
+
+        try await Self.makeConflict("doc.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: "from B, offline")
+        for device in [b, a, c] {
+            #expect(SyncEndToEndTests.eventually("\(device.name) shows B's conflict version") {
+                guard let conflicts = Self.conflicts(device, "doc.txt"), conflicts.count == 1 else { return false }
+                return conflicts[0].device == "beta" && conflicts[0].content == "from B, offline"
+            })
+            #expect(SyncEndToEndTests.eventually("\(device.name) says in conflict") { device.syncStatus("doc.txt") == "in conflict" })
+        }
+        #expect(try await Self.conflictRecords(cloud).count == 1)
+
+        // a restart neither duplicates nor forgets the imported version (status included)
+        a.stop()
+        try a.start()
+        try a.write("nudge-a.txt", "a pass on A")
+        #expect(SyncEndToEndTests.eventually("B has A's nudge") { b.read("nudge-a.txt") == "a pass on A" })
+        #expect(SyncEndToEndTests.eventually("A says in conflict after a restart") { a.syncStatus("doc.txt") == "in conflict" })
+        #expect(Self.conflicts(a, "doc.txt")?.count == 1)
+        #expect(Self.conflicts(b, "doc.txt")?.count == 1)  // B's own record came back to it: not added twice
+
+        // resolved on B: gone on A and C too, and from the server
+        let resolve = try b.device.run(["resolve", b.url("doc.txt").path, "--keep", "current"])
+        #expect(resolve.status == 0, "\(resolve)")
+        try b.write("nudge-b.txt", "a pass on B")
+        for device in [a, c] {
+            #expect(SyncEndToEndTests.eventually("\(device.name) no longer has the conflict") { Self.conflicts(device, "doc.txt")?.isEmpty == true })
+            #expect(SyncEndToEndTests.eventually("\(device.name) says uploaded") { device.syncStatus("doc.txt") == "uploaded" })
+        }
+        #expect(await SyncEndToEndTests.eventuallyAsync("the server's record is deleted") { try await Self.conflictRecords(cloud).isEmpty })
+        #expect(a.read("doc.txt") == "from A" && c.read("doc.txt") == "from A")
+        a.stop()
+        b.stop()
+        c.stop()
+    }
+
+    @Test func aLargeConflictTravelsAsAnAssetAndDeletingTheItemDeletesItsRecords() async throws {
+        let cloud = try Cloud()
+        let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
+        try a.start()
+        try b.start()
+        try a.write("big.txt", "base")
+        #expect(SyncEndToEndTests.eventually("B has the document") { b.read("big.txt") == "base" })
+
+        let large = String(repeating: "B's long offline edit. ", count: 8_000)  // > 64 KiB: an asset
+        try await Self.makeConflict("big.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: large)
+        #expect(SyncEndToEndTests.eventually("A shows B's large conflict version") {
+            guard let conflicts = Self.conflicts(a, "big.txt"), conflicts.count == 1 else { return false }
+            return conflicts[0].content == large
+        })
+        // resolved on A (the device that did not make it): B's copy goes too
+        let resolve = try a.device.run(["resolve", a.url("big.txt").path, "--keep", "current"])
+        #expect(resolve.status == 0, "\(resolve)")
+        try a.write("nudge-a.txt", "a pass on A")
+        #expect(SyncEndToEndTests.eventually("B no longer has the conflict") { Self.conflicts(b, "big.txt")?.isEmpty == true })
+
+        // another conflict, then the item is deleted: its conflict record goes with it
+        try await Self.makeConflict("big.txt", a: a, b: b, cloud: cloud, fromA: "from A again", fromB: "from B again")
+        #expect(SyncEndToEndTests.eventually("A shows the new conflict") { Self.conflicts(a, "big.txt")?.count == 1 })
+        #expect(try await Self.conflictRecords(cloud).count == 1)
+        try FileManager.default.removeItem(at: a.url("big.txt"))
+        #expect(await SyncEndToEndTests.eventuallyAsync("the item and its conflict records are deleted") {
+            let itemGone = try await cloud.items()["big.txt"] == nil
+            let recordsGone = try await Self.conflictRecords(cloud).isEmpty
+            return itemGone && recordsGone
+        })
+        #expect(SyncEndToEndTests.eventually("B deleted the item") { !b.exists("big.txt") })
+        a.stop()
+        b.stop()
+    }
+}

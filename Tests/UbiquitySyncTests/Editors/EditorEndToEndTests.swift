@@ -126,7 +126,6 @@ import UbiquityCore
         let loserCount = loser.dumps().count, winnerCount = winner.dumps().count
         winner.command("UbiquityResolve")
         #expect(winner.waitForDump("resolved on the winner", after: winnerCount, Self.isState("uploaded")) != nil, "\(winner.screen())")
-        try winner.write("nudge.txt", "a pass sends the resolution")
         #expect(loser.waitForDump("resolved on the loser", after: loserCount, Self.isState("uploaded")) != nil, "\(loser.screen())")
         #expect(EditorRig.eventually("the loser's status line says uploaded") { loser.screen().contains("[ubiq: uploaded]") }, "\(loser.screen())")
         #expect(EditorRig.eventually("both daemons say uploaded") {

@@ -65,7 +65,11 @@ import UbiquityCore
         try a.write("doc.txt", "base")
         #expect(SyncEndToEndTests.eventually("B and C have the document") { b.read("doc.txt") == "base" && c.read("doc.txt") == "base" })
 
+        // a presenter of the file on C (an open document there, through C's daemon) hears of the version
+        let presenter = try c.device.present(c.url("doc.txt"))
+        defer { presenter.kill() }
         try await Self.makeConflict("doc.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: "from B, offline")
+        #expect(presenter.waitForLine(containing: "\"didGainVersion\"", seconds: 120) != nil, "\(presenter.output)")
         for device in [b, a, c] {
             #expect(SyncEndToEndTests.eventually("\(device.name) shows B's conflict version") {
                 guard let conflicts = Self.conflicts(device, "doc.txt"), conflicts.count == 1 else { return false }
@@ -93,6 +97,8 @@ import UbiquityCore
             #expect(SyncEndToEndTests.eventually("\(device.name) says uploaded") { device.syncStatus("doc.txt") == "uploaded" })
         }
         #expect(await SyncEndToEndTests.eventuallyAsync("the server's record is deleted") { try await Self.conflictRecords(cloud).isEmpty })
+        #expect(presenter.waitForLine(containing: "\"didResolveConflictVersion\"", seconds: 120) != nil, "\(presenter.output)")
+        #expect(presenter.waitForLine(containing: "\"didLoseVersion\"", seconds: 120) != nil, "\(presenter.output)")
         #expect(a.read("doc.txt") == "from A" && c.read("doc.txt") == "from A")
         a.stop()
         b.stop()

@@ -122,7 +122,14 @@ import UbiquityCore
         #expect(winner.waitForDump("the winner shows the conflict", Self.isState("conflict")) != nil, "\(winner.screen())")
         #expect(EditorRig.eventually("the winner's status line says conflict") { winner.screen().contains("[ubiq: conflict]") }, "\(winner.screen())")
         #expect(EditorRig.eventually("the winner's daemon says in conflict") { winner.syncStatus("notes.txt") == "in conflict" })
-        // resolved in the winner's editor (the device that did not make the version): settled on both
+        // the winner's :UbiquityVersions lists the loser's version (made on the loser's device)
+        let loserName = loser === rig.a ? "alpha" : "beta"
+        winner.command("UbiquityVersions")
+        #expect(EditorRig.eventually("the winner lists the conflict version") {
+            let screen = winner.screen()
+            return screen.contains("versions of") && screen.contains("conflict") && screen.contains(loserName)
+        }, "\(winner.screen())")
+        // resolved from that list in the winner's editor (the device that did not make the version): settled on both
         let loserCount = loser.dumps().count, winnerCount = winner.dumps().count
         winner.command("UbiquityResolve")
         #expect(winner.waitForDump("resolved on the winner", after: winnerCount, Self.isState("uploaded")) != nil, "\(winner.screen())")

@@ -140,6 +140,32 @@ import UbiquityCore
         })
     }
 
+    @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("nvim", "emacs"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("nvim", "emacs"))"))
+    func aConflictSurfacesInNeovimAndEmacsAndResolvesFromEmacs() throws {
+        let rig = try Rig()
+        try Self.openBoth(rig, .nvim, .emacs)
+        rig.cloud.stop()
+        Self.addFirstLine(rig.a, .nvim, "from neovim")
+        #expect(EditorRig.eventually("A saved") { rig.a.read("notes.txt") == "from neovim\none\n" })
+        Self.addFirstLine(rig.b, .emacs, "from emacs")
+        #expect(EditorRig.eventually("B saved") { rig.b.read("notes.txt") == "from emacs\none\n" })
+        try rig.cloud.restart()
+        // whichever device lost, both editors show the conflict
+        #expect(rig.a.waitForDump("neovim shows the conflict", Self.isState("conflict")) != nil, "\(rig.a.screen())")
+        #expect(rig.b.waitForDump("emacs shows the conflict", Self.isState("conflict")) != nil, "\(rig.b.screen())")
+        #expect(EditorRig.eventually("neovim's status line") { rig.a.screen().contains("[ubiq: conflict]") }, "\(rig.a.screen())")
+        #expect(EditorRig.eventually("emacs's mode line") { rig.b.screen().contains("[ubiq: conflict]") }, "\(rig.b.screen())")
+        // M-x ubiquity-resolve (keeping the current content) in emacs settles both
+        let countA = rig.a.dumps().count, countB = rig.b.dumps().count
+        rig.b.command("ubiquity-resolve")
+        rig.b.keys("Enter")  // the prompt's default: current
+        #expect(rig.b.waitForDump("resolved in emacs", after: countB, Self.isState("uploaded")) != nil, "\(rig.b.screen())")
+        #expect(rig.a.waitForDump("resolved in neovim too", after: countA, Self.isState("uploaded")) != nil, "\(rig.a.screen())")
+        #expect(EditorRig.eventually("both daemons say uploaded") {
+            rig.a.syncStatus("notes.txt") == "uploaded" && rig.b.syncStatus("notes.txt") == "uploaded"
+        })
+    }
+
     @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func aSkipBackupFileSavedInVimIsNeverUploaded() async throws {
         let rig = try Rig()

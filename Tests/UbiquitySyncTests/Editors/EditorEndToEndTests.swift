@@ -106,13 +106,18 @@ import UbiquityCore
         Self.addFirstLine(rig.b, .vim, "from B")
         #expect(EditorRig.eventually("B saved") { rig.b.read("notes.txt") == "from B\none\n" })
         try rig.cloud.restart()
-        var loser: EditorDevice?
-        #expect(EditorRig.eventually("one device shows the conflict") {
-            loser = [rig.a, rig.b].first { $0.dumps().contains(where: Self.isState("conflict")) }
-            return loser != nil
+        // both devices end up showing the conflict, so the loser is told by the content: the
+        // server's version (the winner's) is on both disks once they converge
+        var winnerOnDisk: String?
+        #expect(EditorRig.eventually("the devices converge") {
+            let text = rig.a.read("notes.txt")
+            winnerOnDisk = text
+            return text != nil && text == rig.b.read("notes.txt")
         })
-        guard let loser else { return }
+        guard let winnerOnDisk else { return }
+        let loser = winnerOnDisk == "from A\none\n" ? rig.b : rig.a
         let winner = loser === rig.a ? rig.b : rig.a
+        #expect(EditorRig.eventually("the loser shows the conflict") { loser.dumps().contains(where: Self.isState("conflict")) })
         let winnerText = winner === rig.a ? "from A\none" : "from B\none"
         // the loser's buffer shows the server's version; its own is a conflict version
         #expect(loser.waitForDump("the loser reloads", Self.isReload(of: winnerText)) != nil, "\(loser.screen())")

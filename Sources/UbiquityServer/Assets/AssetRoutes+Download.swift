@@ -8,7 +8,8 @@ import UbiquityCore
 extension AssetRoutes {
     /// `GET|HEAD download/{token}/{filename}`: the content, streamed as the client reads it,
     /// with `Range` (206 and `Content-Range`, 416 when past the end), `If-Range`,
-    /// `Content-Length` and `ETag` (the quoted `fileChecksum`).
+    /// `Content-Length` and `ETag` (the quoted `fileChecksum`). With `?manifest=1`, the chunk
+    /// list instead (``manifest(_:info:head:)``).
     func download(_ request: Request, token: String?, head: Bool) async -> Response {
         do {
             guard let token, !token.isEmpty else { throw WireError(.badRequest, "the download URL has no token") }
@@ -21,6 +22,7 @@ extension AssetRoutes {
             guard let info = try await service.store.info(fileChecksum: download.fileChecksum), info.size == download.size else {
                 throw WireError(.notFound, "the asset is no longer stored")
             }
+            if Self.wantsManifest(request) { return try await manifest(request, info: info, head: head) }  // AssetRoutes+Manifest.swift
             let etag = "\"\(info.fileChecksum)\""
             var headers: HTTPFields = [
                 .contentType: "application/octet-stream",

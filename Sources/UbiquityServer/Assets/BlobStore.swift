@@ -118,6 +118,11 @@ public protocol BlobStore: Sendable {
     /// The asset's description, or nil when the store does not hold it.
     func info(fileChecksum: String) async throws -> BlobInfo?
 
+    /// The asset's chunks in order, or nil when it is not stored or the store does not keep
+    /// chunk lists (the default, in `AssetRoutes+Manifest.swift`): what a download's `?manifest=1`
+    /// answers.
+    func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]?
+
     /// The asset's bytes in `range` (all of them when nil), streamed chunk by chunk, each chunk's
     /// hash verified as it is read: a damaged chunk ends the stream with an error, never with
     /// wrong bytes. The sequence reads only as fast as it is iterated.

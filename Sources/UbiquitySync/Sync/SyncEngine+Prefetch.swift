@@ -11,11 +11,11 @@ extension SyncEngine {
     /// fetching it. Only files whose content differs from the journal's are fetched; a failed
     /// fetch is left to the apply step (which fetches it again and reports the error).
     func prefetch(_ items: [(RemoteItem, Record)]) async throws {
-        var wanted: [(String, String, Asset, String)] = []
+        var wanted: [(String, String, Asset, String, URL?)] = []
         for (item, record) in items where item.kind == .file {
             guard record[SyncRecord.Field.inline] == nil, let asset = record[SyncRecord.Field.content]?.assetValue else { continue }
             if let entry = try journal.entry(id: item.id), entry.contentHash == item.contentHash { continue }
-            wanted.append((item.id, item.contentHash, asset, item.path))
+            wanted.append((item.id, item.contentHash, asset, item.path, deltaBasis(for: item)))  // SyncEngine+Delta.swift
         }
         guard wanted.count > 1 else { return }  // one download gains nothing from staging
         let directory = stagingDirectory
@@ -28,12 +28,12 @@ extension SyncEngine {
             next += wave.count
             let results = try await withThrowingTaskGroup(of: (String, String, String?).self,
                                                           returning: [(String, String, String?)].self) { group in
-                for (id, hash, asset, relative) in wave {
+                for (id, hash, asset, relative, basis) in wave {
                     let progress = downloadProgress(for: relative)  // status (SyncEngine+Progress.swift)
                     group.addTask {
                         let destination = directory + "/dl-" + UUID().uuidString
                         do {
-                            _ = try await asset.download(to: URL(fileURLWithPath: destination), progress: progress)
+                            try await self.downloadAsset(asset, to: URL(fileURLWithPath: destination), basis: basis, progress: progress)
                             return (id, hash, destination)
                         } catch {
                             unlink(destination)

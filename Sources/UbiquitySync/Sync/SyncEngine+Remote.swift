@@ -245,7 +245,8 @@ extension SyncEngine {
                 // fetched ahead (the hash is checked below)
             } else if let asset = record[SyncRecord.Field.content]?.assetValue {
                 do {
-                    try await asset.download(to: URL(fileURLWithPath: temporary), progress: downloadProgress(for: item.path))
+                    // from the previous version's chunks when this device has it (SyncEngine+Delta.swift)
+                    try await downloadAsset(asset, to: URL(fileURLWithPath: temporary), basis: deltaBasis(for: item), progress: downloadProgress(for: item.path))
                 } catch {
                     unlink(temporary)
                     throw error

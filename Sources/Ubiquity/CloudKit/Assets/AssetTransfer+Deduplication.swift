@@ -18,18 +18,20 @@ final class AssetChunkScanner: @unchecked Sendable {
     // sequence (the scan awaits each piece before the next).
     private var chunker: FastCDC
     private var chunkHash = SHA256()
-    private var whole = SHA256()
+    private var whole: SHA256?
     private var position: Int64 = 0
     private var chunkStart: Int64 = 0
     private(set) var chunks: [AssetChunkSpan] = []
 
-    init(parameters: FastCDC.Parameters) {
+    /// A scanner; without `wholeChecksum` only the chunks are hashed (``finish()`` then returns "").
+    init(parameters: FastCDC.Parameters, wholeChecksum: Bool = true) {
         chunker = FastCDC(parameters: parameters)
+        whole = wholeChecksum ? SHA256() : nil
     }
 
     func scan(_ buffer: ByteBuffer) {
         buffer.withUnsafeReadableBytes { bytes in
-            whole.update(bufferPointer: bytes)
+            whole?.update(bufferPointer: bytes)
             var offset = 0
             while offset < bytes.count {
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
@@ -56,7 +58,7 @@ final class AssetChunkScanner: @unchecked Sendable {
     /// Ends the scan; returns the whole content's checksum (standard base64 of its SHA-256).
     func finish() -> String {
         if chunker.finish() != nil { endChunk(at: position) }
-        return Data(whole.finalize()).base64EncodedString()
+        return whole.map { Data($0.finalize()).base64EncodedString() } ?? ""
     }
 }
 

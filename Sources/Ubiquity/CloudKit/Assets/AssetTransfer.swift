@@ -63,6 +63,14 @@ public struct AssetDownloadResult: Sendable, Hashable {
     public var bytesReceived: Int64
     /// How many times a broken connection was resumed.
     public var resumptions: Int
+    /// Bytes taken from the basis file of a chunk-level download
+    /// (``AssetTransfer/download(from:to:expectedChecksum:basis:progress:)``) instead of the
+    /// network; 0 for a whole download.
+    public var bytesCopied: Int64 = 0
+    /// Whether the content was assembled from the basis file and ranges of the asset (false: it
+    /// was downloaded whole, because there was no basis, the server does not offer chunk lists,
+    /// or assembling failed its checks).
+    public var usedBasis: Bool = false
 }
 
 /// Uploads files to asset upload URLs and downloads assets, streaming from and to disk (never
@@ -92,7 +100,7 @@ public struct AssetTransfer: Sendable {
         /// streamed in one request instead of chunk by chunk (fewer requests; the server still
         /// stores each chunk once).
         public var streamWhenMissingFraction: Double
-        /// Chunk uploads in flight at once.
+        /// Chunk uploads (and the ranged requests of a chunk-level download) in flight at once.
         public var concurrentChunkUploads: Int
         /// Attempts in a row that make no progress before giving up.
         public var maximumAttempts: Int

@@ -25,6 +25,9 @@ final class MiniAssetServer: Sendable {
         var cutDownloadAfter: Int?
         /// Send this ETag instead of the real checksum.
         var lyingETag: String?
+        /// What `GET <download URL>?manifest=1` answers (nil: the content, as a server without
+        /// chunk-level downloads does).
+        var manifest: JSONValue?
         /// Body bytes received, per path kind (`upload`, `chunk`, `missing`, `manifest`).
         var received: [String: Int] = [:]
         /// Requests seen, as `METHOD path`.
@@ -170,6 +173,7 @@ final class MiniAssetServer: Sendable {
             let checksum = Data(Hex.decode(parts[3]) ?? []).base64EncodedString()
             guard let bytes = state.withLock({ $0.assets[checksum] }) else { return .error(.notFound, "NOT_FOUND", "gone") }
             let etag = state.withLock { $0.lyingETag } ?? "\"\(checksum)\""
+            if query.contains("manifest=1"), let manifest = state.withLock({ $0.manifest }) { return .json(manifest) }
             if let range = headers.first(name: "Range"), range.hasPrefix("bytes="), let start = Int(range.dropFirst(6).split(separator: "-")[0]) {
                 if let ifRange = headers.first(name: "If-Range"), ifRange != etag {
                     return Reply(status: .ok, headers: [("ETag", etag)], body: bytes)

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import UbiquityCore
+@testable import UbiquitySync
+
+/// Chunk-level downloads in the engine: when another device edits a file this device has
+/// synced, only the changed chunks travel; the rest is copied from the local version. Bytes
+/// are counted (``SyncEngine/deltaStatistics``), never time.
+@Suite struct SyncDeltaTests {
+    typealias Harness = SyncBatchTests.Harness
+
+    static func random(_ count: Int, seed: UInt64) -> Data {
+        var random = SeededRandom(seed: seed)
+        var out = Data()
+        out.reserveCapacity(count + 8)
+        while out.count < count { withUnsafeBytes(of: random.next()) { out.append(contentsOf: $0) } }
+        return out.prefix(count)
+    }
+
+    /// Writes `data` over the device's file in place, with another modification time.
+    static func edit(_ device: SyncBatchTests.Device, _ relative: String, _ data: Data, at seconds: TimeInterval) throws {
+        let path = device.folder.appendingPathComponent(relative).path
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.write(contentsOf: data)
+        try handle.truncate(atOffset: UInt64(data.count))
+        try handle.close()
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: seconds)], ofItemAtPath: path)
+    }
+
+    @Test func oneByteChangedInABigFileSendsAChunkNotTheFile() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            let size = 4 << 20
+            var content = Self.random(size, seed: 90)
+            try a.write("big.bin", content)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("big.bin") == content)
+            #expect(b.engine.deltaStatistics.downloads == 0, "a new file has no basis")
+
+            content[size / 2] ^= 0x41
+            try Self.edit(a, "big.bin", content, at: 1_700_000_100)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("big.bin") == content)
+            let statistics = b.engine.deltaStatistics
+            #expect(statistics.downloads == 1 && statistics.assembled == 1)
+            #expect(statistics.bytesReceived < 1 << 20, "B received \(statistics.bytesReceived) bytes for a one-byte edit of \(size)")
+            #expect(statistics.bytesCopied >= Int64(size - (512 << 10)))
+
+            // two files at once go through the prefetch; each reuses its own previous version
+            var first = Self.random(2 << 20, seed: 91), second = Self.random(2 << 20, seed: 92)
+            try a.write("one.bin", first)
+            try a.write("two.bin", second)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            first[10] ^= 1
+            second[second.count - 10] ^= 1
+            try Self.edit(a, "one.bin", first, at: 1_700_000_200)
+            try Self.edit(a, "two.bin", second, at: 1_700_000_200)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("one.bin") == first && b.read("two.bin") == second)
+            let after = b.engine.deltaStatistics
+            #expect(after.assembled == 3)
+            #expect(after.bytesReceived - statistics.bytesReceived < 1 << 20)
+        }
+    }
+}

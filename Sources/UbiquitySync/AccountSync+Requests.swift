@@ -12,6 +12,9 @@ extension AccountSync {
     /// - `item` PATH: the item's sync state (`item`).
     /// - `confirm-deletes`: sends the deletes the mass-delete guard paused (``confirmDeletes()``);
     ///   `done` says what happened in `message`.
+    ///
+    /// A path in an app container (directly, or through its link in the folder) goes to that
+    /// container's engine.
     /// - Throws: `serviceUnavailable` when no folder is synced; the engine's errors.
     public func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
         if request.op == "confirm-deletes" {
@@ -19,8 +22,9 @@ extension AccountSync {
             reply.message = try await confirmDeletes()
             return reply
         }
-        guard let engine else { throw UbiquityError(.serviceUnavailable, "\(request.op): no folder is synced (not signed in?)") }
+        guard let drive = engine else { throw UbiquityError(.serviceUnavailable, "\(request.op): no folder is synced (not signed in?)") }
         guard let path = request.path else { throw UbiquityError(.invalidArgument, "\(request.op): missing 'path'") }
+        let engine = await appEngine(holding: path) ?? drive
         var reply = ControlWire.Reply(event: "done")
         switch request.op {
         case "evict":
@@ -50,5 +54,11 @@ extension AccountSync {
             throw UbiquityError(.invalidArgument, "unknown sync request '\(request.op)'")
         }
         return reply
+    }
+
+    /// The app container's engine whose folder holds `path` (links resolved), if any.
+    func appEngine(holding path: String) async -> SyncEngine? {
+        guard let canonical = try? CanonicalPath.canonicalize(path) else { return nil }
+        return await appEngines.values.first { canonical == $0.folder || canonical.hasPrefix($0.folder + "/") }
     }
 }

@@ -7,12 +7,15 @@ import UbiquityCore
 import UbiquityStore
 
 /// What the daemon syncs for the signed-in account: the folder (``SyncEngine`` with the drive
-/// container's private database) and the key-value stores (``KeyValueSync``), both through the
+/// container's private database), each app container's documents (an engine per container,
+/// shown in the folder as a subfolder: ``AppFolderLinks``) and the key-value stores
+/// (``KeyValueSync``), all through the
 /// account's device token (`ubiq account login`) — or through explicit credentials given on the
 /// command line, for a headless daemon without an account file.
 ///
 /// With the account file it follows the account: when the user signs out or switches accounts,
-/// the sync stops, the folder's content is kept aside as `FOLDER (USER on HOST)` (never mixed
+/// the sync stops, the folder's content (the apps' documents as its subfolders) is kept aside
+/// as `FOLDER (USER on HOST)` (never mixed
 /// with the next account's, never deleted on the server), the key-value stores are emptied
 /// with the account-change reason, the `account-changed` hook runs, and the sync starts again
 /// for the new account, if any, into an empty folder.
@@ -55,6 +58,9 @@ public actor AccountSync {
         public var massDeleteShare: Double = 0.5
         /// The number of deletes a pass may always send (``SyncEngine/massDeleteMinimum``).
         public var massDeleteMinimum: Int = 50
+        /// Whether the app containers' documents are synced too, each shown as a subfolder of
+        /// the folder (``AppContainerSync``, ``AppFolderLinks``).
+        public var appFolders: Bool = true
 
         /// A configuration.
         public init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
@@ -81,6 +87,9 @@ public actor AccountSync {
     var active: UbiquityAccountFile.Account?
     var follower: Task<Void, Never>?
     var monitor: UbiquityIdentityMonitor?
+    /// The app containers' sync and their links in the folder (AccountSync+Apps.swift).
+    var apps: AppContainerSync?
+    var appLinks: AppFolderLinks?
 
     /// A sync for `configuration`; `hooks` hears of account changes and sync events; `index`
     /// (the daemon's) indexes the synced folder with each item's sync state.
@@ -163,12 +172,13 @@ public actor AccountSync {
             let container = configuration.containerIdentifier
             onEvent = { event in hooks.post(event.invocation(folder: folder, container: container)) }
         }
+        let links = configuration.appFolders ? try AppFolderLinks(folder: configuration.folder, containersDirectory: configuration.paths.containersDirectory.path, logger: logger) : nil
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
                                     pollInterval: configuration.pollInterval, massDeleteShare: configuration.massDeleteShare,
                                     massDeleteMinimum: configuration.massDeleteMinimum, logger: logger,
                                     onStatus: onStatus, onEvent: onEvent, onTransfer: onTransfer,
-                                    evictionBudget: configuration.evictionBudget)
+                                    evictionBudget: configuration.evictionBudget, appLinks: links)
         var syncs: [KeyValueSync] = []
         for identifier in configuration.keyValueContainers {
             do {
@@ -184,6 +194,7 @@ public actor AccountSync {
             Task { await index.indexSyncedFolder(folder) }
         }
         self.engine = engine
+        if let links { startApps(links: links, factory: factory, account: account) }
         keyValueSyncs = syncs
         active = account
         serverText = serverURL.absoluteString + (account.map { " as \($0.user)" } ?? "")
@@ -196,6 +207,7 @@ public actor AccountSync {
         let folder = engine?.folder
         engine?.stop()
         engine = nil
+        await stopApps()
         for sync in keyValueSyncs { await sync.stop() }
         keyValueSyncs = []
         if let folder { await Self.waitForLock(folder + "/.ubiquity-sync.lock") }
@@ -236,10 +248,10 @@ public actor AccountSync {
     func keepAside(_ account: UbiquityAccountFile.Account) {
         let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
         let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
-        try? FileManager.default.removeItem(atPath: journal + ".staging")
+        Self.forgetJournal(journal)
+        let apps = appsToKeepAside(account)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0 != ".ubiquity-sync.lock" }
-        guard !names.isEmpty else { return }
+        guard !names.isEmpty || !apps.isEmpty else { return }
         let host = URL(string: account.server)?.host ?? account.server
         let base = "\(folder) (\(account.user) on \(host))"
         var target = base
@@ -252,9 +264,11 @@ public actor AccountSync {
             try FileManager.default.moveItem(atPath: folder, toPath: target)
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: target + "/.ubiquity-sync.lock")
+            keepAppsAside(apps, in: target, account: account)
             logger.notice("the previous account's documents are kept aside", metadata: ["ubiquity.folder": "\(target)"])
         } catch {
             logger.error("cannot keep the previous account's documents aside", metadata: ["ubiquity.error": "\(error)"])
+            keepAppsAside(apps, in: target, account: account)  // the move into TARGET fails: they stay in their containers
         }
     }
 
@@ -275,13 +289,24 @@ public actor AccountSync {
     /// The journal for `folder` of `account`: one per folder, container and account, so the
     /// journal of one account is never applied to another's data.
     static func journalPath(_ configuration: Configuration, account: UbiquityAccountFile.Account?) -> String {
+        journalPath(folder: configuration.folder, containerIdentifier: configuration.containerIdentifier, paths: configuration.paths, account: account)
+    }
+
+    /// The journal of `folder` synced with `containerIdentifier` for `account` (the default
+    /// place without one).
+    static func journalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths, account: UbiquityAccountFile.Account?) -> String {
         guard let account else {
-            return SyncEngine.defaultJournalPath(folder: configuration.folder, containerIdentifier: configuration.containerIdentifier,
-                                                 paths: configuration.paths)
+            return SyncEngine.defaultJournalPath(folder: folder, containerIdentifier: containerIdentifier, paths: paths)
         }
-        let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
-        let digest = SHA256Digest.hexHash("\(folder)\n\(account.server)\n\(account.user)".utf8).prefix(16)
-        return configuration.paths.stateDirectory.appendingPathComponent("sync/\(configuration.containerIdentifier)-\(digest).sqlite").path
+        let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
+        let digest = SHA256Digest.hexHash("\(canonical)\n\(account.server)\n\(account.user)".utf8).prefix(16)
+        return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
+    }
+
+    /// Deletes a journal and its staging folder.
+    static func forgetJournal(_ journal: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
+        try? FileManager.default.removeItem(atPath: journal + ".staging")
     }
 
     /// Waits (at most 30 s) until nobody holds the folder's lock: the stopped engine's pass ended.

@@ -35,7 +35,7 @@ extension SyncEngine {
         let previouslyExcluded = try journal.excluded()
         var entries = try journal.entries()
         let synced = entries.count
-        let items: [String: LocalItem]
+        var items: [String: LocalItem]
         if scope.full {
             items = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
         } else {
@@ -47,6 +47,7 @@ extension SyncEngine {
             entries = entries.filter { scope.contains($0.path) }
         }
         reportUnsyncableNames()  // SyncEngine+Names.swift
+        appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         var uploads: [Upload] = []

@@ -88,6 +88,7 @@ extension SyncEngine {
             logger.warning("ignoring a record with an unusable path", metadata: ["ubiquity.path": "\(item.path)"])
             return
         }
+        appLinks?.makeRoom(for: item.path)  // an app's folder link of that name moves aside (AppFolderLinks.swift)
         let journaled = try journal.entry(id: item.id)
         if journaled == nil, try await dropsDuplicate(item, changing: changing) { return }
         // an entry never confirmed by the server (killed before its upload was journaled) is

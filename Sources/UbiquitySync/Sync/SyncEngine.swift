@@ -82,17 +82,21 @@ public actor SyncEngine {
     /// Whether a pass, an eviction or an on-demand download runs (they take turns).
     var exclusiveHeld = false
     var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The app containers' links at the top of the folder, which this engine neither syncs nor
+    /// follows (``AppFolderLinks``); nil for none.
+    public nonisolated let appLinks: AppFolderLinks?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
     /// that would delete more than `massDeleteShare` of the synced items and more than
-    /// `massDeleteMinimum` of them pauses the deletes until ``confirmDeletes()``.
+    /// `massDeleteMinimum` of them pauses the deletes until ``confirmDeletes()``. `appLinks`
+    /// are the app containers' links in the folder, left alone.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
                 journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30),
                 massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
                 onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil, onTransfer: TransferHandler? = nil,
-                evictionBudget: Int64? = nil) throws {
+                evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -121,6 +125,7 @@ public actor SyncEngine {
         self.onEvent = onEvent
         self.onTransfer = onTransfer
         self.evictionBudget = evictionBudget
+        self.appLinks = appLinks
         try journal.resetRunningTransfers()
         watcher = FileWatcher(logger: logger)
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))

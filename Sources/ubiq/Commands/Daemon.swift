@@ -41,7 +41,11 @@ struct Daemon: AsyncParsableCommand {
             are evicted (kept as placeholders, `ubiq download` brings them back) while the downloaded \
             content exceeds SIZE. Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
-            says so).
+            says so). Each app container's documents (every container in $UBIQUITY_HOME/containers, and \
+            those the account has from other devices) are synced with that container's private \
+            database and shown as a subfolder of the sync folder: a link FOLDER/NAME to the \
+            container's Documents, NAME the identifier's last part (or 'Notes (com.example.Notes)' \
+            when the name is taken); --no-app-folders (or UBIQUITY_APP_FOLDERS=0) turns that off.
 
             Examples:
               ubiq daemon
@@ -108,6 +112,10 @@ struct Daemon: AsyncParsableCommand {
 
     @Option(help: "The number of deletes a pass always may send, whatever their share.")
     var massDeleteMinimum: Int = 50
+
+    @Flag(inversion: .prefixedNo,
+          help: "Sync the app containers' documents too, each shown as a subfolder (a link) of the sync folder (overrides $UBIQUITY_APP_FOLDERS=0|1).")
+    var appFolders: Bool?
 
     @OptionGroup var logging: LoggingOptions
 
@@ -191,6 +199,16 @@ struct Daemon: AsyncParsableCommand {
         logger.notice("daemon stopped")
     }
 
+    /// `UBIQUITY_APP_FOLDERS`: unset or empty means yes; `1`/`yes`/`true`, `0`/`no`/`false`.
+    static func appFoldersSetting(_ value: String?) throws -> Bool {
+        guard let value, !value.isEmpty else { return true }
+        switch value.lowercased() {
+        case "1", "yes", "true", "on": return true
+        case "0", "no", "false", "off": return false
+        default: throw UbiquityError(.invalidArgument, "UBIQUITY_APP_FOLDERS='\(value)': expected 1 or 0 (yes or no)")
+        }
+    }
+
     /// What to sync: the folder and containers, with the signed-in account (`ubiq account
     /// login`), or with the credentials of --server/--api-token/--web-auth-token (or their
     /// environment variables) when given.
@@ -224,6 +242,7 @@ struct Daemon: AsyncParsableCommand {
         }
         configuration.massDeleteShare = massDeleteShare
         configuration.massDeleteMinimum = massDeleteMinimum
+        configuration.appFolders = try appFolders ?? Self.appFoldersSetting(environment["UBIQUITY_APP_FOLDERS"])
         if let serverText = server ?? environment["UBIQUITY_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let url = URL(string: serverText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
                 throw UbiquityError(.invalidArgument, "--server '\(serverText)': expected an http or https URL such as http://127.0.0.1:8080")

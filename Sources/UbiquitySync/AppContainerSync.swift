@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Synchronization
+import Ubiquity
+import UbiquityCore
+
+/// The app containers' documents for the signed-in account: one ``SyncEngine`` per app
+/// container, syncing its real `Documents/` (where apps on this machine write through
+/// `FileManager.url(forUbiquityContainerIdentifier:)`) with that container's private database,
+/// and a link per container at the top of the sync folder (``AppFolderLinks``).
+///
+/// Which containers: every one on this disk (`$UBIQUITY_HOME/containers/*`) and every one the
+/// account registered from another device (``AppContainerRegistry``: a device registers the
+/// containers it syncs), whose local container is made. The set is looked at again every
+/// `interval`, so a container an app declares while the daemon runs is picked up. A container
+/// that cannot be synced (its `Documents` unreadable, or not a folder) is reported once and
+/// skipped; the others go on.
+actor AppContainerSync {
+    /// Makes the engine of an app container (`identifier`, its `documents` folder).
+    typealias EngineFactory = @Sendable (_ identifier: String, _ documents: String) throws -> SyncEngine
+
+    let paths: UbiquityPaths
+    let driveContainer: String
+    let links: AppFolderLinks
+    let registry: AppContainerRegistry
+    let makeEngine: EngineFactory
+    let interval: Duration
+    let logger: Logger
+    var engines: [String: SyncEngine] = [:]
+    /// The last problem reported per container (each is reported once, until it changes).
+    var problems: [String: String] = [:]
+    var registered = Set<String>()
+    var prepared = false
+    nonisolated let loop = Mutex<Task<Void, Never>?>(nil)
+
+    init(paths: UbiquityPaths, driveContainer: String, links: AppFolderLinks, registry: AppContainerRegistry,
+         interval: Duration, logger: Logger, makeEngine: @escaping EngineFactory) {
+        self.paths = paths
+        self.driveContainer = driveContainer
+        self.links = links
+        self.registry = registry
+        self.interval = interval
+        self.logger = logger
+        self.makeEngine = makeEngine
+    }
+
+    /// Starts looking for containers now and every `interval`.
+    nonisolated func start() {
+        let task = Task { [self] in
+            while !Task.isCancelled {
+                await refresh()
+                try? await Task.sleep(for: interval)
+            }
+        }
+        loop.withLock { $0 = task }
+    }
+
+    /// Stops every app engine and waits until their folders' locks are free. The links stay
+    /// (the same account may carry on); ``AppFolderLinks/removeAll()`` takes them away.
+    func stop() async {
+        loop.withLock { $0?.cancel(); $0 = nil }
+        let stopped = engines.values.map(\.folder)
+        for engine in engines.values { engine.stop() }
+        engines = [:]
+        for folder in stopped { await AccountSync.waitForLock(folder + "/.ubiquity-sync.lock") }
+    }
+
+    /// The running engines, by container (for tests and status).
+    var running: [String: SyncEngine] { engines }
+
+    /// The containers on this disk (valid identifiers; the drive container left out).
+    func localContainers() -> Set<String> { Self.localContainers(paths: paths, driveContainer: driveContainer) }
+
+    /// The containers in `paths`' containers folder (valid identifiers; `driveContainer` left out).
+    static func localContainers(paths: UbiquityPaths, driveContainer: String) -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: paths.containersDirectory.path)) ?? []
+        return Set(names.map { $0.replacingOccurrences(of: "~", with: ".") }
+            .filter { $0 != driveContainer && (try? ContainerIdentifier($0)) != nil })
+    }
+
+    /// The `Documents/` folder of a container.
+    func documents(of identifier: String) -> String { Self.documents(of: identifier, paths: paths) }
+
+    /// The `Documents/` folder of a container in `paths`.
+    static func documents(of identifier: String, paths: UbiquityPaths) -> String {
+        let directory = (try? ContainerIdentifier(identifier).directoryName) ?? identifier
+        return paths.containersDirectory.appendingPathComponent(directory).appendingPathComponent(UbiquityContainers.documentsDirectoryName).path
+    }
+
+    /// One look: registers this disk's containers, makes the ones registered elsewhere, starts
+    /// an engine for each new one, stops those whose container is gone, and places the links.
+    func refresh() async {
+        var identifiers = localContainers()
+        let remote = await registeredContainers()
+        for identifier in remote.subtracting(identifiers) where identifier != driveContainer {
+            do {
+                try FileManager.default.createDirectory(atPath: documents(of: identifier), withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+                identifiers.insert(identifier)
+                logger.notice("an app container of the account is made on this device", metadata: ["ubiquity.container": "\(identifier)"])
+            } catch {
+                report(identifier, "cannot make the app container of the account", error)
+            }
+        }
+        for identifier in identifiers.subtracting(remote).subtracting(registered) {
+            do {
+                try await registry.register(identifier)
+                registered.insert(identifier)
+            } catch {
+                logger.debug("cannot register the app container yet", metadata: ["ubiquity.container": "\(identifier)", "ubiquity.error": "\(error)"])
+            }
+        }
+        registered.formUnion(remote)
+        for (identifier, engine) in engines where !identifiers.contains(identifier) {
+            engine.stop()
+            engines[identifier] = nil
+        }
+        for identifier in identifiers.sorted() where engines[identifier] == nil {
+            do {
+                let engine = try makeEngine(identifier, documents(of: identifier))
+                engine.start()
+                engines[identifier] = engine
+                problems[identifier] = nil
+                logger.info("syncing an app container", metadata: ["ubiquity.container": "\(identifier)", "ubiquity.folder": "\(engine.folder)"])
+            } catch {
+                report(identifier, "an app container cannot be synced; it is skipped", error)
+            }
+        }
+        var targets: [String: String] = [:]
+        for (identifier, engine) in engines { targets[identifier] = engine.folder }
+        links.place(targets)
+    }
+
+    /// The containers registered for the account (none when the server cannot say now).
+    func registeredContainers() async -> Set<String> {
+        do {
+            if !prepared {
+                try await registry.prepare()
+                prepared = true
+            }
+            return try await registry.containers()
+        } catch {
+            logger.debug("cannot list the account's app containers now", metadata: ["ubiquity.error": "\(error)"])
+            return []
+        }
+    }
+
+    /// Logs a container's problem once (again only when it changes).
+    func report(_ identifier: String, _ message: String, _ error: any Error) {
+        let text = "\(error)"
+        guard problems[identifier] != text else { return }
+        problems[identifier] = text
+        logger.error("\(message)", metadata: ["ubiquity.container": "\(identifier)", "ubiquity.folder": "\(documents(of: identifier))",
+                                              "ubiquity.error": "\(text)"])
+    }
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import Ubiquity
+import UbiquityCore
+@testable import UbiquitySync
+
+/// The app containers' documents as subfolders of the sync folder, with real processes: two
+/// devices of one account, a `ubiq serve`, documents written through an app's container on one
+/// device and through the folder's link on the other. Every wait is a hang guard.
+@Suite(.serialized) struct AccountSyncAppsTests {
+    typealias SignedInDevice = AccountSyncTests.SignedInDevice
+
+    /// An app container's `Documents/` on `device`.
+    static func documents(_ device: SignedInDevice, _ identifier: String) -> URL {
+        device.device.root.appendingPathComponent("data/ubiquity/containers")
+            .appendingPathComponent(identifier.replacingOccurrences(of: ".", with: "~")).appendingPathComponent("Documents")
+    }
+
+    static func write(_ text: String, to url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    static func read(_ url: URL) -> String? { (try? Data(contentsOf: url)).map { String(decoding: $0, as: UTF8.self) } }
+
+    static func link(_ url: URL) -> String? { try? FileManager.default.destinationOfSymbolicLink(atPath: url.path) }
+
+    /// Starts the daemon of `device` with its standard error in `log` (to read what it reports).
+    static func startDaemon(_ device: SignedInDevice, log: URL) throws {
+        let command = "exec '\(Binaries.ubiq.path)' daemon --log-level warning --sync-poll-interval 2 2>>'\(log.path)'"
+        let daemon = try device.device.start(URL(fileURLWithPath: "/bin/sh"), ["-c", command])
+        guard daemon.waitForLine(containing: "coordination service listening on", seconds: 60) != nil else {
+            daemon.kill()
+            throw DeviceError.didNotStart("ubiq daemon")
+        }
+        device.process.set(daemon)
+    }
+
+    @Test func appContainersAreSubfoldersOfTheSyncFolderOnEveryDevice() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let host = URL(string: server.url)!.host!
+        let sketch = "iCloud.com.example.Sketch", notes = "iCloud.com.example.Notes", later = "iCloud.com.example.Later"
+
+        let a = SignedInDevice(), b = SignedInDevice()
+        // on A, apps wrote before the daemon ran; the user has a folder of an app's name; a
+        // container is broken (its Documents is a file)
+        try Self.write("from A", to: Self.documents(a, sketch).appendingPathComponent("drawing.txt"))
+        try Self.write("app notes", to: Self.documents(a, notes).appendingPathComponent("list.txt"))
+        try Self.write("user's notes", to: a.folder.appendingPathComponent("Notes/mine.txt"))
+        try Self.write("not a folder", to: Self.documents(a, "iCloud.com.example.Broken"))
+        for device in [a, b] { try device.login(server.url, user: "mei", password: "pw-mei") }
+        // a bad setting is named
+        let bad = try a.device.run(["daemon"], extraEnvironment: ["UBIQUITY_APP_FOLDERS": "maybe"])
+        #expect(bad.status != 0 && bad.stderr.contains("UBIQUITY_APP_FOLDERS='maybe'"), "\(bad.stderr)")
+        let log = a.device.root.appendingPathComponent("daemon.log")
+        try Self.startDaemon(a, log: log)
+        try b.startDaemon()
+
+        // B: the app's documents in its container and under the link, without the app running there
+        #expect(SyncEndToEndTests.eventually("B has A's drawing under Sketch/") { b.file("Sketch/drawing.txt") == "from A" })
+        #expect(Self.read(Self.documents(b, sketch).appendingPathComponent("drawing.txt")) == "from A")
+        #expect(Self.link(b.folder.appendingPathComponent("Sketch")) == Self.documents(b, sketch).path)
+        // the name clash: the user's folder keeps the name on both devices, the app's is qualified
+        #expect(Self.link(a.folder.appendingPathComponent("Notes (com.example.Notes)")) == Self.documents(a, notes).path)
+        #expect(Self.link(a.folder.appendingPathComponent("Notes")) == nil)
+        #expect(SyncEndToEndTests.eventually("B has the user's Notes folder and the app's notes beside it") {
+            b.file("Notes/mine.txt") == "user's notes" && b.file("Notes (com.example.Notes)/list.txt") == "app notes"
+        })
+        #expect(Self.link(b.folder.appendingPathComponent("Notes")) == nil)
+        #expect(Self.link(b.folder.appendingPathComponent("Notes (com.example.Notes)")) == Self.documents(b, notes).path)
+
+        // an edit through B's link goes back to A's container
+        try Self.write("from B", to: b.folder.appendingPathComponent("Sketch/drawing.txt"))
+        #expect(SyncEndToEndTests.eventually("A's container has B's edit") {
+            Self.read(Self.documents(a, sketch).appendingPathComponent("drawing.txt")) == "from B"
+        })
+        #expect(a.file("Sketch/drawing.txt") == "from B")
+        // a container an app makes while the daemons run
+        try Self.write("later", to: Self.documents(a, later).appendingPathComponent("later.txt"))
+        #expect(SyncEndToEndTests.eventually("B has the new app's document") { b.file("Later/later.txt") == "later" })
+        // the drive's own files are unaffected, and ubiq status works through the link
+        try Self.write("drive", to: a.folder.appendingPathComponent("top.txt"))
+        #expect(SyncEndToEndTests.eventually("B has the drive's file") { b.file("top.txt") == "drive" })
+        #expect(SyncEndToEndTests.eventually("B's status through the link says uploaded") {
+            (try? b.device.run(["status", b.folder.appendingPathComponent("Sketch/drawing.txt").path]).stdout)?.contains("uploaded") == true
+        })
+        // the links were never sent as drive records: each device has its own, and nothing was
+        // moved aside for a downloaded item of a link's name
+        for device in [a, b] {
+            let names = Set((try? FileManager.default.contentsOfDirectory(atPath: device.folder.path)) ?? [])
+            #expect(names.isSuperset(of: ["Sketch", "Later", "Notes", "Notes (com.example.Notes)", "top.txt"]))
+            #expect(!names.contains { $0.hasPrefix("Sketch (") || $0.hasPrefix("Later (") || $0.contains("conflicted") })
+            #expect(Self.link(device.folder.appendingPathComponent("Sketch")) == Self.documents(device, sketch).path)
+        }
+        // the broken container was reported, and did not stop the others
+        #expect(SyncEndToEndTests.eventually("A reported the broken container") {
+            (Self.read(log) ?? "").contains("an app container cannot be synced") && (Self.read(log) ?? "").contains("Broken")
+        })
+
+        // signing out keeps A's app documents aside with the drive's, as folders of their names
+        #expect(try a.device.run(["account", "logout"]).status == 0)
+        let aside = a.home.appendingPathComponent("Ubiquity (mei on \(host))")
+        #expect(SyncEndToEndTests.eventually("A's app documents are kept aside") {
+            Self.read(aside.appendingPathComponent("Sketch/drawing.txt")) == "from B"
+                && Self.read(aside.appendingPathComponent("Notes (com.example.Notes)/list.txt")) == "app notes"
+        })
+        #expect(Self.read(aside.appendingPathComponent("Notes/mine.txt")) == "user's notes")
+        #expect(Self.read(aside.appendingPathComponent("Later/later.txt")) == "later")
+        #expect(Self.link(aside.appendingPathComponent("Sketch")) == nil)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: Self.documents(a, sketch).path)) ?? ["?"]).filter { !$0.hasPrefix(".ubiquity-") }.isEmpty)
+        #expect(Self.link(a.folder.appendingPathComponent("Sketch")) == nil)
+        // nothing was deleted on the server: a new device of the account gets everything
+        let c = SignedInDevice()
+        try c.login(server.url, user: "mei", password: "pw-mei")
+        try c.startDaemon()
+        #expect(SyncEndToEndTests.eventually("C has the apps' documents") {
+            c.file("Sketch/drawing.txt") == "from B" && c.file("Later/later.txt") == "later" && c.file("Notes (com.example.Notes)/list.txt") == "app notes"
+        })
+        #expect(b.file("Sketch/drawing.txt") == "from B")
+    }
+}

@@ -16,6 +16,9 @@ public struct IgnoreRules: Sendable, Hashable {
         "*~", ".*.sw?", ".*.*sw?", "*.swp", "*.swx", "4913", ".#*", "#*#", "~$*", ".~lock.*",
         "*.tmp", "*.part", "*.crdownload", "*.kate-swp", ".DS_Store", "._*", ".fuse_hidden*",
         ".nfs*", "\(SafeSave.temporaryPrefix)*", ".ubiquity-cookie-*",
+        // the sync engine's lock, in the drive folder and in every synced app container's
+        // Documents: never indexed, so apps' metadata queries do not list it
+        ".ubiquity-sync.lock",
     ]
 
     /// The rules with only the defaults.

@@ -40,10 +40,20 @@ struct FolderOptions: ParsableArguments {
             base = root + "/"
         }
         let path = try CanonicalPath.canonicalize(base + argument)
-        guard CanonicalPath.isSameOrDescendant(path, of: root) else {
+        guard CanonicalPath.isSameOrDescendant(path, of: root) || Self.isThroughAppFolder(CanonicalPath.normalize(base + argument), path, root: root) else {
             throw ValidationError("\(name) '\(argument)' is outside the folder '\(root)' (\(path)); give a path inside it, or another --folder")
         }
         return path
+    }
+
+    /// Whether `resolved` is in an app container's documents reached through the app's folder
+    /// (a link) in the folder: `lexical` (the path as written) is under `root`, `resolved` (links
+    /// followed) under the containers folder.
+    static func isThroughAppFolder(_ lexical: String, _ resolved: String, root: String) -> Bool {
+        guard lexical != root, CanonicalPath.isSameOrDescendant(lexical, of: root) else { return false }
+        let containers = UbiquityPaths().containersDirectory.path
+        let canonical = (try? CanonicalPath.canonicalize(containers, resolveLast: true)) ?? containers
+        return CanonicalPath.isSameOrDescendant(resolved, of: canonical) && resolved != canonical
     }
 
     /// A local (not folder-relative) path argument: relative to the current directory.

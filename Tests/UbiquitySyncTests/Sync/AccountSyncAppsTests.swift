@@ -89,6 +89,10 @@ import UbiquityCore
         #expect(SyncEndToEndTests.eventually("B's status through the link says uploaded") {
             (try? b.device.run(["status", b.folder.appendingPathComponent("Sketch/drawing.txt").path]).stdout)?.contains("uploaded") == true
         })
+        // the folder commands take paths through the link (`ubiq ls FOLDER/Sketch` itself shows the link)
+        let listing = try b.device.run(["ls", "-l", b.folder.appendingPathComponent("Sketch/drawing.txt").path])
+        #expect(listing.status == 0 && listing.stdout.contains("drawing.txt"), "\(listing.stdout) \(listing.stderr)")
+        #expect(try b.device.run(["cat", "Sketch/drawing.txt", "--folder", b.folder.path]).stdout == "from B")
         // the links were never sent as drive records: each device has its own, and nothing was
         // moved aside for a downloaded item of a link's name
         for device in [a, b] {

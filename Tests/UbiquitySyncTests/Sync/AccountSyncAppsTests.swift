@@ -93,11 +93,20 @@ import UbiquityCore
         let listing = try b.device.run(["ls", "-l", b.folder.appendingPathComponent("Sketch/drawing.txt").path])
         #expect(listing.status == 0 && listing.stdout.contains("drawing.txt"), "\(listing.stdout) \(listing.stderr)")
         #expect(try b.device.run(["cat", "Sketch/drawing.txt", "--folder", b.folder.path]).stdout == "from B")
+        // B's daemon started again takes its links back as links (never uploads them)
+        let stopped = b.process.take()
+        stopped?.kill(SIGTERM)
+        _ = stopped?.wait(seconds: 30)
+        try b.startDaemon()
+        try Self.write("after B's restart", to: Self.documents(a, sketch).appendingPathComponent("restart.txt"))
+        #expect(SyncEndToEndTests.eventually("B has the app's new document after its restart") { b.file("Sketch/restart.txt") == "after B's restart" })
+        try Self.write("drive again", to: b.folder.appendingPathComponent("top2.txt"))
+        #expect(SyncEndToEndTests.eventually("A has B's drive file") { a.file("top2.txt") == "drive again" })
         // the links were never sent as drive records: each device has its own, and nothing was
         // moved aside for a downloaded item of a link's name
         for device in [a, b] {
             let names = Set((try? FileManager.default.contentsOfDirectory(atPath: device.folder.path)) ?? [])
-            #expect(names.isSuperset(of: ["Sketch", "Later", "Notes", "Notes (com.example.Notes)", "top.txt"]))
+            #expect(names.isSuperset(of: ["Sketch", "Later", "Notes", "Notes (com.example.Notes)", "top.txt", "top2.txt"]))
             #expect(!names.contains { $0.hasPrefix("Sketch (") || $0.hasPrefix("Later (") || $0.contains("conflicted") })
             #expect(Self.link(device.folder.appendingPathComponent("Sketch")) == Self.documents(device, sketch).path)
         }

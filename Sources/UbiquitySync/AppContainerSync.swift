@@ -32,6 +32,11 @@ actor AppContainerSync {
     var problems: [String: String] = [:]
     var registered = Set<String>()
     var prepared = false
+    /// The account's containers as last listed, and when (the list is fetched every `interval`;
+    /// this disk is looked at every `localInterval`).
+    var remote = Set<String>()
+    var listed: ContinuousClock.Instant?
+    let localInterval: Duration
     nonisolated let loop = Mutex<Task<Void, Never>?>(nil)
 
     init(paths: UbiquityPaths, driveContainer: String, links: AppFolderLinks, registry: AppContainerRegistry,
@@ -41,16 +46,18 @@ actor AppContainerSync {
         self.links = links
         self.registry = registry
         self.interval = interval
+        localInterval = min(interval, .seconds(5))
         self.logger = logger
         self.makeEngine = makeEngine
     }
 
-    /// Starts looking for containers now and every `interval`.
+    /// Starts looking for containers now, on this disk every 5 s (or `interval` when shorter)
+    /// and on the server every `interval`.
     nonisolated func start() {
         let task = Task { [self] in
             while !Task.isCancelled {
                 await refresh()
-                try? await Task.sleep(for: interval)
+                try? await Task.sleep(for: localInterval)
             }
         }
         loop.withLock { $0 = task }
@@ -92,7 +99,12 @@ actor AppContainerSync {
     /// an engine for each new one, stops those whose container is gone, and places the links.
     func refresh() async {
         var identifiers = localContainers()
-        let remote = await registeredContainers()
+        let clock = ContinuousClock()
+        if listed.map({ clock.now - $0 >= interval }) ?? true {
+            remote = await registeredContainers()
+            listed = clock.now
+        }
+        let remote = self.remote
         for identifier in remote.subtracting(identifiers) where identifier != driveContainer {
             do {
                 try FileManager.default.createDirectory(atPath: documents(of: identifier), withIntermediateDirectories: true,

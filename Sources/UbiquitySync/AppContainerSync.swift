@@ -32,6 +32,8 @@ actor AppContainerSync {
     var problems: [String: String] = [:]
     var registered = Set<String>()
     var prepared = false
+    /// Set by ``stop()``: a look in flight (suspended at a request) starts nothing afterwards.
+    var stopped = false
     /// The account's containers as last listed, and when (the list is fetched every `interval`;
     /// this disk is looked at every `localInterval`).
     var remote = Set<String>()
@@ -66,6 +68,7 @@ actor AppContainerSync {
     /// Stops every app engine and waits until their folders' locks are free. The links stay
     /// (the same account may carry on); ``AppFolderLinks/removeAll()`` takes them away.
     func stop() async {
+        stopped = true
         loop.withLock { $0?.cancel(); $0 = nil }
         let stopped = engines.values.map(\.folder)
         for engine in engines.values { engine.stop() }
@@ -124,6 +127,9 @@ actor AppContainerSync {
             }
         }
         registered.formUnion(remote)
+        // from here on nothing suspends, so a stop either came before (and nothing starts) or
+        // comes after (and stops what started)
+        guard !stopped else { return }
         for (identifier, engine) in engines where !identifiers.contains(identifier) {
             engine.stop()
             engines[identifier] = nil

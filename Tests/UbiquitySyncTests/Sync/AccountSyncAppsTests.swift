@@ -125,7 +125,9 @@ import UbiquityCore
         #expect(Self.read(aside.appendingPathComponent("Notes/mine.txt")) == "user's notes")
         #expect(Self.read(aside.appendingPathComponent("Later/later.txt")) == "later")
         #expect(Self.link(aside.appendingPathComponent("Sketch")) == nil)
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: Self.documents(a, sketch).path)) ?? ["?"]).filter { !$0.hasPrefix(".ubiquity-") }.isEmpty)
+        #expect(SyncEndToEndTests.eventually("A's app container is empty for the next account") {
+            ((try? FileManager.default.contentsOfDirectory(atPath: Self.documents(a, sketch).path)) ?? ["?"]).filter { !$0.hasPrefix(".ubiquity-") }.isEmpty
+        })
         #expect(Self.link(a.folder.appendingPathComponent("Sketch")) == nil)
         // nothing was deleted on the server: a new device of the account gets everything
         let c = SignedInDevice()

@@ -6,12 +6,39 @@ import UbiquityCore
 /// The ubiquitous attributes (sync state) of every indexed item under one folder, read from an
 /// index file in one query through a read-only connection — for listings (`ubiq ls`) that must not
 /// open the index for writing (the daemon owns it) nor ask for each item separately.
+///
+/// The rows are kept sorted byte-wise by path (SQLite's own order for the `path` column), with
+/// every path in one contiguous byte buffer: a listing walks them beside a sorted directory walk
+/// (``IndexListing``) without hashing a string per item.
 public struct IndexStatusSnapshot: Sendable {
-    /// The attributes by absolute path.
-    public let attributes: [String: UbiquitousAttributes]
+    /// All paths' UTF-8 bytes, one after the other.
+    let bytes: [UInt8]
+    /// Where each row's path starts in `bytes`; one more entry than rows (the end).
+    let starts: [Int]
+    /// Each row's attributes.
+    let rows: [UbiquitousAttributes]
+    /// Whether each row is a folder.
+    let folders: [Bool]
+
+    /// The number of rows.
+    public var count: Int { rows.count }
+
+    /// The attributes by absolute path (built on demand: for tests and small callers).
+    public var attributes: [String: UbiquitousAttributes] {
+        var result: [String: UbiquitousAttributes] = [:]
+        for row in 0..<rows.count { result[String(decoding: bytes[starts[row]..<starts[row + 1]], as: UTF8.self)] = rows[row] }
+        return result
+    }
 
     /// The attributes of the item at the absolute `path`, nil when it is not indexed.
-    public subscript(path: String) -> UbiquitousAttributes? { attributes[path] }
+    public subscript(path: String) -> UbiquitousAttributes? {
+        var path = path
+        return path.withUTF8 { key in
+            let row = lowerBound(key, from: 0, to: rows.count)
+            guard row < rows.count, compare(row, key) == 0 else { return nil }
+            return rows[row]
+        }
+    }
 
     /// Reads the rows under `folder` from the index file at `databasePath` without writing to it
     /// (no migration, no checkpoint): its children only, or, when `recursive`, every descendant.
@@ -36,8 +63,7 @@ public struct IndexStatusSnapshot: Sendable {
                     SELECT path, is_uploaded, is_uploading, percent_uploaded, \
                     CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 2 \
                     WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 1 ELSE 0 END, is_downloading, \
-                    percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup, uploading_error, \
-                    downloading_error FROM items \
+                    percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup, is_directory FROM items \
                     WHERE path >= ? AND path < ?
                     """
                 var arguments: StatementArguments = [range.lower, range.upper]
@@ -45,21 +71,24 @@ public struct IndexStatusSnapshot: Sendable {
                     sql += " AND instr(substr(path, length(?) + 1), '/') = 0"
                     arguments += [range.lower]
                 }
-                var attributes: [String: UbiquitousAttributes] = [:]
-                // Sized once (a count on the path index is cheap; growing a 100,000-entry table is not).
-                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items WHERE path >= ? AND path < ?",
-                                             arguments: [range.lower, range.upper]) ?? 0
-                attributes.reserveCapacity(recursive ? count : min(count, 4096))
+                sql += " ORDER BY path"
+                var builder = Builder()
                 let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                 while let row = try rows.next() {
                     let status: Int = row[4]
-                    attributes[row[0]] = UbiquitousAttributes(
+                    let attributes = UbiquitousAttributes(
                         isUploaded: row[1], isUploading: row[2], percentUploaded: row[3],
                         downloadingStatus: status == 2 ? .notDownloaded : status == 1 ? .downloaded : .current,
                         isDownloading: row[5], percentDownloaded: row[6], hasUnresolvedConflicts: row[7],
-                        isExcludedFromBackup: row[8], uploadingError: row[9], downloadingError: row[10])
+                        isExcludedFromBackup: row[8])
+                    let folder: Bool = row[9]
+                    // the path's bytes straight from SQLite's buffer (no String per row)
+                    try row.withUnsafeData(atIndex: 0) { data in
+                        guard let data else { return }
+                        data.withUnsafeBytes { builder.append(path: $0, attributes, folder: folder) }
+                    }
                 }
-                return IndexStatusSnapshot(attributes: attributes)
+                return builder.snapshot()
             }
         } catch let error as UbiquityError {
             throw error
@@ -68,8 +97,65 @@ public struct IndexStatusSnapshot: Sendable {
         }
     }
 
-    /// A snapshot of the given attributes (tests, callers that already have them).
-    public init(attributes: [String: UbiquitousAttributes]) {
-        self.attributes = attributes
+    /// A snapshot of the given attributes (tests, callers that already have them); `folders`
+    /// names the paths that are folders.
+    public init(attributes: [String: UbiquitousAttributes], folders: Set<String> = []) {
+        var builder = Builder()
+        let sorted = attributes.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        for path in sorted {
+            Array(path.utf8).withUnsafeBytes { builder.append(path: $0, attributes[path]!, folder: folders.contains(path)) }
+        }
+        self = builder.snapshot()
+    }
+
+    init(bytes: [UInt8], starts: [Int], rows: [UbiquitousAttributes], folders: [Bool]) {
+        self.bytes = bytes
+        self.starts = starts
+        self.rows = rows
+        self.folders = folders
+    }
+
+    /// Collects rows in path order.
+    struct Builder {
+        var bytes: [UInt8] = []
+        var starts: [Int] = [0]
+        var rows: [UbiquitousAttributes] = []
+        var folders: [Bool] = []
+
+        mutating func append(path: UnsafeRawBufferPointer, _ attributes: UbiquitousAttributes, folder: Bool) {
+            bytes.append(contentsOf: path)
+            starts.append(bytes.count)
+            rows.append(attributes)
+            folders.append(folder)
+        }
+
+        func snapshot() -> IndexStatusSnapshot {
+            IndexStatusSnapshot(bytes: bytes, starts: starts, rows: rows, folders: folders)
+        }
+    }
+}
+
+extension IndexStatusSnapshot {
+    /// Byte-wise comparison of row `row`'s path with `key` (as `strcmp`: a prefix sorts first).
+    func compare(_ row: Int, _ key: UnsafeBufferPointer<UInt8>) -> Int {
+        let start = starts[row], length = starts[row + 1] - start
+        return bytes.withUnsafeBufferPointer { all in
+            let common = min(length, key.count)
+            if common > 0 {
+                let result = memcmp(all.baseAddress! + start, key.baseAddress!, common)
+                if result != 0 { return Int(result) }
+            }
+            return length - key.count
+        }
+    }
+
+    /// The first row in `lower..<upper` whose path is not below `key` (byte-wise).
+    func lowerBound(_ key: UnsafeBufferPointer<UInt8>, from lower: Int, to upper: Int) -> Int {
+        var low = lower, high = upper
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(middle, key) < 0 { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }

@@ -7,7 +7,8 @@
 ;; Buffers visiting files in a folder `ubiq daemon' syncs are file presenters (through
 ;; `ubiq present --editor', run with `make-process').  A remote change reverts an unmodified
 ;; buffer and warns about a modified one; saves are coordinated writes (other presenters save
-;; first and hear of the change); the mode line shows the sync state.  Commands:
+;; first and hear of the change); the mode line shows the sync state (uploading n %,
+;; downloading n %, evicted...); visiting an evicted file downloads it first.  Commands:
 ;; `ubiquity-status', `ubiquity-versions', `ubiquity-resolve', `ubiquity-diff'.
 ;; Installed by `ubiq editor install emacs'; documented in docs/editors.md.
 ;;
@@ -83,8 +84,8 @@
     (cond ((null sync) "")
           ((or (alist-get 'excluded message) (equal sync "excluded")) "excluded")
           ((or (> (or (alist-get 'conflicts message) 0) 0) (equal sync "in conflict")) "conflict")
-          ((and (equal sync "uploading") (alist-get 'progress message))
-           (format "uploading %s %%" (alist-get 'progress message)))
+          ((and (member sync '("uploading" "downloading")) (alist-get 'progress message))
+           (format "%s %s %%" sync (alist-get 'progress message)))
           (t sync))))
 
 (defun ubiquity--show-state (message)
@@ -242,6 +243,29 @@
   (interactive)
   (diff-buffer-with-file (current-buffer)))
 
+(defun ubiquity--download-before-visit (filename &rest _)
+  "Download FILENAME first when it is an evicted file (a placeholder).
+Runs before the file is read.  Only a file whose first 4 KiB are zeros
+asks `ubiq download --only-evicted', which checks the placeholder marker
+and leaves other files alone."
+  (let ((path (ignore-errors (expand-file-name filename))))
+    (when (and path (not (file-remote-p path)) (file-regular-p path) (file-readable-p path)
+               (> (or (file-attribute-size (file-attributes path)) 0) 0)
+               (executable-find ubiquity-command)
+               (with-temp-buffer
+                 (set-buffer-multibyte nil)
+                 (insert-file-contents-literally path nil 0 4096)
+                 (goto-char (point-min))
+                 (not (re-search-forward "[^\0]" nil t))))
+      (message "Ubiquity: downloading %s (evicted)..." (file-name-nondirectory path))
+      (redisplay)
+      (let ((result (ubiquity--run "download" "--only-evicted" path)))
+        (if (eq (car result) 0)
+            (message nil)
+          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer shows the placeholder"
+                                             (file-name-nondirectory path) (string-trim (cdr result)))))))))
+
+(advice-add 'find-file-noselect :before #'ubiquity--download-before-visit)
 (add-hook 'find-file-hook #'ubiquity--attach)
 (add-hook 'before-save-hook #'ubiquity--before-save)
 (add-hook 'after-save-hook #'ubiquity--after-save)

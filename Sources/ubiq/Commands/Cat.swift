@@ -14,6 +14,10 @@ struct Cat: ParsableCommand {
             coordinated within this process only (--verbose says so). Relative paths are taken \
             from the current directory when it is inside the folder, else from the folder's root.
 
+            An evicted file (a placeholder, `ubiq evict`) is downloaded first through `ubiq daemon`, \
+            as `ubiq download` does; without a daemon, or when the server cannot be reached, that \
+            file fails with an error saying so (its zeros are never printed).
+
             Exit codes: 0 every file printed; 1 one could not be read (the others are still \
             printed); 64 bad usage (a path outside the folder); 75 the coordination timed out.
 
@@ -41,6 +45,7 @@ struct Cat: ParsableCommand {
             let coordinator = FileCoordinator()
             for file in files {
                 do {
+                    try PlaceholderDownload.ensureContent(file, argument: "PATH")  // an evicted file: its content, never zeros
                     try coordinator.coordinate(readingItemAt: URL(fileURLWithPath: file), options: []) { url in
                         _ = try FileTransfer.copyToStandardOutput(url.path)
                     }

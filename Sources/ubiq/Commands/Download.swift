@@ -15,6 +15,10 @@ struct Download: ParsableCommand {
             on a terminal (JSON lines {"path":…,"percent":…} with --json); --no-wait returns once \
             the download started. An item that is here already is left alone.
 
+            --only-evicted (for editor plugins opening a file): when PATH is not an evicted file \
+            (no placeholder marker, or data written into it), exit 0 at once without asking the \
+            daemon — so a file outside the synced folders, or with no daemon running, is no error.
+
             Examples:
               ubiq download ~/Ubiquity/videos/holiday.mp4
               ubiq download ~/Ubiquity/archive --no-wait
@@ -30,9 +34,16 @@ struct Download: ParsableCommand {
     @Flag(help: "Print progress and the result as JSON lines.")
     var json = false
 
+    @Flag(help: "Do nothing (exit 0) unless PATH is an evicted file (a placeholder).")
+    var onlyEvicted = false
+
     func run() throws {
         try DocumentCommandIO.run("download") {
             let url = try DocumentCommandIO.absoluteURL(path)
+            if onlyEvicted && !PlaceholderDownload.isPlaceholder(url.path) {
+                if json { CLI.printLine(#"{"done":true,"paths":[]}"#) }
+                return
+            }
             let terminal = isatty(STDOUT_FILENO) == 1 && !json
             let json = self.json
             let paths = try UbiquitousItemControl.download(at: url, wait: wait) { path, percent in

@@ -8,7 +8,8 @@ enum EditorPlugins {
 " Ubiquity for Vim: buffers of files in a folder `ubiq daemon` syncs are file presenters.
 " A remote change reloads an unmodified buffer and warns about a modified one; saves are
 " coordinated writes (other presenters save first and hear of the change); the status line
-" shows the sync state. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
+" shows the sync state (uploading n %, downloading n %, evicted…); opening an evicted file
+" downloads it first. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
 " :UbiquityDiff. Installed by `ubiq editor install vim`; documented in docs/editors.md.
 "
 " Options: g:ubiquity_command ('ubiq'), g:ubiquity_save_timeout (seconds, 10),
@@ -107,8 +108,8 @@ function! s:StateText(message) abort
   if get(a:message, 'excluded', v:false) || sync ==# 'excluded' | return 'excluded' | endif
   if get(a:message, 'conflicts', 0) > 0 | return 'conflict' | endif
   if sync ==# 'in conflict' | return 'conflict' | endif
-  if sync ==# 'uploading' && has_key(a:message, 'progress')
-    return 'uploading ' . a:message.progress . ' %'
+  if (sync ==# 'uploading' || sync ==# 'downloading') && has_key(a:message, 'progress')
+    return sync . ' ' . a:message.progress . ' %'
   endif
   return sync
 endfunction
@@ -244,6 +245,27 @@ function! s:WriteSettled(buf, id) abort
   let session.writing = 0
 endfunction
 
+" BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
+" own) is downloaded before vim reads it, so the buffer holds the content, never the zeros.
+" Only a file whose first 4 KiB are zeros asks `ubiq download --only-evicted`, which checks
+" the placeholder marker and does nothing for any other file.
+function! s:DownloadBeforeRead(file) abort
+  let path = fnamemodify(a:file, ':p')
+  if path ==# '' || path =~# '^\a\+://' || getfsize(path) <= 0 || !filereadable(path) | return | endif
+  if !executable(g:ubiquity_command) | return | endif
+  if len(filter(readblob(path, 0, 4096), 'v:val != 0')) > 0 | return | endif
+  echo 'Ubiquity: downloading ' . fnamemodify(path, ':t') . ' (evicted)…'
+  redraw
+  let [status, output] = s:Run(['download', '--only-evicted', path])
+  if status != 0
+    echohl WarningMsg
+    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer shows the placeholder'
+    echohl None
+  else
+    echo ''
+  endif
+endfunction
+
 " The status line part: '' outside synced folders.
 function! UbiquityStatus() abort
   let text = get(b:, 'ubiquity_state', '')
@@ -327,6 +349,7 @@ command! -bar UbiquityDiff call s:Diff()
 
 augroup ubiquity
   autocmd!
+  autocmd BufReadPre,FileReadPre * call s:DownloadBeforeRead(expand('<afile>'))
   autocmd BufReadPost,BufNewFile * call s:Attach(expand('<abuf>'))
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))
@@ -347,7 +370,8 @@ endif
 -- Ubiquity for Neovim: buffers of files in a folder `ubiq daemon` syncs are file presenters.
 -- A remote change reloads an unmodified buffer and warns about a modified one; saves are
 -- coordinated writes (other presenters save first and hear of the change); the status line
--- shows the sync state. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
+-- shows the sync state (uploading n %, downloading n %, evicted…); opening an evicted file
+-- downloads it first. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
 -- :UbiquityDiff. Installed by `ubiq editor install neovim`; documented in docs/editors.md.
 --
 -- Options: vim.g.ubiquity_command ('ubiq'), vim.g.ubiquity_save_timeout (seconds, 10),
@@ -392,8 +416,8 @@ local function state_text(message)
   if sync == nil or sync == vim.NIL then return '' end
   if message.excluded == true or sync == 'excluded' then return 'excluded' end
   if (message.conflicts or 0) > 0 or sync == 'in conflict' then return 'conflict' end
-  if sync == 'uploading' and message.progress ~= nil then
-    return 'uploading ' .. tostring(message.progress) .. ' %'
+  if (sync == 'uploading' or sync == 'downloading') and message.progress ~= nil and message.progress ~= vim.NIL then
+    return sync .. ' ' .. tostring(message.progress) .. ' %'
   end
   return sync
 end
@@ -557,6 +581,29 @@ local function run(arguments)
   return vim.v.shell_error, output
 end
 
+-- BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
+-- own) is downloaded before Neovim reads it. Only a file whose first 4 KiB are zeros asks
+-- `ubiq download --only-evicted`, which checks the placeholder marker and leaves others alone.
+local function download_before_read(file)
+  if file == nil or file == '' or file:match('^%a+://') then return end
+  local path = vim.fn.fnamemodify(file, ':p')
+  if vim.fn.getfsize(path) <= 0 or vim.fn.filereadable(path) ~= 1 or vim.fn.executable(command) ~= 1 then return end
+  local handle = io.open(path, 'rb')
+  if handle == nil then return end
+  local head = handle:read(4096) or ''
+  handle:close()
+  if head:find('[^%z]') then return end
+  vim.api.nvim_echo({ { 'Ubiquity: downloading ' .. vim.fn.fnamemodify(path, ':t') .. ' (evicted)…' } }, false, {})
+  vim.cmd('redraw')
+  local status, output = run({ 'download', '--only-evicted', path })
+  if status ~= 0 then
+    vim.api.nvim_echo({ { 'Ubiquity: ' .. vim.fn.fnamemodify(path, ':t') .. ' is evicted and could not be downloaded ('
+      .. vim.trim(output) .. '); the buffer shows the placeholder', 'WarningMsg' } }, true, {})
+  else
+    vim.api.nvim_echo({ { '' } }, false, {})
+  end
+end
+
 _G.UbiquityStatus = function()
   local text = vim.b.ubiquity_state or ''
   if text == '' then return '' end
@@ -630,6 +677,7 @@ vim.api.nvim_create_user_command('UbiquityResolve', function(opts) resolve(opts.
 vim.api.nvim_create_user_command('UbiquityDiff', diff, {})
 
 local group = vim.api.nvim_create_augroup('ubiquity', { clear = true })
+vim.api.nvim_create_autocmd({ 'BufReadPre', 'FileReadPre' }, { group = group, callback = function(args) download_before_read(args.file) end })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, callback = function(args) attach(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })
@@ -654,7 +702,8 @@ end
 ;; Buffers visiting files in a folder `ubiq daemon' syncs are file presenters (through
 ;; `ubiq present --editor', run with `make-process').  A remote change reverts an unmodified
 ;; buffer and warns about a modified one; saves are coordinated writes (other presenters save
-;; first and hear of the change); the mode line shows the sync state.  Commands:
+;; first and hear of the change); the mode line shows the sync state (uploading n %,
+;; downloading n %, evicted...); visiting an evicted file downloads it first.  Commands:
 ;; `ubiquity-status', `ubiquity-versions', `ubiquity-resolve', `ubiquity-diff'.
 ;; Installed by `ubiq editor install emacs'; documented in docs/editors.md.
 ;;
@@ -730,8 +779,8 @@ end
     (cond ((null sync) "")
           ((or (alist-get 'excluded message) (equal sync "excluded")) "excluded")
           ((or (> (or (alist-get 'conflicts message) 0) 0) (equal sync "in conflict")) "conflict")
-          ((and (equal sync "uploading") (alist-get 'progress message))
-           (format "uploading %s %%" (alist-get 'progress message)))
+          ((and (member sync '("uploading" "downloading")) (alist-get 'progress message))
+           (format "%s %s %%" sync (alist-get 'progress message)))
           (t sync))))
 
 (defun ubiquity--show-state (message)
@@ -889,6 +938,29 @@ end
   (interactive)
   (diff-buffer-with-file (current-buffer)))
 
+(defun ubiquity--download-before-visit (filename &rest _)
+  "Download FILENAME first when it is an evicted file (a placeholder).
+Runs before the file is read.  Only a file whose first 4 KiB are zeros
+asks `ubiq download --only-evicted', which checks the placeholder marker
+and leaves other files alone."
+  (let ((path (ignore-errors (expand-file-name filename))))
+    (when (and path (not (file-remote-p path)) (file-regular-p path) (file-readable-p path)
+               (> (or (file-attribute-size (file-attributes path)) 0) 0)
+               (executable-find ubiquity-command)
+               (with-temp-buffer
+                 (set-buffer-multibyte nil)
+                 (insert-file-contents-literally path nil 0 4096)
+                 (goto-char (point-min))
+                 (not (re-search-forward "[^\0]" nil t))))
+      (message "Ubiquity: downloading %s (evicted)..." (file-name-nondirectory path))
+      (redisplay)
+      (let ((result (ubiquity--run "download" "--only-evicted" path)))
+        (if (eq (car result) 0)
+            (message nil)
+          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer shows the placeholder"
+                                             (file-name-nondirectory path) (string-trim (cdr result)))))))))
+
+(advice-add 'find-file-noselect :before #'ubiquity--download-before-visit)
 (add-hook 'find-file-hook #'ubiquity--attach)
 (add-hook 'before-save-hook #'ubiquity--before-save)
 (add-hook 'after-save-hook #'ubiquity--after-save)

@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import Ubiquity
+import UbiquityIndex
 import UbiquitySync
 
 /// The editor side of `ubiq present --editor`: coordinated saves asked for on stdin
@@ -197,14 +198,29 @@ final class EditorSession: Sendable {
         if changed || force { emit([("event", "state")] + pairs) }
     }
 
-    /// The file's sync state: `sync` (uploaded, uploading, in conflict, excluded…, or null
-    /// outside a synced folder), `conflicts`, `excluded`, `exists`.
+    /// The file's sync state: `sync` (uploaded, uploading, downloading, evicted, in conflict,
+    /// excluded…, or null outside a synced folder), `progress` (0…100 while an upload or a
+    /// download runs, else absent), `conflicts`, `excluded`, `exists`.
     static func state(of url: URL) -> [(String, Any?)] {
         let exists = FileStamp.of(url.path) != nil
         let conflicts = exists ? FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 : 0
         let excluded = exists && ((try? BackupExclusion.isExcluded(url.path)) ?? false)
-        let sync = exists ? SyncJournal.status(ofItemAt: url.path, conflicts: conflicts) : nil
-        return [("sync", sync?.rawValue), ("conflicts", conflicts), ("excluded", excluded), ("exists", exists)]
+        let item = exists ? SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts) : nil
+        let (sync, progress) = item.map(Self.syncText) ?? (nil, nil)
+        var pairs: [(String, Any?)] = [("sync", sync)]
+        if let progress { pairs.append(("progress", progress)) }
+        return pairs + [("conflicts", conflicts), ("excluded", excluded), ("exists", exists)]
+    }
+
+    /// The `sync` text and the whole percent of a running transfer: a download wins over an
+    /// upload, both over `evicted` (a placeholder); conflicts and exclusion win over all.
+    static func syncText(_ item: ItemSyncState) -> (String, Int?) {
+        if item.sync == SyncItemStatus.excluded.rawValue || item.sync == SyncItemStatus.inConflict.rawValue { return (item.sync, nil) }
+        if item.isDownloading { return ("downloading", Int((item.percentDownloaded ?? 0).rounded(.down))) }
+        // no percentage before the first byte went out (a save waiting for its upload)
+        if item.isUploading { return ("uploading", item.percentUploaded.flatMap { $0 > 0 ? Int($0.rounded(.down)) : nil }) }
+        if item.downloadingStatus == .notDownloaded { return ("evicted", nil) }
+        return (item.sync, nil)
     }
 
     /// The synced folder holding `path` (existing or not), if any.

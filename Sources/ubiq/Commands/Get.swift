@@ -20,6 +20,10 @@ struct Get: ParsableCommand {
             Exit codes: 0 copied; 1 failed (DEST unchanged); 64 bad usage (SRC outside the \
             folder); 75 the coordination timed out.
 
+            An evicted SRC (a placeholder) is downloaded first through `ubiq daemon`, as `ubiq \
+            download` does; without a daemon, or when the server cannot be reached, the command \
+            fails saying so (the placeholder's zeros are never copied).
+
             Examples:
               ubiq get notes.txt ~/backup/
               ubiq get docs/report.pdf /tmp/report.pdf --json
@@ -48,6 +52,7 @@ struct Get: ParsableCommand {
             let source = try folder.resolve(self.source, name: "SRC", root: root)
             guard let stamp = FileStamp.of(source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
             if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; get copies one file") }
+            try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
             let coordinator = FileCoordinator()
             let url = URL(fileURLWithPath: source)
             if destination == "-" {

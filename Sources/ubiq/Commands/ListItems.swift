@@ -20,9 +20,10 @@ struct ListItems: ParsableCommand {
             The status column comes from the daemon's index (--index, default \
             $UBIQUITY_INDEX_DATABASE or $XDG_STATE_HOME/ubiquity/index.sqlite), read directly \
             and read-only in one query: uploaded, uploading N%, downloading N%, not downloaded, \
-            conflict, excluded, not uploaded (indexed, never sent), or unknown (not in the index, \
-            or no index: the daemon is not running or has not indexed it yet). Colour only on a \
-            terminal and without NO_COLOR.
+            conflict, excluded, not uploaded (indexed, never sent), unknown (not in the index, \
+            or no index: the daemon is not running or has not indexed it yet), or deleted (only \
+            in the index: gone from disk, the daemon has not taken the deletion in yet). Colour \
+            only on a terminal and without NO_COLOR.
 
             JSON (--json): one object per line: path (absolute), name (as listed), kind (file, \
             folder, symlink or other), size, modified (ISO 8601 UTC), status, percent (null unless \
@@ -58,13 +59,6 @@ struct ListItems: ParsableCommand {
 
     @OptionGroup var folder: FolderOptions
 
-    /// One listed item.
-    struct Entry {
-        var name: String
-        var path: String
-        var kind: UInt8
-    }
-
     func run() throws {
         try CLI.run("ls") {
             let root = try folder.root()
@@ -81,13 +75,25 @@ struct ListItems: ParsableCommand {
                 throw UbiquityError(.notFound, "PATH '\(path ?? target)' does not exist (\(target))")
             }
             let snapshot = statusSnapshot(of: stamp.isDirectory ? target : CanonicalPath.parentPath(of: target))
-            var lister = Lister(snapshot: snapshot, long: long, json: json, all: all,
-                                color: !json && Terminal.colorEnabled())
+            var lister = Lister(long: long, json: json, color: !json && Terminal.colorEnabled())
             if stamp.isDirectory {
-                try lister.list(directory: target, prefix: "", recursive: recursive)
+                let options = IndexListing.Options(recursive: recursive, all: all, stat: long || json)
+                try IndexListing.walk(directory: target, snapshot: snapshot, options: options) { item, path, start in
+                    lister.emit(item, path: path, nameStart: start)
+                } failed: { _, error in
+                    lister.output.flush()
+                    _ = CLI.report(error, command: "ls")  // an unreadable subfolder: say so, go on
+                }
             } else {
-                let kind: UInt8 = stamp.isSymbolicLink ? Lister.symlink : Lister.file
-                lister.emit(Entry(name: path ?? CanonicalPath.lastComponent(of: target), path: target, kind: kind))
+                let kind: IndexListing.Kind = stamp.isSymbolicLink ? .symlink : .file
+                let item = IndexListing.Item(kind: kind, attributes: snapshot[target], isOnDisk: true,
+                                             size: stamp.size, modificationNanoseconds: stamp.modificationNanoseconds)
+                let shown = path ?? CanonicalPath.lastComponent(of: target)
+                let bytes = Array((target + "\u{0}" + shown).utf8)
+                bytes.withUnsafeBufferPointer { buffer in
+                    lister.emit(item, path: UnsafeBufferPointer(rebasing: buffer[..<target.utf8.count]),
+                                name: UnsafeBufferPointer(rebasing: buffer[(target.utf8.count + 1)...]))
+                }
             }
             lister.output.flush()
         }
@@ -108,115 +114,140 @@ struct ListItems: ParsableCommand {
     }
 }
 
-/// The walk and the output of `ubiq ls`.
+/// The output of `ubiq ls`: lines written as bytes into one buffer (no `String` per line).
 struct Lister {
-    static let unknown: UInt8 = 0, folder: UInt8 = 4, file: UInt8 = 8, symlink: UInt8 = 10
-
-    let snapshot: IndexStatusSnapshot
     let long: Bool
     let json: Bool
-    let all: Bool
     let color: Bool
     var output = OutputBuffer()
+    /// The `-l` date column of the last minute formatted (files of a tree share a few).
+    private var lastMinute: Int64 = .min
+    private var lastDate: [UInt8] = []
 
-    init(snapshot: IndexStatusSnapshot, long: Bool, json: Bool, all: Bool, color: Bool) {
-        self.snapshot = snapshot
+    init(long: Bool, json: Bool, color: Bool) {
         self.long = long
         self.json = json
-        self.all = all
         self.color = color
     }
 
-    /// Lists `directory`'s entries (sorted byte-wise), descending into folders when `recursive`.
-    mutating func list(directory: String, prefix: String, recursive: Bool) throws {
-        let entries = try Self.read(directory: directory, all: all)
-        for entry in entries {
-            var shown = entry
-            shown.name = prefix + entry.name
-            emit(shown)
-            if recursive, entry.kind == Self.folder {
-                do {
-                    try list(directory: entry.path, prefix: shown.name + "/", recursive: true)
-                } catch {
-                    _ = CLI.report(error, command: "ls")  // an unreadable subfolder: say so, go on
-                }
-            }
-        }
-    }
-
-    /// The entries of `directory` (`readdir`: the kind from `d_type`, `lstat` only when unknown).
-    static func read(directory: String, all: Bool) throws -> [ListItems.Entry] {
-        guard let handle = opendir(directory) else { throw UbiquityError.posix("opendir", path: directory) }
-        defer { closedir(handle) }
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        var entries: [ListItems.Entry] = []
-        let base = directory == "/" ? "" : directory
-        while let raw = readdir(handle) {
-            let name = String(cString: UnsafeRawPointer(raw).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
-            if name == "." || name == ".." { continue }
-            if !all, name.utf8.first == UInt8(ascii: ".") { continue }
-            let path = base + "/" + name
-            var kind = raw.pointee.d_type
-            if kind == unknown, let stamp = FileStamp.of(path) {
-                kind = stamp.isDirectory ? folder : stamp.isSymbolicLink ? symlink : file
-            }
-            entries.append(ListItems.Entry(name: name, path: path, kind: kind))
-        }
-        // Byte-wise, as `LC_ALL=C ls` (strcmp on the strings' own UTF-8: no copies).
-        entries.sort { a, b in a.name.withCString { pa in b.name.withCString { pb in strcmp(pa, pb) < 0 } } }
-        return entries
-    }
-
-    static func kindName(_ kind: UInt8) -> String {
+    static func kindName(_ kind: IndexListing.Kind) -> String {
         switch kind {
-        case folder: return "folder"
-        case file: return "file"
-        case symlink: return "symlink"
-        default: return "other"
+        case .folder: return "folder"
+        case .file: return "file"
+        case .symlink: return "symlink"
+        case .other: return "other"
         }
+    }
+
+    /// Prints one item of a walk: its name is the path from `nameStart` on.
+    mutating func emit(_ item: IndexListing.Item, path: UnsafeBufferPointer<UInt8>, nameStart: Int) {
+        emit(item, path: path, name: UnsafeBufferPointer(rebasing: path[nameStart...]))
     }
 
     /// Prints one item.
-    mutating func emit(_ entry: ListItems.Entry) {
-        let status = ListingStatus(snapshot[entry.path])
+    mutating func emit(_ item: IndexListing.Item, path: UnsafeBufferPointer<UInt8>, name: UnsafeBufferPointer<UInt8>) {
+        let status = item.isOnDisk ? ListingStatus(item.attributes) : ListingStatus.deleted(item.attributes)
         if json {
-            let stamp = FileStamp.of(entry.path)
-            output.line(CLI.jsonObject([
-                ("path", entry.path), ("name", entry.name), ("kind", Self.kindName(entry.kind)),
-                ("size", stamp.map { Int($0.size) }), ("modified", stamp.map { Self.isoTimestamp($0.modificationNanoseconds) }),
-                ("status", status.label), ("percent", status.percent),
-            ]))
+            output.append("{\"path\":")
+            appendJSONString(path)
+            output.append(",\"name\":")
+            appendJSONString(name)
+            output.append(",\"kind\":\"" + Self.kindName(item.kind) + "\",\"size\":")
+            if let size = item.size { output.append(decimal: size) } else { output.append("null") }
+            output.append(",\"modified\":")
+            if let modified = item.modificationNanoseconds {
+                output.append(byte: UInt8(ascii: "\""))
+                appendISOTimestamp(modified)
+                output.append(byte: UInt8(ascii: "\""))
+            } else {
+                output.append("null")
+            }
+            output.append(",\"status\":\"" + status.label + "\",\"percent\":")
+            output.append(status.percent.map { String($0) } ?? "null")
+            output.append(byte: UInt8(ascii: "}"))
+            output.endLine()
             return
         }
-        let name = entry.kind == Self.folder ? entry.name + "/" : entry.name
         let text = status.text
-        var statusColumn = text + String(repeating: " ", count: max(0, 16 - text.utf8.count))
-        if color, status.color != 0 { statusColumn = Terminal.paint(statusColumn, status.color, enabled: true) }
-        if long {
-            let stamp = FileStamp.of(entry.path)
-            let size = stamp.map { String($0.size) } ?? "?"
-            let date = stamp.map { Self.localTimestamp($0.modificationNanoseconds) } ?? "?"
-            output.line(statusColumn + "  " + String(repeating: " ", count: max(0, 12 - size.count)) + size + "  " + date + "  " + name)
+        let padding = String(repeating: " ", count: max(0, 16 - text.utf8.count))
+        if color, status.color != 0 {
+            output.append(Terminal.paint(text + padding, status.color, enabled: true))
         } else {
-            output.line(statusColumn + "  " + name)
+            output.append(text)
+            output.append(padding)
+        }
+        output.append("  ")
+        if long {
+            if let size = item.size {
+                var digits = 1, rest = size
+                while rest >= 10 { rest /= 10; digits += 1 }
+                output.append(String(repeating: " ", count: max(0, 12 - digits)))
+                output.append(decimal: size)
+            } else {
+                output.append("           ?")
+            }
+            output.append("  ")
+            if let modified = item.modificationNanoseconds { appendLocalTimestamp(modified) } else { output.append("               ?") }
+            output.append("  ")
+        }
+        output.append(name)
+        if item.kind == .folder { output.append(byte: UInt8(ascii: "/")) }
+        output.endLine()
+    }
+
+    /// A JSON string literal of UTF-8 bytes (invalid sequences become U+FFFD).
+    mutating func appendJSONString(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var plain = true
+        for byte in bytes where byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            plain = false
+            break
+        }
+        if plain {
+            output.append(byte: UInt8(ascii: "\""))
+            output.append(bytes)
+            output.append(byte: UInt8(ascii: "\""))
+        } else {
+            output.append(CLI.jsonString(String(decoding: bytes, as: UTF8.self)))
         }
     }
 
     /// `2026-11-25T15:39:09.123Z`.
-    static func isoTimestamp(_ nanoseconds: Int64) -> String {
-        var seconds = time_t(nanoseconds / 1_000_000_000)
+    mutating func appendISOTimestamp(_ nanoseconds: Int64) {
+        var seconds = time_t(Self.floorDivide(nanoseconds, 1_000_000_000))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        let millis = Int((nanoseconds % 1_000_000_000) / 1_000_000)
-        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(Int32(millis), 3))Z"
+        output.append(decimal: Int64(parts.tm_year) + 1900, width: 4)
+        output.append(byte: UInt8(ascii: "-"))
+        output.append(decimal: Int64(parts.tm_mon) + 1, width: 2)
+        output.append(byte: UInt8(ascii: "-"))
+        output.append(decimal: Int64(parts.tm_mday), width: 2)
+        output.append(byte: UInt8(ascii: "T"))
+        output.append(decimal: Int64(parts.tm_hour), width: 2)
+        output.append(byte: UInt8(ascii: ":"))
+        output.append(decimal: Int64(parts.tm_min), width: 2)
+        output.append(byte: UInt8(ascii: ":"))
+        output.append(decimal: Int64(parts.tm_sec), width: 2)
+        output.append(byte: UInt8(ascii: "."))
+        output.append(decimal: (nanoseconds - Int64(seconds) * 1_000_000_000) / 1_000_000, width: 3)
+        output.append(byte: UInt8(ascii: "Z"))
     }
 
-    /// `2026-11-25 15:39` in local time.
-    static func localTimestamp(_ nanoseconds: Int64) -> String {
-        var seconds = time_t(nanoseconds / 1_000_000_000)
-        var parts = tm()
-        localtime_r(&seconds, &parts)
-        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday)) \(pad(parts.tm_hour)):\(pad(parts.tm_min))"
+    /// `2026-11-25 15:39` in local time (formatted once per minute).
+    mutating func appendLocalTimestamp(_ nanoseconds: Int64) {
+        let minute = Self.floorDivide(nanoseconds, 60_000_000_000)
+        if minute != lastMinute {
+            lastMinute = minute
+            var seconds = time_t(minute * 60)
+            var parts = tm()
+            localtime_r(&seconds, &parts)
+            lastDate = Array(("\(parts.tm_year + 1900)-\(Self.pad(parts.tm_mon + 1))-\(Self.pad(parts.tm_mday)) "
+                              + "\(Self.pad(parts.tm_hour)):\(Self.pad(parts.tm_min))").utf8)
+        }
+        lastDate.withUnsafeBufferPointer { output.append($0) }
+    }
+
+    static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
     }
 
     static func pad(_ value: Int32, _ width: Int = 2) -> String {

@@ -23,6 +23,10 @@ struct Put: ParsableCommand {
             Exit codes: 0 written; 1 failed (nothing changed at DEST); 64 bad usage (DEST outside \
             the folder); 75 the coordination timed out.
 
+            An evicted SRC (when it is an evicted file of a synced folder) (a placeholder) is downloaded first through `ubiq daemon`, as `ubiq \
+            download` does; without a daemon, or when the server cannot be reached, the command \
+            fails saying so (the placeholder's zeros are never copied).
+
             Examples:
               ubiq put ~/Downloads/report.pdf docs/
               ubiq put notes.txt notes.txt --json
@@ -49,6 +53,7 @@ struct Put: ParsableCommand {
             if let source {
                 guard let stamp = FileStamp.of(source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
                 if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; put copies one file") }
+                try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
             }
             let target = try FileTransfer.target(resolved, name: source.map(CanonicalPath.lastComponent), argument: "DEST")
             if target == root { throw ValidationError("DEST '\(destination)' is the folder itself; give a file name") }

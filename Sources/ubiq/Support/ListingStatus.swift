@@ -5,7 +5,8 @@ import UbiquityStore
 /// The sync status column of `ubiq ls`, from an item's ubiquitous attributes in the index.
 struct ListingStatus: Equatable {
     /// `uploaded`, `uploading`, `downloading`, `not downloaded`, `conflict`, `excluded`,
-    /// `not uploaded` (indexed, never sent) or `unknown` (not in the index, or no index).
+    /// `not uploaded` (indexed, never sent), `unknown` (not in the index, or no index) or
+    /// `deleted` (only in the index: gone from disk, the daemon has not seen it yet).
     var label: String
     /// Transfer progress 0…100 for `uploading` and `downloading`.
     var percent: Double?
@@ -34,6 +35,14 @@ struct ListingStatus: Equatable {
         }
     }
 
+    /// The status of an item the index has and the disk has not (deleted, not seen yet).
+    static func deleted(_ attributes: UbiquitousAttributes?) -> ListingStatus {
+        var status = ListingStatus(attributes)
+        status.label = "deleted"
+        status.percent = nil
+        return status
+    }
+
     /// The column text: the label, with the percentage for transfers (`uploading 42%`).
     var text: String {
         guard let percent else { return label }
@@ -46,7 +55,7 @@ struct ListingStatus: Equatable {
         case "conflict": return 31
         case "uploading", "downloading": return 33
         case "not downloaded": return 34
-        case "excluded", "unknown": return 2
+        case "excluded", "unknown", "deleted": return 2
         default: return 0
         }
     }

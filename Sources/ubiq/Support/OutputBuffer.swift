@@ -17,6 +17,49 @@ struct OutputBuffer {
         if bytes.count >= limit { flush() }
     }
 
+    /// Appends `text` without a line break.
+    mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Appends raw bytes without a line break.
+    mutating func append(_ raw: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: raw)
+    }
+
+    /// Appends one byte.
+    mutating func append(byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    /// Appends `value` in decimal, at least `width` digits (zero-padded).
+    mutating func append(decimal value: Int64, width: Int = 1) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0 && count < 20
+            while count < min(width, 20) {
+                buffer[19 - count] = UInt8(ascii: "0")
+                count += 1
+            }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
+    }
+
+    /// Ends the line (and writes out a full buffer).
+    mutating func endLine() {
+        bytes.append(10)
+        if bytes.count >= limit { flush() }
+    }
+
     /// Writes what is buffered (a closed pipe ends the process quietly, as `ls` does).
     mutating func flush() {
         CLI.outputLock.withLock { _ in

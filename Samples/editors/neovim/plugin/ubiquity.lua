@@ -1,7 +1,8 @@
 -- Ubiquity for Neovim: buffers of files in a folder `ubiq daemon` syncs are file presenters.
 -- A remote change reloads an unmodified buffer and warns about a modified one; saves are
 -- coordinated writes (other presenters save first and hear of the change); the status line
--- shows the sync state. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
+-- shows the sync state (uploading n %, downloading n %, evicted…); opening an evicted file
+-- downloads it first. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
 -- :UbiquityDiff. Installed by `ubiq editor install neovim`; documented in docs/editors.md.
 --
 -- Options: vim.g.ubiquity_command ('ubiq'), vim.g.ubiquity_save_timeout (seconds, 10),
@@ -46,8 +47,8 @@ local function state_text(message)
   if sync == nil or sync == vim.NIL then return '' end
   if message.excluded == true or sync == 'excluded' then return 'excluded' end
   if (message.conflicts or 0) > 0 or sync == 'in conflict' then return 'conflict' end
-  if sync == 'uploading' and message.progress ~= nil then
-    return 'uploading ' .. tostring(message.progress) .. ' %'
+  if (sync == 'uploading' or sync == 'downloading') and message.progress ~= nil and message.progress ~= vim.NIL then
+    return sync .. ' ' .. tostring(message.progress) .. ' %'
   end
   return sync
 end
@@ -211,6 +212,29 @@ local function run(arguments)
   return vim.v.shell_error, output
 end
 
+-- BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
+-- own) is downloaded before Neovim reads it. Only a file whose first 4 KiB are zeros asks
+-- `ubiq download --only-evicted`, which checks the placeholder marker and leaves others alone.
+local function download_before_read(file)
+  if file == nil or file == '' or file:match('^%a+://') then return end
+  local path = vim.fn.fnamemodify(file, ':p')
+  if vim.fn.getfsize(path) <= 0 or vim.fn.filereadable(path) ~= 1 or vim.fn.executable(command) ~= 1 then return end
+  local handle = io.open(path, 'rb')
+  if handle == nil then return end
+  local head = handle:read(4096) or ''
+  handle:close()
+  if head:find('[^%z]') then return end
+  vim.api.nvim_echo({ { 'Ubiquity: downloading ' .. vim.fn.fnamemodify(path, ':t') .. ' (evicted)…' } }, false, {})
+  vim.cmd('redraw')
+  local status, output = run({ 'download', '--only-evicted', path })
+  if status ~= 0 then
+    vim.api.nvim_echo({ { 'Ubiquity: ' .. vim.fn.fnamemodify(path, ':t') .. ' is evicted and could not be downloaded ('
+      .. vim.trim(output) .. '); the buffer shows the placeholder', 'WarningMsg' } }, true, {})
+  else
+    vim.api.nvim_echo({ { '' } }, false, {})
+  end
+end
+
 _G.UbiquityStatus = function()
   local text = vim.b.ubiquity_state or ''
   if text == '' then return '' end
@@ -284,6 +308,7 @@ vim.api.nvim_create_user_command('UbiquityResolve', function(opts) resolve(opts.
 vim.api.nvim_create_user_command('UbiquityDiff', diff, {})
 
 local group = vim.api.nvim_create_augroup('ubiquity', { clear = true })
+vim.api.nvim_create_autocmd({ 'BufReadPre', 'FileReadPre' }, { group = group, callback = function(args) download_before_read(args.file) end })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, callback = function(args) attach(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })

@@ -1,7 +1,8 @@
 " Ubiquity for Vim: buffers of files in a folder `ubiq daemon` syncs are file presenters.
 " A remote change reloads an unmodified buffer and warns about a modified one; saves are
 " coordinated writes (other presenters save first and hear of the change); the status line
-" shows the sync state. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
+" shows the sync state (uploading n %, downloading n %, evicted…); opening an evicted file
+" downloads it first. Commands: :UbiquityStatus, :UbiquityVersions, :UbiquityResolve,
 " :UbiquityDiff. Installed by `ubiq editor install vim`; documented in docs/editors.md.
 "
 " Options: g:ubiquity_command ('ubiq'), g:ubiquity_save_timeout (seconds, 10),
@@ -100,8 +101,8 @@ function! s:StateText(message) abort
   if get(a:message, 'excluded', v:false) || sync ==# 'excluded' | return 'excluded' | endif
   if get(a:message, 'conflicts', 0) > 0 | return 'conflict' | endif
   if sync ==# 'in conflict' | return 'conflict' | endif
-  if sync ==# 'uploading' && has_key(a:message, 'progress')
-    return 'uploading ' . a:message.progress . ' %'
+  if (sync ==# 'uploading' || sync ==# 'downloading') && has_key(a:message, 'progress')
+    return sync . ' ' . a:message.progress . ' %'
   endif
   return sync
 endfunction
@@ -237,6 +238,27 @@ function! s:WriteSettled(buf, id) abort
   let session.writing = 0
 endfunction
 
+" BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
+" own) is downloaded before vim reads it, so the buffer holds the content, never the zeros.
+" Only a file whose first 4 KiB are zeros asks `ubiq download --only-evicted`, which checks
+" the placeholder marker and does nothing for any other file.
+function! s:DownloadBeforeRead(file) abort
+  let path = fnamemodify(a:file, ':p')
+  if path ==# '' || path =~# '^\a\+://' || getfsize(path) <= 0 || !filereadable(path) | return | endif
+  if !executable(g:ubiquity_command) | return | endif
+  if len(filter(readblob(path, 0, 4096), 'v:val != 0')) > 0 | return | endif
+  echo 'Ubiquity: downloading ' . fnamemodify(path, ':t') . ' (evicted)…'
+  redraw
+  let [status, output] = s:Run(['download', '--only-evicted', path])
+  if status != 0
+    echohl WarningMsg
+    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer shows the placeholder'
+    echohl None
+  else
+    echo ''
+  endif
+endfunction
+
 " The status line part: '' outside synced folders.
 function! UbiquityStatus() abort
   let text = get(b:, 'ubiquity_state', '')
@@ -320,6 +342,7 @@ command! -bar UbiquityDiff call s:Diff()
 
 augroup ubiquity
   autocmd!
+  autocmd BufReadPre,FileReadPre * call s:DownloadBeforeRead(expand('<afile>'))
   autocmd BufReadPost,BufNewFile * call s:Attach(expand('<abuf>'))
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))

@@ -58,13 +58,14 @@ public struct IndexStatusSnapshot: Sendable {
             defer { try? queue.close() }
             return try queue.read { db in
                 let range = MetadataIndex.subtreeRange(of: MetadataIndex.normalize(folder))
-                // The downloading status as a small number (compared in SQLite, not decoded as text).
+                // The flags packed into one integer in SQLite (one column to step over per row,
+                // not nine; the downloading status compared there, not decoded as text).
                 var sql = """
-                    SELECT path, is_uploaded, is_uploading, percent_uploaded, \
-                    CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 2 \
-                    WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 1 ELSE 0 END, is_downloading, \
-                    percent_downloaded, has_unresolved_conflicts, is_excluded_from_backup, is_directory FROM items \
-                    WHERE path >= ? AND path < ?
+                    SELECT path, is_uploaded | (is_uploading << 1) | (has_unresolved_conflicts << 2) \
+                    | (is_excluded_from_backup << 3) | (is_downloading << 4) | (is_directory << 5) \
+                    | (CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 128 \
+                    WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 64 ELSE 0 END), \
+                    percent_uploaded, percent_downloaded FROM items WHERE path >= ? AND path < ?
                     """
                 var arguments: StatementArguments = [range.lower, range.upper]
                 if !recursive {
@@ -75,13 +76,13 @@ public struct IndexStatusSnapshot: Sendable {
                 var builder = Builder()
                 let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                 while let row = try rows.next() {
-                    let status: Int = row[4]
+                    let flags: Int = row[1]
                     let attributes = UbiquitousAttributes(
-                        isUploaded: row[1], isUploading: row[2], percentUploaded: row[3],
-                        downloadingStatus: status == 2 ? .notDownloaded : status == 1 ? .downloaded : .current,
-                        isDownloading: row[5], percentDownloaded: row[6], hasUnresolvedConflicts: row[7],
-                        isExcludedFromBackup: row[8])
-                    let folder: Bool = row[9]
+                        isUploaded: flags & 1 != 0, isUploading: flags & 2 != 0, percentUploaded: row[2],
+                        downloadingStatus: flags & 128 != 0 ? .notDownloaded : flags & 64 != 0 ? .downloaded : .current,
+                        isDownloading: flags & 16 != 0, percentDownloaded: row[3], hasUnresolvedConflicts: flags & 4 != 0,
+                        isExcludedFromBackup: flags & 8 != 0)
+                    let folder = flags & 32 != 0
                     // the path's bytes straight from SQLite's buffer (no String per row)
                     try row.withUnsafeData(atIndex: 0) { data in
                         guard let data else { return }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import GRDB
+import GRDBSQLite
 import UbiquityCore
 
 /// The ubiquitous attributes (sync state) of every indexed item under one folder, read from an
@@ -74,20 +75,26 @@ public struct IndexStatusSnapshot: Sendable {
                 }
                 sql += " ORDER BY path"
                 var builder = Builder()
-                let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-                while let row = try rows.next() {
-                    let flags: Int = row[1]
-                    let attributes = UbiquitousAttributes(
-                        isUploaded: flags & 1 != 0, isUploading: flags & 2 != 0, percentUploaded: row[2],
-                        downloadingStatus: flags & 128 != 0 ? .notDownloaded : flags & 64 != 0 ? .downloaded : .current,
-                        isDownloading: flags & 16 != 0, percentDownloaded: row[3], hasUnresolvedConflicts: flags & 4 != 0,
-                        isExcludedFromBackup: flags & 8 != 0)
-                    let folder = flags & 32 != 0
-                    // the path's bytes straight from SQLite's buffer (no String per row)
-                    try row.withUnsafeData(atIndex: 0) { data in
-                        guard let data else { return }
-                        data.withUnsafeBytes { builder.append(path: $0, attributes, folder: folder) }
+                // stepped directly (no `Row` nor `Data` per row: 100,000 rows for `ls -R`)
+                let statement = try db.makeStatement(sql: sql)
+                try statement.setArguments(arguments)
+                let raw = statement.sqliteStatement
+                defer { sqlite3_reset(raw) }
+                while true {
+                    let code = sqlite3_step(raw)
+                    if code == SQLITE_DONE { break }
+                    guard code == SQLITE_ROW else {
+                        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                     }
+                    let flags = sqlite3_column_int64(raw, 1)
+                    let attributes = UbiquitousAttributes(
+                        isUploaded: flags & 1 != 0, isUploading: flags & 2 != 0, percentUploaded: sqlite3_column_double(raw, 2),
+                        downloadingStatus: flags & 128 != 0 ? .notDownloaded : flags & 64 != 0 ? .downloaded : .current,
+                        isDownloading: flags & 16 != 0, percentDownloaded: sqlite3_column_double(raw, 3),
+                        hasUnresolvedConflicts: flags & 4 != 0, isExcludedFromBackup: flags & 8 != 0)
+                    guard let text = sqlite3_column_text(raw, 0) else { continue }
+                    let length = Int(sqlite3_column_bytes(raw, 0))
+                    builder.append(path: UnsafeRawBufferPointer(start: text, count: length), attributes, folder: flags & 32 != 0)
                 }
                 return builder.snapshot()
             }

@@ -91,6 +91,43 @@ extension MetadataIndex {
         }
     }
 
+    /// Changes the ubiquitous attributes of several rows in one transaction (sync's states of
+    /// a pass): each change is given the row's current attributes, in order (a path named twice
+    /// sees the first change). Returns the delta (the rows that changed) and the paths that are
+    /// not indexed (yet).
+    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
+        -> (delta: IndexDelta, missing: [String]) {
+        guard !changes.isEmpty else { return (IndexDelta(), []) }
+        return try write("update ubiquitous attributes") { db in
+            var changed: [String: IndexRecord] = [:]
+            var order: [String] = []
+            var missing: [String] = []
+            for (original, change) in changes {
+                let path = Self.normalize(original)
+                guard var record = try changed[path] ?? Self.fetchRecord(path: path, db: db) else {
+                    missing.append(original)
+                    continue
+                }
+                var attrs = record.ubiquitous
+                change(&attrs)
+                guard attrs != record.ubiquitous else { continue }
+                try db.cachedStatement(sql: """
+                    UPDATE items SET is_uploaded = ?, is_uploading = ?, percent_uploaded = ?, downloading_status = ?,
+                    is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?
+                    WHERE path = ?
+                    """).execute(arguments: [
+                        attrs.isUploaded, attrs.isUploading, attrs.percentUploaded, attrs.downloadingStatus.rawValue,
+                        attrs.isDownloading, attrs.percentDownloaded, attrs.hasUnresolvedConflicts,
+                        attrs.isExcludedFromBackup, path,
+                    ])
+                record.ubiquitous = attrs
+                if changed[path] == nil { order.append(path) }
+                changed[path] = record
+            }
+            return (IndexDelta(changed: order.compactMap { changed[$0] }), missing)
+        }
+    }
+
     // MARK: - Helpers shared with scanning
 
     /// The record at `path`, if indexed.

@@ -39,6 +39,9 @@ final class SyncStatusApplier: Sendable {
         var running = false
     }
 
+    /// Paths updated per index transaction at most.
+    static let chunk = 500
+
     private let state = Mutex(State())
     private let host: @Sendable () -> IndexHost
 
@@ -65,14 +68,24 @@ final class SyncStatusApplier: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
+            // one index transaction per `chunk` paths (a pass's states arrive together)
             var retry: [String: (change: Change, attempts: Int)] = [:]
-            for (path, item) in batch {
-                let change = item.change
-                let applied = (try? await host().updateUbiquitousAttributes(path: path) { attributes in
-                    if let status = change.status { Self.apply(status, to: &attributes) }
-                    if let transfer = change.transfer { Self.apply(transfer, to: &attributes) }
-                }) ?? false
-                if !applied && item.attempts < 40 { retry[path] = (item.change, item.attempts + 1) }
+            let items = Array(batch)
+            var start = 0
+            while start < items.count {
+                let chunk = items[start..<min(start + Self.chunk, items.count)]
+                start += chunk.count
+                let changes = chunk.map { path, item -> (path: String, change: @Sendable (inout UbiquitousAttributes) -> Void) in
+                    let change = item.change
+                    return (path, { attributes in
+                        if let status = change.status { Self.apply(status, to: &attributes) }
+                        if let transfer = change.transfer { Self.apply(transfer, to: &attributes) }
+                    })
+                }
+                let missing = Set((try? await host().updateUbiquitousAttributes(changes)) ?? chunk.map(\.key))
+                for (path, item) in chunk where missing.contains(path) && item.attempts < 40 {
+                    retry[path] = (item.change, item.attempts + 1)
+                }
             }
             if !retry.isEmpty {
                 state.withLock { state in

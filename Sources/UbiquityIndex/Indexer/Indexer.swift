@@ -145,6 +145,19 @@ public actor Indexer {
         }
     }
 
+    /// Changes the ubiquitous attributes of several rows in one transaction, in order with the
+    /// indexing work (``updateUbiquitousAttributes(path:_:)`` for each), and publishes the
+    /// changes at once. Returns the paths that are not indexed (yet).
+    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
+        guard !changes.isEmpty else { return [] }
+        let job = makeJob()
+        return try await run {
+            let (delta, missing) = try job.index.updateUbiquitousAttributes(changes)
+            if !delta.isEmpty { job.subscribers.publish(delta) }
+            return missing
+        }
+    }
+
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             worker.async { continuation.resume(with: Result { try body() }) }

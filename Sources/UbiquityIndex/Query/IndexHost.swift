@@ -139,6 +139,13 @@ public final class IndexHost: Sendable {
         try await indexer.updateUbiquitousAttributes(path: path, change)
     }
 
+    /// Changes the ubiquitous attributes of several rows in one transaction and tells live
+    /// queries; returns the paths that are not indexed (yet). See
+    /// ``Indexer/updateUbiquitousAttributes(_:)``.
+    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
+        try await indexer.updateUbiquitousAttributes(changes)
+    }
+
     /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
     @discardableResult
     public func rescan(_ path: String) async throws -> IndexDelta {

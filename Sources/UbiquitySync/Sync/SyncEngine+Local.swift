@@ -33,21 +33,21 @@ extension SyncEngine {
         scope.paths.formUnion(queued)
         if scope.isEmpty { return }
         let previouslyExcluded = try journal.excluded()
-        var entries = try journal.entries()
-        let synced = entries.count
+        let synced = try journal.count()
         var items: [String: LocalItem]
         if scope.full {
             items = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
         } else {
-            let journaled = Set(entries.map(\.path))
-            let scope = scope
+            let scope = scope, journal = self.journal
             items = try await BlockingWork.run {
-                SyncFiles.scan(root: root, rules: rules, scope: scope, excluded: previouslyExcluded, journaled: { journaled.contains($0) })
+                SyncFiles.scan(root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
+                               journaled: { (try? journal.contains(path: $0)) ?? false })
             }
-            entries = entries.filter { scope.contains($0.path) }
         }
         reportUnsyncableNames()  // SyncEngine+Names.swift
         appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
+        // a narrowed pass reads only the entries in its scope (by path), not the whole journal
+        let entries = try journal.entries(in: scope)
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         var uploads: [Upload] = []

@@ -61,11 +61,26 @@ extension SyncEngine {
         let changing = Set(records.keys).union(deleted)
         try await prefetch(items)
         defer { dropPrefetched() }
-        for (item, record) in items {
+        // new files with their content at hand are written together (SyncEngine+NewFiles.swift),
+        // after the rest (folders first, moves, edits) is applied one by one
+        let (newFiles, rest) = try splitNewFiles(items)
+        for (item, record) in rest {
             try Task.checkCancellation()
             do { try await applyRemote(item, record, changing: changing) } catch {
                 failed = true
                 noteDownloadFailed(item.path, error)  // status (SyncEngine+Progress.swift)
+                logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
+            }
+        }
+        let written = try await applyNewFiles(newFiles)
+        if written.failed { failed = true }
+        for item in written.alone {
+            // a name taken since the page was fetched: judged alone, as any change
+            guard let record = records[item.id] else { continue }
+            try Task.checkCancellation()
+            do { try await applyRemote(item, record, changing: changing) } catch {
+                failed = true
+                noteDownloadFailed(item.path, error)
                 logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
             }
         }

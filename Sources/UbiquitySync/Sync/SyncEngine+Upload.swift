@@ -61,10 +61,24 @@ extension SyncEngine {
     func prepareAll(_ uploads: [Upload]) async throws -> ([PreparedUpload], Int) {
         var ready: [Int: PreparedUpload] = [:]
         var failed = 0
+        // small files (as the scan saw them) are read together, under one coordinated read
+        let small = uploads.indices.filter { Self.readsSmall(uploads[$0]) }
+        var others: [Int] = []
+        for (index, outcome) in try await prepareSmall(small.map { ($0, uploads[$0]) }) {
+            switch outcome {
+            case .ready(let prepared): ready[index] = prepared
+            case .requeued: break
+            case .readAlone: others.append(index)
+            case .failed(let error):
+                if error is CancellationError { throw error }
+                if uploadFailed(uploads[index], error) { failed += 1 }
+            }
+        }
+        let rest = (Set(uploads.indices).subtracting(small).union(others)).sorted()
         var next = 0
-        while next < uploads.count {
+        while next < rest.count {
             // one wave of up to `transfersInFlight` reads (and asset uploads) at once
-            let wave = Array(next..<min(next + Self.transfersInFlight, uploads.count))
+            let wave = Array(rest[next..<min(next + Self.transfersInFlight, rest.count)])
             next += wave.count
             let outcomes = try await withThrowingTaskGroup(of: (Int, Result<PreparedUpload?, any Error>).self,
                                                            returning: [(Int, Result<PreparedUpload?, any Error>)].self) { group in
@@ -119,26 +133,13 @@ extension SyncEngine {
         var stat = upload.local.stat
         var hash = upload.previous?.contentHash ?? ""
         var staged: String?
-        var inlineBytes = 0
         let updating = upload.previous?.changeTag != nil
         switch stat.kind {
         case .file where upload.content:
             let small = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
                 try await BlockingWork.run { try SyncFiles.readSmall(url.path, limit: SyncRecord.inlineLimit) }
             }
-            if let small {
-                guard !small.before.contentDiffers(from: small.after) else { return changedWhileRead(upload) }
-                stat = SyncStat(small.before)
-                hash = small.hash
-                if small.data.isEmpty {
-                    if updating { record[SyncRecord.Field.inline] = nil }
-                } else {
-                    record[SyncRecord.Field.inline] = .bytes(small.data)
-                    inlineBytes = small.data.count
-                }
-                if updating { record[SyncRecord.Field.content] = nil }  // the old asset, if any, is cleared
-                break
-            }
+            if let small { return try prepared(upload, small: small) }
             let copy = stagingDirectory + "/" + UUID().uuidString
             staged = copy
             let result: (hash: String, before: FileStamp, after: FileStamp)
@@ -174,6 +175,12 @@ extension SyncEngine {
         case .folder:
             hash = ""
         }
+        return fill(record, upload: upload, stat: stat, hash: hash, staged: staged, inlineBytes: 0)
+    }
+
+    /// `record` with the item's fields (path, kind, size, time, hash, mode, target), ready to save.
+    func fill(_ record: Record, upload: Upload, stat: SyncStat, hash: String, staged: String?, inlineBytes: Int) -> PreparedUpload {
+        var record = record
         record[SyncRecord.Field.path] = .string(upload.path)
         record[SyncRecord.Field.kind] = .string(stat.kind.rawValue)
         record[SyncRecord.Field.size] = .int64(stat.size)
@@ -182,6 +189,84 @@ extension SyncEngine {
         record[SyncRecord.Field.mode] = .int64(Int64(stat.mode))
         if let target = upload.local.target { record[SyncRecord.Field.target] = .string(target) }
         return PreparedUpload(upload: upload, record: record, stat: stat, hash: hash, staged: staged, inlineBytes: inlineBytes)
+    }
+
+    /// Whether `upload` sends a file small enough (as the scan saw it) to go inline.
+    static func readsSmall(_ upload: Upload) -> Bool {
+        upload.content && upload.local.stat.kind == .file && upload.local.stat.size <= SyncRecord.inlineLimit
+    }
+
+    /// What became of a small file read with others.
+    enum SmallRead {
+        /// Read and ready to save.
+        case ready(PreparedUpload)
+        /// Changed while it was read: queued for the next pass.
+        case requeued
+        /// Grew past the inline limit: read alone (``prepare(_:)``).
+        case readAlone
+        /// Could not be read.
+        case failed(any Error)
+    }
+
+    /// Prepares small-file uploads (``readsSmall(_:)``): every file read into memory under one
+    /// coordinated read of them all (one claim instead of one per file), ``smallFilesPerClaim``
+    /// at most per claim.
+    func prepareSmall(_ uploads: [(Int, Upload)]) async throws -> [(Int, SmallRead)] {
+        var outcomes: [(Int, SmallRead)] = []
+        var start = 0
+        while start < uploads.count {
+            try Task.checkCancellation()
+            let chunk = Array(uploads[start..<min(start + Self.smallFilesPerClaim, uploads.count)])
+            start += chunk.count
+            for (_, upload) in chunk { report(upload.path, .uploading) }
+            let intents = chunk.map { FileAccessIntent.readingIntent(with: URL(fileURLWithPath: absolute($0.1.path))) }
+            let reads: [Result<(data: Data, hash: String, before: FileStamp, after: FileStamp)?, any Error>]
+            do {
+                reads = try await coordinator.coordinate(with: intents) {
+                    try await BlockingWork.run {
+                        intents.map { intent in Result { try SyncFiles.readSmall(intent.url.path, limit: SyncRecord.inlineLimit) } }
+                    }
+                }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // the claim as a whole failed (a path gone since the scan, a time-out): each alone
+                logger.debug("reading small files together failed; each is read alone", metadata: ["ubiquity.error": "\(error)"])
+                outcomes += chunk.map { ($0.0, .readAlone) }
+                continue
+            }
+            for ((index, upload), read) in zip(chunk, reads) {
+                switch read {
+                case .success(let small?):
+                    do {
+                        outcomes.append((index, try prepared(upload, small: small).map(SmallRead.ready) ?? .requeued))
+                    } catch {
+                        outcomes.append((index, .failed(error)))
+                    }
+                case .success(nil): outcomes.append((index, .readAlone))
+                case .failure(let error): outcomes.append((index, .failed(error)))
+                }
+            }
+        }
+        return outcomes
+    }
+
+    /// Small files read at most under one coordinated claim.
+    static let smallFilesPerClaim = 200
+
+    /// The record of a small file read into memory (`small`, with the stat before and after
+    /// the read): its content inline. Nil when the file changed while it was read (queued).
+    func prepared(_ upload: Upload, small: (data: Data, hash: String, before: FileStamp, after: FileStamp)) throws -> PreparedUpload? {
+        guard !small.before.contentDiffers(from: small.after) else { return changedWhileRead(upload) }
+        let updating = upload.previous?.changeTag != nil
+        var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
+        if small.data.isEmpty {
+            if updating { record[SyncRecord.Field.inline] = nil }
+        } else {
+            record[SyncRecord.Field.inline] = .bytes(small.data)
+        }
+        if updating { record[SyncRecord.Field.content] = nil }  // the old asset, if any, is cleared
+        return fill(record, upload: upload, stat: SyncStat(small.before), hash: small.hash, staged: nil, inlineBytes: small.data.count)
     }
 
     private func changedWhileRead(_ upload: Upload) -> PreparedUpload? {

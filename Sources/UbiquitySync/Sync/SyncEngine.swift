@@ -79,6 +79,8 @@ public actor SyncEngine {
     /// The most downloaded content (bytes) kept before the least recently used files are
     /// evicted; nil: no limit (`ubiq daemon --evict-budget`).
     public nonisolated let evictionBudget: Int64?
+    /// A failure injected between the stages of the new-file writer (tests only).
+    var newFilesFault: (@Sendable (String) throws -> Void)?
     /// Whether a pass, an eviction or an on-demand download runs (they take turns).
     var exclusiveHeld = false
     var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
@@ -285,7 +287,7 @@ public actor SyncEngine {
         onStatus?(absolute(relative), status == .uploaded && conflicted.contains(relative) ? .inConflict : status)
         if status == .uploaded { noteUploaded(relative) }
         // an evicted item stays "not downloaded" in the index (the status resets it)
-        if status == .uploaded, let entry = try? journal.entry(path: relative), (try? journal.isEvicted(entry.id)) == true {
+        if status == .uploaded, (try? journal.isEvicted(path: relative)) == true {
             publishTransfer(relative)
         }
     }

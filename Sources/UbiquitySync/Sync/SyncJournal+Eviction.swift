@@ -41,7 +41,7 @@ extension SyncJournal {
 
     /// Records whether item `id` is evicted (a placeholder stands for it).
     public func setEvicted(_ id: String, _ evicted: Bool) throws {
-        try queue.write { db in
+        try write { db in
             if evicted {
                 try db.execute(sql: "INSERT OR REPLACE INTO evicted (id, since) VALUES (?, ?)",
                                arguments: [id, Int64(Date().timeIntervalSince1970 * 1000)])
@@ -59,6 +59,13 @@ extension SyncJournal {
     /// Whether item `id` is evicted.
     public func isEvicted(_ id: String) throws -> Bool {
         try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM evicted WHERE id = ?", arguments: [id]) ?? false }
+    }
+
+    /// Whether the item at `path` is evicted (one query).
+    public func isEvicted(path: String) throws -> Bool {
+        try queue.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM evicted JOIN items ON items.id = evicted.id WHERE items.path = ?", arguments: [path]) ?? false
+        }
     }
 
     // MARK: Transfers
@@ -85,7 +92,7 @@ extension SyncJournal {
         var transfer = try self.transfer(path: path)
         change(&transfer)
         let result = transfer
-        try queue.write { db in
+        try write { db in
             if result.isIdle {
                 try db.execute(sql: "DELETE FROM transfers WHERE path = ?", arguments: [path])
                 return
@@ -100,9 +107,29 @@ extension SyncJournal {
         return result
     }
 
+    /// Ends the downloads of `paths` in one transaction (as ``updateTransfer(path:_:)`` with
+    /// downloading, progress, request and error cleared for each); returns the paths that had a
+    /// transfer state (their new state is worth publishing).
+    func finishDownloads(paths: [String]) throws -> Set<String> {
+        guard !paths.isEmpty else { return [] }
+        return try write { db in
+            var had = Set<String>()
+            let update = try db.cachedStatement(sql: """
+                UPDATE transfers SET downloading = 0, downloaded = NULL, requested = 0, download_error = NULL WHERE path = ?
+                """)
+            let forget = try db.cachedStatement(sql: "DELETE FROM transfers WHERE path = ? AND uploading = 0 AND upload_error IS NULL")
+            for path in paths {
+                try update.execute(arguments: [path])
+                if db.changesCount > 0 { had.insert(path) }
+                try forget.execute(arguments: [path])
+            }
+            return had
+        }
+    }
+
     /// Forgets what ran when the daemon stopped (errors are kept).
     func resetRunningTransfers() throws {
-        try queue.write { db in
+        try write { db in
             try db.execute(sql: "UPDATE transfers SET uploading = 0, uploaded = NULL, downloading = 0, downloaded = NULL, requested = 0")
             try db.execute(sql: "DELETE FROM transfers WHERE upload_error IS NULL AND download_error IS NULL")
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import GRDB
+import Synchronization
 import UbiquityCore
 
 /// The sync journal of one folder: a SQLite file (GRDB, WAL) with, per item, its ID, path and
@@ -11,6 +12,9 @@ public final class SyncJournal: Sendable {
     /// The journal file.
     public let path: String
     let queue: DatabaseQueue
+    /// The write transactions committed (or tried) since the journal was opened (for tests and
+    /// the batching figures: a page of new files is one transaction, not one per file).
+    let writeTransactions = Atomic<Int>(0)
 
     /// Opens (creating) the journal at `path`.
     public init(path: String) throws {
@@ -25,7 +29,7 @@ public final class SyncJournal: Sendable {
             // logic relies on); only a power loss may take back the last commits, which the next
             // pass finds again by the scan and the change token
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous=NORMAL") }
-            try queue.write { db in
+            try write { db in
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS items (
                         id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, size INTEGER NOT NULL,
@@ -44,6 +48,12 @@ public final class SyncJournal: Sendable {
         } catch {
             throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)
         }
+    }
+
+    /// Runs `body` in one write transaction (counted in ``writeTransactions``).
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        writeTransactions.add(1, ordering: .relaxed)
+        return try queue.write(body)
     }
 
     // MARK: Items
@@ -66,7 +76,7 @@ public final class SyncJournal: Sendable {
     /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) and
     /// takes its path off the pending queue.
     public func put(_ entry: JournalEntry) throws {
-        try queue.write { db in
+        try write { db in
             try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
             try db.execute(sql: """
                 INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
@@ -85,7 +95,7 @@ public final class SyncJournal: Sendable {
     public func putAll(_ entries: [JournalEntry], enqueue: Bool = false) throws {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try queue.write { db in
+        try write { db in
             for entry in entries {
                 try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
                 try db.execute(sql: """
@@ -107,14 +117,14 @@ public final class SyncJournal: Sendable {
     /// Removes several entries in one transaction.
     public func removeAll(ids: [String]) throws {
         guard !ids.isEmpty else { return }
-        try queue.write { db in
+        try write { db in
             for id in ids { try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
         }
     }
 
     /// Removes the entry `id`.
     public func remove(id: String) throws {
-        try queue.write { db in
+        try write { db in
             try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
         }
@@ -122,7 +132,7 @@ public final class SyncJournal: Sendable {
 
     /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
     public func movePrefix(from: String, to: String) throws {
-        try queue.write { db in
+        try write { db in
             try db.execute(sql: "UPDATE items SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
                            arguments: [to + "/", from.utf8.count + 2, from.utf8.count + 1, from + "/"])
             try db.execute(sql: "UPDATE items SET path = ? WHERE path = ?", arguments: [to, from])
@@ -140,7 +150,7 @@ public final class SyncJournal: Sendable {
 
     /// Stores (or with nil removes) a value.
     public func setValue(_ value: String?, _ key: String) throws {
-        try queue.write { db in
+        try write { db in
             if let value {
                 try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
             } else {
@@ -155,14 +165,14 @@ public final class SyncJournal: Sendable {
     public func enqueue(_ paths: [String]) throws {
         guard !paths.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try queue.write { db in
+        try write { db in
             for path in paths { try db.execute(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)", arguments: [path, now]) }
         }
     }
 
     /// Takes a path off the pending queue.
     public func dequeue(_ path: String) throws {
-        try queue.write { db in try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path]) }
+        try write { db in try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path]) }
     }
 
     /// The pending upload queue.
@@ -174,7 +184,7 @@ public final class SyncJournal: Sendable {
     /// the inode of the file that carried it (an editor saving by rename makes a new file
     /// without the attribute: the engine puts it back).
     public func setExcluded(_ path: String, _ excluded: Bool, inode: UInt64? = nil) throws {
-        try queue.write { db in
+        try write { db in
             if excluded {
                 try db.execute(sql: "INSERT OR IGNORE INTO excluded (path) VALUES (?)", arguments: [path])
                 try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path])

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Ubiquity
+import UbiquityCore
+
+extension SyncEngine {
+    /// New small files of a fetched page written per folder instead of one by one.
+    static let newFilesPerBatch = 500
+
+    /// A remote file that is new here, with its content at hand (inline in the record, or
+    /// prefetched into the staging folder): written with others by ``applyNewFiles(_:)``.
+    struct NewFile: Sendable {
+        var item: RemoteItem
+        /// The record's inline content (nil: `staged`, or an empty file).
+        var data: Data?
+        /// The prefetched content in the staging folder.
+        var staged: String?
+    }
+
+    /// What a batch stage did with one file.
+    enum NewFileOutcome: Sendable {
+        /// Written under its name with this stat.
+        case written(FileStamp)
+        /// Something appeared at its name (or on the way to it): applied alone instead.
+        case alone
+        /// Could not be written.
+        case failed(any Error)
+    }
+
+    /// Splits a page's records into the new files written together (a file record with no
+    /// journal entry by ID or by path, the only record of the page at its path, its content
+    /// inline, empty or prefetched) and the rest, applied one by one (in the order given).
+    func splitNewFiles(_ items: [(RemoteItem, Record)]) throws -> (new: [NewFile], rest: [(RemoteItem, Record)]) {
+        var perPath: [String: Int] = [:]
+        for (item, _) in items { perPath[item.path, default: 0] += 1 }
+        var new: [NewFile] = []
+        var rest: [(RemoteItem, Record)] = []
+        for (item, record) in items {
+            guard item.kind == .file, perPath[item.path] == 1, SyncFiles.isValid(relativePath: item.path),
+                  try journal.entry(id: item.id) == nil, try !journal.contains(path: item.path) else {
+                rest.append((item, record))
+                continue
+            }
+            if let data = record[SyncRecord.Field.inline]?.dataValue {
+                new.append(NewFile(item: item, data: data, staged: nil))
+            } else if record[SyncRecord.Field.content]?.assetValue == nil {
+                new.append(NewFile(item: item, data: nil, staged: nil))  // empty
+            } else if let (staged, hash) = prefetched[item.id], hash == item.contentHash {
+                prefetched[item.id] = nil
+                new.append(NewFile(item: item, data: nil, staged: staged))
+            } else {
+                rest.append((item, record))
+            }
+        }
+        return (new, rest)
+    }
+
+    /// Writes new files ``newFilesPerBatch`` at a time, crash-safe with few syncs: every
+    /// temporary written (next to its target, a name the scan removes), checked against its
+    /// hash and fsynced; then under one coordinated write of all the targets, each renamed into
+    /// place if its name is still free, and each folder fsynced once; then all journaled in
+    /// one transaction and reported. A SIGKILL leaves whole files or temporaries, never a
+    /// partial file under a real name. Returns the records to apply alone (a name taken since)
+    /// and whether some failed.
+    func applyNewFiles(_ files: [NewFile]) async throws -> (alone: [RemoteItem], failed: Bool) {
+        var alone: [RemoteItem] = []
+        var failed = false
+        var start = 0
+        while start < files.count {
+            try Task.checkCancellation()
+            let chunk = Array(files[start..<min(start + Self.newFilesPerBatch, files.count)])
+            start += chunk.count
+            let outcomes = try await writeNewFiles(chunk)
+            var written: [(NewFile, FileStamp)] = []
+            for (file, outcome) in zip(chunk, outcomes) {
+                switch outcome {
+                case .written(let stamp): written.append((file, stamp))
+                case .alone: alone.append(file.item)
+                case .failed(let error):
+                    failed = true
+                    noteDownloadFailed(file.item.path, error)  // status (SyncEngine+Progress.swift)
+                    logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(file.item.path)", "ubiquity.error": "\(error)"])
+                }
+            }
+            guard !written.isEmpty else { continue }
+            try journal.putAll(written.map { file, stamp in
+                JournalEntry(id: file.item.id, path: file.item.path, stat: SyncStat(stamp), contentHash: file.item.contentHash,
+                             target: nil, changeTag: file.item.changeTag)
+            })
+            let hadTransfers = try journal.finishDownloads(paths: written.map(\.0.item.path))
+            for (file, _) in written {
+                if hadTransfers.contains(file.item.path) { publishTransfer(file.item.path) }  // progress over
+                // a new item: not in conflict, not evicted, no upload state (``report(_:_:)`` asks)
+                onStatus?(absolute(file.item.path), .uploaded)
+                onEvent?(.didDownload(path: file.item.path))
+            }
+            logger.debug("downloaded new files together", metadata: ["ubiquity.count": "\(written.count)"])
+        }
+        return (alone, failed)
+    }
+
+    /// The stages of ``applyNewFiles(_:)`` for one chunk, up to the renames.
+    private func writeNewFiles(_ files: [NewFile]) async throws -> [NewFileOutcome] {
+        let root = folder
+        // 1. temporaries: written, checked, fsynced (nothing under a real name yet)
+        let temporaries: [Result<String, NewFileError>] = try await BlockingWork.run {
+            var made = Set<String>()
+            return files.map { file in
+                Result { try SyncFiles.writeTemporary(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
+            }
+        }
+        defer {
+            // whatever was not renamed into place (a failure below, a name taken) goes
+            for case .success(let temporary) in temporaries { unlink(temporary) }
+        }
+        // a test's injected failure between the stages (nothing is renamed then)
+        try newFilesFault?("written")
+        // 2. renames under one coordinated write of every target, then one fsync per folder
+        let positions = temporaries.indices.filter { (try? temporaries[$0].get()) != nil }
+        let intents = positions.map {
+            FileAccessIntent.writingIntent(with: URL(fileURLWithPath: absolute(files[$0].item.path)), options: .forReplacing)
+        }
+        var outcomes: [NewFileOutcome] = temporaries.map { result in
+            switch result {
+            case .success: return .alone
+            case .failure(let error): return error.taken ? .alone : .failed(error.underlying)
+            }
+        }
+        guard !intents.isEmpty else { return outcomes }
+        let renamed: [NewFileOutcome] = try await coordinator.coordinate(with: intents) {
+            try await BlockingWork.run {
+                var folders = Set<String>()
+                let renamed = zip(intents, positions).map { intent, index -> NewFileOutcome in
+                    guard case .success(let temporary) = temporaries[index] else { return .alone }
+                    let target = intent.url.path
+                    // the name must still be free: anything there now is judged alone
+                    guard FileStamp.of(target) == nil else { return .alone }
+                    guard rename(temporary, target) == 0 else { return .failed(UbiquityError.posix("rename", path: target)) }
+                    folders.insert((target as NSString).deletingLastPathComponent)
+                    guard let stamp = FileStamp.of(target) else { return .failed(UbiquityError(.notFound, "'\(target)' vanished after it was written")) }
+                    return .written(stamp)
+                }
+                for folder in folders { SafeSave.syncDirectory(folder) }
+                return renamed
+            }
+        }
+        for (index, outcome) in zip(positions, renamed) { outcomes[index] = outcome }
+        return outcomes
+    }
+
+    /// Sets (nil: clears) a failure thrown between the stages of the new-file writer (tests).
+    func setNewFilesFault(_ fault: (@Sendable (String) throws -> Void)?) {
+        newFilesFault = fault
+    }
+}
+
+/// A new file's temporary that could not be made: why, and whether its name was taken.
+struct NewFileError: Error {
+    var underlying: any Error
+    var taken: Bool
+
+    init(_ error: any Error) {
+        underlying = error
+        taken = error is NameTaken
+    }
+
+    /// Something is at the target's name already.
+    struct NameTaken: Error {}
+}
+
+extension SyncFiles {
+    /// Writes the temporary of a new file (next to its target under `root`, making the
+    /// folders on the way): its content, checked against the hash, mode, modification time,
+    /// fsync. Throws ``NewFileError/NameTaken`` when something is at the target's name.
+    static func writeTemporary(for file: SyncEngine.NewFile, root: String, madeFolders: inout Set<String>) throws -> String {
+        let item = file.item
+        let target = root + "/" + item.path
+        let parent = (target as NSString).deletingLastPathComponent
+        if FileStamp.of(target) != nil, let staged = file.staged { unlink(staged) }
+        if !madeFolders.contains(parent) {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            madeFolders.insert(parent)
+        }
+        guard FileStamp.of(target) == nil else { throw NewFileError.NameTaken() }
+        let temporary = temporaryPath(near: target)
+        // the prefetched content is gone afterwards, whatever happens (renamed, or dropped)
+        defer { if let staged = file.staged { unlink(staged) } }
+        do {
+            if let staged = file.staged {
+                if rename(staged, temporary) != 0 {
+                    // another file system: a copy
+                    defer { unlink(staged) }
+                    try FileManager.default.copyItem(atPath: staged, toPath: temporary)
+                }
+                guard try item.contentHash.isEmpty || hashFile(temporary) == item.contentHash else {
+                    throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
+                }
+            } else {
+                let data = file.data ?? Data()
+                guard item.contentHash.isEmpty || hash(data) == item.contentHash else {
+                    throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
+                }
+                try writeNew(temporary, data)
+            }
+            chmod(temporary, mode_t(item.mode & 0o7777))
+            if item.modifiedMilliseconds > 0 {
+                let time = timespec(tv_sec: Int(item.modifiedMilliseconds / 1000), tv_nsec: Int(item.modifiedMilliseconds % 1000) * 1_000_000)
+                var times = [time, time]
+                utimensat(AT_FDCWD, temporary, &times, 0)
+            }
+            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 { fsync(fd); close(fd) }
+            return temporary
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import Ubiquity
+@testable import UbiquitySync
+
+/// The many-file paths of the engine (issue 6): a page of new remote files is written per
+/// folder and journaled in one transaction, a failure between the writer's stages leaves
+/// nothing under a real name, a name taken locally meanwhile goes the one-by-one way (conflict
+/// or adoption), small files are read together on the sender, and a narrowed pass reads the
+/// journal by path. Counts only, never time (the harness of ``SyncBatchTests``).
+@Suite struct SyncNewFilesTests {
+    typealias Harness = SyncBatchTests.Harness
+
+    @Test func aPageOfNewFilesIsJournaledInFewTransactions() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<300 { try a.write("dir\(index % 10)/file\(index).txt", SyncBatchTests.content(index)) }
+            try a.write("empty.txt", Data())
+            try await a.engine.pass()
+
+            let journal = await b.engine.journal
+            let before = journal.writeTransactions.load(ordering: .relaxed)
+            try await b.engine.pass()
+            let transactions = journal.writeTransactions.load(ordering: .relaxed) - before
+            // the 10 folders one by one (an entry and a transfer state each), the 301 files
+            // together (entries, transfer states), the change token: one per file would be 600+
+            #expect(transactions <= 30, "journal transactions: \(transactions)")
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            for index in 0..<300 { #expect(b.read("dir\(index % 10)/file\(index).txt") == SyncBatchTests.content(index)) }
+            #expect(b.read("empty.txt") == Data())
+            #expect(b.events.all.filter { if case .didDownload = $0 { true } else { false } }.count == 311)
+            // journaled: the next pass finds nothing to send back
+            b.transport.reset()
+            try await b.engine.pass()
+            #expect(b.transport.count("records/modify") == 0)
+            #expect(try journal.count() == 311)
+        }
+    }
+
+    @Test func aFailureBetweenTheWritersStagesLeavesNothingUnderARealName() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<50 { try a.write("docs/file\(index).txt", SyncBatchTests.content(index)) }
+            try await a.engine.pass()
+
+            struct Injected: Error {}
+            await b.engine.setNewFilesFault { stage in if stage == "written" { throw Injected() } }
+            await #expect(throws: (any Error).self) { try await b.engine.pass() }
+            // the temporaries were written and are gone again; no file under a real name
+            #expect(SyncBatchTests.files(in: b.folder) == [])
+            #expect(try await b.engine.journal.entries().allSatisfy { $0.stat.kind == .folder })
+
+            await b.engine.setNewFilesFault(nil)
+            try await b.engine.pass()
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            for index in 0..<50 { #expect(b.read("docs/file\(index).txt") == SyncBatchTests.content(index)) }
+        }
+    }
+
+    @Test func aNameTakenLocallyIsJudgedAlone() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<20 { try a.write("file\(index).txt", SyncBatchTests.content(index)) }
+            try await a.engine.pass()
+            // on B, before its first pass: one name with other content, one with the same
+            try b.write("file3.txt", Data("made on B".utf8))
+            try b.write("file4.txt", SyncBatchTests.content(4))
+            try await b.engine.pass()
+            #expect(b.read("file3.txt") == SyncBatchTests.content(3))  // the server's version took the name
+            #expect(b.events.all.contains { if case .conflict(path: "file3.txt") = $0 { true } else { false } })
+            let url = b.folder.appendingPathComponent("file3.txt")
+            let versions = FileVersion.unresolvedConflictVersionsOfItem(at: url) ?? []
+            #expect(versions.count == 1)
+            #expect(b.read("file4.txt") == SyncBatchTests.content(4))  // adopted
+            #expect(!b.events.all.contains { if case .conflict(path: "file4.txt") = $0 { true } else { false } })
+            for index in 0..<20 where index != 3 { #expect(b.read("file\(index).txt") == SyncBatchTests.content(index)) }
+        }
+    }
+
+    @Test func smallFilesAreReadTogetherAndEditsStillTravel() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            // small ones, an empty one, one just over the inline limit (an asset)
+            for index in 0..<250 { try a.write("s/file\(index).txt", SyncBatchTests.content(index, size: 100)) }
+            try a.write("s/empty.txt", Data())
+            let big = SyncBatchTests.content(7, size: Int(SyncRecord.inlineLimit) + 1)
+            try a.write("big.bin", big)
+            try await a.engine.pass()
+            #expect(a.transport.count("assets/upload") == 1)
+            try await b.engine.pass()
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            #expect(b.read("big.bin") == big)
+            // edits of small files on B travel back to A
+            for index in 0..<5 { try b.write("s/file\(index).txt", Data("edited \(index)".utf8)) }
+            try await b.engine.pass()
+            try await a.engine.pass()
+            for index in 0..<5 { #expect(a.read("s/file\(index).txt") == Data("edited \(index)".utf8)) }
+        }
+    }
+
+    @Test func aNarrowedPassReadsTheJournalByPath() throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-scope-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
+        let paths = ["a", "a/b", "a/b/c", "a b", "a0", "ab", "b", "b/c", "c", "é/x", "é"]
+        try journal.putAll(paths.map { JournalEntry(id: "id-" + $0, path: $0, stat: stat, contentHash: "h", changeTag: "t") })
+        #expect(try journal.count() == paths.count)
+        #expect(try journal.contains(path: "a/b"))
+        #expect(try !journal.contains(path: "a/x"))
+
+        var scope = LocalScope(full: false)
+        scope.subtrees = ["a", "é"]
+        scope.paths = ["b", "missing"]
+        #expect(Set(try journal.entries(in: scope).map(\.path)) == ["a", "a/b", "a/b/c", "b", "é", "é/x"])
+        scope.full = true
+        #expect(try journal.entries(in: scope).count == paths.count)
+    }
+}

@@ -96,19 +96,25 @@ public final class SyncJournal: Sendable {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try write { db in
+            // statements compiled once per transaction, not once per entry
+            let replaced = try db.cachedStatement(sql: "DELETE FROM items WHERE path = ? AND id != ?")
+            let insert = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)")
+            let dequeue = try db.cachedStatement(sql: "DELETE FROM pending WHERE path = ?")
+            let include = try db.cachedStatement(sql: "DELETE FROM excluded WHERE path = ?")
             for entry in entries {
-                try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
-                try db.execute(sql: """
-                    INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
-                                     Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                     entry.changeTag, entry.baseHash])
+                try replaced.execute(arguments: [entry.path, entry.id])
+                try insert.execute(arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
+                                               Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
+                                               entry.changeTag, entry.baseHash])
                 if enqueue {
-                    try db.execute(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)", arguments: [entry.path, now])
+                    try queue.execute(arguments: [entry.path, now])
                 } else {
-                    try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [entry.path])
-                    try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [entry.path])
+                    try dequeue.execute(arguments: [entry.path])
+                    try include.execute(arguments: [entry.path])
                 }
             }
         }

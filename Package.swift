@@ -48,6 +48,7 @@ let package = Package(
             dependencies: [
                 "UbiquityCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),  // sqlite3_column_* for the status snapshot
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -76,16 +76,7 @@ extension MetadataIndex {
             guard var record = try Self.fetchRecord(path: path, db: db), record.ubiquitous != attrs else {
                 return IndexDelta()
             }
-            try db.cachedStatement(sql: """
-                UPDATE items SET is_uploaded = ?, is_uploading = ?, percent_uploaded = ?, downloading_status = ?,
-                is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?,
-                uploading_error = ?, downloading_error = ?
-                WHERE path = ?
-                """).execute(arguments: [
-                    attrs.isUploaded, attrs.isUploading, attrs.percentUploaded, attrs.downloadingStatus.rawValue,
-                    attrs.isDownloading, attrs.percentDownloaded, attrs.hasUnresolvedConflicts,
-                    attrs.isExcludedFromBackup, attrs.uploadingError, attrs.downloadingError, path,
-                ])
+            try Self.writeUbiquitousAttributes(attrs, path: path, db: db)
             record.ubiquitous = attrs
             return IndexDelta(changed: [record])
         }
@@ -111,21 +102,27 @@ extension MetadataIndex {
                 var attrs = record.ubiquitous
                 change(&attrs)
                 guard attrs != record.ubiquitous else { continue }
-                try db.cachedStatement(sql: """
-                    UPDATE items SET is_uploaded = ?, is_uploading = ?, percent_uploaded = ?, downloading_status = ?,
-                    is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?
-                    WHERE path = ?
-                    """).execute(arguments: [
-                        attrs.isUploaded, attrs.isUploading, attrs.percentUploaded, attrs.downloadingStatus.rawValue,
-                        attrs.isDownloading, attrs.percentDownloaded, attrs.hasUnresolvedConflicts,
-                        attrs.isExcludedFromBackup, path,
-                    ])
+                try Self.writeUbiquitousAttributes(attrs, path: path, db: db)
                 record.ubiquitous = attrs
                 if changed[path] == nil { order.append(path) }
                 changed[path] = record
             }
             return (IndexDelta(changed: order.compactMap { changed[$0] }), missing)
         }
+    }
+
+    /// Writes `attrs` into the row at `path` (normalized).
+    static func writeUbiquitousAttributes(_ attrs: UbiquitousAttributes, path: String, db: Database) throws {
+        try db.cachedStatement(sql: """
+            UPDATE items SET is_uploaded = ?, is_uploading = ?, percent_uploaded = ?, downloading_status = ?,
+            is_downloading = ?, percent_downloaded = ?, has_unresolved_conflicts = ?, is_excluded_from_backup = ?,
+            uploading_error = ?, downloading_error = ?
+            WHERE path = ?
+            """).execute(arguments: [
+                attrs.isUploaded, attrs.isUploading, attrs.percentUploaded, attrs.downloadingStatus.rawValue,
+                attrs.isDownloading, attrs.percentDownloaded, attrs.hasUnresolvedConflicts,
+                attrs.isExcludedFromBackup, attrs.uploadingError, attrs.downloadingError, path,
+            ])
     }
 
     // MARK: - Helpers shared with scanning

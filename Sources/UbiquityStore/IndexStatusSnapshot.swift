@@ -41,6 +41,18 @@ public struct IndexStatusSnapshot: Sendable {
         }
     }
 
+    /// The rows' query before its optional clauses: the flags packed into one integer in SQLite
+    /// (one column to step over per row, not nine; the downloading status compared there, not
+    /// decoded as text). Every column it reads is in the index `items_status`, so it is an
+    /// index-only scan in path order.
+    static let selection = """
+        SELECT path, is_uploaded | (is_uploading << 1) | (has_unresolved_conflicts << 2) \
+        | (is_excluded_from_backup << 3) | (is_downloading << 4) | (is_directory << 5) \
+        | (CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 128 \
+        WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 64 ELSE 0 END), \
+        percent_uploaded, percent_downloaded FROM items WHERE path >= ? AND path < ?
+        """
+
     /// Reads the rows under `folder` from the index file at `databasePath` without writing to it
     /// (no migration, no checkpoint): its children only, or, when `recursive`, every descendant.
     ///
@@ -59,15 +71,7 @@ public struct IndexStatusSnapshot: Sendable {
             defer { try? queue.close() }
             return try queue.read { db in
                 let range = MetadataIndex.subtreeRange(of: MetadataIndex.normalize(folder))
-                // The flags packed into one integer in SQLite (one column to step over per row,
-                // not nine; the downloading status compared there, not decoded as text).
-                var sql = """
-                    SELECT path, is_uploaded | (is_uploading << 1) | (has_unresolved_conflicts << 2) \
-                    | (is_excluded_from_backup << 3) | (is_downloading << 4) | (is_directory << 5) \
-                    | (CASE downloading_status WHEN '\(UbiquitousDownloadingStatus.notDownloaded.rawValue)' THEN 128 \
-                    WHEN '\(UbiquitousDownloadingStatus.downloaded.rawValue)' THEN 64 ELSE 0 END), \
-                    percent_uploaded, percent_downloaded FROM items WHERE path >= ? AND path < ?
-                    """
+                var sql = Self.selection
                 var arguments: StatementArguments = [range.lower, range.upper]
                 if !recursive {
                     sql += " AND instr(substr(path, length(?) + 1), '/') = 0"

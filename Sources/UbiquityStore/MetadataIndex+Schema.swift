@@ -83,6 +83,16 @@ extension MetadataIndex {
                 ALTER TABLE items ADD COLUMN downloading_error TEXT;
                 """)
         }
+        migrator.registerMigration("v3-status-covering-index") { db in
+            // `ubiq ls` and status listings read every row's sync state under a folder in path
+            // order (IndexStatusSnapshot): with every column it reads in one index, that is an
+            // index-only scan instead of a table lookup per row (docs/benchmarks.md, issue 7).
+            try db.execute(sql: """
+                CREATE INDEX items_status ON items(path, is_uploaded, is_uploading, has_unresolved_conflicts,
+                    is_excluded_from_backup, is_downloading, is_directory, downloading_status, percent_uploaded,
+                    percent_downloaded)
+                """)
+        }
         return migrator
     }()
 

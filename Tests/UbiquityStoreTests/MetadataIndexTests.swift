@@ -19,6 +19,17 @@ import UbiquityCore
         #expect(try index.writer.read { db in try db.tableExists("names_fts") && db.tableExists("roots") })
     }
 
+    /// `ubiq ls` reads every row's sync state under a folder: an index-only scan in path order.
+    @Test func statusListingIsAnIndexOnlyScan() throws {
+        let index = try S.memoryIndex()
+        _ = try index.apply([S.folder("/r/docs"), S.file("/r/docs/a.txt")])
+        let plan = try index.writer.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + IndexStatusSnapshot.selection + " ORDER BY path", arguments: ["/r/", "/r0"])
+                .map { String(describing: $0["detail"] as String? ?? "") }.joined(separator: "; ")
+        }
+        #expect(plan.contains("COVERING INDEX items_status") && !plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
     @Test func applyInsertsThenQuickCheckSkipsUnchangedRows() throws {
         let index = try S.memoryIndex()
         let records = [S.folder("/r/docs"), S.file("/r/docs/a.txt"), S.file("/r/b.pdf", size: 99)]

@@ -179,6 +179,14 @@ extension SyncFiles {
         let parent = (target as NSString).deletingLastPathComponent
         if FileStamp.of(target) != nil, let staged = file.staged { unlink(staged) }
         if !madeFolders.contains(parent) {
+            // every folder on the way must be a real folder: never write through a link (an
+            // app's folder link, a synced symbolic link) — such a file is applied alone
+            var path = root
+            for component in item.path.split(separator: "/").dropLast() {
+                path += "/" + component
+                var status = stat()
+                if lstat(path, &status) == 0 && status.st_mode & S_IFMT != S_IFDIR { throw NewFileError.NameTaken() }
+            }
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             madeFolders.insert(parent)
         }

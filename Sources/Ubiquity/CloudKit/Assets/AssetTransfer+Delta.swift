@@ -30,15 +30,7 @@ final class AssetDeltaFile: Sendable {
 
     /// Writes `bytes` at `offset` (blocking).
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        var done = 0
-        while done < bytes.count {
-            let wrote = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw CloudKitError(.internalError, "cannot write \(path): \(String(cString: strerror(errno)))")
-            }
-            done += wrote
-        }
+        try AssetDownloadFile.write(bytes, to: descriptor, at: offset, path: path)
     }
 
     /// The standard base64 SHA-256 of the first `size` bytes, read in `pieceSize` pieces (blocking).

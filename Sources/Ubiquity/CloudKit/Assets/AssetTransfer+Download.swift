@@ -29,18 +29,23 @@ final class AssetDownloadFile: @unchecked Sendable {
 
     func append(_ buffer: ByteBuffer) throws {
         try buffer.withUnsafeReadableBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let wrote = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(length) + off_t(done))
-                if wrote < 0 {
-                    if errno == EINTR { continue }
-                    throw CloudKitError(.internalError, "cannot write \(path): \(String(cString: strerror(errno)))")
-                }
-                done += wrote
-            }
+            try Self.write(bytes, to: descriptor, at: length, path: path)
             hash.update(bufferPointer: bytes)
         }
         length += Int64(buffer.readableBytes)
+    }
+
+    /// Writes all of `bytes` at `offset` of `descriptor` (blocking), retrying short writes.
+    static func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at offset: Int64, path: String) throws {
+        var done = 0
+        while done < bytes.count {
+            let wrote = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw CloudKitError(.internalError, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            done += wrote
+        }
     }
 
     func restart() throws {

@@ -21,12 +21,9 @@ public struct SyncDeltaStatistics: Sendable, Hashable {
 }
 
 extension SyncEngine {
-    /// The chunk-level download statistics, by synced folder (``folder``).
-    nonisolated static let deltaStatistics = Mutex<[String: SyncDeltaStatistics]>([:])
-
     /// What this engine's chunk-level downloads cost so far.
     public nonisolated var deltaStatistics: SyncDeltaStatistics {
-        Self.deltaStatistics.withLock { $0[folder] ?? SyncDeltaStatistics() }
+        deltaCounters.withLock { $0 }
     }
 
     /// The local file a download of `item` may reuse chunks of (`docs/sync.md`, "Chunk-level
@@ -53,13 +50,11 @@ extension SyncEngine {
             return
         }
         let result = try await asset.download(to: destination, basis: basis, progress: progress)
-        Self.deltaStatistics.withLock { all in
-            var statistics = all[folder] ?? SyncDeltaStatistics()
+        deltaCounters.withLock { statistics in
             statistics.downloads += 1
             if result.usedBasis { statistics.assembled += 1 }
             statistics.bytesReceived += result.bytesReceived
             statistics.bytesCopied += result.bytesCopied
-            all[folder] = statistics
         }
         logger.debug("downloaded from the previous version", metadata: [
             "ubiquity.path": "\(basis.path)", "ubiquity.assembled": "\(result.usedBasis)",

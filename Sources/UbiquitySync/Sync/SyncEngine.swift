@@ -87,6 +87,8 @@ public actor SyncEngine {
     /// The app containers' links at the top of the folder, which this engine neither syncs nor
     /// follows (``AppFolderLinks``); nil for none.
     public nonisolated let appLinks: AppFolderLinks?
+    /// What chunk-level downloads cost so far (``deltaStatistics``, SyncEngine+Delta.swift).
+    nonisolated let deltaCounters = Mutex(SyncDeltaStatistics())
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
     /// that would delete more than `massDeleteShare` of the synced items and more than

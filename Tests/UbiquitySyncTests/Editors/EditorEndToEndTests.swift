@@ -48,6 +48,19 @@ import UbiquityCore
     }
 
     /// Adds a first line on A (vim/nvim or emacs keys) and saves.
+    /// Opens notes.txt in `editorA` on A and `editorB` on B, and with the server away saves a
+    /// new first line in each (both saves stay local); the server comes back and one device loses.
+    static func editBothWhileTheServerIsAway(_ rig: Rig, _ editorA: EditorDevice.Editor, _ lineA: String,
+                                            _ editorB: EditorDevice.Editor, _ lineB: String) throws {
+        try openBoth(rig, editorA, editorB)
+        rig.cloud.stop()
+        addFirstLine(rig.a, editorA, lineA)
+        #expect(EditorRig.eventually("A saved") { rig.a.read("notes.txt") == lineA + "\none\n" })
+        addFirstLine(rig.b, editorB, lineB)
+        #expect(EditorRig.eventually("B saved") { rig.b.read("notes.txt") == lineB + "\none\n" })
+        try rig.cloud.restart()
+    }
+
     static func addFirstLine(_ device: EditorDevice, _ editor: EditorDevice.Editor, _ line: String) {
         if editor == .emacs {
             device.keys("M-<")
@@ -98,14 +111,7 @@ import UbiquityCore
     @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("vim"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("vim"))"))
     func bothEditTheConflictSurfacesAndResolves() throws {
         let rig = try Rig()
-        try Self.openBoth(rig, .vim, .vim)
-        // with the server away, both saves stay local; when it is back one device loses
-        rig.cloud.stop()
-        Self.addFirstLine(rig.a, .vim, "from A")
-        #expect(EditorRig.eventually("A saved") { rig.a.read("notes.txt") == "from A\none\n" })
-        Self.addFirstLine(rig.b, .vim, "from B")
-        #expect(EditorRig.eventually("B saved") { rig.b.read("notes.txt") == "from B\none\n" })
-        try rig.cloud.restart()
+        try Self.editBothWhileTheServerIsAway(rig, .vim, "from A", .vim, "from B")
         // both devices end up showing the conflict, so the loser is told by the content: the
         // server's version (the winner's) is on both disks once they converge
         var winnerOnDisk: String?
@@ -148,13 +154,7 @@ import UbiquityCore
     @Test(.enabled(if: EditorRig.fullSuite && EditorRig.available("nvim", "emacs"), "UBIQUITY_EDITOR_TESTS=1 runs it\(EditorRig.missing("nvim", "emacs"))"))
     func aConflictSurfacesInNeovimAndEmacsAndResolvesFromEmacs() throws {
         let rig = try Rig()
-        try Self.openBoth(rig, .nvim, .emacs)
-        rig.cloud.stop()
-        Self.addFirstLine(rig.a, .nvim, "from neovim")
-        #expect(EditorRig.eventually("A saved") { rig.a.read("notes.txt") == "from neovim\none\n" })
-        Self.addFirstLine(rig.b, .emacs, "from emacs")
-        #expect(EditorRig.eventually("B saved") { rig.b.read("notes.txt") == "from emacs\none\n" })
-        try rig.cloud.restart()
+        try Self.editBothWhileTheServerIsAway(rig, .nvim, "from neovim", .emacs, "from emacs")
         // whichever device lost, both editors show the conflict
         #expect(rig.a.waitForDump("neovim shows the conflict", Self.isState("conflict")) != nil, "\(rig.a.screen())")
         #expect(rig.b.waitForDump("emacs shows the conflict", Self.isState("conflict")) != nil, "\(rig.b.screen())")

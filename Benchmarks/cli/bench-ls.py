@@ -79,6 +79,8 @@ def main():
         commands = {
             "find": ["find", folder],
             "ls -R": ["ls", "-R", folder],
+            "find -printf size,mtime": ["find", folder, "-printf", "%s %T@ %p\n"],  # stats every item, as -l does
+            "ls -lR": ["ls", "-lR", folder],
             "ubiq ls -R": [ubiq, "ls", "-R"],
             "ubiq ls -R -l": [ubiq, "ls", "-R", "-l"],
             "ubiq ls -R --json": [ubiq, "ls", "-R", "--json"],
@@ -94,9 +96,9 @@ def main():
             print(json.dumps({"items": args.items, "runs": args.runs,
                               "median_seconds": results, "ratio_to_find": {k: v / base for k, v in results.items()}}, indent=2))
         else:
-            print("%-22s %10s %10s" % ("command", "median s", "x find"))
+            print("%-24s %10s %10s" % ("command", "median s", "x find"))
             for name, seconds in results.items():
-                print("%-22s %10.3f %10.2f" % (name, seconds, seconds / base))
+                print("%-24s %10.3f %10.2f" % (name, seconds, seconds / base))
     finally:
         if not args.keep and not args.work:
             shutil.rmtree(work, ignore_errors=True)

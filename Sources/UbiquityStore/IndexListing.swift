@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
+import Dispatch
 import Foundation
 import Glibc
+import Synchronization
 import UbiquityCore
 
 /// A folder's items on disk merged with its rows in the index (`ubiq ls`): a sorted directory
 /// walk (`readdir` on directory descriptors, `fstatat` relative to them, no path strings per
-/// item) beside the index snapshot's rows, which are sorted the same way — no lookups.
+/// item; ``DiskTree``) beside the index snapshot's rows, which are sorted the same way — no
+/// lookups. The folder tree is read while another thread reads the index rows, then merged.
 ///
 /// Siblings come byte-wise sorted (as `LC_ALL=C ls`), each folder before its contents. Items only
 /// on disk have no attributes (not indexed yet); items only in the index (deleted on disk, the
@@ -66,30 +69,60 @@ public enum IndexListing {
         visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,
         failed: (String, any Error) -> Void
     ) throws {
+        try walk(directory: directory, options: options, readingSnapshot: { snapshot }, visit: visit, failed: failed)
+    }
+
+    /// Lists `directory` as ``walk(directory:snapshot:options:visit:failed:)`` does, reading the
+    /// index rows with `readSnapshot` on another thread while this one reads the folder tree
+    /// (`ubiq ls -R`: the two reads take about as long as each other, and the merge needs both).
+    public static func walk(
+        directory: String, options: Options,
+        readingSnapshot readSnapshot: @escaping @Sendable () -> IndexStatusSnapshot,
+        visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,
+        failed: (String, any Error) -> Void
+    ) throws {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw UbiquityError.posix("opendir", path: directory) }
+        let reading = ConcurrentRead(readSnapshot)
+        let tree = DiskTree.read(fd: fd, options: options)
+        let snapshot = reading.wait()
+        guard !tree.folders.isEmpty else { throw UbiquityError.posix("opendir", path: directory) }
         var base = Array(directory.utf8)
         while base.last == UInt8(ascii: "/") { base.removeLast() }  // "/" lists as "" + "/name"
-        var walker = Walker(snapshot: snapshot, options: options, path: base, displayStart: base.count + 1)
+        var walker = Walker(snapshot: snapshot, tree: tree, options: options, path: base, displayStart: base.count + 1)
         let rows = walker.subtree(0..<snapshot.count)
-        walker.walk(fd: fd, rows: rows, visit: visit, failed: failed)
+        walker.walk(folder: 0, rows: rows, visit: visit, failed: failed)
+    }
+
+    /// A value computed on a thread of its own (Dispatch's, not the cooperative pool: the read
+    /// blocks on file I/O), waited for once.
+    final class ConcurrentRead<Value: Sendable>: Sendable {
+        private let result = Mutex<Value?>(nil)
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ compute: @escaping @Sendable () -> Value) {
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                let value = compute()
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+
+        func wait() -> Value {
+            done.wait()
+            return result.withLock { $0! }
+        }
     }
 }
 
 extension IndexListing {
-    /// The state of one walk: the absolute path of the current item, grown and shrunk in place.
+    /// The state of one merge: the absolute path of the current item, grown and shrunk in place.
     struct Walker {
         let snapshot: IndexStatusSnapshot
+        let tree: DiskTree
         let options: Options
         var path: [UInt8]
         let displayStart: Int
-
-        /// A directory entry: its name's place in the directory's name buffer and `d_type`.
-        struct DiskEntry {
-            var start: Int32
-            var length: Int32
-            var type: UInt8
-        }
 
         /// An index child: its name's place in the snapshot's bytes and its row (-1: a folder
         /// that has no row of its own but rows below it).
@@ -109,53 +142,33 @@ extension IndexListing {
             return lower..<upper
         }
 
-        /// Walks the directory open as `fd` (nil: one only the index has) whose rows are `rows`.
-        mutating func walk(fd: Int32?, rows: Range<Int>, visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,
+        /// Merges the tree's folder `folder` (-1: one only the index has) with its rows `rows`.
+        mutating func walk(folder: Int32, rows: Range<Int>, visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,
                            failed: (String, any Error) -> Void) {
-            var names: [UInt8] = []
-            var disk: [DiskEntry] = []
-            var handle: OpaquePointer?
-            if let fd {
-                guard let opened = fdopendir(fd) else {
-                    let error = UbiquityError.posix("opendir", path: String(decoding: path, as: UTF8.self))
-                    close(fd)
-                    return failed(String(decoding: path, as: UTF8.self), error)
-                }
-                handle = opened
-                Self.read(opened, all: options.all, names: &names, entries: &disk)
-            }
-            defer { if let handle { closedir(handle) } }
-            let dirFD = handle.map { dirfd($0) } ?? -1
+            let disk = folder >= 0 ? tree.folders[Int(folder)] : 0..<0
             let index = indexChildren(rows)
-            let snapshot = self.snapshot, options = self.options, displayStart = self.displayStart
+            let snapshot = self.snapshot, tree = self.tree, options = self.options, displayStart = self.displayStart
 
-            var i = 0, j = 0
-            names.withUnsafeBufferPointer { nameBytes in
-                while i < disk.count || j < index.count {
+            var i = disk.lowerBound, j = 0
+            tree.names.withUnsafeBufferPointer { nameBytes in
+                while i < disk.upperBound || j < index.count {
                     let order: Int
-                    if i == disk.count { order = 1 } else if j == index.count { order = -1 } else {
-                        order = Self.compareNames(nameBytes, disk[i], index[j], snapshot)
+                    if i == disk.upperBound { order = 1 } else if j == index.count { order = -1 } else {
+                        order = Self.compareNames(nameBytes, tree.entries[i], index[j], snapshot)
                     }
                     var item = Item(kind: .other, attributes: nil, isOnDisk: order <= 0)
                     let nameLength: Int
-                    var entryName: UnsafePointer<CChar>?
+                    var entry: DiskTree.Entry?
                     if order <= 0 {
-                        let entry = disk[i]
-                        nameLength = Int(entry.length)
-                        let name = UnsafeRawPointer(nameBytes.baseAddress! + Int(entry.start))
-                        entryName = name.assumingMemoryBound(to: CChar.self)
+                        let found = tree.entries[i]
+                        entry = found
+                        nameLength = Int(found.length)
                         path.append(UInt8(ascii: "/"))
-                        path.append(contentsOf: UnsafeRawBufferPointer(start: name, count: nameLength))
-                        item.kind = Self.kind(entry.type)
-                        if item.kind == .other && entry.type == UInt8(DT_UNKNOWN) || options.stat {
-                            var st = stat()
-                            if fstatat(dirFD, entryName!, &st, AT_SYMLINK_NOFOLLOW) == 0 {
-                                item.kind = Self.kind(st.st_mode)
-                                if options.stat {
-                                    item.size = Int64(st.st_size)
-                                    item.modificationNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-                                }
-                            }
+                        path.append(contentsOf: UnsafeBufferPointer(rebasing: nameBytes[Int(found.start)..<Int(found.start) + nameLength]))
+                        item.kind = found.kind
+                        if options.stat, tree.statuses[i].known {
+                            item.size = tree.statuses[i].size
+                            item.modificationNanoseconds = tree.statuses[i].modified
                         }
                         i += 1
                     } else {
@@ -164,51 +177,27 @@ extension IndexListing {
                         snapshot.bytes.withUnsafeBufferPointer { all in
                             path.append(contentsOf: UnsafeBufferPointer(rebasing: all[index[j].start..<index[j].start + nameLength]))
                         }
-                        item.kind = index[j].row < 0 || snapshot.folders[index[j].row] ? .folder : .file
+                        item.kind = index[j].row < 0 || snapshot.isFolder(index[j].row) ? .folder : .file
                     }
                     if order >= 0 {
-                        if index[j].row >= 0 { item.attributes = snapshot.rows[index[j].row] }
+                        if index[j].row >= 0 { item.attributes = snapshot.attributes(ofRow: index[j].row) }
                         j += 1
                     }
                     path.withUnsafeBufferPointer { visit(item, $0, displayStart) }
                     if options.recursive && item.kind == .folder {
                         let below = subtree(rows)
-                        if let entryName {
-                            let child = openat(dirFD, entryName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                            if child >= 0 {
-                                walk(fd: child, rows: below, visit: visit, failed: failed)
-                            } else {
+                        if let entry {
+                            if entry.folder >= 0 {
+                                walk(folder: entry.folder, rows: below, visit: visit, failed: failed)
+                            } else if entry.openError != 0 {
                                 let shown = String(decoding: path, as: UTF8.self)
-                                failed(shown, UbiquityError.posix("opendir", path: shown))
+                                failed(shown, UbiquityError.posix("opendir", path: shown, errno: entry.openError))
                             }
                         } else {
-                            walk(fd: nil, rows: below, visit: visit, failed: failed)
+                            walk(folder: -1, rows: below, visit: visit, failed: failed)
                         }
                     }
                     path.removeLast(nameLength + 1)
-                }
-            }
-        }
-
-        /// Reads the directory's entries into `names` (each NUL-terminated) and sorts them.
-        static func read(_ handle: OpaquePointer, all: Bool, names: inout [UInt8], entries: inout [DiskEntry]) {
-            let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-            while let raw = readdir(handle) {
-                let name = UnsafeRawPointer(raw).advanced(by: nameOffset).assumingMemoryBound(to: UInt8.self)
-                let length = strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
-                if name[0] == UInt8(ascii: ".") {
-                    if !all { continue }
-                    if length == 1 || (length == 2 && name[1] == UInt8(ascii: ".")) { continue }
-                }
-                entries.append(DiskEntry(start: Int32(names.count), length: Int32(length), type: raw.pointee.d_type))
-                names.append(contentsOf: UnsafeBufferPointer(start: name, count: length + 1))  // with the NUL
-            }
-            names.withUnsafeBufferPointer { bytes in
-                let base = bytes.baseAddress!
-                entries.sort { a, b in
-                    let common = Int(min(a.length, b.length))
-                    let result = memcmp(base + Int(a.start), base + Int(b.start), common)
-                    return result != 0 ? result < 0 : a.length < b.length
                 }
             }
         }
@@ -270,7 +259,7 @@ extension IndexListing {
         }
 
         /// Byte-wise order of a directory entry and an index child.
-        static func compareNames(_ names: UnsafeBufferPointer<UInt8>, _ disk: DiskEntry, _ index: IndexEntry,
+        static func compareNames(_ names: UnsafeBufferPointer<UInt8>, _ disk: DiskTree.Entry, _ index: IndexEntry,
                                  _ snapshot: IndexStatusSnapshot) -> Int {
             snapshot.bytes.withUnsafeBufferPointer { all in
                 let common = min(Int(disk.length), index.length)

@@ -93,6 +93,18 @@ extension MetadataIndex {
                     percent_downloaded)
                 """)
         }
+        migrator.registerMigration("v4-listing-column") { db in
+            // The same listing, cheaper: the sync state packed into one virtual column
+            // (`IndexStatusSnapshot.listingExpression`), indexed with the path. The index holds
+            // the computed value, so the listing still reads the index only (its table seek is
+            // deferred and never made) and steps over one column per row instead of nine: the
+            // query of 100,000 rows takes about half as long, and the index is smaller.
+            try db.execute(sql: """
+                ALTER TABLE items ADD COLUMN listing INTEGER GENERATED ALWAYS AS (\(IndexStatusSnapshot.listingExpression)) VIRTUAL;
+                CREATE INDEX items_listing ON items(path, listing);
+                DROP INDEX items_status;
+                """)
+        }
         return migrator
     }()
 

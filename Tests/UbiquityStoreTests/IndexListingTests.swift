@@ -138,6 +138,16 @@ import Testing
         #expect(byName["old/f.txt"]?.onDisk == false && byName["old/f.txt"]?.kind == .file)
         #expect(lines.map(\.name) == lines.map(\.name).sorted { Self.walkOrder($0, $1) }, "\(lines)")
 
+        // the same with the rows read on another thread while the tree is read (as `ubiq ls`)
+        var concurrent: [Line] = []
+        try IndexListing.walk(directory: root, options: IndexListing.Options(recursive: true), readingSnapshot: {
+            (try? IndexStatusSnapshot.read(databasePath: database, under: root, recursive: true)) ?? IndexStatusSnapshot(attributes: [:])
+        }) { item, path, start in
+            concurrent.append(Line(name: String(decoding: path[start...], as: UTF8.self), kind: item.kind, onDisk: item.isOnDisk,
+                                   attributes: item.attributes))
+        } failed: { _, _ in }
+        #expect(concurrent == lines)
+
         // one level: the children's rows only
         let level = try IndexStatusSnapshot.read(databasePath: database, under: root, recursive: false)
         #expect(level.count == 4)

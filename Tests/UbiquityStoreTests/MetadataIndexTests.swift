@@ -14,7 +14,7 @@ import UbiquityCore
             "id", "path", "name", "name_folded", "size", "creation_date", "content_change_date", "content_type",
             "is_directory", "inode", "mtime_ns", "ctime_ns", "is_uploaded", "is_uploading", "percent_uploaded",
             "downloading_status", "is_downloading", "percent_downloaded", "has_unresolved_conflicts",
-            "is_excluded_from_backup", "scan_generation", "uploading_error", "downloading_error",
+            "is_excluded_from_backup", "scan_generation", "uploading_error", "downloading_error", "listing",
         ])
         #expect(try index.writer.read { db in try db.tableExists("names_fts") && db.tableExists("roots") })
     }
@@ -27,7 +27,35 @@ import UbiquityCore
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + IndexStatusSnapshot.selection + " ORDER BY path", arguments: ["/r/", "/r0"])
                 .map { String(describing: $0["detail"] as String? ?? "") }.joined(separator: "; ")
         }
-        #expect(plan.contains("COVERING INDEX items_status") && !plan.contains("TEMP B-TREE"), "\(plan)")
+        #expect(plan.contains("INDEX items_listing") && !plan.contains("TEMP B-TREE"), "\(plan)")
+        // the table's row is never read: its seek is deferred and no column comes from it
+        let program = try index.writer.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN " + IndexStatusSnapshot.selection + " ORDER BY path", arguments: ["/r/", "/r0"])
+        }
+        let tableCursor = program.first { $0["opcode"] as String? == "OpenRead" && ($0["p4"] as String?).map { !$0.hasPrefix("k(") } ?? true }?["p1"] as Int?
+        #expect(tableCursor != nil)
+        #expect(!program.contains { $0["opcode"] as String? == "Column" && $0["p1"] as Int? == tableCursor }, "\(program)")
+        #expect(!program.contains { ["SeekRowid", "NotExists", "Seek"].contains($0["opcode"] as String? ?? "") }, "\(program)")
+    }
+
+    /// The packed `listing` column reads back as the attributes written.
+    @Test func listingColumnPacksTheAttributes() throws {
+        let database = MetadataIndexTestSupport.temporaryFolder() + ".sqlite"
+        defer { unlink(database) }
+        let attributes = UbiquitousAttributes(isUploaded: false, isUploading: true, percentUploaded: 42.5,
+                                              downloadingStatus: .downloaded, isDownloading: true, percentDownloaded: 99.99,
+                                              hasUnresolvedConflicts: true, isExcludedFromBackup: false)
+        do {
+            let index = try MetadataIndex(path: database, logger: MetadataIndexTestSupport.logger)
+            _ = try index.apply([S.folder("/r/docs"), S.file("/r/docs/a.txt"), S.file("/r/b.pdf")])
+            _ = try index.updateUbiquitousAttributes(path: "/r/docs/a.txt", attributes)
+            _ = try index.updateUbiquitousAttributes(path: "/r/b.pdf", UbiquitousAttributes(isUploaded: true, percentUploaded: 100,
+                                                                                          downloadingStatus: .notDownloaded))
+        }
+        let snapshot = try IndexStatusSnapshot.read(databasePath: database, under: "/r", recursive: true)
+        #expect(snapshot["/r/docs/a.txt"] == attributes)
+        #expect(snapshot["/r/b.pdf"]?.downloadingStatus == .notDownloaded && snapshot["/r/b.pdf"]?.percentUploaded == 100)
+        #expect(!snapshot.isFolder(0) && snapshot.isFolder(1))  // /r/b.pdf, /r/docs, /r/docs/a.txt
     }
 
     @Test func applyInsertsThenQuickCheckSkipsUnchangedRows() throws {

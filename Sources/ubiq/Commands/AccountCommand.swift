@@ -46,6 +46,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Login: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "login",
             abstract: "Sign in (or switch accounts) with a password or a device token.",
             discussion: """
                 Without --password-stdin or --token, asks for the password on the terminal. \
@@ -148,6 +149,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Logout: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "logout",
             abstract: "Sign this device out: the device token is revoked and the account file removed.",
             discussion: """
                 Signed out locally even when the server cannot be reached (then it says so). JSON \
@@ -196,6 +198,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show the signed-in account and whether the server accepts its token.",
             discussion: """
                 Exit codes: 0 signed in and accepted (or --offline); 1 not signed in; 77 token \

@@ -9,6 +9,7 @@ import UbiquityServer
 /// Secrets are printed once, alone on stdout.
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "admin",
         abstract: "Administer a records server: containers, users, server-to-server keys, schemas, security roles.",
         discussion: """
             Works on the server's data directly (--data DIR or --database URL, as `ubiq serve`), \
@@ -81,6 +82,7 @@ struct ContainerAdmin: AsyncParsableCommand {
     /// `ubiq admin container add ID`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a container (or another API token for it); prints the API token (ckAPIToken).",
             discussion: "Examples:\n  ubiq admin --data srv container add iCloud.com.example.Notes")
         @OptionGroup var store: ServerStoreOptions
@@ -97,7 +99,7 @@ struct ContainerAdmin: AsyncParsableCommand {
 
     /// `ubiq admin container list`.
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List containers.", discussion: "Examples:\n  ubiq admin --data srv container list")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List containers.", discussion: "Examples:\n  ubiq admin --data srv container list")
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: ContainerAdmin
         @Flag(help: "Print JSON.") var json = false
@@ -120,6 +122,7 @@ struct UserAdmin: AsyncParsableCommand {
     /// `ubiq admin user add NAME`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Create an account; prints a web-auth token (ckWebAuthToken) for it.",
             discussion: "Examples:\n  printf '%s' \"$PW\" | ubiq admin --data srv user add mei --email mei@example.org --password-stdin")
         @OptionGroup var store: ServerStoreOptions
@@ -206,6 +209,7 @@ struct UserAdmin: AsyncParsableCommand {
     /// `ubiq admin user token NAME`.
     struct Token: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "token",
             abstract: "Issue another web-auth token for an account (valid two weeks), or a device token (--device, valid a year).",
             discussion: """
                 A device token signs a device in without a password: \
@@ -239,6 +243,7 @@ struct KeyAdmin: AsyncParsableCommand {
     /// `ubiq admin key add`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Register a P-256 public key for server-to-server requests; prints its key ID.",
             discussion: """
                 Make a key with `openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem` and \

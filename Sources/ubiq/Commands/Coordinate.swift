@@ -6,6 +6,7 @@ import Ubiquity
 /// `ubiq coordinate KIND PATH [DEST] -- COMMAND…`: runs a command under a coordinated access.
 struct Coordinate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "coordinate",
         abstract: "Run COMMAND under a coordinated read, write, delete, move or replace of PATH.",
         discussion: """
             Presenters of PATH (in any process, through the daemon) relinquish and save first, and \

@@ -11,6 +11,7 @@ import UbiquitySync
 /// with the private database of a container (`docs/sync.md`).
 struct Daemon: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "daemon",
         abstract: "Run the per-user daemon (file coordination, the metadata index, live queries, and sync for the signed-in account).",
         discussion: """
             Hosts the coordination service on a Unix socket (default \

@@ -34,6 +34,7 @@ struct EditorCommand: AsyncParsableCommand {
     /// `ubiq editor install EDITOR [--dry-run] [--json]`.
     struct Install: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "install",
             abstract: "Copy the editor's plugin to its standard user plugin folder.",
             discussion: """
                 vim:    ~/.vim/pack/ubiquity/start/ubiquity/plugin/ubiquity.vim

@@ -36,6 +36,7 @@ struct HooksCommand: AsyncParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "Show each event's hooks, and files that will not run.",
             discussion: """
                 JSON (--json): one {"event","hooks"} object per event.
@@ -68,6 +69,7 @@ struct HooksCommand: AsyncParsableCommand {
 
     struct Test: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Run EVENT's hooks now with a sample event; exit 1 when one fails.",
             discussion: "Examples:\n  ubiq hooks test conflict --path notes.txt")
         @OptionGroup var options: Options

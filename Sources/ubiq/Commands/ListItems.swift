@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Synchronization
 import Ubiquity
 import UbiquityStore
 
@@ -74,17 +75,29 @@ struct ListItems: ParsableCommand {
             guard let stamp = FileStamp.of(target) else {
                 throw UbiquityError(.notFound, "PATH '\(path ?? target)' does not exist (\(target))")
             }
-            let snapshot = statusSnapshot(of: stamp.isDirectory ? target : CanonicalPath.parentPath(of: target))
+            let database = indexDatabase()
             var lister = Lister(long: long, json: json, color: !json && Terminal.colorEnabled())
             if stamp.isDirectory {
                 let options = IndexListing.Options(recursive: recursive, all: all, stat: long || json)
-                try IndexListing.walk(directory: target, snapshot: snapshot, options: options) { item, path, start in
+                let unreadable = Mutex<(any Error)?>(nil)
+                let recursive = self.recursive
+                // the index is read on another thread while this one reads the folder tree
+                try IndexListing.walk(directory: target, options: options, readingSnapshot: {
+                    do {
+                        return try IndexStatusSnapshot.read(databasePath: database, under: target, recursive: recursive)
+                    } catch {
+                        unreadable.withLock { $0 = error }
+                        return IndexStatusSnapshot(attributes: [:])
+                    }
+                }) { item, path, start in
                     lister.emit(item, path: path, nameStart: start)
                 } failed: { _, error in
                     lister.output.flush()
                     _ = CLI.report(error, command: "ls")  // an unreadable subfolder: say so, go on
                 }
+                if let error = unreadable.withLock({ $0 }) { noteUnknownStatus(error) }
             } else {
+                let snapshot = statusSnapshot(of: CanonicalPath.parentPath(of: target), database: database)
                 let kind: IndexListing.Kind = stamp.isSymbolicLink ? .symlink : .file
                 let item = IndexListing.Item(kind: kind, attributes: snapshot[target], isOnDisk: true,
                                              size: stamp.size, modificationNanoseconds: stamp.modificationNanoseconds)
@@ -99,18 +112,27 @@ struct ListItems: ParsableCommand {
         }
     }
 
-    /// The index rows under `directory`, or an empty snapshot (every status unknown).
-    func statusSnapshot(of directory: String) -> IndexStatusSnapshot {
+    /// The index file the status comes from.
+    func indexDatabase() -> String {
         let environment = ProcessInfo.processInfo.environment
-        let database = (try? index.map(CLI.absolutePath)) ?? nil
+        return (try? index.map(CLI.absolutePath)) ?? nil
             ?? environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? UbiquityPaths().stateDirectory.appendingPathComponent("index.sqlite").path
+    }
+
+    /// The index rows under `directory`, or an empty snapshot (every status unknown).
+    func statusSnapshot(of directory: String, database: String) -> IndexStatusSnapshot {
         do {
             return try IndexStatusSnapshot.read(databasePath: database, under: directory, recursive: recursive)
         } catch {
-            folder.note("ls", "status unknown: \(error) (start `ubiq daemon` to index the folder)")
+            noteUnknownStatus(error)
             return IndexStatusSnapshot(attributes: [:])
         }
+    }
+
+    /// Says why every status is unknown (no index, or one that cannot be read).
+    func noteUnknownStatus(_ error: any Error) {
+        folder.note("ls", "status unknown: \(error) (start `ubiq daemon` to index the folder)")
     }
 }
 
@@ -169,19 +191,19 @@ struct Lister {
             return
         }
         let text = status.text
-        let padding = String(repeating: " ", count: max(0, 16 - text.utf8.count))
+        let padding = 16 - text.utf8.count
         if color, status.color != 0 {
-            output.append(Terminal.paint(text + padding, status.color, enabled: true))
+            output.append(Terminal.paint(text + String(repeating: " ", count: max(0, padding)), status.color, enabled: true))
         } else {
             output.append(text)
-            output.append(padding)
+            output.append(spaces: padding)
         }
         output.append("  ")
         if long {
             if let size = item.size {
                 var digits = 1, rest = size
                 while rest >= 10 { rest /= 10; digits += 1 }
-                output.append(String(repeating: " ", count: max(0, 12 - digits)))
+                output.append(spaces: 12 - digits)
                 output.append(decimal: size)
             } else {
                 output.append("           ?")

@@ -9,6 +9,7 @@ import Ubiquity
 /// `{"ack":ID,"error":"…"}`) on stdin. Protocol: docs/coordination-protocol.md.
 struct Present: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "present",
         abstract: "Register a file presenter for PATH and print the messages it receives as JSON lines.",
         discussion: """
             Prints {"event":"ready",…} once registered, then one object per message, e.g.

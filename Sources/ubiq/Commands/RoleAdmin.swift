@@ -25,6 +25,7 @@ struct RoleAdmin: AsyncParsableCommand {
     /// `ubiq admin role add CONTAINER ROLE`.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a named role to a schema (development unless --environment).",
             discussion: "Examples:\n  ubiq admin --data srv role add iCloud.com.example.Notes Moderator")
         @OptionGroup var store: ServerStoreOptions
@@ -48,6 +49,7 @@ struct RoleAdmin: AsyncParsableCommand {
     /// `ubiq admin role grant CONTAINER ROLE USER`.
     struct Grant: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "grant",
             abstract: "Make a user a member of a named role; prints the user's record name.",
             discussion: "Examples:\n  ubiq admin --data srv role grant iCloud.com.example.Notes Moderator mei")
         @OptionGroup var store: ServerStoreOptions
@@ -68,6 +70,7 @@ struct RoleAdmin: AsyncParsableCommand {
     /// `ubiq admin role revoke CONTAINER ROLE USER`.
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Remove a user from a named role; prints the user's record name.",
             discussion: "Examples:\n  ubiq admin --data srv role revoke iCloud.com.example.Notes Moderator mei")
         @OptionGroup var store: ServerStoreOptions
@@ -133,6 +136,7 @@ struct RoleAdmin: AsyncParsableCommand {
     /// `ubiq admin role show CONTAINER`.
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print the named roles with their members, and each record type's permissions.",
             discussion: "Examples:\n  ubiq admin --data srv role show iCloud.com.example.Notes")
         @OptionGroup var store: ServerStoreOptions

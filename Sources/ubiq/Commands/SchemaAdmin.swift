@@ -43,6 +43,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema show CONTAINER`.
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print a schema: record types, fields, indexes and permissions (a table, or JSON).",
             discussion: "Examples:\n  ubiq admin --data srv schema show iCloud.com.example.Notes --environment production --json")
         @OptionGroup var store: ServerStoreOptions
@@ -98,6 +99,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema export CONTAINER`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Print a schema as a schema file (the .ckdb-like language `schema import` reads).",
             discussion: """
                 RECORD TYPE Note ( "title" STRING QUERYABLE SORTABLE SEARCHABLE, …, GRANT READ TO "_world" ); \
@@ -124,6 +126,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema import CONTAINER FILE`.
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Import a schema file into development: adds its types, fields and roles, sets its indexes and permissions.",
             discussion: """
                 Types and fields the file does not name are kept. A field whose type would change is \
@@ -160,6 +163,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema deploy CONTAINER`.
     struct Deploy: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "deploy",
             abstract: "Deploy development's schema to production: adds types, fields, indexes, roles, permissions.",
             discussion: """
                 Refuses what production forbids — removing a record type or field, changing a field's \
@@ -193,6 +197,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema reset CONTAINER`.
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "Reset development to production's schema, deleting all development data.",
             discussion: """
                 As CloudKit Console's "Reset Development Environment": every development database, \
@@ -218,6 +223,7 @@ struct SchemaAdmin: AsyncParsableCommand {
     /// `ubiq admin schema index CONTAINER TYPE FIELD`.
     struct Index: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "index",
             abstract: "Turn a field's indexes on or off: queryable (filters), sortable (sorts), searchable (token search).",
             discussion: """
                 Searchable is only for STRING and LIST<STRING> fields. Prints the field's indexes.

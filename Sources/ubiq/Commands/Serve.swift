@@ -10,6 +10,7 @@ import UbiquityServer
 /// `ubiq serve`: the records server, speaking CloudKit Web Services' JSON protocol.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Run the records server (CloudKit Web Services compatible).",
         discussion: """
             Serves /database/1/{container}/{development|production}/{public|private|shared}/… \

@@ -32,6 +32,11 @@ struct OutputBuffer {
         bytes.append(byte)
     }
 
+    /// Appends `count` spaces (none when `count` is not positive): column padding.
+    mutating func append(spaces count: Int) {
+        if count > 0 { bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count)) }
+    }
+
     /// Appends `value` in decimal, at least `width` digits (zero-padded).
     mutating func append(decimal value: Int64, width: Int = 1) {
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,

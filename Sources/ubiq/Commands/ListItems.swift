@@ -63,7 +63,7 @@ struct ListItems: ParsableCommand {
     func run() throws {
         try CLI.run("ls") {
             let root = try folder.root()
-            let target: String
+            var target: String
             if let path {
                 target = try folder.resolve(path, name: "PATH", root: root)
             } else if let current = try? CanonicalPath.canonicalize(FileManager.default.currentDirectoryPath),
@@ -71,6 +71,13 @@ struct ListItems: ParsableCommand {
                 target = current
             } else {
                 target = root
+            }
+            // an app's folder (a link in the folder to the app container's documents) lists as
+            // the folder it stands for, as Finder shows iCloud Drive's app folders
+            if FileStamp.of(target)?.isSymbolicLink == true,
+               let resolved = try? CanonicalPath.canonicalize(target, resolveLast: true),
+               FolderOptions.isThroughAppFolder(target, resolved, root: root) {
+                target = resolved
             }
             guard let stamp = FileStamp.of(target) else {
                 throw UbiquityError(.notFound, "PATH '\(path ?? target)' does not exist (\(target))")
@@ -80,11 +87,11 @@ struct ListItems: ParsableCommand {
             if stamp.isDirectory {
                 let options = IndexListing.Options(recursive: recursive, all: all, stat: long || json)
                 let unreadable = Mutex<(any Error)?>(nil)
-                let recursive = self.recursive
+                let recursive = self.recursive, listed = target
                 // the index is read on another thread while this one reads the folder tree
-                try IndexListing.walk(directory: target, options: options, readingSnapshot: {
+                try IndexListing.walk(directory: listed, options: options, readingSnapshot: {
                     do {
-                        return try IndexStatusSnapshot.read(databasePath: database, under: target, recursive: recursive)
+                        return try IndexStatusSnapshot.read(databasePath: database, under: listed, recursive: recursive)
                     } catch {
                         unreadable.withLock { $0 = error }
                         return IndexStatusSnapshot(attributes: [:])

@@ -112,6 +112,21 @@ struct CLIFolderCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 
+    @Test("ls of an app's folder (a link to the app container's documents) lists the documents in it")
+    func listsThroughAppFolder() throws {
+        let (device, folder) = try device()
+        let documents = URL(fileURLWithPath: device.environment["XDG_DATA_HOME"]!)
+            .appendingPathComponent("ubiquity/containers/iCloud.com.example.Notes/Documents", isDirectory: true)
+        try write(documents.appendingPathComponent("groceries.txt"), "milk\n")
+        try write(documents.appendingPathComponent("drafts/poem.txt"), "roses\n")
+        try FileManager.default.createSymbolicLink(atPath: folder.path + "/Notes", withDestinationPath: documents.path)
+
+        let top = try lines(try device.run(["ls", "--json"]))
+        #expect(top.map(\.name) == ["Notes"] && top.first?.kind == "symlink", "the folder shows the app's folder itself: \(top)")
+        let inside = try lines(try device.run(["ls", "-R", "--json", "Notes"]))
+        #expect(inside.map(\.name) == ["drafts", "drafts/poem.txt", "groceries.txt"], "\(inside)")
+    }
+
     @Test("bad input: a missing file, a path outside the folder, rm of a folder without -r, put onto a folder, no folder")
     func badInput() throws {
         let (device, folder) = try device()

@@ -72,6 +72,16 @@ public struct IndexStatusSnapshot: Sendable {
     /// Whether row `row` is a folder.
     func isFolder(_ row: Int) -> Bool { rows[row].flags & 32 != 0 }
 
+    /// Calls `body` with each row in path order: the absolute path's bytes (valid only during
+    /// the call), its attributes, and whether it is a folder.
+    public func forEachRow(_ body: (UnsafeBufferPointer<UInt8>, UbiquitousAttributes, Bool) -> Void) {
+        bytes.withUnsafeBufferPointer { all in
+            for row in 0..<rows.count {
+                body(UnsafeBufferPointer(rebasing: all[starts[row]..<starts[row + 1]]), rows[row].attributes, isFolder(row))
+            }
+        }
+    }
+
     /// The attributes by absolute path (built on demand: for tests and small callers).
     public var attributes: [String: UbiquitousAttributes] {
         var result: [String: UbiquitousAttributes] = [:]

@@ -2,7 +2,9 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquityCore
 import UbiquityIndex
+import UbiquityStore
 import UbiquitySync
 
 /// `ubiq status [PATH] [--json] [--watch]`: what Ubiquity knows about an item.
@@ -22,6 +24,14 @@ struct Status: ParsableCommand {
             transfer runs, else null), uploadError and downloadError (the last failure's message \
             until a transfer succeeds, else null).
 
+            For a folder also what is below it, from the daemon's index (--index): how many items \
+            are uploaded, not uploaded, uploading, downloading, not downloaded (evicted), in \
+            conflict and excluded, and each item uploading or downloading (with a progress bar), \
+            in conflict or excluded (the first 1,000). JSON: the key items, with indexed, total, \
+            uploaded, notUploaded, uploading, downloading, notDownloaded, conflict, excluded, \
+            active (objects with path — relative to the folder —, status and percent) and \
+            activeTruncated.
+
             --watch prints the state again whenever it changes, until interrupted: JSON lines with \
             --json or when the output is not a terminal, else one line redrawn in place with a \
             progress bar (colored unless NO_COLOR is set).
@@ -30,6 +40,7 @@ struct Status: ParsableCommand {
               ubiq status notes.txt
               ubiq status notes.txt --json
               ubiq status ~/Ubiquity/videos/holiday.mp4 --watch
+              ubiq status ~/Ubiquity                  # the folder: what is moving, what is in conflict
             """
     )
 
@@ -45,26 +56,58 @@ struct Status: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds between looks with --watch.", visibility: .hidden))
     var interval: Double = 0.25
 
+    @Option(help: "For a folder: the index file to count its items' states from (default $UBIQUITY_INDEX_DATABASE or $XDG_STATE_HOME/ubiquity/index.sqlite).")
+    var index: String?
+
     func run() throws {
         try DocumentCommandIO.run("status") {
             let url = try DocumentCommandIO.absoluteURL(path)
             guard interval > 0, interval.isFinite else {
                 throw UbiquityError(.invalidArgument, "--interval \(interval): expected a number of seconds > 0")
             }
-            if watch { return watchChanges(url) }
-            let state = Self.state(of: url)
+            let database = try index.map(CLI.absolutePath) ?? Self.defaultIndexDatabase()
+            if watch { return watchChanges(url, database: database) }
+            var state = Self.state(of: url)
+            let summary = Self.folderSummary(of: url, state: state, database: database)
+            if let summary { state["items"] = summary.json }
             if json { return try DocumentCommandIO.printJSON(state) }
             Self.printText(state)
+            if let summary {
+                let color = isatty(STDOUT_FILENO) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"].map { $0.isEmpty } ?? true)
+                for line in summary.lines(color: color) { print(line) }
+            }
         }
     }
 
+    /// The index file the daemon keeps (`$UBIQUITY_INDEX_DATABASE`, else the state folder's).
+    static func defaultIndexDatabase() -> String {
+        ProcessInfo.processInfo.environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? UbiquityPaths().stateDirectory.appendingPathComponent("index.sqlite").path
+    }
+
+    /// The summary of what is below a folder (nil for anything else).
+    static func folderSummary(of url: URL, state: [String: Any], database: String) -> FolderStatusSummary? {
+        guard state["kind"] as? String == "folder" else { return nil }
+        let folder = (try? CanonicalPath.canonicalize(url.path)) ?? url.path
+        return FolderStatusSummary.read(folder: folder, database: database)
+    }
+
     /// Prints the state whenever it changes (JSON lines, or a line redrawn on a terminal).
-    func watchChanges(_ url: URL) {
+    func watchChanges(_ url: URL, database: String) {
         let lines = json || isatty(STDOUT_FILENO) != 1
         let color = ProcessInfo.processInfo.environment["NO_COLOR"].map { $0.isEmpty } ?? true
         var previous: NSDictionary?
+        // a folder's items are counted at most once a second (a whole-index read each time)
+        let summaryInterval = max(interval, 1)
+        var summary: FolderStatusSummary?
+        var summarized = Date.distantPast
         while true {
-            let state = Self.state(of: url)
+            var state = Self.state(of: url)
+            if Date().timeIntervalSince(summarized) >= summaryInterval {
+                summary = Self.folderSummary(of: url, state: state, database: database)
+                summarized = Date()
+            }
+            if let summary { state["items"] = summary.json }
             let current = state as NSDictionary
             if current != previous {
                 previous = current
@@ -72,6 +115,8 @@ struct Status: ParsableCommand {
                     if let data = try? JSONSerialization.data(withJSONObject: state, options: [.sortedKeys, .withoutEscapingSlashes]) {
                         CLI.printLine(String(decoding: data, as: UTF8.self))
                     }
+                } else if let summary {
+                    CLI.printRaw("\r\u{1B}[K" + summary.line(folder: url.path))
                 } else {
                     CLI.printRaw("\r\u{1B}[K" + StatusLine.line(state, color: color))
                 }

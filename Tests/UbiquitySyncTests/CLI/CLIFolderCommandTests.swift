@@ -224,6 +224,29 @@ struct CLIFolderCommandTests {
         #expect(text.stdout.contains("uploading 42%     d/going.txt"), "\(text)")
         #expect(text.stdout.contains("uploaded          d/up.txt"), "\(text)")
         #expect(!text.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
+
+        // status of the folder: the counts by state, and what is moving or needs attention
+        let summary = try device.run(["status", folder.path, "--json", "--index", database])
+        #expect(summary.status == 0, "\(summary)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.stdout.utf8)) as? [String: Any], "\(summary)")
+        let items = try #require(object["items"] as? [String: Any], "\(summary)")
+        #expect(items["indexed"] as? Bool == true && items["total"] as? Int == 7, "the folder d and its six indexed files: \(items)")
+        #expect(items["uploaded"] as? Int == 1 && items["uploading"] as? Int == 1 && items["conflict"] as? Int == 1
+                && items["excluded"] as? Int == 1 && items["notDownloaded"] as? Int == 1 && items["notUploaded"] as? Int == 2, "\(items)")
+        let active = try #require(items["active"] as? [[String: Any]], "\(items)")
+        #expect(active.map { $0["path"] as? String } == ["d/both.txt", "d/going.txt", "d/skip.txt"], "\(active)")
+        #expect(active.map { $0["status"] as? String } == ["conflict", "uploading", "excluded"], "\(active)")
+        #expect(active[1]["percent"] as? Double == 43, "rounded as the item's own percentUploaded: \(active)")
+        let summaryText = try device.run(["status", folder.path + "/d"], extraEnvironment: ["UBIQUITY_INDEX_DATABASE": database])
+        #expect(summaryText.status == 0, "\(summaryText)")
+        #expect(summaryText.stdout.contains("items:     6 (1 uploaded, 1 not uploaded, 1 uploading, 1 not downloaded, 1 conflict, 1 excluded)"), "\(summaryText)")
+        #expect(summaryText.stdout.contains("↑ going.txt  [########            ] 42%"), "\(summaryText)")
+        #expect(summaryText.stdout.contains("conflict: both.txt") && summaryText.stdout.contains("excluded: skip.txt"), "\(summaryText)")
+        // a file has no items; no index: the folder says so
+        let file = try device.run(["status", folder.path + "/d/up.txt", "--json", "--index", database])
+        #expect(!file.stdout.contains("\"items\""), "\(file)")
+        let unindexed = try device.run(["status", folder.path, "--index", device.root.appendingPathComponent("none.sqlite").path])
+        #expect(unindexed.status == 0 && unindexed.stdout.contains("items:     unknown"), "\(unindexed)")
     }
 
     /// Runs `ubiq ARGUMENTS` on a pseudo-terminal (`script`), returning what it printed there.

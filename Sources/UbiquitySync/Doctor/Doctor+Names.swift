@@ -22,11 +22,7 @@ extension Doctor {
             result.directories += 1
             guard let entries = DirectoryEntries.read(relative.isEmpty ? root : root + "/" + relative) else { continue }
             result.invalidNames += entries.invalid.map { relative.isEmpty ? $0 : relative + "/" + $0 }
-            for name in entries.names {
-                let path = relative.isEmpty ? name : relative + "/" + name
-                var status = stat()
-                if lstat(root + "/" + path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { folders.append(path) }
-            }
+            for name in entries.folders { folders.append(relative.isEmpty ? name : relative + "/" + name) }
         }
         result.invalidNames.sort()
         return result

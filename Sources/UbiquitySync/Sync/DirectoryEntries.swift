@@ -15,6 +15,9 @@ struct DirectoryEntries {
     var names: [String] = []
     /// The names that are not, with each bad byte written `\xNN` (for messages only).
     var invalid: [String] = []
+    /// The valid names that are folders, as `readdir` says (`d_type`; `lstat` only when the file
+    /// system does not say). Symbolic links to folders are not folders here.
+    var folders: [String] = []
 
     /// The entries of the directory at `path` (`.` and `..` left out), or nil when it cannot be read.
     static func read(_ path: String) -> DirectoryEntries? {
@@ -28,6 +31,17 @@ struct DirectoryEntries {
                 if length == 1 && bytes[0] == 0x2E || length == 2 && bytes[0] == 0x2E && bytes[1] == 0x2E { return }
                 if let name = String(validating: bytes, as: UTF8.self) {
                     entries.names.append(name)
+                    switch Int32(entry.pointee.d_type) {
+                    case Int32(DT_DIR):
+                        entries.folders.append(name)
+                    case Int32(DT_UNKNOWN):
+                        var status = stat()
+                        if fstatat(dirfd(directory), name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFDIR {
+                            entries.folders.append(name)
+                        }
+                    default:
+                        break
+                    }
                 } else {
                     entries.invalid.append(escaped(bytes))
                 }

@@ -35,6 +35,7 @@ import UbiquityCore
         let entries = try #require(DirectoryEntries.read(root.appendingPathComponent("sub").path))
         #expect(entries.names.isEmpty && entries.invalid == ["caf\\xE9.txt"])
         #expect(Set(try #require(DirectoryEntries.read(root.path)).names) == ["fine.txt", "sub"])
+        #expect(try #require(DirectoryEntries.read(root.path)).folders == ["sub"], "a folder, told by d_type")
         #expect(DirectoryEntries.read(root.appendingPathComponent("missing").path) == nil)
 
         let walk = try #require(Doctor.walk(root.path))

@@ -82,7 +82,7 @@ extension SyncEngine {
         if try journal.isEvicted(entry.id), !local.stat.differs(from: entry.stat) || Placeholder.isHollow(target) { return false }
         let url = URL(fileURLWithPath: target)
         let versions = try await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }
-        if versions > 0 || conflicted.contains(entry.path) {
+        if versions > 0 || conflicted[entry.id] != nil {
             throw UbiquityError(.conflict, "'\(target)' has unsaved conflict versions: resolve them first (ubiq resolve)")
         }
         var expected = entry.stat

@@ -210,7 +210,7 @@ extension SyncEngine {
                                                modificationDate: staged.before.modificationDate, options: .byMoving)
         }
         noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
-        conflicted.insert(item.path)
+        conflicted[item.id] = item.path
         report(item.path, .inConflict)
         onEvent?(.conflict(path: item.path))
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",

@@ -56,8 +56,10 @@ public actor SyncEngine {
     /// Whether the watcher runs: without it every pass scans the whole folder.
     nonisolated let watching = Atomic<Bool>(false)
     var subscribed = false
-    /// Items this engine kept conflict versions of, until they are resolved (for the index).
-    var conflicted = Set<String>()
+    /// Items with unresolved conflict versions, until they are resolved (for the index): item
+    /// ID → the path last reported in conflict (keyed by ID so the flag follows a rename:
+    /// ``followConflictedItems()``, SyncEngine+ConflictMoves.swift).
+    var conflicted: [String: String] = [:]
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]
@@ -265,6 +267,7 @@ public actor SyncEngine {
         }
         try Task.checkCancellation()
         try await pushLocal()
+        await followConflictedItems()  // the in-conflict flag follows renames (SyncEngine+ConflictMoves.swift)
         await shareConflictVersions()  // conflict versions on every device (SyncEngine+ConflictVersions.swift)
         await noteResolvedConflicts()
         await enforceEvictionBudget()
@@ -286,7 +289,7 @@ public actor SyncEngine {
     /// Reports an item's sync state to the status handler (an item with unresolved conflict
     /// versions stays "in conflict").
     func report(_ relative: String, _ status: SyncItemStatus) {
-        onStatus?(absolute(relative), status == .uploaded && conflicted.contains(relative) ? .inConflict : status)
+        onStatus?(absolute(relative), status == .uploaded && isConflicted(relative) ? .inConflict : status)
         if status == .uploaded { noteUploaded(relative) }
         // an evicted item stays "not downloaded" in the index (the status resets it)
         if status == .uploaded, (try? journal.isEvicted(path: relative)) == true {
@@ -298,11 +301,11 @@ public actor SyncEngine {
     func noteResolvedConflicts() async {
         guard !conflicted.isEmpty, onStatus != nil else { return }
         let folder = self.folder
-        for path in conflicted {
+        for (id, path) in conflicted {
             let url = URL(fileURLWithPath: folder + "/" + path)
             let unresolved = (try? await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }) ?? 0
             if unresolved == 0 {
-                conflicted.remove(path)
+                conflicted[id] = nil
                 report(path, .uploaded)
             }
         }

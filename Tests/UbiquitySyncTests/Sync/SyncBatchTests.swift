@@ -91,7 +91,8 @@ import UbiquityIndex
         /// A device `name` (its folder and journal under the harness's folder; the same name
         /// again is the same device restarted).
         func device(_ name: String, token: String? = nil, massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50,
-                    rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil) async throws -> Device {
+                    rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil,
+                    onStatus: SyncEngine.StatusHandler? = nil) async throws -> Device {
             let token = try await admin.issueToken(forUser: "mei")
             let transport = CountingTransport(rewrite: rewrite)
             let events = Events()
@@ -102,7 +103,7 @@ import UbiquityIndex
                 CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: transport,
                                logger: logger)
             }, folder: folder.path, journalPath: journal, deviceName: name, massDeleteShare: massDeleteShare,
-               massDeleteMinimum: massDeleteMinimum, logger: logger, onEvent: { events.add($0) })
+               massDeleteMinimum: massDeleteMinimum, logger: logger, onStatus: onStatus, onEvent: { events.add($0) })
             return Device(engine: engine, transport: transport, events: events,
                           folder: URL(fileURLWithPath: engine.folder), journal: journal)
         }

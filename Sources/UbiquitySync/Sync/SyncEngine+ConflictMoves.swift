@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Ubiquity
+import UbiquityCore
+
+/// The "in conflict" state follows its item through renames and moves (`docs/sync.md`,
+/// "Conflicts never lose data"): the engine keeps the items with unresolved conflict versions
+/// by item ID (``SyncEngine/conflicted``), not by path, and at the end of every pass looks up
+/// where each of them is now in the journal — a rename made here (found by the scan) or on
+/// another device (applied by ``SyncEngine/moveLocal(from:to:updateJournal:)``) moved it — so
+/// the index flags the new path, never the old one, and the version store's path index follows
+/// too (items whose file system keeps no `user.` attributes are found through it).
+extension SyncEngine {
+    /// Whether the item at `relative` has unresolved conflict versions this engine knows of.
+    func isConflicted(_ relative: String) -> Bool {
+        conflicted.values.contains(relative)
+    }
+
+    /// Moves the in-conflict state of every conflicted item that the journal now has at another
+    /// path: the versions' path index follows (``FileVersion/itemDidMove(from:to:)``), the new
+    /// path is reported in conflict and the old one no longer is. Items gone from the journal are
+    /// dropped (their versions are withdrawn by ``shareConflictVersions()``).
+    func followConflictedItems() async {
+        guard !conflicted.isEmpty else { return }
+        for (id, old) in conflicted {
+            let entry: JournalEntry?
+            do { entry = try journal.entry(id: id) } catch {
+                logger.warning("cannot read the journal to follow a conflicted item", metadata: ["ubiquity.error": "\(error)"])
+                return
+            }
+            guard let entry else {
+                conflicted[id] = nil
+                continue
+            }
+            guard entry.path != old else { continue }
+            let from = absolute(old), to = absolute(entry.path)
+            _ = try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
+            conflicted[id] = entry.path
+            logger.debug("a conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
+            report(entry.path, .inConflict)
+        }
+    }
+}

@@ -181,12 +181,7 @@ extension SyncFiles {
         if !madeFolders.contains(parent) {
             // every folder on the way must be a real folder: never write through a link (an
             // app's folder link, a synced symbolic link) — such a file is applied alone
-            var path = root
-            for component in item.path.split(separator: "/").dropLast() {
-                path += "/" + component
-                var status = stat()
-                if lstat(path, &status) == 0 && status.st_mode & S_IFMT != S_IFDIR { throw NewFileError.NameTaken() }
-            }
+            if notAFolderOnTheWay(root: root, relative: item.path) != nil { throw NewFileError.NameTaken() }  // SyncEngine+LinkedParents.swift
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             madeFolders.insert(parent)
         }

@@ -104,6 +104,7 @@ extension SyncEngine {
             return
         }
         appLinks?.makeRoom(for: item.path)  // an app's folder link of that name moves aside (AppFolderLinks.swift)
+        if refusesLinkOnTheWay(item) { return }  // never written through a link (SyncEngine+LinkedParents.swift)
         let journaled = try journal.entry(id: item.id)
         if journaled == nil, try await dropsDuplicate(item, changing: changing) { return }
         // an entry never confirmed by the server (killed before its upload was journaled) is

@@ -63,6 +63,9 @@ public actor SyncEngine {
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]
+    /// Remote records not applied because a link is on the way (item ID → the refused change
+    /// tag), so each is reported once (SyncEngine+LinkedParents.swift).
+    var refusedDownloads: [String: String] = [:]
     /// The share of the synced items that one pass may delete without confirmation (with more
     /// than ``massDeleteMinimum`` items); more pauses the deletes (``confirmDeletes()``).
     public nonisolated let massDeleteShare: Double

@@ -2,14 +2,15 @@
 import Foundation
 
 extension CoordinationService {
-    /// Calls `observer` with the item path of every version a client resolved or removed (on a
-    /// socket thread; keep it short): the daemon's sync tells the other devices of a conflict
-    /// resolved by `ubiq resolve` or an app without waiting for its next pass.
+    /// Calls `observer` with the item path of every version a client added, resolved or removed
+    /// (on a socket thread; keep it short): the daemon's sync tells the other devices of a
+    /// conflict resolved by `ubiq resolve` or an app, or of a conflict version an app (a
+    /// `Document`) kept, without waiting for its next pass.
     public func observeSettledVersions(_ observer: @escaping @Sendable (_ path: String) -> Void) {
         versionObservers.withLock { $0.append(observer) }
     }
 
-    /// A client resolved or removed a version of the item at `path`.
+    /// A client added, resolved or removed a version of the item at `path`.
     func versionSettled(path: String) {
         for observer in versionObservers.withLock({ $0 }) { observer(path) }
     }

@@ -100,7 +100,7 @@ final class ServiceConnection: Sendable {
                 state.withLock { $0.replies.removeValue(forKey: messageID) }?(error?.error)
             case .version(let kind, let path, let versionID):
                 engine.versionEvent(kind, path: path, versionID: versionID)
-                if kind != .gained { service.versionSettled(path: path) }
+                service.versionSettled(path: path)  // gained too: sync shares a conflict version an app kept
             case .attributes(let path, let keys):
                 engine.ubiquityAttributesChanged(path: path, keys: keys)
             case .presenterAdded, .granted, .failed, .message:

@@ -63,6 +63,11 @@ public actor SyncEngine {
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]
+    /// Items some process added versions to since the last pass (absolute paths): looked at for
+    /// conflict versions to share (SyncEngine+AppConflictVersions.swift).
+    nonisolated let versionCandidates = Mutex<Set<String>>([])
+    /// Whether the version store was surveyed for unshared conflict versions since the start.
+    var versionsSurveyed = false
     /// Remote records not applied because a link is on the way (item ID → the refused change
     /// tag), so each is reported once (SyncEngine+LinkedParents.swift).
     var refusedDownloads: [String: String] = [:]
@@ -270,6 +275,7 @@ public actor SyncEngine {
         }
         try Task.checkCancellation()
         try await pushLocal()
+        await adoptAppConflictVersions()  // conflict versions a Document kept (SyncEngine+AppConflictVersions.swift)
         await followConflictedItems()  // the in-conflict flag follows renames (SyncEngine+ConflictMoves.swift)
         await shareConflictVersions()  // conflict versions on every device (SyncEngine+ConflictVersions.swift)
         await noteResolvedConflicts()

@@ -15,20 +15,58 @@ enum FakeTime {
     static let launcher = URL(fileURLWithPath: "/usr/bin/env")
 
     /// The environment of a device whose wall clock is `offset` (libfaketime's syntax: `-3h`)
-    /// from the truth. Monotonic clocks stay true: timers and time-outs work as they do on a
-    /// machine whose clock is merely set wrong.
+    /// from the truth. Monotonic clocks stay true, timers included (``timerShim`` is preloaded
+    /// first): timers and time-outs work as they do on a machine whose clock is merely set wrong.
     static func skewed(_ offset: String) -> [String: String] {
-        ["LD_PRELOAD": library ?? "", "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"]
+        ["LD_PRELOAD": [timerShim, library].compactMap { $0 }.joined(separator: ":"), "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"]
     }
+
+    /// A preload library that gives `timerfd_settime`/`timerfd_gettime` back to the kernel
+    /// (compiled once per test run with the system's C compiler; nil when there is none).
+    ///
+    /// Why: libfaketime moves every absolute `timerfd` deadline by the fake offset, monotonic
+    /// timers too, whatever `FAKETIME_DONT_FAKE_MONOTONIC` says (it cannot tell a timer's clock
+    /// from its descriptor: wolfcw/libfaketime#378). libdispatch, which runs Swift's
+    /// `Task.sleep`, arms monotonic `timerfd`s with absolute deadlines, so in a process whose
+    /// fake clock is 3 h behind every `Task.sleep` waited 3 h (the key-value sync's 100 ms poll
+    /// for local sets never came back: a `ubiq kv set` stayed dirty), and 5 h ahead it fired
+    /// at once, over and over. A machine whose clock is merely wrong has true timers, which is
+    /// what this restores.
+    static let timerShim: String? = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-faketime-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let source = directory.appendingPathComponent("timerfd.c"), library = directory.appendingPathComponent("timerfd.so")
+        let code = """
+            #define _GNU_SOURCE
+            #include <sys/syscall.h>
+            #include <sys/timerfd.h>
+            #include <unistd.h>
+            int timerfd_settime(int fd, int flags, const struct itimerspec *value, struct itimerspec *old) {
+                return (int)syscall(SYS_timerfd_settime, fd, flags, value, old);
+            }
+            int timerfd_gettime(int fd, struct itimerspec *value) { return (int)syscall(SYS_timerfd_gettime, fd, value); }
+            """
+        guard (try? Data(code.utf8).write(to: source)) != nil else { return nil }
+        for compiler in ["/usr/bin/cc", "/usr/bin/clang", "/usr/bin/gcc"] where FileManager.default.isExecutableFile(atPath: compiler) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: compiler)
+            process.arguments = ["-shared", "-fPIC", "-O2", "-o", library.path, source.path]
+            guard (try? process.run()) != nil else { continue }
+            process.waitUntilExit()
+            if process.terminationStatus == 0 { return library.path }
+        }
+        return nil
+    }()
 }
 
 /// Clocks that disagree (issue 6, "Bad input and faults"): two devices whose wall clocks are
 /// hours apart, faked with libfaketime (Debian's `libfaketime`; the test is skipped without it),
 /// against a server with the true time. Document sync is decided by the server's change tags,
 /// never by timestamps, so the later edit wins whatever the clocks say, and a conflict keeps
-/// both contents. (Key-value timing on the server's clock is tested in `KeyValueSyncTests`:
-/// under libfaketime the daemon of the device that is behind did not wake for a local set.)
-@Suite(.serialized, .enabled(if: FakeTime.library != nil, "libfaketime is not installed (apt-get install libfaketime)"))
+/// both contents. The key-value store times changes on the server's clock (the daemon measures
+/// its offset), so there too the later set wins whatever the devices' clocks say.
+@Suite(.serialized, .enabled(if: FakeTime.library != nil && FakeTime.timerShim != nil,
+                             "libfaketime is not installed (apt-get install libfaketime), or no C compiler for the timer shim"))
 struct ClockSkewTests {
     @Test func devicesWithClocksHoursApartConvergeAndLoseNothing() async throws {
         let admin = Device()
@@ -99,5 +137,18 @@ struct ClockSkewTests {
                   let url = version["url"] as? String else { return false }
             return (try? String(contentsOfFile: url, encoding: .utf8)) == "four, ahead, offline"
         })
+
+        // the key-value store: a set made by the CLI on each device reaches the other (the daemon
+        // of the device 3 h behind wakes for it), and the later set wins whatever the clocks say
+        func kv(_ device: Device, _ arguments: [String]) -> String? {
+            guard let run = try? device.run(["kv"] + arguments), run.status == 0 else { return nil }
+            return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(kv(behind, ["set", "theme", "from behind"]) != nil)
+        #expect(SyncEndToEndTests.eventually("ahead has behind's set") { kv(ahead, ["get", "theme"]) == "from behind" })
+        #expect(kv(ahead, ["set", "theme", "from ahead"]) != nil)
+        #expect(SyncEndToEndTests.eventually("behind has ahead's later set") { kv(behind, ["get", "theme"]) == "from ahead" })
+        #expect(kv(behind, ["set", "theme", "later, from behind"]) != nil)
+        #expect(SyncEndToEndTests.eventually("ahead has the later set from the clock 8 h behind") { kv(ahead, ["get", "theme"]) == "later, from behind" })
     }
 }

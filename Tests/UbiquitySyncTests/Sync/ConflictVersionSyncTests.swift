@@ -138,4 +138,46 @@ import UbiquityCore
         a.stop()
         b.stop()
     }
+
+    /// The paths under `device`'s folder that its index says have unresolved conflicts (`ubiq
+    /// query`); nil when the command fails.
+    static func conflictedInIndex(_ device: SyncDevice) -> String? {
+        guard let run = try? device.device.run(["query", "NSMetadataUbiquitousItemHasUnresolvedConflictsKey == YES", "--root", device.folder.path]),
+              run.status == 0 else { return nil }
+        return run.stdout
+    }
+
+    @Test func theConflictStateFollowsARenameInTheIndexAndTheCommands() async throws {
+        let cloud = try Cloud()
+        let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
+        try a.start()
+        try b.start()
+        try a.write("doc.txt", "base")
+        #expect(SyncEndToEndTests.eventually("B has the document") { b.read("doc.txt") == "base" })
+        try await Self.makeConflict("doc.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: "from B, offline")
+        #expect(SyncEndToEndTests.eventually("B's index has the conflict") { Self.conflictedInIndex(b)?.contains("doc.txt") == true })
+
+        // renamed on B (a plain rename): the index flags the new path only, the commands work there
+        try FileManager.default.moveItem(at: b.url("doc.txt"), to: b.url("renamed.txt"))
+        #expect(SyncEndToEndTests.eventually("B's index flags the new path, not the old one") {
+            guard let listed = Self.conflictedInIndex(b) else { return false }
+            return listed.contains("renamed.txt") && !listed.contains("doc.txt")
+        })
+        #expect(Self.conflicts(b, "renamed.txt")?.count == 1)
+        #expect(b.syncStatus("renamed.txt") == "in conflict")
+        // A gets the rename (a remote rename there): its index follows too
+        #expect(SyncEndToEndTests.eventually("A has the rename") { a.read("renamed.txt") == "from A" })
+        #expect(SyncEndToEndTests.eventually("A's index flags the new path") {
+            guard let listed = Self.conflictedInIndex(a) else { return false }
+            return listed.contains("renamed.txt") && !listed.contains("doc.txt")
+        })
+        let resolve = try b.device.run(["resolve", b.url("renamed.txt").path, "--keep", "current"])
+        #expect(resolve.status == 0, "\(resolve)")
+        for device in [a, b] {
+            #expect(SyncEndToEndTests.eventually("\(device.name)'s index no longer lists the conflict") { Self.conflictedInIndex(device)?.contains("renamed.txt") == false })
+            #expect(Self.conflicts(device, "renamed.txt")?.isEmpty == true)
+        }
+        a.stop()
+        b.stop()
+    }
 }

@@ -47,7 +47,9 @@ enum FakeTime {
             int timerfd_gettime(int fd, struct itimerspec *value) { return (int)syscall(SYS_timerfd_gettime, fd, value); }
             """
         guard (try? Data(code.utf8).write(to: source)) != nil else { return nil }
-        for compiler in ["/usr/bin/cc", "/usr/bin/clang", "/usr/bin/gcc"] where FileManager.default.isExecutableFile(atPath: compiler) {
+        // the system's compiler, else the Swift toolchain's own clang (on PATH beside swift)
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/clang" }
+        for compiler in ["/usr/bin/cc", "/usr/bin/clang", "/usr/bin/gcc"] + path where FileManager.default.isExecutableFile(atPath: compiler) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: compiler)
             process.arguments = ["-shared", "-fPIC", "-O2", "-o", library.path, source.path]

@@ -33,6 +33,19 @@ public struct FileStamp: Hashable, Sendable {
         return FileStamp(st)
     }
 
+    /// A stamp from its parts.
+    public init(device: UInt64, inode: UInt64, size: Int64, modificationNanoseconds: Int64, changeNanoseconds: Int64,
+                isDirectory: Bool = false, isSymbolicLink: Bool = false, mode: UInt32 = 0o644) {
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.modificationNanoseconds = modificationNanoseconds
+        self.changeNanoseconds = changeNanoseconds
+        self.isDirectory = isDirectory
+        self.isSymbolicLink = isSymbolicLink
+        self.mode = mode
+    }
+
     init(_ st: stat) {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)

@@ -74,7 +74,10 @@ extension SyncEngine {
                 continue
             }
             var hash: String?
-            if local.stat.kind == .file && !local.excluded && entry.changeTag != nil && local.stat.differs(from: entry.stat) {
+            // a large file is not read here: its upload reads it once and finds the same content
+            // if only the stat moved (SyncEngine+Upload.swift)
+            if local.stat.kind == .file && !local.excluded && entry.changeTag != nil && local.stat.differs(from: entry.stat)
+                && local.stat.size <= SyncRecord.inlineLimit {
                 hash = try await hashOf(local)
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {

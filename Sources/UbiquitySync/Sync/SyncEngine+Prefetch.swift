@@ -11,7 +11,7 @@ extension SyncEngine {
     /// fetching it. Only files whose content differs from the journal's are fetched; a failed
     /// fetch is left to the apply step (which fetches it again and reports the error).
     func prefetch(_ items: [(RemoteItem, Record)]) async throws {
-        var wanted: [(String, String, Asset, String, URL?)] = []
+        var wanted: [(String, String, Asset, String, AssetDownloadBasis?)] = []
         for (item, record) in items where item.kind == .file {
             guard record[SyncRecord.Field.inline] == nil, let asset = record[SyncRecord.Field.content]?.assetValue else { continue }
             if let entry = try journal.entry(id: item.id), entry.contentHash == item.contentHash { continue }

@@ -251,6 +251,7 @@ extension SyncEngine {
             try await replace(url, with: temporary, expected: expected, item: item, mode: false)
         case .file:
             let temporary = SyncFiles.temporaryPath(near: target)
+            var downloaded: AssetDownloadResult?  // checked against the asset's checksum (SyncEngine+Delta.swift)
             if let data = record[SyncRecord.Field.inline]?.dataValue {
                 do {
                     try await BlockingWork.run { try SyncFiles.writeNew(temporary, data) }
@@ -263,7 +264,8 @@ extension SyncEngine {
             } else if let asset = record[SyncRecord.Field.content]?.assetValue {
                 do {
                     // from the previous version's chunks when this device has it (SyncEngine+Delta.swift)
-                    try await downloadAsset(asset, to: URL(fileURLWithPath: temporary), basis: deltaBasis(for: item), progress: downloadProgress(for: item.path))
+                    downloaded = try await downloadAsset(asset, to: URL(fileURLWithPath: temporary), basis: deltaBasis(for: item),
+                                                         progress: downloadProgress(for: item.path))
                 } catch {
                     unlink(temporary)
                     throw error
@@ -273,12 +275,17 @@ extension SyncEngine {
                 guard fd >= 0 else { throw UbiquityError.posix("open", path: temporary) }
                 close(fd)
             }
-            let hash = try await BlockingWork.run { try SyncFiles.hashFile(temporary) }  // the file as written
+            // the file as written (not read again when the download checked the same SHA-256)
+            let hash = Self.verified(downloaded, hash: item.contentHash) ? item.contentHash
+                : try await BlockingWork.run { try SyncFiles.hashFile(temporary) }
             guard hash == item.contentHash || item.contentHash.isEmpty else {
                 unlink(temporary)
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
             }
             try await replace(url, with: temporary, expected: expected, item: item, mode: true)
+            if let downloaded, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target) {
+                keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
+            }
         }
         guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,

@@ -123,16 +123,17 @@ extension SyncEngine {
     }
 
     /// Reads one item into a record: a file's content under a coordinated read, into the record
-    /// itself when small (``SyncRecord/inlineLimit``), otherwise into a staging copy (hashed on
-    /// the way) uploaded as an asset now (only missing chunks travel). Nil when the file
-    /// changed while it was read (queued for the next pass).
+    /// itself when small (``SyncRecord/inlineLimit``), otherwise read once in place
+    /// (``AssetFileScan``: chunks, chunk hashes and the whole hash in one pass, no staging copy)
+    /// and uploaded as an asset now (only missing chunks travel; each chunk sent is checked
+    /// against its scanned hash, so the server gets the scanned content or nothing). Nil when
+    /// the file changed while it was read or uploaded (queued for the next pass).
     func prepare(_ upload: Upload) async throws -> PreparedUpload? {
         let target = absolute(upload.path)
         report(upload.path, .uploading)
         var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
         var stat = upload.local.stat
         var hash = upload.previous?.contentHash ?? ""
-        var staged: String?
         let updating = upload.previous?.changeTag != nil
         switch stat.kind {
         case .file where upload.content:
@@ -140,34 +141,36 @@ extension SyncEngine {
                 try await BlockingWork.run { try SyncFiles.readSmall(url.path, limit: SyncRecord.inlineLimit) }
             }
             if let small { return try prepared(upload, small: small) }
-            let copy = stagingDirectory + "/" + UUID().uuidString
-            staged = copy
-            let result: (hash: String, before: FileStamp, after: FileStamp)
-            do {
-                result = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
-                    try await BlockingWork.run { try SyncFiles.stage(url.path, to: copy) }
-                }
-            } catch {
-                unlink(copy)
-                throw error
+            let scan = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
+                try await BlockingWork.run { try AssetFileScan.scan(url) }
             }
-            guard !result.before.contentDiffers(from: result.after) else {
-                unlink(copy)
-                return changedWhileRead(upload)
+            deltaCounters.withLock { $0.uploadScans += 1 }
+            guard !scan.changedWhileRead else { return changedWhileRead(upload) }
+            await afterScan?(upload.path)  // tests: the file may change here
+            stat = SyncStat(scan.before)
+            hash = scan.hexChecksum
+            if updating, let previous = upload.previous, previous.path == upload.path, hash == previous.contentHash {
+                // the same content (only the stat moved): adopted, or the record's other fields
+                // (a mode change) without an asset
+                keepChunkList(scan.chunkList, stamp: scan.before, id: upload.id)  // SyncEngine+Delta.swift
+                guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, staged: nil, inlineBytes: 0) }
+                var adopted = previous
+                adopted.stat = stat
+                try journal.put(adopted)
+                report(upload.path, .uploaded)
+                return nil
             }
-            stat = SyncStat(result.before)
-            hash = result.hash
-            record[SyncRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: copy)))
+            record[SyncRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: target), scan: scan))
             if updating { record[SyncRecord.Field.inline] = nil }
             do {
                 let relative = upload.path
                 record = try await database.uploadAssets(of: record) { [self] fraction in
                     noteUploadProgress(relative, fraction: fraction)  // status (SyncEngine+Progress.swift)
                 }
-            } catch {
-                unlink(copy)
-                throw error
+            } catch let error as CloudKitError where error.code == .assetFileModified {
+                return changedWhileRead(upload)
             }
+            keepChunkList(scan.chunkList, stamp: scan.before, id: upload.id)  // SyncEngine+Delta.swift
         case .file:
             break
         case .symlink:
@@ -175,7 +178,7 @@ extension SyncEngine {
         case .folder:
             hash = ""
         }
-        return fill(record, upload: upload, stat: stat, hash: hash, staged: staged, inlineBytes: 0)
+        return fill(record, upload: upload, stat: stat, hash: hash, staged: nil, inlineBytes: 0)
     }
 
     /// `record` with the item's fields (path, kind, size, time, hash, mode, target), ready to save.
@@ -384,5 +387,13 @@ extension SyncEngine {
             try journal.removeAll(ids: done)
         }
         return failed
+    }
+}
+
+extension SyncEngine {
+    /// Sets the hook called between reading a large file and uploading it (tests only: they
+    /// change the file there to check that no mix of two versions is ever saved).
+    func setAfterScan(_ hook: (@Sendable (String) async -> Void)?) {
+        afterScan = hook
     }
 }

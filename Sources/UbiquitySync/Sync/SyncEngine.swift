@@ -99,6 +99,9 @@ public actor SyncEngine {
     public nonisolated let appLinks: AppFolderLinks?
     /// What chunk-level downloads cost so far (``deltaStatistics``, SyncEngine+Delta.swift).
     nonisolated let deltaCounters = Mutex(SyncDeltaStatistics())
+    /// Called between reading a large file and uploading it (tests only: the file may change
+    /// there; SyncEngine+Upload.swift).
+    var afterScan: (@Sendable (String) async -> Void)?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
     /// that would delete more than `massDeleteShare` of the synced items and more than

@@ -44,6 +44,8 @@ public final class SyncJournal: Sendable {
                 try db.execute(sql: Self.evictionSchema)
                 // added with shared conflict versions (SyncJournal+Conflicts.swift)
                 try db.execute(sql: Self.conflictSchema)
+                // added with kept chunk lists, migration v-chunk-lists (SyncJournal+ChunkLists.swift)
+                try db.execute(sql: Self.chunkListSchema)
             }
         } catch {
             throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)

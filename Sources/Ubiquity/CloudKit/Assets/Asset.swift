@@ -30,6 +30,10 @@ public struct Asset: Sendable, Hashable {
     public var receipt: String?
     /// Where to download the content (on fetch); `${f}` stands for a file name.
     public var downloadURL: String?
+    /// The file's content as read once before the upload (``init(fileURL:scan:)``): the upload
+    /// then uses its chunks instead of reading the file to find them, and refuses to produce
+    /// other content. Never sent to the server.
+    public var fileScan: AssetFileScan?
 
     /// Makes an asset value.
     public init(fileChecksum: String? = nil, size: Int64? = nil, referenceChecksum: String? = nil, wrappingKey: String? = nil,
@@ -46,6 +50,15 @@ public struct Asset: Sendable, Hashable {
     /// saved. The file must stay unchanged until then.
     public init(fileURL: URL) {
         self.fileURL = fileURL
+    }
+
+    /// An asset for a local file already read into `scan` (``AssetFileScan/scan(_:chunking:pieceSize:)``):
+    /// the upload sends the scanned content or fails with `assetFileModified` (each chunk sent
+    /// is checked against its scanned hash, and the server's checksum against the scan's), so
+    /// the file need not be copied aside to keep it still.
+    public init(fileURL: URL, scan: AssetFileScan) {
+        self.fileURL = fileURL
+        self.fileScan = scan
     }
 
     /// Whether saving the record must upload ``fileURL`` first: a file and no receipt yet.

@@ -65,7 +65,9 @@ final class AssetChunkScanner: @unchecked Sendable {
 extension AssetTransfer {
     /// The deduplicating upload; nil when most of the file is missing on the server, so that it
     /// is better streamed whole.
-    func deduplicatedUpload(file: AssetFile, uploadURL: URL, status: AssetUploadStatus, chunking: FastCDC.Parameters,
+    /// With a `scan` (made with `chunking`), the file is not read to find its chunks, and each
+    /// chunk sent is checked against its scanned hash.
+    func deduplicatedUpload(file: AssetFile, uploadURL: URL, status: AssetUploadStatus, chunking: FastCDC.Parameters, scan: AssetFileScan? = nil,
                             report: @escaping @Sendable (AssetTransferProgress) -> Void) async throws -> AssetUploadResult? {
         guard let missingPath = status.missingURL, let chunkPath = status.chunkURL, let manifestPath = status.manifestURL,
               let missingURL = URL(string: missingPath, relativeTo: uploadURL)?.absoluteURL,
@@ -74,19 +76,27 @@ extension AssetTransfer {
         let size = file.size
         let sent = TransferCounter()
 
-        // 1. Cut and hash the file as the server would.
-        let scanner = AssetChunkScanner(parameters: chunking)
-        var offset: Int64 = 0
-        while offset < size {
-            try Task.checkCancellation()
-            let count = Int(min(Int64(options.pieceSize * 8), size - offset))
-            let at = offset
-            try await BlockingWork.run { scanner.scan(try file.readNow(at: at, count: count)) }
-            offset += Int64(count)
-            report(AssetTransferProgress(phase: .scanning, completedBytes: offset, totalBytes: size))
+        // 1. Cut and hash the file as the server would (unless a scan did).
+        let checksum: String
+        let chunks: [AssetChunkSpan]
+        if let scan {
+            checksum = scan.fileChecksum
+            chunks = scan.spans
+            report(AssetTransferProgress(phase: .scanning, completedBytes: size, totalBytes: size))
+        } else {
+            let scanner = AssetChunkScanner(parameters: chunking)
+            var offset: Int64 = 0
+            while offset < size {
+                try Task.checkCancellation()
+                let count = Int(min(Int64(options.pieceSize * 8), size - offset))
+                let at = offset
+                try await BlockingWork.run { scanner.scan(try file.readNow(at: at, count: count)) }
+                offset += Int64(count)
+                report(AssetTransferProgress(phase: .scanning, completedBytes: offset, totalBytes: size))
+            }
+            checksum = scanner.finish()
+            chunks = scanner.chunks
         }
-        let checksum = scanner.finish()
-        let chunks = scanner.chunks
 
         // 2. Ask which chunks the server lacks (or whether it has the whole file).
         // First the whole file by its checksum (a few hundred bytes), then the chunk list.
@@ -190,7 +200,15 @@ extension AssetTransfer {
         guard let url = URL(string: "\(chunkPath)\(span.ref.hash)?token=\(query)", relativeTo: uploadURL)?.absoluteURL else {
             throw CloudKitError(.internalError, "cannot make the chunk URL from \(chunkPath)")
         }
-        let bytes = try await file.read(at: span.offset, count: span.ref.size)
+        let bytes = try await BlockingWork.run { () -> ByteBuffer in
+            let bytes = try file.readNow(at: span.offset, count: span.ref.size)
+            // the chunk as read now must be the chunk as scanned (the file may have changed since)
+            let hash = bytes.withUnsafeReadableBytes { Hex.encode(SHA256.hash(data: $0)) }
+            guard hash == span.ref.hash else {
+                throw CloudKitError(.assetFileModified, "the asset file \(file.url.path) changed while it was being uploaded (the chunk at \(span.offset) no longer matches)")
+            }
+            return bytes
+        }
         var attempt = 0
         while true {
             attempt += 1

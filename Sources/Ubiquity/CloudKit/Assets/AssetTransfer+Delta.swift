@@ -54,6 +54,29 @@ final class AssetDeltaFile: Sendable {
     }
 
     func sync() { fsync(descriptor) }
+
+    /// Whether each chunk at its offset hashes to its (possibly shortened) hex hash (blocking).
+    func checkChunks(_ chunks: [(offset: Int64, chunk: AssetChunkRef)]) throws -> Bool {
+        let largest = chunks.map(\.chunk.size).max() ?? 0
+        guard largest > 0 else { return true }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 16)
+        defer { scratch.deallocate() }
+        for (offset, chunk) in chunks {
+            var done = 0
+            while done < chunk.size {
+                let got = pread(descriptor, scratch.baseAddress! + done, chunk.size - done, off_t(offset) + off_t(done))
+                if got < 0 {
+                    if errno == EINTR { continue }
+                    throw CloudKitError(.internalError, "cannot read \(path): \(String(cString: strerror(errno)))")
+                }
+                guard got > 0 else { return false }
+                done += got
+            }
+            let hash = Hex.encode(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: scratch[..<chunk.size])))
+            guard hash.hasPrefix(chunk.hash) else { return false }
+        }
+        return true
+    }
 }
 
 /// Why a chunk-level download gave way to a whole one (never shown to callers: they get the
@@ -100,6 +123,9 @@ struct AssetDeltaPlan: Sendable {
         return matching.map { offsets[$0] }
     }
 
+    /// The indexes of the chunks not filled, in order.
+    var missingIndexes: [Int] { unfilled.values.joined().sorted() }
+
     /// The byte ranges of the chunks not filled, adjacent ones merged, each at most `limit`
     /// bytes long.
     func missingRanges(limit: Int64) -> [Range<Int64>] {
@@ -116,6 +142,31 @@ struct AssetDeltaPlan: Sendable {
         return ranges.flatMap { range -> [Range<Int64>] in
             stride(from: range.lowerBound, to: range.upperBound, by: Int(max(limit, 1))).map { $0..<min($0 + max(limit, 1), range.upperBound) }
         }
+    }
+}
+
+/// The local, older version of an asset's content that a chunk-level download may reuse
+/// (``AssetTransfer/download(from:to:expectedChecksum:reusing:progress:)``), with what is known
+/// about it.
+public struct AssetDownloadBasis: Sendable {
+    /// The file; only read.
+    public var fileURL: URL
+    /// The file's chunk list when known (kept from when it was last uploaded or downloaded): then
+    /// the file is not read to cut it, the chunks the new version shares are copied in the kernel
+    /// (`copy_file_range`), and the result's whole checksum is not recomputed when
+    /// ``isUnchanged`` holds before and after (each fetched chunk is still checked).
+    public var chunkList: AssetChunkList?
+    /// Whether the file is still the content ``chunkList`` describes (e.g. its inode, size,
+    /// modification and change times are still those recorded with the list); called before
+    /// and after it is read.
+    public var isUnchanged: @Sendable () -> Bool
+
+    /// A basis; without a `chunkList` it is cut as the server cut the asset, and the result is
+    /// checked against the asset's checksum.
+    public init(fileURL: URL, chunkList: AssetChunkList? = nil, isUnchanged: @escaping @Sendable () -> Bool = { false }) {
+        self.fileURL = fileURL
+        self.chunkList = chunkList
+        self.isUnchanged = isUnchanged
     }
 }
 
@@ -141,6 +192,18 @@ extension AssetTransfer {
     /// - Throws: what ``download(from:to:expectedChecksum:progress:)`` throws.
     public func download(from downloadURL: String, to fileURL: URL, expectedChecksum: String? = nil, basis: URL?,
                          progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetDownloadResult {
+        try await download(from: downloadURL, to: fileURL, expectedChecksum: expectedChecksum, reusing: basis.map { AssetDownloadBasis(fileURL: $0) },
+                           progress: progress)
+    }
+
+    /// As ``download(from:to:expectedChecksum:basis:progress:)``, with what is known about the
+    /// basis (``AssetDownloadBasis``): given its chunk list, the basis is not read to cut it,
+    /// and the assembled file's checksum is only recomputed when the basis may have changed.
+    /// The result carries the new content's chunk list (``AssetDownloadResult/chunkList``) when
+    /// it was assembled, to keep for the next download.
+    /// - Throws: what ``download(from:to:expectedChecksum:progress:)`` throws.
+    public func download(from downloadURL: String, to fileURL: URL, expectedChecksum: String? = nil, reusing basis: AssetDownloadBasis?,
+                         progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetDownloadResult {
         guard let basis else { return try await download(from: downloadURL, to: fileURL, expectedChecksum: expectedChecksum, progress: progress) }
         let name = CloudKitHTTPRequest.percentEncode(fileURL.lastPathComponent)
         guard let url = URL(string: downloadURL.replacingOccurrences(of: "${f}", with: name)) else {
@@ -162,11 +225,22 @@ extension AssetTransfer {
         }
     }
 
+    /// The chunk list of the asset at `downloadURL` (`?manifest=1`, hashes cut to `hashBytes`
+    /// bytes), or nil when the server does not offer chunk lists. A synced file keeps it, so that
+    /// a later chunk-level download need not read the file to cut it.
+    /// - Throws: ``CloudKitError`` `invalidArguments` for a URL that is not one; network errors.
+    public func chunkList(from downloadURL: String, hashBytes: Int = 12) async throws -> AssetChunkList? {
+        guard let url = URL(string: downloadURL.replacingOccurrences(of: "${f}", with: "content")) else {
+            throw CloudKitError(.invalidArguments, "\(downloadURL) is not a URL")
+        }
+        return try await chunkList(url, received: TransferCounter(), hashBytes: hashBytes)
+    }
+
     /// The chunk list of the asset at `url`, or nil when the server does not offer one.
-    func chunkList(_ url: URL, received: TransferCounter) async throws -> AssetChunkList? {
+    func chunkList(_ url: URL, received: TransferCounter, hashBytes: Int = 12) async throws -> AssetChunkList? {
         var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
         let items = components?.queryItems ?? []
-        components?.queryItems = items + [URLQueryItem(name: "manifest", value: "1"), URLQueryItem(name: "hashBytes", value: "12")]
+        components?.queryItems = items + [URLQueryItem(name: "manifest", value: "1"), URLQueryItem(name: "hashBytes", value: "\(hashBytes)")]
         guard let manifestURL = components?.url else { return nil }
         var request = HTTPClientRequest(url: manifestURL.absoluteString)
         request.method = .GET
@@ -187,7 +261,7 @@ extension AssetTransfer {
         return try? AssetChunkList(json: json)
     }
 
-    private func deltaDownload(_ url: URL, to fileURL: URL, expectedChecksum: String?, basis: URL, received: TransferCounter,
+    private func deltaDownload(_ url: URL, to fileURL: URL, expectedChecksum: String?, basis: AssetDownloadBasis, received: TransferCounter,
                                report: @escaping @Sendable (AssetTransferProgress) -> Void) async throws -> AssetDownloadResult {
         guard let list = try await chunkList(url, received: received) else {
             throw AssetDeltaFallback(description: "the server offers no chunk list")
@@ -196,7 +270,7 @@ extension AssetTransfer {
             throw AssetDeltaFallback(description: "the chunk list is of other content")
         }
         guard list.size > 0 else { throw AssetDeltaFallback(description: "an empty asset") }
-        let source = try await AssetFile.open(basis)
+        let source = try await AssetFile.open(basis.fileURL)
         guard source.size > 0 else { throw AssetDeltaFallback(description: "an empty basis") }
 
         let folder = fileURL.deletingLastPathComponent().path
@@ -204,11 +278,41 @@ extension AssetTransfer {
         let size = list.size
         let file = try await BlockingWork.run { try AssetDeltaFile(path: temporary, size: size) }
         do {
-            // 1. Cut the basis as the server cut the asset; copy each chunk the asset has.
-            let scanner = AssetChunkScanner(parameters: list.chunking, wholeChecksum: false)
             var plan = AssetDeltaPlan(list: list)
             let piece = options.pieceSize * 8
-            var offset: Int64 = 0
+            // Whether the basis is proven to be the content its known chunk list describes
+            // (then the assembled file needs no whole checksum: each fetched chunk is checked).
+            var proven = false
+            var fromKnownList = false
+            if let known = basis.chunkList, known.size == source.size, known.chunking == list.chunking, known.hashBytes >= list.hashBytes,
+               basis.isUnchanged() {
+                // 1. From the basis's known chunk list: no read to cut it; the shared chunks are
+                // copied in the kernel, adjacent ones as one run.
+                var runs: [(from: Int64, to: Int64, count: Int64)] = []
+                var at: Int64 = 0
+                for chunk in known.chunks {
+                    for target in plan.fill(hash: chunk.hash, size: chunk.size) {
+                        if let last = runs.last, last.from + last.count == at, last.to + last.count == target {
+                            runs[runs.count - 1].count += Int64(chunk.size)
+                        } else {
+                            runs.append((at, target, Int64(chunk.size)))
+                        }
+                    }
+                    at += Int64(chunk.size)
+                }
+                let copies = runs
+                try await BlockingWork.run {
+                    for run in copies {
+                        try FileRangeCopy.copy(from: source.descriptor, at: run.from, to: file.descriptor, at: run.to, count: run.count)
+                    }
+                }
+                proven = basis.isUnchanged()
+                fromKnownList = true
+                report(AssetTransferProgress(phase: .downloading, completedBytes: plan.copiedBytes, totalBytes: size))
+            }
+            // 1. Otherwise cut the basis as the server cut the asset; copy each chunk the asset has.
+            let scanner = AssetChunkScanner(parameters: list.chunking, wholeChecksum: false)
+            var offset: Int64 = fromKnownList ? source.size : 0
             var seen = 0
             while offset < source.size {
                 try Task.checkCancellation()
@@ -270,11 +374,19 @@ extension AssetTransfer {
                 }
             }
 
-            // 3. Check the whole, then put it in place.
+            // 3. Check the whole (or, from a basis proven unchanged, each fetched chunk), then
+            // put it in place.
             let sync = options.syncDownloadedFiles
             let pieceSize = piece
+            let fetchedChunks = proven ? plan.missingIndexes.map { (offset: plan.offsets[$0], chunk: list.chunks[$0]) } : []
+            let checkWhole = !proven
             let checksum = try await BlockingWork.run { () -> String in
-                let checksum = try file.checksum(size: size, pieceSize: pieceSize)
+                let checksum: String
+                if checkWhole {
+                    checksum = try file.checksum(size: size, pieceSize: pieceSize)
+                } else {
+                    checksum = try file.checkChunks(fetchedChunks) ? list.fileChecksum : ""
+                }
                 if sync { file.sync() }
                 return checksum
             }
@@ -288,7 +400,7 @@ extension AssetTransfer {
             }
             report(AssetTransferProgress(phase: .downloading, completedBytes: size, totalBytes: size))
             return AssetDownloadResult(fileURL: fileURL, size: size, fileChecksum: checksum, bytesReceived: received.total, resumptions: 0,
-                                       bytesCopied: copied, usedBasis: true)
+                                       bytesCopied: copied, usedBasis: true, chunkList: list, basisScanned: !fromKnownList)
         } catch {
             _ = try? await BlockingWork.run { unlink(temporary) }
             throw error
@@ -369,5 +481,25 @@ extension Asset {
             throw CloudKitError(.assetNotAvailable, "the asset has no downloadURL: fetch the record holding it from the server first")
         }
         return try await transfer.download(from: downloadURL, to: destination, expectedChecksum: fileChecksum, basis: basis, progress: progress)
+    }
+
+    /// As ``download(to:basis:transfer:progress:)``, with what is known about the basis
+    /// (``AssetDownloadBasis``: its chunk list spares reading it).
+    /// - Throws: as ``download(to:transfer:progress:)``.
+    @discardableResult
+    public func download(to destination: URL, reusing basis: AssetDownloadBasis?, transfer: AssetTransfer = AssetTransfer(),
+                         progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetDownloadResult {
+        guard let downloadURL else {
+            throw CloudKitError(.assetNotAvailable, "the asset has no downloadURL: fetch the record holding it from the server first")
+        }
+        return try await transfer.download(from: downloadURL, to: destination, expectedChecksum: fileChecksum, reusing: basis, progress: progress)
+    }
+
+    /// The chunk list of this fetched asset (see ``AssetTransfer/chunkList(from:hashBytes:)``),
+    /// or nil when it has no download URL or the server offers none.
+    /// - Throws: network errors.
+    public func chunkList(transfer: AssetTransfer = AssetTransfer(), hashBytes: Int = 12) async throws -> AssetChunkList? {
+        guard let downloadURL else { return nil }
+        return try await transfer.chunkList(from: downloadURL, hashBytes: hashBytes)
     }
 }

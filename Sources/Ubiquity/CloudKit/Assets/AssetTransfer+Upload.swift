@@ -20,7 +20,22 @@ extension AssetTransfer {
     ///   upload URL), or `networkFailure` when the connection kept failing.
     public func upload(fileURL: URL, to uploadURL: URL,
                        progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetUploadResult {
+        try await upload(fileURL: fileURL, to: uploadURL, scan: nil, progress: progress)
+    }
+
+    /// Uploads a file already read into `scan` (``AssetFileScan``): as
+    /// ``upload(fileURL:to:progress:)``, but a deduplicating upload takes the scan's chunks
+    /// instead of reading the file to find them, every chunk sent is checked against its
+    /// scanned hash, and a result of other content than the scan's fails. So the server gets
+    /// the scanned content or the upload fails with `assetFileModified` (the file changed since
+    /// it was scanned; scan it again).
+    /// - Throws: as ``upload(fileURL:to:progress:)``.
+    public func upload(fileURL: URL, to uploadURL: URL, scan: AssetFileScan?,
+                       progress: (@Sendable (AssetTransferProgress) -> Void)? = nil) async throws -> AssetUploadResult {
         let file = try await AssetFile.open(fileURL)
+        if let scan, file.size != scan.size {
+            throw CloudKitError(.assetFileModified, "the asset file \(fileURL.path) changed since it was scanned (\(file.size) bytes, scanned \(scan.size))")
+        }
         let report = progress ?? { _ in }
         let status = try await uploadStatus(uploadURL)
         if let status, file.size > status.maximumSize {
@@ -29,12 +44,16 @@ extension AssetTransfer {
         var result: AssetUploadResult?
         if let status, let chunking = status.chunking, options.deduplicate, status.offersDeduplication, status.received == 0,
            file.size >= options.minimumDeduplicationSize {
-            result = try await deduplicatedUpload(file: file, uploadURL: uploadURL, status: status, chunking: chunking, report: report)
+            result = try await deduplicatedUpload(file: file, uploadURL: uploadURL, status: status, chunking: chunking,
+                                                  scan: scan?.chunkList.chunking == chunking ? scan : nil, report: report)
         }
         if result == nil {
             result = try await streamedUpload(file: file, uploadURL: uploadURL, resumable: status != nil, from: status?.received ?? 0, report: report)
         }
         try await file.checkUnchanged()
+        if let scan, result!.asset.fileChecksum != scan.fileChecksum {
+            throw CloudKitError(.assetFileModified, "the asset file \(fileURL.path) changed while it was being uploaded (the server got other content than was scanned)")
+        }
         return result!
     }
 

@@ -71,6 +71,12 @@ public struct AssetDownloadResult: Sendable, Hashable {
     /// was downloaded whole, because there was no basis, the server does not offer chunk lists,
     /// or assembling failed its checks).
     public var usedBasis: Bool = false
+    /// The content's chunk list as the server gave it, when the download was assembled from a
+    /// basis (keep it with the file: ``AssetDownloadBasis/chunkList``).
+    public var chunkList: AssetChunkList?
+    /// Whether the basis was read to cut it into chunks (false when its chunk list was known,
+    /// or there was no chunk-level download).
+    public var basisScanned: Bool = false
 }
 
 /// Uploads files to asset upload URLs and downloads assets, streaming from and to disk (never

@@ -36,14 +36,16 @@ extension CloudDatabase {
     /// asset bytes done (scanning a file for chunks the server has counts as half of it when
     /// the deduplicating upload is used), ending with 1.
     func uploadingAssets(of record: Record, progress: (@Sendable (Double) -> Void)? = nil) async throws -> Record {
-        var pending: [(key: Record.FieldKey, index: Int?, fileURL: URL)] = []
+        var pending: [(key: Record.FieldKey, index: Int?, fileURL: URL, scan: AssetFileScan?)] = []
         for (key, value) in record.values.sorted(by: { $0.key < $1.key }) {
             switch value {
             case .asset(let asset) where asset.needsUpload:
-                if let fileURL = asset.fileURL { pending.append((key, nil, fileURL)) }
+                if let fileURL = asset.fileURL { pending.append((key, nil, fileURL, asset.fileScan)) }
             case .list(let items):
                 for (index, item) in items.enumerated() {
-                    if case .asset(let asset) = item, asset.needsUpload, let fileURL = asset.fileURL { pending.append((key, index, fileURL)) }
+                    if case .asset(let asset) = item, asset.needsUpload, let fileURL = asset.fileURL {
+                        pending.append((key, index, fileURL, asset.fileScan))
+                    }
                 }
             default:
                 break
@@ -72,7 +74,7 @@ extension CloudDatabase {
             guard let text = token.objectValue?["url"]?.stringValue, let url = URL(string: text) else {
                 throw CloudKitError(.internalError, "the server answered assets/upload without an upload URL for field \(item.key)")
             }
-            var uploaded = try await transfer.upload(fileURL: item.fileURL, to: url,
+            var uploaded = try await transfer.upload(fileURL: item.fileURL, to: url, scan: item.scan,
                                                      progress: tracker.map { tracker in { @Sendable report in tracker.update(file: index, report) } }).asset
             tracker?.finish(file: index)
             uploaded.fileURL = item.fileURL

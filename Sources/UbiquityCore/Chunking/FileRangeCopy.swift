@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+
+/// Copies byte ranges between open files in the kernel (`copy_file_range(2)`: a clone where the
+/// file system shares extents, an in-kernel copy otherwise), falling back to `pread`/`pwrite`
+/// where the call is missing or refused (another file system, an old kernel). Blocking.
+package enum FileRangeCopy {
+    private typealias CopyFileRange = @convention(c) (Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32) -> Int
+
+    private static let call: CopyFileRange? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "copy_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: CopyFileRange.self)
+    }()
+
+    /// Copies `count` bytes at `sourceOffset` of `source` to `targetOffset` of `target`.
+    /// - Throws: `UbiquityError` (`io`) when a read or write fails, or `source` ends early.
+    package static func copy(from source: Int32, at sourceOffset: Int64, to target: Int32, at targetOffset: Int64, count: Int64) throws {
+        var input = sourceOffset, output = targetOffset
+        var left = count
+        if let call {
+            while left > 0 {
+                let done = call(source, &input, target, &output, Int(min(left, 1 << 30)), 0)
+                if done < 0 {
+                    if errno == EINTR { continue }
+                    break  // EXDEV, ENOSYS, EINVAL, EOPNOTSUPP…: the plain copy below
+                }
+                if done == 0 { throw UbiquityError(.io, "the source ended \(left) bytes early while copying a range") }
+                left -= Int64(done)
+            }
+        }
+        guard left > 0 else { return }
+        let piece = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece, alignment: 16)
+        defer { buffer.deallocate() }
+        while left > 0 {
+            let got = pread(source, buffer.baseAddress!, Int(min(left, Int64(piece))), off_t(input))
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw UbiquityError(.io, "cannot read a range to copy: \(String(cString: strerror(errno)))")
+            }
+            if got == 0 { throw UbiquityError(.io, "the source ended \(left) bytes early while copying a range") }
+            var written = 0
+            while written < got {
+                let wrote = pwrite(target, buffer.baseAddress! + written, got - written, off_t(output) + off_t(written))
+                if wrote < 0 {
+                    if errno == EINTR { continue }
+                    throw UbiquityError(.io, "cannot write a copied range: \(String(cString: strerror(errno)))")
+                }
+                written += wrote
+            }
+            input += Int64(got)
+            output += Int64(got)
+            left -= Int64(got)
+        }
+    }
+}

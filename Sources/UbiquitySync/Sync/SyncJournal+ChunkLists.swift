@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import GRDB
+import UbiquityCore
+
+/// A synced file's chunk list as the journal keeps it: the list and the file's stamp (device,
+/// inode, size, modification and change times) when the list was taken. The list describes the
+/// file only while the file still has that stamp.
+public struct JournalChunkList: Sendable, Hashable {
+    /// The file's chunk list (hashes possibly shortened, ``AssetChunkList/hashBytes``).
+    public var list: AssetChunkList
+    /// The file's stamp when the list was recorded.
+    public var stamp: FileStamp
+
+    /// Makes a kept list.
+    public init(list: AssetChunkList, stamp: FileStamp) {
+        self.list = list
+        self.stamp = stamp
+    }
+
+    /// Whether `current` is still the file the list describes: the same device, inode, size,
+    /// modification and change times (a write, a truncation, a rename over it or a metadata
+    /// change all move the change time, which no user can set back).
+    public func describes(_ current: FileStamp?) -> Bool {
+        guard let current else { return false }
+        return current.device == stamp.device && current.inode == stamp.inode && current.size == stamp.size
+            && current.modificationNanoseconds == stamp.modificationNanoseconds && current.changeNanoseconds == stamp.changeNanoseconds
+    }
+}
+
+extension SyncJournal {
+    /// Migration `v-chunk-lists` (a new table: older journals gain it here): per item ID, the
+    /// chunk list of its file as last uploaded or downloaded, keyed by the file's stamp.
+    static let chunkListSchema = """
+        CREATE TABLE IF NOT EXISTS chunk_lists (
+            id TEXT PRIMARY KEY, device INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
+            mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, list BLOB NOT NULL);
+        """
+
+    /// Keeps `list` as the chunk list of item `id`'s file while the file has `stamp`.
+    public func setChunkList(_ list: AssetChunkList, stamp: FileStamp, id: String) throws {
+        let json = list.json.serialized()
+        try write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO chunk_lists (id, device, inode, size, mtime, ctime, list) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, Int64(bitPattern: stamp.device), Int64(bitPattern: stamp.inode), stamp.size,
+                                 stamp.modificationNanoseconds, stamp.changeNanoseconds, json])
+        }
+    }
+
+    /// The chunk list kept for item `id` with the stamp it was recorded with, or nil.
+    public func chunkList(id: String) throws -> JournalChunkList? {
+        let row = try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM chunk_lists WHERE id = ?", arguments: [id]) }
+        guard let row else { return nil }
+        let data: Data = row["list"]
+        guard let json = try? JSONValue.parse(data), let list = try? AssetChunkList(json: json) else { return nil }
+        let stamp = FileStamp(device: UInt64(bitPattern: row["device"]), inode: UInt64(bitPattern: row["inode"]), size: row["size"],
+                              modificationNanoseconds: row["mtime"], changeNanoseconds: row["ctime"])
+        return JournalChunkList(list: list, stamp: stamp)
+    }
+
+    /// Forgets item `id`'s chunk list.
+    public func removeChunkList(id: String) throws {
+        try write { db in try db.execute(sql: "DELETE FROM chunk_lists WHERE id = ?", arguments: [id]) }
+    }
+
+    /// How many chunk lists are kept (for tests).
+    func chunkListCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk_lists") ?? 0 }
+    }
+}

@@ -113,8 +113,8 @@ extension SyncEngine {
     /// a chunk-level download that need not read it. Nil when there is none.
     nonisolated func chunkList(of asset: Asset, after result: AssetDownloadResult?) async -> AssetChunkList? {
         if let list = result?.chunkList { return list }
-        guard let result, result.size >= Self.keptListMinimumSize else { return nil }
-        guard let list = try? await asset.chunkList(), list.fileChecksum == result.fileChecksum else { return nil }
+        guard let checksum = result?.fileChecksum ?? asset.fileChecksum, (result?.size ?? asset.size ?? 0) >= Self.keptListMinimumSize else { return nil }
+        guard let list = try? await asset.chunkList(), list.fileChecksum == checksum else { return nil }
         return list
     }
 }

@@ -252,6 +252,7 @@ extension SyncEngine {
         case .file:
             let temporary = SyncFiles.temporaryPath(near: target)
             var downloaded: AssetDownloadResult?  // checked against the asset's checksum (SyncEngine+Delta.swift)
+            var fetchedAhead = false
             if let data = record[SyncRecord.Field.inline]?.dataValue {
                 do {
                     try await BlockingWork.run { try SyncFiles.writeNew(temporary, data) }
@@ -260,7 +261,7 @@ extension SyncEngine {
                     throw error
                 }
             } else if takePrefetched(item, to: temporary) {
-                // fetched ahead (the hash is checked below)
+                fetchedAhead = true  // the hash is checked below
             } else if let asset = record[SyncRecord.Field.content]?.assetValue {
                 do {
                     // from the previous version's chunks when this device has it (SyncEngine+Delta.swift)
@@ -283,7 +284,7 @@ extension SyncEngine {
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
             }
             try await replace(url, with: temporary, expected: expected, item: item, mode: true)
-            if let downloaded, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target) {
+            if downloaded != nil || fetchedAhead, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target) {
                 keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
             }
         }

@@ -18,6 +18,26 @@ extension MetadataIndex {
         }
     }
 
+    /// Inserts or updates the rows of files (``apply(_:)``) in one transaction, first removing
+    /// whatever was indexed under a path whose row was a folder (a folder replaced by a file).
+    /// The watcher's batches of written files come here: one transaction for the batch, not one
+    /// per file. Folder records are left out (their contents are scanned separately).
+    public func applyFiles(_ records: [IndexRecord]) throws -> IndexDelta {
+        let files = records.filter { !$0.isDirectory }
+        guard !files.isEmpty else { return IndexDelta() }
+        let sessions = activeScans.withLock { $0 }
+        return try write("apply files") { db in
+            var delta = IndexDelta()
+            let wasFolder = try db.cachedStatement(sql: "SELECT is_directory FROM items WHERE path = ?")
+            for record in files {
+                guard try Bool.fetchOne(wasFolder, arguments: [record.path]) == true else { continue }
+                try Self.removeDescendants(of: record.path, db: db, delta: &delta)
+            }
+            try Self.upsert(files, db: db, generation: 0, sessions: sessions, delta: &delta)
+            return delta
+        }
+    }
+
     /// Removes each path and everything under it. The delta lists every removed row.
     public func remove(pathsAndSubtrees paths: [String]) throws -> IndexDelta {
         guard !paths.isEmpty else { return IndexDelta() }
@@ -262,6 +282,18 @@ extension MetadataIndex {
                 generation, rowID,
             ])
         if let updated = try fetchRecord(path: record.path, db: db) { delta.changed.append(updated) }
+    }
+
+    /// Deletes the rows strictly under `path` (not its own), listing them in `delta`.
+    static func removeDescendants(of path: String, db: Database, delta: inout IndexDelta) throws {
+        let range = subtreeRange(of: path)
+        let arguments: StatementArguments = [range.lower, range.upper]
+        let condition = "path >= ? AND path < ?"
+        let paths = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT path FROM items WHERE \(condition) ORDER BY path"), arguments: arguments)
+        guard !paths.isEmpty else { return }
+        try db.cachedStatement(sql: "DELETE FROM items WHERE \(condition)").execute(arguments: arguments)
+        delta.removed.append(contentsOf: paths)
     }
 
     /// Deletes the row at `path` and every row under it, listing them in `delta`.

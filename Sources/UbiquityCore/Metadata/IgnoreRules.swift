@@ -7,6 +7,10 @@ import Glibc
 /// probe, our own `.ubiq-tmp-` prefix…); a container's `.ubiquityignore` file adds one glob
 /// pattern per line (`#` starts a comment). A pattern without `/` matches a name at any depth;
 /// a pattern with `/` matches the path relative to the root. A trailing `/` matches folders only.
+///
+/// The patterns are prepared once (``IgnorePattern``): the watcher, the scans and the sync engine
+/// ask about every name they see, so a decision compares bytes and calls `fnmatch(3)` only for
+/// patterns with `?`, `[` or `\` whose literal ends fit the name.
 public struct IgnoreRules: Sendable, Hashable {
     /// The name of the per-root ignore file.
     public static let fileName = ".ubiquityignore"
@@ -27,9 +31,26 @@ public struct IgnoreRules: Sendable, Hashable {
     /// The patterns, defaults first.
     public let patterns: [String]
 
+    /// The patterns prepared for matching, in the same order.
+    let prepared: [IgnorePattern]
+
+    /// Whether any pattern matches the relative path (contains `/`), so that callers can skip
+    /// building the relative path otherwise.
+    public let needsRelativePath: Bool
+
     /// Rules from `patterns` as given (include ``defaultPatterns`` to keep the defaults).
     public init(patterns: [String]) {
         self.patterns = patterns
+        prepared = patterns.map(IgnorePattern.init)
+        needsRelativePath = prepared.contains { $0.matchesRelativePath }
+    }
+
+    public static func == (lhs: IgnoreRules, rhs: IgnoreRules) -> Bool {
+        lhs.patterns == rhs.patterns
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(patterns)
     }
 
     /// The defaults plus the patterns in `root/.ubiquityignore`, if it exists.
@@ -44,15 +65,38 @@ public struct IgnoreRules: Sendable, Hashable {
 
     /// Whether the item named `name` at `relativePath` (relative to the root, `/`-separated)
     /// is ignored. An item inside an ignored folder is ignored too: callers stop descending.
-    public func isIgnored(name: String, relativePath: String, isDirectory: Bool) -> Bool {
-        for var pattern in patterns {
-            if pattern.hasSuffix("/") {
-                guard isDirectory else { continue }
-                pattern.removeLast()
+    /// `relativePath` is only evaluated when a pattern contains `/`.
+    public func isIgnored(name: String, relativePath: @autoclosure () -> String, isDirectory: Bool) -> Bool {
+        var utf8 = name
+        return utf8.withUTF8 { nameBytes in
+            var relative: String?
+            for pattern in prepared {
+                if pattern.directoryOnly && !isDirectory { continue }
+                if pattern.matchesRelativePath {
+                    if relative == nil { relative = relativePath() }
+                    if relative!.withUTF8({ pattern.matches($0) }) { return true }
+                } else if pattern.matches(nameBytes) {
+                    return true
+                }
             }
-            let subject = pattern.contains("/") ? relativePath : name
-            if pattern.hasPrefix("/") { pattern.removeFirst() }
-            if fnmatch(pattern, subject, 0) == 0 { return true }
+            return false
+        }
+    }
+
+    /// Whether the item whose name is the bytes `name` (no terminating zero) is ignored, for
+    /// callers that hold the name as bytes (a `readdir` entry). `relativePath` is only
+    /// evaluated when a pattern contains `/`.
+    public func isIgnored(nameBytes name: UnsafeBufferPointer<UInt8>, relativePath: () -> String,
+                          isDirectory: Bool) -> Bool {
+        var relative: String?
+        for pattern in prepared {
+            if pattern.directoryOnly && !isDirectory { continue }
+            if pattern.matchesRelativePath {
+                if relative == nil { relative = relativePath() }
+                if relative!.withUTF8({ pattern.matches($0) }) { return true }
+            } else if pattern.matches(name) {
+                return true
+            }
         }
         return false
     }

@@ -93,7 +93,7 @@ public actor Indexer {
         let (delta, summaries) = try await run {
             var total: [IndexDelta] = []
             var summaries: [String: ScanSummary] = [:]
-            for change in batch.changes { try job.apply(change, into: &total) }
+            try job.apply(batch.changes, into: &total)
             for request in Self.outermost(batch.rescans) {
                 if let root = job.root(of: request.path) {
                     switch request.reason {
@@ -175,9 +175,12 @@ public actor Indexer {
         }
     }
 
+    /// Files written per index transaction when a batch names many (tests size their batches by it).
+    static var filesPerTransactionForTests: Int { IndexerJob.filesPerTransaction }
+
     static func normalize(_ path: String) -> String {
         var path = path
-        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        while path.utf8.count > 1, path.hasSuffix("/") { path.removeLast() }
         return path
     }
 

@@ -94,6 +94,41 @@ struct IndexerJob: Sendable {
         }
     }
 
+    /// Applies a batch's changes in order. Runs of changed files (the usual burst: many files
+    /// written) are written in one index transaction each (``MetadataIndex/applyFiles(_:)``);
+    /// anything else (folders, removals, moves, ignored or vanished items) goes one by one.
+    func apply(_ changes: [WatchChange], into total: inout [IndexDelta]) throws {
+        var files: [IndexRecord] = []
+        func flush(into total: inout [IndexDelta]) throws {
+            guard !files.isEmpty else { return }
+            publish(try index.applyFiles(files), into: &total)
+            files.removeAll(keepingCapacity: true)
+        }
+        for change in changes {
+            if case .changed(let path) = change, let record = writtenFile(at: Indexer.normalize(path)) {
+                files.append(record)
+                if files.count >= Self.filesPerTransaction { try flush(into: &total) }
+                continue
+            }
+            try flush(into: &total)
+            try apply(change, into: &total)
+        }
+        try flush(into: &total)
+    }
+
+    /// Files written per index transaction.
+    static let filesPerTransaction = 2000
+
+    /// The record of the file at `path` when a `.changed` there is a plain file update: under a
+    /// root, a file (not a folder) now, and not ignored. Nil otherwise (the one-by-one path
+    /// decides).
+    private func writtenFile(at path: String) -> IndexRecord? {
+        guard let (_, rules, relative) = root(of: path), !relative.isEmpty,
+              let record = TreeScanner.record(at: path), !record.isDirectory,
+              !isIgnored(relative: relative, isDirectory: false, rules: rules) else { return nil }
+        return record
+    }
+
     /// Applies one watcher change.
     func apply(_ change: WatchChange, into total: inout [IndexDelta]) throws {
         var ignored: [String: ScanSummary] = [:]

@@ -120,7 +120,7 @@ public struct TreeScanner: Sendable {
         var stat = StatX()
         guard let info = path.withCString({ stat.stat($0, in: AT_FDCWD) }) else { return nil }
         var path = path
-        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        while path.utf8.count > 1, path.hasSuffix("/") { path.removeLast() }
         return makeRecord(path: path, name: IndexRecord.lastComponent(of: path), info)
     }
 

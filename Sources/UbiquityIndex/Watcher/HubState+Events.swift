@@ -90,7 +90,12 @@ extension HubState {
             if owners.count == 1, let owner = owners.first {
                 watchers[owner.watcher]?.coalescer.ingest(change, at: now)
             } else {
-                for id in Set(owners.map(\.watcher)) { watchers[id]?.coalescer.ingest(change, at: now) }
+                // each watcher once (the daemon's index and its sync engine both watch the folder)
+                var seen: [UInt64] = []
+                for owner in owners where !seen.contains(owner.watcher) {
+                    seen.append(owner.watcher)
+                    watchers[owner.watcher]?.coalescer.ingest(change, at: now)
+                }
             }
         }
         if mask & InotifyMask.create != 0, event.name.hasPrefix(WatchPaths.cookiePrefix),

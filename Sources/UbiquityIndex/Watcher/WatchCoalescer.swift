@@ -24,6 +24,46 @@ struct WatchCoalescer: Sendable {
         var lastSequence: Int
         /// The last event was `IN_CLOSE_WRITE`: a complete write of an existing name.
         var complete = false
+
+        /// A completed write of a file (what ``quickSettle`` allows).
+        var isCompletedWrite: Bool { complete && change == .changed && !isDirectory }
+    }
+
+    /// The pending states by path, counting those that are not completed writes as they change
+    /// (the settle time is asked after every drained chunk of events: no walk over all of them).
+    private struct PathStates: Sendable, Sequence {
+        private var entries: [String: PathState] = [:]
+        /// How many states are not a completed write of a file.
+        private(set) var notCompletedWrites = 0
+
+        subscript(path: String) -> PathState? {
+            get { entries[path] }
+            set {
+                if let old = entries[path], !old.isCompletedWrite { notCompletedWrites -= 1 }
+                if let newValue, !newValue.isCompletedWrite { notCompletedWrites += 1 }
+                entries[path] = newValue
+            }
+        }
+
+        var isEmpty: Bool { entries.isEmpty }
+
+        mutating func removeValue(forKey path: String) -> PathState? {
+            let old = entries[path]
+            self[path] = nil
+            return old
+        }
+
+        /// Drops the states whose path passes `remove`.
+        mutating func removeAll(where remove: (String) -> Bool) {
+            for path in entries.keys.filter(remove) { self[path] = nil }
+        }
+
+        mutating func removeAll() {
+            entries = [:]
+            notCompletedWrites = 0
+        }
+
+        func makeIterator() -> Dictionary<String, PathState>.Iterator { entries.makeIterator() }
     }
 
     private struct PendingFrom: Sendable {
@@ -48,7 +88,7 @@ struct WatchCoalescer: Sendable {
     /// The watched roots and their rules.
     private(set) var roots: [String: IgnoreRules] = [:]
 
-    private var states: [String: PathState] = [:]
+    private var states = PathStates()
     private var moves: [Move] = []
     private var pendingFrom: [PendingFrom] = []
     private var rescans: [RescanRequest] = []
@@ -68,7 +108,7 @@ struct WatchCoalescer: Sendable {
     /// writes, ``settle`` otherwise.
     private var currentSettle: UInt64 {
         guard quickSettle < settle, moves.isEmpty, pendingFrom.isEmpty, rescans.isEmpty,
-              states.values.allSatisfy({ $0.complete && $0.change == .changed && !$0.isDirectory }) else { return settle }
+              states.notCompletedWrites == 0 else { return settle }
         return quickSettle
     }
 
@@ -82,7 +122,7 @@ struct WatchCoalescer: Sendable {
         roots[root] = nil
         let remaining = Array(roots.keys)
         let isOrphan = { (path: String) in !remaining.contains { WatchPaths.isWithin(path, root: $0) } }
-        states = states.filter { !isOrphan($0.key) }
+        states.removeAll { isOrphan($0) }
         moves.removeAll { isOrphan($0.to) }
         pendingFrom.removeAll { isOrphan($0.path) }
         rescans.removeAll { WatchPaths.isWithin($0.path, root: root) && $0.reason != .rootChanged }
@@ -190,7 +230,7 @@ struct WatchCoalescer: Sendable {
     private mutating func replace(_ path: String, isDirectory: Bool) {
         states[path] = nil
         if isDirectory, !states.isEmpty {
-            states = states.filter { !WatchPaths.isDescendant($0.key, of: path) }
+            states.removeAll { WatchPaths.isDescendant($0, of: path) }
         }
     }
 
@@ -289,7 +329,7 @@ struct WatchCoalescer: Sendable {
         batch.changes += changed.map { WatchChange.changed($0.1) }
         batch.rescans = rescans
 
-        states = [:]
+        states.removeAll()
         moves = []
         rescans = []
         rescanSet = []

@@ -45,11 +45,17 @@ enum WatchPaths {
     }
 
     /// Whether the item at `path` (below `root`) is hidden by `rules` or is a sync cookie.
+    /// (On the bytes of `path`: the watcher asks this for every event, the name is not copied.)
     static func isIgnored(_ path: String, root: String, rules: IgnoreRules, isDirectory: Bool) -> Bool {
         if path == root { return false }
-        let name = name(path)
-        if name.hasPrefix(cookiePrefix) { return true }
-        return rules.isIgnored(name: name, relativePath: relative(path, root: root), isDirectory: isDirectory)
+        var utf8 = path
+        return utf8.withUTF8 { bytes in
+            let start = (bytes.lastIndex(of: UInt8(ascii: "/")) ?? -1) + 1
+            let name = UnsafeBufferPointer(rebasing: bytes[start...])
+            if name.starts(with: cookiePrefix.utf8) { return true }
+            return rules.isIgnored(nameBytes: name, relativePath: { relative(path, root: root) },
+                                   isDirectory: isDirectory)
+        }
     }
 
     /// Whether something exists at `path` (without following a final symbolic link).

@@ -63,7 +63,7 @@ enum SyncFiles {
                 }
             }
             guard reachable else { continue }
-            let name = (path as NSString).lastPathComponent
+            let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) } ?? path
             let full = root + "/" + path
             if isOwnTemporary(name) { continue }
             guard let stamp = FileStamp.of(full) else {
@@ -122,7 +122,19 @@ enum SyncFiles {
 
     /// The hex SHA-256 of `data`.
     static func hash(_ data: some DataProtocol) -> String {
-        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: data))
+    }
+
+    /// Lower-case hex of `bytes` (a digest), without formatting each byte with `String(format:)`.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Copies the file at `source` to `destination` while hashing it; returns the hash and the
@@ -142,7 +154,7 @@ enum SyncFiles {
             try SafeSave.writeAll(output, chunk, path: destination)
         }
         guard let after = FileStamp.of(source) else { throw UbiquityError(.notFound, "'\(source)' vanished while it was read") }
-        return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), before, after)
+        return (hex(hasher.finalize()), before, after)
     }
 
     /// Reads the file at `source` into memory while hashing it, when it has at most `limit`
@@ -184,7 +196,7 @@ enum SyncFiles {
         defer { close(input) }
         var hasher = SHA256()
         try readAll(input, path: path) { hasher.update(bufferPointer: $0) }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hex(hasher.finalize())
     }
 
     /// The content hash of a local item: a file's content, a link's target, nothing for folders.
@@ -238,7 +250,11 @@ enum SyncFiles {
 extension SyncFiles {
     /// Whether a record's path is usable: relative, no empty, `.` or `..` components, no NUL.
     static func isValid(relativePath path: String) -> Bool {
-        guard !path.isEmpty, !path.hasPrefix("/"), !path.contains("\0") else { return false }
-        return !path.split(separator: "/", omittingEmptySubsequences: false).contains { $0.isEmpty || $0 == "." || $0 == ".." }
+        // on the bytes (the scan asks this for every path it is given)
+        let bytes = path.utf8
+        guard !bytes.isEmpty, !bytes.contains(0) else { return false }
+        return !bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { component in
+            component.isEmpty || component.elementsEqual([UInt8(ascii: ".")]) || component.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+        }
     }
 }

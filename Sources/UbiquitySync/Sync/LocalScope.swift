@@ -18,10 +18,13 @@ struct LocalScope: Sendable, Equatable {
 
     /// Adds a watcher batch for the folder `root` (absolute paths outside it are ignored).
     mutating func add(_ batch: WatchBatch, root: String) {
+        let prefix = Array((root + "/").utf8)
         func relative(_ path: String) -> String? {
             if path == root { full = true; return nil }
-            guard path.hasPrefix(root + "/") else { return nil }
-            return String(path.dropFirst(root.count + 1))
+            // on the bytes: a batch names every file written (thousands)
+            let bytes = path.utf8
+            guard bytes.count >= prefix.count, bytes.starts(with: prefix) else { return nil }
+            return String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self)
         }
         for change in batch.changes {
             switch change {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import Synchronization
 import Ubiquity
 import UbiquityCore
 
@@ -36,9 +37,11 @@ extension SyncEngine {
         for (item, _) in items { perPath[item.path, default: 0] += 1 }
         var new: [NewFile] = []
         var rest: [(RemoteItem, Record)] = []
+        let files = items.filter { $0.0.kind == .file }
+        let known = try journal.known(ids: files.map(\.0.id), paths: files.map(\.0.path))  // one read for the page
         for (item, record) in items {
             guard item.kind == .file, perPath[item.path] == 1, SyncFiles.isValid(relativePath: item.path),
-                  try journal.entry(id: item.id) == nil, try !journal.contains(path: item.path) else {
+                  !known.ids.contains(item.id), !known.paths.contains(item.path) else {
                 rest.append((item, record))
                 continue
             }
@@ -103,11 +106,17 @@ extension SyncEngine {
     /// The stages of ``applyNewFiles(_:)`` for one chunk, up to the renames.
     private func writeNewFiles(_ files: [NewFile]) async throws -> [NewFileOutcome] {
         let root = folder
-        // 1. temporaries: written, checked, fsynced (nothing under a real name yet)
+        // 1. temporaries: written, checked, fsynced (nothing under a real name yet); the folders
+        // on the way made first, one by one, then the files written by ``temporaryLanes``
+        // threads at once, so that the file system commits their fsyncs together (one by one,
+        // each fsync of a small file waits for a journal commit of its own: milliseconds each)
         let temporaries: [Result<String, NewFileError>] = try await BlockingWork.run {
             var made = Set<String>()
-            return files.map { file in
-                Result { try SyncFiles.writeTemporary(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
+            let ready = files.map { file in
+                Result { try SyncFiles.makeFolders(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
+            }
+            return SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
+                ready[index].flatMap { Result { try SyncFiles.writeTemporary(for: files[index], root: root) }.mapError(NewFileError.init) }
             }
         }
         defer {
@@ -149,6 +158,9 @@ extension SyncEngine {
         return outcomes
     }
 
+    /// Threads writing (and fsyncing) new files' temporaries at once.
+    static let temporaryLanes = 16
+
     /// Sets (nil: clears) a failure thrown between the stages of the new-file writer (tests).
     func setNewFilesFault(_ fault: (@Sendable (String) throws -> Void)?) {
         newFilesFault = fault
@@ -170,14 +182,26 @@ struct NewFileError: Error {
 }
 
 extension SyncFiles {
-    /// Writes the temporary of a new file (next to its target under `root`, making the
-    /// folders on the way): its content, checked against the hash, mode, modification time,
-    /// fsync. Throws ``NewFileError/NameTaken`` when something is at the target's name.
-    static func writeTemporary(for file: SyncEngine.NewFile, root: String, madeFolders: inout Set<String>) throws -> String {
+    /// Makes the folders on the way to a new file's target under `root` (each checked to be a
+    /// real folder). Throws ``NewFileError/NameTaken`` when something is at the target's name
+    /// or a link is on the way (the prefetched content is dropped then).
+    static func makeFolders(for file: SyncEngine.NewFile, root: String, madeFolders: inout Set<String>) throws {
         let item = file.item
         let target = root + "/" + item.path
         let parent = (target as NSString).deletingLastPathComponent
-        if FileStamp.of(target) != nil, let staged = file.staged { unlink(staged) }
+        do {
+            try makeFolders(parent: parent, item: item, root: root, madeFolders: &madeFolders)
+        } catch {
+            if let staged = file.staged { unlink(staged) }
+            throw error
+        }
+        if FileStamp.of(target) != nil {
+            if let staged = file.staged { unlink(staged) }
+            throw NewFileError.NameTaken()
+        }
+    }
+
+    private static func makeFolders(parent: String, item: RemoteItem, root: String, madeFolders: inout Set<String>) throws {
         if !madeFolders.contains(parent) {
             // every folder on the way must be a real folder: never write through a link (an
             // app's folder link, a synced symbolic link) — such a file is applied alone
@@ -185,6 +209,16 @@ extension SyncFiles {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             madeFolders.insert(parent)
         }
+    }
+
+    /// Writes the temporary of a new file next to its target under `root` (its folder made by
+    /// ``makeFolders(for:root:madeFolders:)``): its content, checked against the hash, mode,
+    /// modification time, fsync. Any thread; throws ``NewFileError/NameTaken`` when something
+    /// is at the target's name.
+    static func writeTemporary(for file: SyncEngine.NewFile, root: String) throws -> String {
+        let item = file.item
+        let target = root + "/" + item.path
+        if FileStamp.of(target) != nil, let staged = file.staged { unlink(staged) }
         guard FileStamp.of(target) == nil else { throw NewFileError.NameTaken() }
         let temporary = temporaryPath(near: target)
         // the prefetched content is gone afterwards, whatever happens (renamed, or dropped)
@@ -219,5 +253,56 @@ extension SyncFiles {
             unlink(temporary)
             throw error
         }
+    }
+}
+
+extension SyncFiles {
+    /// `body(index)` for every index below `count`, on up to `lanes` threads of their own (not
+    /// the cooperative pool or the blocking queue's few threads: the work waits on the disk),
+    /// the results in index order. Blocks until all are done.
+    static func concurrently<T: Sendable>(_ count: Int, lanes: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
+        guard count > 1, lanes > 1 else { return (0..<count).map(body) }
+        let shared = ConcurrentResults<T>(count: count)
+        let group = DispatchGroup()
+        for _ in 0..<min(lanes, count) {
+            group.enter()
+            let thread = Thread {
+                while let index = shared.take() { shared.store(body(index), at: index) }
+                group.leave()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        group.wait()
+        return shared.results()
+    }
+}
+
+/// The work queue and results of ``SyncFiles/concurrently(_:lanes:_:)``.
+private final class ConcurrentResults<T: Sendable>: Sendable {
+    private let next = Mutex(0)
+    private let slots: Mutex<[T?]>
+    private let count: Int
+
+    init(count: Int) {
+        self.count = count
+        slots = Mutex(Array(repeating: nil, count: count))
+    }
+
+    /// The next index to work on, nil when none is left.
+    func take() -> Int? {
+        next.withLock { next in
+            guard next < count else { return nil }
+            defer { next += 1 }
+            return next
+        }
+    }
+
+    func store(_ value: T, at index: Int) {
+        slots.withLock { $0[index] = value }
+    }
+
+    func results() -> [T] {
+        slots.withLock { $0.map { $0! } }
     }
 }

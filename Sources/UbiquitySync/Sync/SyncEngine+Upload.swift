@@ -317,9 +317,9 @@ extension SyncEngine {
             }
         }
         try journal.putAll(saved.map(\.1))
+        reportUploaded(saved.map(\.0.upload.path))  // one journal read for the batch (SyncEngine.swift)
         for (item, _) in saved {
             refusedUploads[item.upload.path] = nil
-            report(item.upload.path, .uploaded)
             onEvent?(.didUpload(path: item.upload.path))
         }
         if !saved.isEmpty { logger.debug("uploaded", metadata: ["ubiquity.count": "\(saved.count)"]) }

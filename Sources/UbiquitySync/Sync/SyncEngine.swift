@@ -309,6 +309,20 @@ public actor SyncEngine {
         }
     }
 
+    /// ``report(_:_:)`` with `.uploaded` for a batch of items the server took: what it asks the
+    /// journal per item (a transfer state to clear, an evicted item) is asked once for all.
+    func reportUploaded(_ paths: [String]) {
+        guard let facts = try? journal.uploadFacts(paths: paths) else {
+            for path in paths { report(path, .uploaded) }
+            return
+        }
+        for path in paths {
+            onStatus?(absolute(path), conflicted.contains(path) ? .inConflict : .uploaded)
+            if facts.transfers.contains(path) { noteUploaded(path) }
+            if facts.evicted.contains(path) { publishTransfer(path) }
+        }
+    }
+
     /// Items whose conflicts were resolved (`ubiq resolve`, the API) are reported uploaded again.
     func noteResolvedConflicts() async {
         guard !conflicted.isEmpty, onStatus != nil else { return }

@@ -11,7 +11,58 @@ extension SyncJournal {
 
     /// Whether an entry is at `path`.
     public func contains(path: String) throws -> Bool {
-        try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM items WHERE path = ?", arguments: [path]) ?? false }
+        try queue.read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM items WHERE path = ?"), arguments: [path]) ?? false
+        }
+    }
+
+    /// Which of `ids` have an entry, and which of `paths` (one read for a page of records,
+    /// instead of two per record).
+    func known(ids: [String], paths: [String]) throws -> (ids: Set<String>, paths: Set<String>) {
+        guard !ids.isEmpty || !paths.isEmpty else { return ([], []) }
+        return try queue.read { db in
+            let byID = try db.cachedStatement(sql: "SELECT 1 FROM items WHERE id = ?")
+            let byPath = try db.cachedStatement(sql: "SELECT 1 FROM items WHERE path = ?")
+            var knownIDs = Set<String>(), knownPaths = Set<String>()
+            for id in ids {
+                if try Bool.fetchOne(byID, arguments: [id]) != nil { knownIDs.insert(id) }
+            }
+            for path in paths {
+                if try Bool.fetchOne(byPath, arguments: [path]) != nil { knownPaths.insert(path) }
+            }
+            return (knownIDs, knownPaths)
+        }
+    }
+
+    /// The change tags journaled for `ids` (those with an entry confirmed by the server), in
+    /// one read.
+    func changeTags(ids: [String]) throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        return try queue.read { db in
+            let statement = try db.cachedStatement(sql: "SELECT tag FROM items WHERE id = ? AND tag IS NOT NULL")
+            var tags: [String: String] = [:]
+            for id in ids {
+                if let tag = try String.fetchOne(statement, arguments: [id]) { tags[id] = tag }
+            }
+            return tags
+        }
+    }
+
+    /// Of `paths` just uploaded, those with a recorded transfer state (an upload's progress or
+    /// error to clear) and those whose item is evicted (its state is published again): one read
+    /// for a batch, instead of two per item.
+    func uploadFacts(paths: [String]) throws -> (transfers: Set<String>, evicted: Set<String>) {
+        guard !paths.isEmpty else { return ([], []) }
+        return try queue.read { db in
+            let transfer = try db.cachedStatement(sql: "SELECT 1 FROM transfers WHERE path = ?")
+            let evicted = try db.cachedStatement(sql: "SELECT 1 FROM evicted JOIN items ON items.id = evicted.id WHERE items.path = ?")
+            var transfers = Set<String>(), evictedPaths = Set<String>()
+            for path in paths {
+                if try Bool.fetchOne(transfer, arguments: [path]) != nil { transfers.insert(path) }
+                if try Bool.fetchOne(evicted, arguments: [path]) != nil { evictedPaths.insert(path) }
+            }
+            return (transfers, evictedPaths)
+        }
     }
 
     /// The entries a narrowed pass looks at: the one at each named path, and every one at or

@@ -68,6 +68,40 @@ import UbiquityStore
         #expect(try await indexer.apply(WatchBatch(changes: [.changed("/elsewhere/file")])).isEmpty)
     }
 
+    @Test("many written files are indexed in large transactions, in order with the other changes")
+    func manyWrittenFilesInOneBatch() async throws {
+        let tree = ScanTestTree()
+        defer { tree.remove() }
+        tree.file("old.txt")
+        tree.file("edited.txt", "1")
+        let indexer = try makeIndexer()
+        _ = try await indexer.addRoot(tree.root, ignoring: .defaults)
+        let count = Indexer.filesPerTransactionForTests + 500
+        var changes: [WatchChange] = []
+        for number in 0..<count {
+            tree.file("n\(number).txt", "\(number)")
+            changes.append(.changed(tree.path("n\(number).txt")))
+            if number == count / 2 {
+                tree.delete("old.txt")
+                changes.append(.removed(tree.path("old.txt")))
+                tree.file("edited.txt", "edited")
+                changes.append(.changed(tree.path("edited.txt")))
+                tree.file("folder/inner.txt")
+                changes.append(.changed(tree.path("folder")))
+                changes.append(.changed(tree.path("vanished.txt")))  // not there: nothing to add
+            }
+        }
+        let delta = try await indexer.apply(WatchBatch(changes: changes))
+        #expect(delta.added.count == count + 2)  // the files, the folder and its file
+        #expect(delta.removed == [tree.path("old.txt")])
+        #expect(delta.changed.map(\.name) == ["edited.txt"])
+        #expect(try indexer.index.record(at: tree.path("edited.txt"))?.size == 6)
+        #expect(try indexer.index.record(at: tree.path("n\(count - 1).txt"))?.size == Int64("\(count - 1)".utf8.count))
+        #expect(try paths(indexer, tree).count == count + 3)
+        // the same batch again changes nothing (the quick-check)
+        #expect(try await indexer.apply(WatchBatch(changes: changes.filter { if case .removed = $0 { false } else { true } })).isEmpty)
+    }
+
     @Test func removedDropsTheSubtree() async throws {
         let tree = ScanTestTree()
         defer { tree.remove() }

@@ -211,4 +211,34 @@ import UbiquityCore
         coalescer.ingest(.init(.deleted, "/r/doc~"), at: 6 * Self.ms)
         #expect(coalescer.flush(at: 8 * Self.ms, exists: { $0 == "/r/doc" })?.changes == [.changed("/r/doc")])
     }
+
+    @Test("the quick settle follows every path's state as it changes (many files, then a folder, then its removal)")
+    func quickSettleCountsStatesAsTheyChange() {
+        var coalescer = WatchCoalescer(settle: .milliseconds(20), maximumLatency: .milliseconds(200), quickSettle: .milliseconds(2))
+        coalescer.addRoot(Self.root, rules: .defaults)
+        for number in 0..<1000 {
+            coalescer.ingest(.init(.created, "/r/f\(number)"), at: 0)
+            coalescer.ingest(.init(.modified, "/r/f\(number)"), at: 0)
+        }
+        #expect(coalescer.deadline == 20 * Self.ms, "unfinished writes wait for the full settle")
+        for number in 0..<999 { coalescer.ingest(.init(.closedAfterWriting, "/r/f\(number)"), at: 0) }
+        #expect(coalescer.deadline == 20 * Self.ms, "one write is still open")
+        coalescer.ingest(.init(.closedAfterWriting, "/r/f999"), at: 0)
+        #expect(coalescer.deadline == 2 * Self.ms, "every write completed")
+        coalescer.ingest(.init(.created, "/r/d", isDirectory: true), at: 0)
+        #expect(coalescer.deadline == 20 * Self.ms, "a new folder")
+        coalescer.ingest(.init(.deleted, "/r/d", isDirectory: true), at: 0)
+        #expect(coalescer.deadline == 20 * Self.ms, "a removal")
+        // the folder is replaced (its state goes with it) by a completed file of that name
+        coalescer.ingest(.init(.movedTo(cookie: 9), "/r/d"), at: 0)
+        coalescer.ingest(.init(.closedAfterWriting, "/r/d"), at: 0)
+        #expect(coalescer.deadline == 2 * Self.ms)
+        #expect(coalescer.flush(at: 2 * Self.ms, exists: { _ in true })?.changes.count == 1001)
+        #expect(coalescer.deadline == nil)
+        // after a flush the count starts again
+        coalescer.ingest(.init(.created, "/r/g"), at: 10 * Self.ms)
+        #expect(coalescer.deadline == 30 * Self.ms)
+        coalescer.ingest(.init(.closedAfterWriting, "/r/g"), at: 10 * Self.ms)
+        #expect(coalescer.deadline == 12 * Self.ms)
+    }
 }

@@ -121,4 +121,38 @@ import Ubiquity
         scope.full = true
         #expect(try journal.entries(in: scope).count == paths.count)
     }
+
+    @Test("a page's journal questions are asked in one read each: known IDs and paths, change tags, upload facts")
+    func batchedJournalLookups() throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-known-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
+        try journal.putAll([
+            JournalEntry(id: "1", path: "a", stat: stat, contentHash: "h", changeTag: "t1"),
+            JournalEntry(id: "2", path: "b/c", stat: stat, contentHash: "h", changeTag: nil),
+            JournalEntry(id: "3", path: "é", stat: stat, contentHash: "h", changeTag: "t3"),
+        ])
+        let known = try journal.known(ids: ["1", "2", "9"], paths: ["a", "b", "b/c", "é", "x"])
+        #expect(known.ids == ["1", "2"])
+        #expect(known.paths == ["a", "b/c", "é"])
+        let none = try journal.known(ids: [], paths: [])
+        #expect(none.ids.isEmpty && none.paths.isEmpty)
+        #expect(try journal.changeTags(ids: ["1", "2", "3", "9"]) == ["1": "t1", "3": "t3"])
+
+        try journal.updateTransfer(path: "a") { $0.uploadError = "refused" }
+        try journal.setEvicted("3", true)
+        let facts = try journal.uploadFacts(paths: ["a", "b/c", "é", "x"])
+        #expect(facts.transfers == ["a"])
+        #expect(facts.evicted == ["é"])
+    }
+
+    @Test("the new-file writer's lanes return every result in order")
+    func concurrentLanesKeepTheOrder() {
+        let results = SyncFiles.concurrently(1000, lanes: 16) { index in index * 2 }
+        #expect(results == (0..<1000).map { $0 * 2 })
+        #expect(SyncFiles.concurrently(1, lanes: 16) { $0 + 7 } == [7])
+        #expect(SyncFiles.concurrently(0, lanes: 16) { $0 }.isEmpty)
+        #expect(SyncFiles.concurrently(5, lanes: 1) { $0 } == [0, 1, 2, 3, 4])
+    }
 }

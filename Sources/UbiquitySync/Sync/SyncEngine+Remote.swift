@@ -54,13 +54,8 @@ extension SyncEngine {
             for entry in try journal.entries() where entry.changeTag != nil && !listed.contains(entry.id) { deleted.append(entry.id) }
         }
         var failed = false
-        var items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
+        let items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
             .sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
-        // records journaled here in the same version (this device's own uploads coming back,
-        // which ``SyncDecision/remoteChange`` leaves alone): dropped with one journal read for
-        // all, not judged one by one (SyncJournal+Scope.swift)
-        let journaledTags = try journal.changeTags(ids: items.map(\.0.id))
-        items.removeAll { item, _ in item.changeTag != nil && journaledTags[item.id] == item.changeTag }
         // the records changing in this batch: one of them is never a duplicate of another (a path
         // freed by a delete or a rename and taken by a new record)
         let changing = Set(records.keys).union(deleted)

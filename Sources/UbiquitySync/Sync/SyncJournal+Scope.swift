@@ -34,20 +34,6 @@ extension SyncJournal {
         }
     }
 
-    /// The change tags journaled for `ids` (those with an entry confirmed by the server), in
-    /// one read.
-    func changeTags(ids: [String]) throws -> [String: String] {
-        guard !ids.isEmpty else { return [:] }
-        return try queue.read { db in
-            let statement = try db.cachedStatement(sql: "SELECT tag FROM items WHERE id = ? AND tag IS NOT NULL")
-            var tags: [String: String] = [:]
-            for id in ids {
-                if let tag = try String.fetchOne(statement, arguments: [id]) { tags[id] = tag }
-            }
-            return tags
-        }
-    }
-
     /// Of `paths` just uploaded, those with a recorded transfer state (an upload's progress or
     /// error to clear) and those whose item is evicted (its state is published again): one read
     /// for a batch, instead of two per item.

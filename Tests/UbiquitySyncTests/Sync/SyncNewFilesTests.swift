@@ -122,7 +122,7 @@ import Ubiquity
         #expect(try journal.entries(in: scope).count == paths.count)
     }
 
-    @Test("a page's journal questions are asked in one read each: known IDs and paths, change tags, upload facts")
+    @Test("a page's journal questions are asked in one read each: known IDs and paths, upload facts")
     func batchedJournalLookups() throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-known-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -138,7 +138,6 @@ import Ubiquity
         #expect(known.paths == ["a", "b/c", "é"])
         let none = try journal.known(ids: [], paths: [])
         #expect(none.ids.isEmpty && none.paths.isEmpty)
-        #expect(try journal.changeTags(ids: ["1", "2", "3", "9"]) == ["1": "t1", "3": "t3"])
 
         try journal.updateTransfer(path: "a") { $0.uploadError = "refused" }
         try journal.setEvicted("3", true)

@@ -317,7 +317,7 @@ public actor SyncEngine {
             return
         }
         for path in paths {
-            onStatus?(absolute(path), conflicted.contains(path) ? .inConflict : .uploaded)
+            onStatus?(absolute(path), isConflicted(path) ? .inConflict : .uploaded)
             if facts.transfers.contains(path) { noteUploaded(path) }
             if facts.evicted.contains(path) { publishTransfer(path) }
         }

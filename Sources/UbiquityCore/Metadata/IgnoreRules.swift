@@ -68,19 +68,7 @@ public struct IgnoreRules: Sendable, Hashable {
     /// `relativePath` is only evaluated when a pattern contains `/`.
     public func isIgnored(name: String, relativePath: @autoclosure () -> String, isDirectory: Bool) -> Bool {
         var utf8 = name
-        return utf8.withUTF8 { nameBytes in
-            var relative: String?
-            for pattern in prepared {
-                if pattern.directoryOnly && !isDirectory { continue }
-                if pattern.matchesRelativePath {
-                    if relative == nil { relative = relativePath() }
-                    if relative!.withUTF8({ pattern.matches($0) }) { return true }
-                } else if pattern.matches(nameBytes) {
-                    return true
-                }
-            }
-            return false
-        }
+        return utf8.withUTF8 { isIgnored(nameBytes: $0, relativePath: relativePath, isDirectory: isDirectory) }
     }
 
     /// Whether the item whose name is the bytes `name` (no terminating zero) is ignored, for

@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import Crypto
-import Dispatch
 import Foundation
 import UbiquityCore
 #if canImport(Glibc)
@@ -46,7 +44,7 @@ public struct AssetFileScan: Sendable, Hashable {
         defer { close(fd) }
         guard let before = FileStamp.of(descriptor: fd) else { throw UbiquityError.posix("fstat", path: url.path) }
         guard !before.isDirectory && !before.isSymbolicLink else { throw UbiquityError(.invalidArgument, "'\(url.path)' is not a regular file") }
-        let scanner = AssetPassScanner(parameters: chunking)
+        let scanner = AssetChunkScanner(parameters: chunking)  // the whole hash on a second thread
         let size = max(pieceSize, 1 << 16)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
         defer { buffer.deallocate() }
@@ -80,68 +78,5 @@ public struct AssetFileScan: Sendable, Hashable {
             defer { offset += Int64(chunk.size) }
             return AssetChunkSpan(ref: chunk, offset: offset)
         }
-    }
-}
-
-/// The single-pass scanner behind ``AssetFileScan/scan(_:chunking:pieceSize:)``: per piece, the
-/// whole SHA-256 on one thread and the chunker with the chunk hashes on another (two passes of
-/// SHA-256 over every byte otherwise make it the slowest part). Used from one thread at a time.
-final class AssetPassScanner: @unchecked Sendable {
-    // @unchecked because: `scan` and `finish` are called in sequence from one thread; inside
-    // `scan` the two halves touch disjoint state (`whole` / the chunker and chunk hashes) and
-    // `concurrentPerform` returns only when both are done.
-    private var whole = SHA256()
-    private var chunker: FastCDC
-    private var chunkHash = SHA256()
-    private var position: Int64 = 0
-    private var chunkStart: Int64 = 0
-    private(set) var chunks: [AssetChunkSpan] = []
-
-    /// Pieces at least this long are split over two threads.
-    static let parallelThreshold = 1 << 20
-
-    init(parameters: FastCDC.Parameters) {
-        chunker = FastCDC(parameters: parameters)
-    }
-
-    func scan(_ bytes: UnsafeRawBufferPointer) {
-        if bytes.count >= Self.parallelThreshold {
-            // both halves only read the buffer, which outlives the call
-            nonisolated(unsafe) let shared = bytes
-            DispatchQueue.concurrentPerform(iterations: 2) { half in
-                if half == 0 { self.whole.update(bufferPointer: shared) } else { self.cut(shared) }
-            }
-        } else {
-            whole.update(bufferPointer: bytes)
-            cut(bytes)
-        }
-        position += Int64(bytes.count)
-    }
-
-    private func cut(_ bytes: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset < bytes.count {
-            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-            if let cut = chunker.boundary(in: rest) {
-                chunkHash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: rest[..<cut]))
-                offset += cut
-                endChunk(at: position + Int64(offset))
-            } else {
-                chunkHash.update(bufferPointer: rest)
-                offset = bytes.count
-            }
-        }
-    }
-
-    private func endChunk(at end: Int64) {
-        chunks.append(AssetChunkSpan(ref: AssetChunkRef(hash: Hex.encode(chunkHash.finalize()), size: Int(end - chunkStart)), offset: chunkStart))
-        chunkStart = end
-        chunkHash = SHA256()
-    }
-
-    /// Ends the scan; returns the whole content's checksum (standard base64 of its SHA-256).
-    func finish() -> String {
-        if chunker.finish() != nil { endChunk(at: position) }
-        return Data(whole.finalize()).base64EncodedString()
     }
 }

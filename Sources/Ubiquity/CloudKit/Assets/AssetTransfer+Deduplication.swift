@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AsyncHTTPClient
 import Crypto
+import Dispatch
 import Foundation
 import NIOCore
 import UbiquityCore
@@ -12,16 +13,23 @@ struct AssetChunkSpan: Sendable, Hashable {
 }
 
 /// Cuts a file into chunks and hashes them and the whole, piece by piece. Used from one
-/// blocking call at a time, never concurrently.
+/// blocking call at a time, never concurrently: pieces of at least ``parallelThreshold`` bytes
+/// have the whole hash computed on a second thread while this one cuts and hashes the chunks
+/// (two passes of SHA-256 over every byte otherwise make it the slowest part of a large upload).
 final class AssetChunkScanner: @unchecked Sendable {
     // @unchecked because: every method is called from one `BlockingWork.run` at a time, in
-    // sequence (the scan awaits each piece before the next).
+    // sequence (the scan awaits each piece before the next); inside ``scan(_:)`` the two halves
+    // touch disjoint state (`whole` / the chunker and chunk hashes) and `concurrentPerform`
+    // returns only when both are done.
     private var chunker: FastCDC
     private var chunkHash = SHA256()
     private var whole: SHA256?
     private var position: Int64 = 0
     private var chunkStart: Int64 = 0
     private(set) var chunks: [AssetChunkSpan] = []
+
+    /// Pieces at least this long are split over two threads.
+    static let parallelThreshold = 1 << 20
 
     /// A scanner; without `wholeChecksum` only the chunks are hashed (``finish()`` then returns "").
     init(parameters: FastCDC.Parameters, wholeChecksum: Bool = true) {
@@ -30,21 +38,35 @@ final class AssetChunkScanner: @unchecked Sendable {
     }
 
     func scan(_ buffer: ByteBuffer) {
-        buffer.withUnsafeReadableBytes { bytes in
-            whole?.update(bufferPointer: bytes)
-            var offset = 0
-            while offset < bytes.count {
-                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-                if let cut = chunker.boundary(in: rest) {
-                    chunkHash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: rest[..<cut]))
-                    offset += cut
-                    endChunk(at: position + Int64(offset))
-                } else {
-                    chunkHash.update(bufferPointer: rest)
-                    offset = bytes.count
-                }
+        buffer.withUnsafeReadableBytes { scan($0) }
+    }
+
+    func scan(_ bytes: UnsafeRawBufferPointer) {
+        if whole != nil, bytes.count >= Self.parallelThreshold {
+            // both halves only read the buffer, which outlives the call
+            nonisolated(unsafe) let shared = bytes
+            DispatchQueue.concurrentPerform(iterations: 2) { half in
+                if half == 0 { self.whole?.update(bufferPointer: shared) } else { self.cut(shared) }
             }
-            position += Int64(bytes.count)
+        } else {
+            whole?.update(bufferPointer: bytes)
+            cut(bytes)
+        }
+        position += Int64(bytes.count)
+    }
+
+    private func cut(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            if let cut = chunker.boundary(in: rest) {
+                chunkHash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: rest[..<cut]))
+                offset += cut
+                endChunk(at: position + Int64(offset))
+            } else {
+                chunkHash.update(bufferPointer: rest)
+                offset = bytes.count
+            }
         }
     }
 

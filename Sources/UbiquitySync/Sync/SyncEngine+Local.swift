@@ -110,9 +110,14 @@ extension SyncEngine {
         }
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
+        // (a new file that has a vanished file's inode pairs by inode: no need to read it here —
+        // a rename of 1 GiB reads nothing; it is hashed below only if its size or time moved)
         var createdHashes: [String: String] = [:]
         if !missing.isEmpty {
-            for local in created where local.stat.kind == .file { createdHashes[local.path] = try? await hashOf(local) }
+            let vanishedFiles = Set(missing.lazy.filter { $0.stat.kind == .file }.map(\.stat.inode))
+            for local in created where local.stat.kind == .file && !vanishedFiles.contains(local.stat.inode) {
+                createdHashes[local.path] = try? await hashOf(local)
+            }
         }
         let moves = SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
         let movedPaths = Set(moves.values)

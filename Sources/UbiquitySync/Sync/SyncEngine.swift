@@ -155,6 +155,10 @@ public actor SyncEngine {
         return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
     }
 
+    /// How often a watched folder is scanned whole anyway (the poll fetches changes every
+    /// `pollInterval`; a folder without a watcher is scanned at every poll).
+    static let fullScanInterval: Duration = .seconds(600)
+
     /// Starts watching the folder, listening for pushes and syncing.
     public nonisolated func start() {
         do {
@@ -186,9 +190,17 @@ public actor SyncEngine {
             }
         }
         let poll = Task { [self, pollInterval, wakeContinuation] in
+            let clock = ContinuousClock()
+            var scanned = clock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: pollInterval)
-                scope.withLock { $0.full = true }  // the correctness backstop
+                // the correctness backstop, a whole scan: every poll without a watcher, else every
+                // `fullScanInterval` (the watcher names what changes, and asks for a whole scan
+                // itself after an overflow or a lost watch; 100,000 items cost ~1.6 CPU-s a scan)
+                if !watching.load(ordering: .relaxed) || clock.now - scanned >= Self.fullScanInterval {
+                    scope.withLock { $0.full = true }
+                    scanned = clock.now
+                }
                 remoteDirty.store(true, ordering: .relaxed)
                 wakeContinuation.yield()
             }

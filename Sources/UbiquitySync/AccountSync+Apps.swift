@@ -77,7 +77,9 @@ extension AccountSync {
                 result.append(link)
                 continue
             }
-            let name = AppFolderLinks.names(for: [identifier], current: [:]) { used.contains($0) }[identifier] ?? identifier
+            var displayNames: [String: String] = [:]
+            displayNames[identifier] = UbiquityContainers.displayName(ofContainerAt: URL(fileURLWithPath: documents).deletingLastPathComponent())
+            let name = AppFolderLinks.names(for: [identifier], current: [:], displayNames: displayNames) { used.contains($0) }[identifier] ?? identifier
             used.insert(name)
             result.append(AppFolderLinks.Link(identifier: identifier, name: name, target: documents))
         }

@@ -16,6 +16,10 @@ import UbiquityCore
 /// `interval`, so a container an app declares while the daemon runs is picked up. A container
 /// that cannot be synced (its `Documents` unreadable, or not a folder) is reported once and
 /// skipped; the others go on.
+///
+/// Each link is named after the container's display name: the one an app on this disk declares
+/// (``UbiquityContainers/setDisplayName(_:for:)``, registered for the other devices), else the
+/// one registered from another device, else the identifier's last component.
 actor AppContainerSync {
     /// Makes the engine of an app container (`identifier`, its `documents` folder).
     typealias EngineFactory = @Sendable (_ identifier: String, _ documents: String) throws -> SyncEngine
@@ -30,13 +34,14 @@ actor AppContainerSync {
     var engines: [String: SyncEngine] = [:]
     /// The last problem reported per container (each is reported once, until it changes).
     var problems: [String: String] = [:]
-    var registered = Set<String>()
+    /// The containers this device registered, with the display name it registered (nil: none).
+    var registered: [String: String?] = [:]
     var prepared = false
     /// Set by ``stop()``: a look in flight (suspended at a request) starts nothing afterwards.
     var stopped = false
     /// The account's containers as last listed, and when (the list is fetched every `interval`;
     /// this disk is looked at every `localInterval`).
-    var remote = Set<String>()
+    var remote: [String: String?] = [:]
     var listed: ContinuousClock.Instant?
     let localInterval: Duration
     nonisolated let loop = Mutex<Task<Void, Never>?>(nil)
@@ -108,7 +113,7 @@ actor AppContainerSync {
             listed = clock.now
         }
         let remote = self.remote
-        for identifier in remote.subtracting(identifiers) where identifier != driveContainer {
+        for identifier in Set(remote.keys).subtracting(identifiers) where identifier != driveContainer {
             do {
                 try FileManager.default.createDirectory(atPath: documents(of: identifier), withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
@@ -118,15 +123,23 @@ actor AppContainerSync {
                 report(identifier, "cannot make the app container of the account", error)
             }
         }
-        for identifier in identifiers.subtracting(remote).subtracting(registered) {
+        var declared: [String: String] = [:]
+        for identifier in identifiers {
+            declared[identifier] = UbiquityContainers.displayName(ofContainerAt: container(of: identifier))
+        }
+        for identifier in identifiers.sorted() {
+            let name = declared[identifier]
+            // registered already (here or elsewhere) with this name, or this device declares none
+            if let known = registered[identifier] ?? remote[identifier], name == nil || known == name { continue }
             do {
-                try await registry.register(identifier)
-                registered.insert(identifier)
+                try await registry.register(identifier, displayName: name)
+                registered[identifier] = .some(name)
+                if let name { self.remote[identifier] = .some(name) }
             } catch {
                 logger.debug("cannot register the app container yet", metadata: ["ubiquity.container": "\(identifier)", "ubiquity.error": "\(error)"])
             }
         }
-        registered.formUnion(remote)
+        for (identifier, name) in remote where registered[identifier] == nil { registered[identifier] = .some(name) }
         // from here on nothing suspends, so a stop either came before (and nothing starts) or
         // comes after (and stops what started)
         guard !stopped else { return }
@@ -146,12 +159,22 @@ actor AppContainerSync {
             }
         }
         var targets: [String: String] = [:]
-        for (identifier, engine) in engines { targets[identifier] = engine.folder }
-        links.place(targets)
+        var names: [String: String] = [:]
+        for (identifier, engine) in engines {
+            targets[identifier] = engine.folder
+            names[identifier] = declared[identifier] ?? self.remote[identifier] ?? nil
+        }
+        links.place(targets, displayNames: names)
     }
 
-    /// The containers registered for the account (none when the server cannot say now).
-    func registeredContainers() async -> Set<String> {
+    /// A container's directory (holding `Documents/` and its declarations).
+    func container(of identifier: String) -> URL {
+        URL(fileURLWithPath: documents(of: identifier)).deletingLastPathComponent()
+    }
+
+    /// The containers registered for the account, with their display names (none when the
+    /// server cannot say now).
+    func registeredContainers() async -> [String: String?] {
         do {
             if !prepared {
                 try await registry.prepare()
@@ -160,7 +183,7 @@ actor AppContainerSync {
             return try await registry.containers()
         } catch {
             logger.debug("cannot list the account's app containers now", metadata: ["ubiquity.error": "\(error)"])
-            return []
+            return [:]
         }
     }
 

@@ -16,10 +16,13 @@ import UbiquityCore
 /// (``makeRoom(for:)``) the link moves aside to a disambiguated name, so the user's content
 /// always wins the name and nothing is written into an app's container through a link.
 ///
-/// Names (``names(for:current:isTaken:)``, pure): the identifier's last component
+/// Names (``names(for:current:displayNames:isTaken:)``, pure): the container's display name
+/// when one is declared (Apple's `NSUbiquitousContainerName`;
+/// ``UbiquityContainers/setDisplayName(_:for:)``), else the identifier's last component
 /// (`iCloud.com.example.Notes` → `Notes`); when a user's item or another app has it,
 /// `Notes (com.example.Notes)`, then `Notes (com.example.Notes) 2`, …. A link keeps its name
-/// while it stays free. Links are local to this device: they are never uploaded.
+/// while it stays free and its display name stays the same. Links are local to this device:
+/// they are never uploaded.
 public final class AppFolderLinks: Sendable {
     /// One link.
     public struct Link: Sendable, Hashable {
@@ -36,6 +39,8 @@ public final class AppFolderLinks: Sendable {
     let logger: Logger
     /// The links placed, by name.
     let state = Mutex<[String: Link]>([:])
+    /// The display names last given to ``place(_:displayNames:)``, by identifier.
+    let displayNames = Mutex<[String: String]>([:])
 
     /// The links of `folder` (made if missing). Links a previous run left there, to a
     /// container's `Documents/` in `containersDirectory`, are taken as links at once, so the
@@ -62,40 +67,51 @@ public final class AppFolderLinks: Sendable {
     /// The links placed so far.
     public var links: [Link] { state.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
-    /// The name an app container's folder gets when nothing else has it: the identifier's last
-    /// component (`iCloud.com.example.Notes` → `Notes`).
-    public static func preferredName(of identifier: String) -> String {
-        String(identifier.split(separator: ".").last ?? Substring(identifier))
+    /// The name an app container's folder gets when nothing else has it: its display name when
+    /// one is declared, else the identifier's last component (`iCloud.com.example.Notes` → `Notes`).
+    public static func preferredName(of identifier: String, displayName: String? = nil) -> String {
+        displayName ?? String(identifier.split(separator: ".").last ?? Substring(identifier))
     }
 
     /// The disambiguated name: `Notes (com.example.Notes)`, then with ` 2`, ` 3`, … (`attempt`
     /// counts from 1).
-    public static func disambiguatedName(of identifier: String, attempt: Int) -> String {
+    public static func disambiguatedName(of identifier: String, displayName: String? = nil, attempt: Int) -> String {
         let qualifier = identifier.hasPrefix("iCloud.") ? String(identifier.dropFirst("iCloud.".count)) : identifier
-        let base = "\(preferredName(of: identifier)) (\(qualifier))"
+        let base = "\(preferredName(of: identifier, displayName: displayName)) (\(qualifier))"
         return attempt <= 1 ? base : "\(base) \(attempt)"
     }
 
+    /// Whether `name` is the preferred or a disambiguated name of the container (so a link of
+    /// that name keeps it; after a display name changes, it does not).
+    static func isName(_ name: String, of identifier: String, displayName: String?) -> Bool {
+        let preferred = preferredName(of: identifier, displayName: displayName)
+        return name == preferred || name.hasPrefix(disambiguatedName(of: identifier, displayName: displayName, attempt: 1))
+    }
+
     /// The name of each container's link: its current name (`current`, by identifier) while
-    /// that is not taken by something else, else the preferred name, else the disambiguated
-    /// ones; `isTaken` says whether a name is used by something that is not this container's
-    /// link (a user's item). Identifiers are served in order, so the result is deterministic.
-    public static func names(for identifiers: [String], current: [String: String], isTaken: (String) -> Bool) -> [String: String] {
+    /// that is not taken by something else and still comes from the container's display name
+    /// (`displayNames`, by identifier; absent: none declared), else the preferred name, else the
+    /// disambiguated ones; `isTaken` says whether a name is used by something that is not this
+    /// container's link (a user's item). Identifiers are served in order, so the result is
+    /// deterministic.
+    public static func names(for identifiers: [String], current: [String: String], displayNames: [String: String] = [:],
+                             isTaken: (String) -> Bool) -> [String: String] {
         var result: [String: String] = [:]
         var used = Set<String>()
         func free(_ name: String) -> Bool { !used.contains(name) && !isTaken(name) }
         // links keep their names first, so a new app never takes an older app's name
         for identifier in identifiers.sorted() {
-            if let name = current[identifier], free(name) {
+            if let name = current[identifier], free(name), isName(name, of: identifier, displayName: displayNames[identifier]) {
                 result[identifier] = name
                 used.insert(name)
             }
         }
         for identifier in identifiers.sorted() where result[identifier] == nil {
-            var name = preferredName(of: identifier)
+            let displayName = displayNames[identifier]
+            var name = preferredName(of: identifier, displayName: displayName)
             var attempt = 1
             while !free(name) {
-                name = disambiguatedName(of: identifier, attempt: attempt)
+                name = disambiguatedName(of: identifier, displayName: displayName, attempt: attempt)
                 attempt += 1
             }
             result[identifier] = name
@@ -123,13 +139,15 @@ public final class AppFolderLinks: Sendable {
     /// item takes the name; the app's documents stay reachable under the new one).
     public func makeRoom(for relativePath: String) {
         guard let first = relativePath.split(separator: "/").first.map(String.init), isLink(first) else { return }
+        let displayNames = self.displayNames.withLock { $0 }
         state.withLock { links in
             guard let link = links[first] else { return }
+            let displayName = displayNames[link.identifier]
             var attempt = 1
-            var name = Self.disambiguatedName(of: link.identifier, attempt: attempt)
+            var name = Self.disambiguatedName(of: link.identifier, displayName: displayName, attempt: attempt)
             while links[name] != nil || FileStamp.of(folder + "/" + name) != nil || name == first {
                 attempt += 1
-                name = Self.disambiguatedName(of: link.identifier, attempt: attempt)
+                name = Self.disambiguatedName(of: link.identifier, displayName: displayName, attempt: attempt)
             }
             guard rename(folder + "/" + first, folder + "/" + name) == 0 else {
                 logger.error("cannot move an app's folder link aside for a synced item of the same name",
@@ -143,14 +161,16 @@ public final class AppFolderLinks: Sendable {
         }
     }
 
-    /// Places one link per container (`targets`: identifier → its `Documents/`), keeping the
-    /// names links have and never replacing anything that is not a link of ours; removes the
-    /// links of containers no longer given. Returns the links.
+    /// Places one link per container (`targets`: identifier → its `Documents/`), named after
+    /// the containers' `displayNames` (by identifier; absent: none declared), keeping the names
+    /// links have and never replacing anything that is not a link of ours; removes the links of
+    /// containers no longer given. Returns the links.
     @discardableResult
-    public func place(_ targets: [String: String]) -> [Link] {
-        state.withLock { links in
+    public func place(_ targets: [String: String], displayNames: [String: String] = [:]) -> [Link] {
+        self.displayNames.withLock { $0 = displayNames }
+        return state.withLock { links in
             let current = Dictionary(links.values.map { ($0.identifier, $0.name) }, uniquingKeysWith: { first, _ in first })
-            let names = Self.names(for: Array(targets.keys), current: current) { name in
+            let names = Self.names(for: Array(targets.keys), current: current, displayNames: displayNames) { name in
                 guard FileStamp.of(folder + "/" + name) != nil else { return false }
                 // ours (any container's, about to be renamed or removed) does not count as taken
                 return !(links[name].map { Self.pointsAt(folder + "/" + name, $0.target) } ?? false)

@@ -18,8 +18,9 @@ struct ContainerCommand: ParsableCommand {
               UBIQUITY_CONTAINERS=iCloud.com.example.Notes ubiq container url
               ubiq container url iCloud.com.example.Notes --container iCloud.com.example.Notes --json
               ubiq container list --container iCloud.com.example.Notes
+              ubiq container name iCloud.com.example.Notes --set "My Notes" --container iCloud.com.example.Notes
             """,
-        subcommands: [URLCommand.self, ListCommand.self]
+        subcommands: [URLCommand.self, ListCommand.self, NameCommand.self]
     )
 
     /// The options every `container` subcommand takes.
@@ -52,6 +53,8 @@ struct ContainerCommand: ParsableCommand {
         var path: String
         var documents: String
         var isDefault: Bool
+        /// The declared display name (absent when none is).
+        var displayName: String?
 
         init(_ identifier: ContainerIdentifier, in containers: UbiquityContainers, url: URL? = nil) {
             let location = url ?? containers.location(of: identifier)
@@ -59,6 +62,7 @@ struct ContainerCommand: ParsableCommand {
             path = location.path
             documents = location.appendingPathComponent(UbiquityContainers.documentsDirectoryName).path
             isDefault = identifier == containers.defaultIdentifier
+            displayName = UbiquityContainers.displayName(ofContainerAt: location)
         }
     }
 
@@ -127,7 +131,65 @@ struct ContainerCommand: ParsableCommand {
                 return
             }
             for entry in entries {
-                print("\(entry.identifier)\(entry.isDefault ? " (default)" : "")\t\(entry.path)")
+                let name = entry.displayName.map { " \"\($0)\"" } ?? ""
+                print("\(entry.identifier)\(entry.isDefault ? " (default)" : "")\(name)\t\(entry.path)")
+            }
+        }
+    }
+
+    /// `ubiq container name [ID] [--set NAME | --remove]`.
+    struct NameCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "name",
+            abstract: "Show, set or remove a container's display name (its folder's name in the sync folder).",
+            discussion: """
+                The counterpart of Apple's NSUbiquitousContainerName: the running daemon names the \
+                container's folder in the sync folder after it (on every device of the account); \
+                without one, the folder is named after the identifier's last component. Without \
+                --set or --remove, prints the name (nothing when none is declared).
+
+                Examples:
+                  ubiq container name iCloud.com.example.Notes --set "My Notes" --container iCloud.com.example.Notes
+                  UBIQUITY_CONTAINERS=iCloud.com.example.Notes ubiq container name --remove
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The container identifier (default: the first declared container).",
+                                     valueName: "id"))
+        var identifier: String?
+
+        @Option(help: ArgumentHelp("Declare this display name.", valueName: "name"))
+        var set: String?
+
+        @Flag(help: "Remove the declared display name.")
+        var remove = false
+
+        @OptionGroup var declarations: Declarations
+
+        func validate() throws {
+            if let identifier {
+                do { _ = try ContainerIdentifier(identifier) } catch let error as UbiquityError {
+                    throw ValidationError(error.message)
+                }
+            }
+            if set != nil && remove { throw ValidationError("--set and --remove: expected one of them, not both") }
+            if let set {
+                do { _ = try UbiquityContainers.validatedDisplayName(set) } catch let error as UbiquityError {
+                    throw ValidationError("--set: \(error.message)")
+                }
+            }
+        }
+
+        func run() throws {
+            let containers = try declarations.load()
+            let name: String? = try ContainerCommand.reporting {
+                if set != nil || remove { try containers.setDisplayName(set, for: identifier) }
+                return try containers.displayName(for: identifier)
+            }
+            if declarations.json {
+                try ContainerCommand.printJSON(["displayName": name])
+            } else if let name {
+                print(name)
             }
         }
     }

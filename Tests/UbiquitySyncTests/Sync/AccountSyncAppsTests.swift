@@ -138,4 +138,44 @@ import UbiquityCore
         })
         #expect(b.file("Sketch/drawing.txt") == "from B")
     }
+
+    @Test func aDeclaredDisplayNameNamesTheAppsFolderOnEveryDevice() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "ren", "--password-stdin"], input: "pw-ren").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let sketch = "iCloud.com.example.Sketch"
+        let a = SignedInDevice(), b = SignedInDevice()
+        try Self.write("drawn", to: Self.documents(a, sketch).appendingPathComponent("drawing.txt"))
+        // the app declares its name (Apple's NSUbiquitousContainerName) through the CLI
+        let set = try a.device.run(["container", "name", sketch, "--set", "My Sketches", "--container", sketch])
+        #expect(set.status == 0, "\(set.stderr)")
+        let bad = try a.device.run(["container", "name", sketch, "--set", "a/b", "--container", sketch])
+        #expect(bad.status != 0 && bad.stderr.contains("--set") && bad.stderr.contains("'/'"), "\(bad.stderr)")
+        #expect(try a.device.run(["container", "name", sketch, "--container", sketch]).stdout == "My Sketches\n")
+        for device in [a, b] { try device.login(server.url, user: "ren", password: "pw-ren") }
+        try a.startDaemon()
+        try b.startDaemon()
+        #expect(SyncEndToEndTests.eventually("A shows the app's folder by its name") {
+            Self.link(a.folder.appendingPathComponent("My Sketches")) == Self.documents(a, sketch).path
+        })
+        #expect(SyncEndToEndTests.eventually("B shows the app's folder by the name A's app declared") {
+            b.file("My Sketches/drawing.txt") == "drawn"
+        })
+        #expect(Self.link(b.folder.appendingPathComponent("Sketch")) == nil)
+        // a new name while the daemons run: both folders follow; the documents stay
+        #expect(try a.device.run(["container", "name", sketch, "--set", "Drawings", "--container", sketch]).status == 0)
+        #expect(SyncEndToEndTests.eventually("B's folder follows the new name") {
+            b.file("Drawings/drawing.txt") == "drawn" && Self.link(b.folder.appendingPathComponent("My Sketches")) == nil
+        })
+        #expect(SyncEndToEndTests.eventually("A's folder follows the new name") {
+            a.file("Drawings/drawing.txt") == "drawn" && Self.link(a.folder.appendingPathComponent("My Sketches")) == nil
+        })
+        // nothing named after a link was uploaded as a drive item
+        for device in [a, b] {
+            let names = Set((try? FileManager.default.contentsOfDirectory(atPath: device.folder.path)) ?? [])
+            #expect(!names.contains { $0.hasPrefix("My Sketches") || $0.hasPrefix("Sketch") }, "\(names)")
+        }
+    }
 }

@@ -22,6 +22,41 @@ import Testing
         #expect(third == ["iCloud.com.a.Notes": "Notes (com.a.Notes) 2"])
     }
 
+    @Test func aDeclaredDisplayNameNamesTheLink() throws {
+        #expect(AppFolderLinks.preferredName(of: "iCloud.com.example.Notes", displayName: "My Notes") == "My Notes")
+        #expect(AppFolderLinks.disambiguatedName(of: "iCloud.com.example.Notes", displayName: "My Notes", attempt: 2)
+                == "My Notes (com.example.Notes) 2")
+        let names = AppFolderLinks.names(for: ["iCloud.com.a.Notes", "iCloud.com.b.Notes"], current: [:],
+                                         displayNames: ["iCloud.com.b.Notes": "Notes"]) { _ in false }
+        #expect(names == ["iCloud.com.a.Notes": "Notes", "iCloud.com.b.Notes": "Notes (com.b.Notes)"])
+        // a link keeps its name while its display name is the same, and follows a new one
+        let same = AppFolderLinks.names(for: ["iCloud.com.a.Notes"], current: ["iCloud.com.a.Notes": "Jots (com.a.Notes)"],
+                                        displayNames: ["iCloud.com.a.Notes": "Jots"]) { _ in false }
+        #expect(same == ["iCloud.com.a.Notes": "Jots (com.a.Notes)"])
+        let renamed = AppFolderLinks.names(for: ["iCloud.com.a.Notes"], current: ["iCloud.com.a.Notes": "Notes"],
+                                           displayNames: ["iCloud.com.a.Notes": "Jots"]) { _ in false }
+        #expect(renamed == ["iCloud.com.a.Notes": "Jots"])
+
+        // placed in a real folder: the link moves to the new name, the user's item stays
+        let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("links-" + UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let folder = root.appendingPathComponent("Ubiquity").path
+        let notes = root.appendingPathComponent("containers/iCloud~com~example~Notes/Documents").path
+        for path in [notes, folder + "/Jots"] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        let links = try AppFolderLinks(folder: folder, logger: Logger(label: "test"))
+        #expect(links.place(["iCloud.com.example.Notes": notes]).map(\.name) == ["Notes"])
+        #expect(links.place(["iCloud.com.example.Notes": notes], displayNames: ["iCloud.com.example.Notes": "Jots"]).map(\.name)
+                == ["Jots (com.example.Notes)"])
+        #expect(FileManager.default.fileExists(atPath: folder + "/Notes") == false)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: folder + "/Jots (com.example.Notes)") == notes)
+        // a synced item of the link's name: the link moves aside under its display name
+        links.makeRoom(for: "Jots (com.example.Notes)/a.txt")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: folder + "/Jots (com.example.Notes) 2") == notes)
+        // the name declared no more: back to the identifier's last component
+        #expect(links.place(["iCloud.com.example.Notes": notes]).map(\.name) == ["Notes"])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == ["Jots", "Notes"])
+    }
+
     @Test func linksNeverReplaceUserContentAndMoveAsideForASyncedItem() throws {
         let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("links-" + UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: root) }

@@ -842,21 +842,57 @@ class Bench:
                             for k, p in tool.pids().items()}}
 
     # W6 ---------------------------------------------------------------------------------------
+    # (issue 6, fault work: kill moments drawn over the window while B is incomplete)
     def w6_kill_receiver(self, tool, a, b):
-        kill_times, on_b_at_kill = [], []
+        """SIGKILL B `self.kills` times at random moments while it is still pulling.
+
+        The moments are drawn uniformly over the window in which B is incomplete. That window is
+        not known in advance (each kill and restart stretches it), so before each kill the
+        killer counts the files on B, estimates the up-time B still needs from its progress so
+        far (files on B per second of B's up-time, the average or the fastest interval between
+        two kills, whichever is larger, × 0.5 as a margin) and
+        draws the remaining kills' moments uniformly over that estimate; the earliest is the next
+        kill (order statistics of uniform moments, re-drawn as the estimate changes). Restart
+        delays are short and random. Files on B are counted just before each kill: a kill that
+        lands after B is complete is still done but reported (`late_kills`), so
+        kills_before_b_complete == kills says every kill landed during the transfer."""
+        kill_times, on_b_at_kill, late = [], [], []
         errors = []
+        state = {"up_s": 0.0, "peak_rate": 0.0, "last_n": 0}
+
+        def remaining_up_s(n, left):
+            # B's progress comes in bursts (pages, batches, catching up after a restart): the rate
+            # is the larger of the average so far and the fastest interval between two kills.
+            if n > 0 and state["up_s"] > 0.2:
+                rate = max(n / state["up_s"], state["peak_rate"])
+                return 0.5 * (self.many - n) / rate
+            # No progress seen yet: a prior of ~0.5 ms of B's up-time per file.
+            return max(0.3, 0.0005 * self.many)
 
         def killer():
             t_start = time.monotonic()
-            for _ in range(self.kills):
-                # Short gaps so that the kills land while B is still pulling (the whole 1,000-file
-                # quick run syncs in ~2.5 s undisturbed); each restart sets B back further.
-                time.sleep(self.rng.uniform(0.2, 1.5))
+            up_since = t_start
+            for k in range(self.kills):
+                left = self.kills - k
+                n = count_files(b, tool)
+                window = remaining_up_s(n, left)
+                gap = min(self.rng.uniform(0.0, window) for _ in range(left))
+                time.sleep(max(0.02, gap))
                 try:
-                    on_b_at_kill.append(count_files(b, tool))
+                    n = count_files(b, tool)
                     tool.kill_receiver()
-                    kill_times.append(round(time.monotonic() - t_start, 2))
-                    time.sleep(self.rng.uniform(0.0, 0.5))
+                    now = time.monotonic()
+                    state["up_s"] += now - up_since
+                    if now - up_since >= 0.1:
+                        state["peak_rate"] = max(state["peak_rate"], (n - state["last_n"]) / (now - up_since))
+                    state["last_n"] = n
+                    on_b_at_kill.append(n)
+                    kill_times.append(round(now - t_start, 2))
+                    if n >= self.many:
+                        late.append(k)
+                        log(f"w6: kill {k + 1} landed after B was complete ({n} files)")
+                    time.sleep(self.rng.uniform(0.0, 0.3))
+                    up_since = time.monotonic()  # B may work before it answers
                     tool.restart_receiver()
                 except Exception as e:  # reported, not raised from a thread
                     errors.append(repr(e))
@@ -877,11 +913,14 @@ class Bench:
         return {"files": self.many, "kills": len(kill_times), "kill_at_s": kill_times,
                 "files_on_b_at_each_kill": on_b_at_kill,
                 "kills_before_b_complete": sum(1 for n in on_b_at_kill if n < self.many),
+                "late_kills": len(late),
+                "b_up_s_before_last_kill": round(state["up_s"], 2),
                 "errors": errors, "kills_done_after_s": round(last_restart - t0, 1),
                 "converged_after_last_restart_s": round(took, 2) if took is not None else None,
                 "timed_out": took is None, "files_lost": len(lost), "files_corrupted": len(corrupt),
                 "files_extra_on_b": len(extra), "tool_temp_files_left_on_b": leftovers(b, tool),
                 "examples": (lost + corrupt + extra)[:5]}
+    # (end of the w6 fault work)
 
 
 WORKLOADS = {

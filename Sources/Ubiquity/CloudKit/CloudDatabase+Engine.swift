@@ -100,7 +100,8 @@ extension CloudDatabase {
                        atomic: Bool, desiredKeys: [String]? = nil,
                        onProgress: (@Sendable (Record.ID, Double) -> Void)? = nil,
                        onSave: (Record.ID, Result<Record, CloudKitError>) -> Void,
-                       onDelete: (Record.ID, Result<Void, CloudKitError>) -> Void) async throws {
+                       onDelete: (Record.ID, Result<Void, CloudKitError>) -> Void,
+                       onChangeTokens: (ModifyChangeTokens) -> Void = { _ in }) async throws {
         var items: [ModifyItem] = []
         let records = await uploadingAssets(of: records, onProgress: onProgress) { record, error in onSave(record.recordID, .failure(error)) }
         for record in records {
@@ -132,7 +133,12 @@ extension CloudDatabase {
                 let request = WireModifyRecordsRequest(operations: chunk.map(\.operation), zoneID: zone.wire, atomic: atomic,
                                                        desiredKeys: desiredKeys)
                 let response = try await send("records/modify", body: request.json)
-                let results = try CloudContainer.unexpected("records/modify") { try CloudContainer.reader(response, "records/modify").requiredArray("records") }
+                let reader = try CloudContainer.reader(response, "records/modify")
+                let results = try CloudContainer.unexpected("records/modify") { try reader.requiredArray("records") }
+                // a Ubiquity server's extension: the zone's change tokens around the request
+                if let before = try? reader.string("syncTokenBefore"), let after = try? reader.string("syncToken") {
+                    onChangeTokens(ModifyChangeTokens(zoneID: zone, before: ServerChangeToken(rawValue: before), after: ServerChangeToken(rawValue: after)))
+                }
                 for (index, item) in chunk.enumerated() {
                     guard let element = Self.element(for: item.recordID.recordName, at: index, in: results) else {
                         deliver(item, .failure(CloudKitError(.internalError, "the server did not answer for record \(item.recordID.recordName)")))

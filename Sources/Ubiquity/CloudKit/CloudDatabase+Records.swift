@@ -55,6 +55,28 @@ extension CloudDatabase {
         return (saves, deletes)
     }
 
+    /// ``modifyRecords(saving:deleting:savePolicy:atomically:)`` that also says where each
+    /// `records/modify` request sits in its zone's change history, when the server says (a
+    /// Ubiquity server does when the request's own changes are all that happened in between;
+    /// CloudKit does not): a caller whose change token was `before` and that keeps the
+    /// results may continue from `after` without fetching its own changes back. In the order
+    /// the requests were sent. `desiredKeys` limits the fields of the saved records answered
+    /// (`[]`: none, only their change tags and metadata; nil: all).
+    public func modifyRecordsTrackingChanges(saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
+                                             savePolicy: ModifyRecordsOperation.RecordSavePolicy = .ifServerRecordUnchanged,
+                                             atomically: Bool = true, desiredKeys: [Record.FieldKey]? = nil) async throws
+        -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>],
+            changeTokens: [ModifyChangeTokens]) {
+        var saves: [Record.ID: Result<Record, any Error>] = [:]
+        var deletes: [Record.ID: Result<Void, any Error>] = [:]
+        var tokens: [ModifyChangeTokens] = []
+        try await modifyRecords(saving: recordsToSave, deleting: recordIDsToDelete, policy: savePolicy, atomic: atomically,
+                                desiredKeys: desiredKeys, onSave: { id, result in saves[id] = result.mapError { $0 } },
+                                onDelete: { id, result in deletes[id] = result.mapError { $0 } },
+                                onChangeTokens: { tokens.append($0) })
+        return (saves, deletes, tokens)
+    }
+
     /// Runs `query` in `zoneID` (every zone when nil): one page of matches, in order, and a
     /// cursor when more match.
     public func records(matching query: Query, inZoneWith zoneID: RecordZone.ID? = nil, desiredKeys: [Record.FieldKey]? = nil,
@@ -147,5 +169,38 @@ extension CloudDatabase {
         let deletions = page.deleted.map { DatabaseChange.Deletion(zoneID: $0, purged: false) }
             + page.purged.map { DatabaseChange.Deletion(zoneID: $0, purged: true) }
         return (page.changed.map(DatabaseChange.Modification.init(zoneID:)), deletions, page.token, page.moreComing)
+    }
+}
+
+/// Where one `records/modify` request sits in its zone's change history (a Ubiquity server's
+/// extension of the answer): the zone's change token just before the request and just after
+/// it, with only the request's own saves and deletes between them.
+public struct ModifyChangeTokens: Sendable, Hashable {
+    /// The zone.
+    public let zoneID: RecordZone.ID
+    /// The zone's change token just before the request.
+    public let before: ServerChangeToken
+    /// The zone's change token just after it.
+    public let after: ServerChangeToken
+
+    /// Tokens around a request.
+    public init(zoneID: RecordZone.ID, before: ServerChangeToken, after: ServerChangeToken) {
+        self.zoneID = zoneID
+        self.before = before
+        self.after = after
+    }
+
+    /// The change token to continue from after requests whose tokens are `tokens` (in the
+    /// order they were sent), given the token fetched last (`current`): each request that
+    /// starts where the previous one ended moves it on; nil when none does (a change made by
+    /// someone else in between must be fetched).
+    public static func advanced(_ current: ServerChangeToken?, by tokens: [ModifyChangeTokens]) -> ServerChangeToken? {
+        guard var token = current else { return nil }
+        var moved = false
+        for step in tokens where step.before == token {
+            token = step.after
+            moved = true
+        }
+        return moved ? token : nil
     }
 }

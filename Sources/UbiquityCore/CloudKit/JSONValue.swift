@@ -81,9 +81,9 @@ public enum JSONValue: Sendable, Hashable {
     /// Appends the compact JSON text of the value to `out`.
     public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out.append(contentsOf: Array("null".utf8))
-        case .bool(let value): out.append(contentsOf: Array((value ? "true" : "false").utf8))
-        case .integer(let value): out.append(contentsOf: Array(String(value).utf8))
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .integer(let value): out.append(contentsOf: String(value).utf8)
         case .number(let value):
             if value.isFinite {
                 // Integral doubles keep a fraction ("10.0") so that they read back as numbers, not integers.
@@ -105,31 +105,43 @@ public enum JSONValue: Sendable, Hashable {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(key, to: &out)
+                JSONValue.writeString(member.key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                members[key]!.write(to: &out)
+                member.value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
     }
 
     static func writeString(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { writeString(utf8: $0, to: &out) }
+    }
+
+    /// Appends `bytes` (UTF-8) as a JSON string: runs of bytes that need no escape are copied
+    /// at once.
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        var start = 0
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            if start < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index])) }
+            start = index + 1
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
             case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
+            default:
                 let hex = Array("0123456789abcdef".utf8)
                 out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: out.append(byte)
             }
         }
+        if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
         out.append(UInt8(ascii: "\""))
     }
 }
@@ -181,7 +193,12 @@ struct JSONValueParser {
     }
 
     mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
     }
 
     mutating func parseValue() throws -> JSONValue {
@@ -282,7 +299,19 @@ struct JSONValueParser {
 
     mutating func parseString() throws -> String {
         index += 1
-        var out = [UInt8]()
+        // the common case, no escape: the bytes up to the closing quote make the string
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                guard let text = String(validating: bytes[start..<index - 1], as: UTF8.self) else { throw failure("a string is not valid UTF-8") }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            index += 1
+        }
+        var out = Array(bytes[start..<index])
         while true {
             guard index < bytes.count else { throw failure("unterminated string") }
             let byte = bytes[index]

@@ -37,15 +37,19 @@ extension RecordsEngine {
         }
         let receiptChecks = await checkReceipts(operations, key: key, zoneName: zoneID.zoneName)
         let batchOperations = operations
+        let operationNames = Set(operations.map(\.record.recordName))
         let atomic = (request.atomic ?? true) && !zoneID.isDefault && key.scope == .private
         let engine = self
         let caller = context.caller
         let observer = changeObserver
         var results: [ItemResult]
         var changes: [StoreChange] = []
+        var tokens: ModifyBatch.ZoneTokens?
         do {
-            (results, changes) = try await store.write { tx in
+            (results, changes, tokens) = try await store.write { tx in
                 let database = try tx.lockDatabase(key)
+                // a zone this batch creates was fetched as "no zone" (id 0) before it
+                let existed = try tx.zone(database: database.id, name: zoneID.zoneName) != nil
                 let zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
                 var batch = ModifyBatch(engine: engine, tx: tx, database: database, zone: zone, caller: caller)
                 batch.receiptChecks = receiptChecks
@@ -73,7 +77,8 @@ extension RecordsEngine {
                     return result
                 }
                 if let observer, !batch.changes.isEmpty { try observer.changesWillCommit(batch.changes, in: tx) }
-                return (results, batch.changes)
+                let after = try tx.zone(database: database.id, name: zone.name)?.sequence ?? zone.sequence
+                return (results, batch.changes, batch.tokens(before: zone.sequence, after: after, names: operationNames, created: !existed))
             }
         } catch let failure as AtomicFailure {
             results = failure.results
@@ -99,7 +104,13 @@ extension RecordsEngine {
                 items.append(error.json(numbersAsStrings: request.numbersAsStrings))
             }
         }
-        return .object(["records": .array(items)])
+        var answer: [String: JSONValue] = ["records": .array(items)]
+        if let tokens {
+            // a Ubiquity extension (CloudKit clients ignore it): the zone's change tokens around the batch
+            answer["syncTokenBefore"] = .string(tokens.before)
+            answer["syncToken"] = .string(tokens.after)
+        }
+        return .object(answer)
     }
 }
 
@@ -186,6 +197,31 @@ struct ModifyBatch {
     }
 
     static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
+
+    /// A batch's place in its zone's change history: the zone's change tokens just before and
+    /// just after it.
+    struct ZoneTokens: Sendable, Hashable {
+        var before: String
+        var after: String
+    }
+
+    /// The zone's change tokens around the batch (zone sequences `before` and `after`), when
+    /// the changes between them are exactly the batch's own saves and deletes of the records
+    /// it names (`names`): no cascading delete of another record, nothing else. A client that
+    /// had fetched the zone's changes up to `before`, and keeps what the answer says, may
+    /// continue from `after` without fetching its own changes back (`docs/sync.md`). A zone
+    /// the batch `created` was "no zone" before (the token a fetch gave then). Nil when
+    /// nothing changed or something else did.
+    func tokens(before: Int64, after: Int64, names: Set<String>, created: Bool) -> ZoneTokens? {
+        var count: Int64 = 0
+        for case .record(let change) in changes where change.zoneName == zone.name {
+            guard names.contains(change.record.recordName) else { return nil }
+            count += 1
+        }
+        guard count > 0, after - before == count, touchedZones.isEmpty else { return nil }
+        return ZoneTokens(before: created ? SyncToken.zone(id: 0, sequence: 0) : SyncToken.zone(id: zone.id, sequence: before),
+                          after: SyncToken.zone(id: zone.id, sequence: after))
+    }
 
     func serverRecord(_ record: StoredRecord) -> WireRecord {
         record.wireRecord(zoneID: RecordsEngine.wireZoneID(zone.name, key: database.key))

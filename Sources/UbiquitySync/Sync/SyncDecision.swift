@@ -85,6 +85,35 @@ public enum SyncDecision {
         return .conflict
     }
 
+    /// Whether a fetched record is the version this device journaled for it already (its own
+    /// upload coming back through the zone's changes, or a version an earlier pass applied):
+    /// ``remoteChange(entry:local:localHash:remote:)`` decides `.nothing` for it whatever the
+    /// local item is, so the engine drops it without looking at the file (a local change is the
+    /// local pass's). A record without a tag, or an entry never confirmed by the server (no
+    /// tag), is judged as usual.
+    public static func isAlreadyApplied(_ remote: RemoteItem, journaledTag: String?) -> Bool {
+        guard let tag = remote.changeTag, let journaledTag else { return false }
+        return tag == journaledTag
+    }
+
+    /// Splits fetched records into those to judge (in the order given) and those already
+    /// applied here (``isAlreadyApplied(_:journaledTag:)``), given the journal's change tag by
+    /// record ID.
+    public static func splitAlreadyApplied<Payload>(_ items: [(RemoteItem, Payload)], journaledTags: [String: String])
+        -> (judge: [(RemoteItem, Payload)], applied: [RemoteItem]) {
+        var judge: [(RemoteItem, Payload)] = []
+        var applied: [RemoteItem] = []
+        judge.reserveCapacity(items.count)
+        for element in items {
+            if isAlreadyApplied(element.0, journaledTag: journaledTags[element.0.id]) {
+                applied.append(element.0)
+            } else {
+                judge.append(element)
+            }
+        }
+        return (judge, applied)
+    }
+
     /// Decides about a record deleted on the server.
     public static func remoteDeletion(entry: JournalEntry?, local: SyncStat?) -> RemoteDeletion {
         guard let entry, let local else { return .forget }

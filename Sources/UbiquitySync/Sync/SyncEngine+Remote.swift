@@ -54,8 +54,13 @@ extension SyncEngine {
             for entry in try journal.entries() where entry.changeTag != nil && !listed.contains(entry.id) { deleted.append(entry.id) }
         }
         var failed = false
-        let items = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
-            .sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
+        let fetched = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
+        // the versions journaled here already (this device's own uploads coming back) are not
+        // judged: the decision would be "nothing" whatever the file is (one journal read)
+        let (unapplied, applied) = SyncDecision.splitAlreadyApplied(fetched, journaledTags: try journal.changeTags(ids: fetched.map(\.0.id)))
+        for item in applied { appLinks?.makeRoom(for: item.path) }  // as ``applyRemote(_:_:changing:)`` does first
+        if !applied.isEmpty { logger.debug("fetched records already applied here", metadata: ["ubiquity.count": "\(applied.count)"]) }
+        let items = unapplied.sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
         // the records changing in this batch: one of them is never a duplicate of another (a path
         // freed by a delete or a rename and taken by a new record)
         let changing = Set(records.keys).union(deleted)

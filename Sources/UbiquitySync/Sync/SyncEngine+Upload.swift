@@ -287,9 +287,13 @@ extension SyncEngine {
     func save(_ batch: [PreparedUpload]) async throws -> Int {
         try Task.checkCancellation()
         let results: [Record.ID: Result<Record, any Error>]
+        let tokens: [ModifyChangeTokens]
         do {
-            results = try await database.modifyRecords(saving: batch.map(\.record), deleting: [], savePolicy: .ifServerRecordUnchanged,
-                                                       atomically: false).saveResults
+            // the answer's records without fields: only their change tags are journaled (the
+            // server does not send 200 files' inline content back)
+            (results, _, tokens) = try await database.modifyRecordsTrackingChanges(saving: batch.map(\.record), deleting: [],
+                                                                                  savePolicy: .ifServerRecordUnchanged, atomically: false,
+                                                                                  desiredKeys: [])
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -317,6 +321,7 @@ extension SyncEngine {
             }
         }
         try journal.putAll(saved.map(\.1))
+        if saved.count == batch.count { try skipOwnChanges(tokens) }
         reportUploaded(saved.map(\.0.upload.path))  // one journal read for the batch (SyncEngine.swift)
         for (item, _) in saved {
             refusedUploads[item.upload.path] = nil
@@ -324,6 +329,17 @@ extension SyncEngine {
         }
         if !saved.isEmpty { logger.debug("uploaded", metadata: ["ubiquity.count": "\(saved.count)"]) }
         return failed
+    }
+
+    /// This device's own saves, all journaled with the change tags the server gave them, need
+    /// not come back through the zone's changes: when the server says they are all that
+    /// changed in the zone since the change token fetched last, the token moves past them
+    /// (``ModifyChangeTokens``). Otherwise they come back and are dropped unjudged
+    /// (``SyncDecision/isAlreadyApplied(_:journaledTag:)``).
+    func skipOwnChanges(_ tokens: [ModifyChangeTokens]) throws {
+        let current = try journal.value(Self.tokenKey).map(ServerChangeToken.init(rawValue:))
+        guard let next = ModifyChangeTokens.advanced(current, by: tokens.filter { $0.zoneID == SyncRecord.zoneID }) else { return }
+        try journal.setValue(next.rawValue, Self.tokenKey)
     }
 
     /// A save refused because the server's record changed (or a new record's name is taken: a

@@ -34,6 +34,22 @@ extension SyncJournal {
         }
     }
 
+    /// The change tags journaled for `ids` (IDs without an entry, or whose entry has no tag,
+    /// are left out): one read for a fetched page, to drop the records this device already
+    /// has in the fetched version (its own uploads coming back).
+    func changeTags(ids: [String]) throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        return try queue.read { db in
+            let byID = try db.cachedStatement(sql: "SELECT tag FROM items WHERE id = ?")
+            var tags: [String: String] = [:]
+            tags.reserveCapacity(ids.count)
+            for id in ids {
+                if let tag = try String?.fetchOne(byID, arguments: [id]) ?? nil { tags[id] = tag }
+            }
+            return tags
+        }
+    }
+
     /// Of `paths` just uploaded, those with a recorded transfer state (an upload's progress or
     /// error to clear) and those whose item is evicted (its state is published again): one read
     /// for a batch, instead of two per item.

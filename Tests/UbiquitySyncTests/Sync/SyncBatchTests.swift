@@ -27,7 +27,13 @@ import UbiquityIndex
         func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
             let operation = request.path.split(separator: "/").suffix(2).joined(separator: "/")
             counts.withLock { $0[operation, default: 0] += 1 }
-            return try await inner.send(rewrite?(request) ?? request)
+            let response = try await inner.send(rewrite?(request) ?? request)
+            if operation == "changes/zone", let json = try? JSONValue.parse(response.body) {
+                // the records fetched (not requests): "changes/zone records"
+                let records = (json.objectValue?["zones"]?.arrayValue ?? []).reduce(0) { $0 + ($1.objectValue?["records"]?.arrayValue?.count ?? 0) }
+                counts.withLock { $0["changes/zone records", default: 0] += records }
+            }
+            return response
         }
 
         func count(_ operation: String) -> Int { counts.withLock { $0[operation] ?? 0 } }

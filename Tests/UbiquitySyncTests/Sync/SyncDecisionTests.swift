@@ -22,6 +22,35 @@ import Testing
         #expect(SyncDecision.remoteChange(entry: Self.entry(), local: Self.stat(), localHash: nil, remote: Self.remote(hash: "h1", tag: "t1")) == .nothing)
     }
 
+    @Test func versionsJournaledAlreadyAreNotJudged() {
+        // its own upload coming back: the journal has the fetched tag
+        #expect(SyncDecision.isAlreadyApplied(Self.remote(tag: "t1"), journaledTag: "t1"))
+        // another device's later version, an unknown record, an entry never confirmed, a record without a tag: judged
+        #expect(!SyncDecision.isAlreadyApplied(Self.remote(tag: "t2"), journaledTag: "t1"))
+        #expect(!SyncDecision.isAlreadyApplied(Self.remote(tag: "t1"), journaledTag: nil))
+        #expect(!SyncDecision.isAlreadyApplied(RemoteItem(id: "ID", changeTag: nil, path: "a.txt", kind: .file), journaledTag: "t1"))
+        // whenever it is dropped, judging it would have done nothing, whatever the local item is now
+        for local in [Self.stat(), Self.stat(size: 9), Self.stat(.folder), nil] as [SyncStat?] {
+            for entry in [Self.entry(tag: "t1"), Self.entry(path: "old.txt", hash: "h9", tag: "t1")] {
+                let remote = Self.remote(tag: "t1")
+                #expect(SyncDecision.isAlreadyApplied(remote, journaledTag: entry.changeTag))
+                #expect(SyncDecision.remoteChange(entry: entry, local: local, localHash: "hx", remote: remote) == .nothing)
+            }
+        }
+    }
+
+    @Test func splitKeepsTheOrderOfTheRecordsToJudge() {
+        func item(_ id: String, _ tag: String?) -> (RemoteItem, Int) {
+            (RemoteItem(id: id, changeTag: tag, path: id + ".txt", kind: .file), Int(id.dropFirst()) ?? 0)
+        }
+        let items = [item("r1", "a"), item("r2", "b"), item("r3", "c"), item("r4", nil), item("r5", "e")]
+        let split = SyncDecision.splitAlreadyApplied(items, journaledTags: ["r1": "a", "r2": "x", "r4": "d", "r5": "e", "r9": "z"])
+        #expect(split.judge.map(\.0.id) == ["r2", "r3", "r4"])
+        #expect(split.judge.map(\.1) == [2, 3, 4])
+        #expect(split.applied.map(\.id) == ["r1", "r5"])
+        #expect(SyncDecision.splitAlreadyApplied(items, journaledTags: [:]).judge.count == 5)
+    }
+
     @Test func newRemoteItemIsDownloaded() {
         #expect(SyncDecision.remoteChange(entry: nil, local: nil, localHash: nil, remote: Self.remote()) == .download)
     }

@@ -72,7 +72,11 @@ public struct RecordIndexEntry: Sendable, Hashable {
         case .int64(let number): return RecordIndexEntry(field: field, number: Double(number))
         case .double(let number): return RecordIndexEntry(field: field, number: number)
         case .timestamp(let millis): return RecordIndexEntry(field: field, number: Double(millis))
-        case .bytes(let data): return RecordIndexEntry(field: field, text: indexedText(data.base64EncodedString()))
+        case .bytes(let data):
+            // the indexed text is the base64 of the bytes cut to `maximumTextBytes`: only the
+            // bytes that make it are encoded (3 bytes per 4 characters; a 1 KiB inline file's
+            // whole base64 was made, then cut character by character)
+            return RecordIndexEntry(field: field, text: indexedText(data.prefix(maximumTextBytes / 4 * 3).base64EncodedString()))
         case .reference(let reference):
             return RecordIndexEntry(field: field, text: indexedText(referenceKey(zoneName: reference.zoneID?.zoneName ?? zoneName, recordName: reference.recordName)))
         case .location(let location): return RecordIndexEntry(field: field, latitude: location.latitude, longitude: location.longitude)

@@ -247,15 +247,17 @@ class Syncthing(Tool):
     own_names = (".stfolder", ".stversions", ".syncthing.", "~syncthing~", ".stignore")
     FOLDER = "bench"
 
-    def __init__(self, work, watcher_delay, binary="syncthing"):
+    def __init__(self, work, watcher_delay, binary="syncthing", copy_range_method="standard"):
         self.work = work
         self.delay = watcher_delay
         self.binary = binary
+        self.copy_range_method = copy_range_method  # w3 option (--syncthing-copy-range-method)
         self.dev = {}  # "A"/"B" -> dict(home, dir, port, gui, key, id, proc, log)
 
     def describe(self):
         version = subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout.strip()
-        return {"tool": self.name, "version": version, "fsWatcherDelayS": self.delay}
+        return {"tool": self.name, "version": version, "fsWatcherDelayS": self.delay,
+                "copyRangeMethod": self.copy_range_method}
 
     def start(self, a_dir, b_dir):
         for side, folder in (("A", a_dir), ("B", b_dir)):
@@ -299,6 +301,7 @@ class Syncthing(Tool):
         for s in ("A", "B"):
             ET.SubElement(folder, "device", {"id": self.dev[s]["id"], "introducedBy": ""})
         ET.SubElement(folder, "markerName").text = ".stfolder"
+        ET.SubElement(folder, "copyRangeMethod").text = self.copy_range_method  # w3 option
         root.insert(0, folder)
         gui = root.find("gui")
         gui.find("address").text = f"127.0.0.1:{d['gui']}"
@@ -935,7 +938,7 @@ WORKLOADS = {
 
 def make_tool(name, args, work):
     if name == "syncthing":
-        return Syncthing(work, args.watcher_delay)
+        return Syncthing(work, args.watcher_delay, copy_range_method=args.syncthing_copy_range_method)
     if name == "ubiquity":
         return Ubiquity(work, args.ubiq, shlex.split(args.ubiq_serve_args))
     raise BenchError(f"--tools: unknown tool {name!r}; expected syncthing or ubiquity")
@@ -1107,6 +1110,10 @@ def main(argv=None):
     p.add_argument("--base", default="/var/tmp/ubiquity-bench-sync", help="scratch directory (not under /tmp)")
     p.add_argument("--seed", type=int, default=6, help="random seed (contents, offsets, kill moments)")
     p.add_argument("--markdown", help="also write the figures as Markdown tables to this file")
+    # w3 option: how Syncthing copies the unchanged blocks of an edited file (1.19: standard,
+    # copy_file_range, ioctl, sendfile, duplicate_extents, all).
+    p.add_argument("--syncthing-copy-range-method", default="standard",
+                   help="Syncthing's folder option copyRangeMethod (default standard, Syncthing's own default)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folders and logs")
     args = p.parse_args(argv)
     if args.samples < 0:

@@ -13,9 +13,30 @@ package enum FileRangeCopy {
         return unsafeBitCast(symbol, to: CopyFileRange.self)
     }()
 
+    /// The block size clones are aligned to (the file systems that clone use 4 KiB blocks or
+    /// a divisor of it).
+    static let cloneBlock: Int64 = 4096
+
     /// Copies `count` bytes at `sourceOffset` of `source` to `targetOffset` of `target`.
+    ///
+    /// A file system clones only whole blocks at block-aligned offsets, and the kernel copies a
+    /// range that starts off a block boundary the slow way to its end; so when both offsets are
+    /// equally far from a block boundary (an unchanged region at the same place in both files),
+    /// the bytes up to the next boundary are copied on their own first, and the aligned rest can
+    /// be cloned (its last partial block is copied by the kernel).
     /// - Throws: `UbiquityError` (`io`) when a read or write fails, or `source` ends early.
     package static func copy(from source: Int32, at sourceOffset: Int64, to target: Int32, at targetOffset: Int64, count: Int64) throws {
+        let misalignment = sourceOffset % cloneBlock
+        if misalignment != 0, misalignment == targetOffset % cloneBlock, count > 2 * cloneBlock {
+            let head = cloneBlock - misalignment
+            try copyRange(from: source, at: sourceOffset, to: target, at: targetOffset, count: head)
+            try copyRange(from: source, at: sourceOffset + head, to: target, at: targetOffset + head, count: count - head)
+            return
+        }
+        try copyRange(from: source, at: sourceOffset, to: target, at: targetOffset, count: count)
+    }
+
+    private static func copyRange(from source: Int32, at sourceOffset: Int64, to target: Int32, at targetOffset: Int64, count: Int64) throws {
         var input = sourceOffset, output = targetOffset
         var left = count
         if let call {

@@ -31,7 +31,8 @@ extension AssetRoutes {
             let body = try await jsonBody(request)
             let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
             if let checksum = try body.string("fileChecksum"), let size = try body.integer("size"),
-               let info = try await service.store.info(fileChecksum: checksum), info.size == size {
+               let info = try await service.store.info(fileChecksum: checksum), info.size == size, info.verified {
+                // (an unverified asset — a claimed checksum not yet checked — is no target)
                 _ = try await service.store.touch(fileChecksum: checksum)
                 var answer = singleFile(info, binding: upload.binding).objectValue ?? [:]
                 answer["missing"] = .array([])
@@ -78,9 +79,11 @@ extension AssetRoutes {
         }
     }
 
-    /// `POST manifest` `{token, chunks | packedChunks}` (or `{token}` after `chunks/missing`):
-    /// commits the asset → `{"singleFile": …}`, as a plain upload of the same bytes. When chunks
-    /// are missing: 404 `NOT_FOUND` with `missing: [hash]`.
+    /// `POST manifest` `{token, chunks | packedChunks, fileChecksum?, size?}` (or `{token, …}`
+    /// after `chunks/missing`): commits the asset → `{"singleFile": …}`, as a plain upload of the
+    /// same bytes. With the uploader's `fileChecksum`, the store may answer without reading the
+    /// chunks back and check the claim in the background (``BlobStore/commitManifest(_:claimedChecksum:)``).
+    /// When chunks are missing: 404 `NOT_FOUND` with `missing: [hash]`.
     func commitManifest(_ request: Request) async -> Response {
         do {
             let body = try await jsonBody(request)
@@ -90,10 +93,14 @@ extension AssetRoutes {
             guard let chunks = listed else {
                 throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")
             }
-            _ = try checkList(chunks)
+            let total = try checkList(chunks)
+            let claimed = try body.string("fileChecksum")
+            if let size = try body.integer("size"), size != total {
+                throw WireError(.badRequest, "size: the chunks add up to \(total) bytes, not \(size)")
+            }
             let info: BlobInfo
             do {
-                info = try await service.store.commitManifest(chunks)
+                info = try await service.store.commitManifest(chunks, claimedChecksum: claimed)
             } catch let error as UbiquityError where error.code == .notFound {
                 let missing = (error.underlying as? BlobMissingChunks)?.hashes ?? []
                 throw AssetHTTPError(status: 404, wire: WireError(.notFound, error.message), extra: ["missing": .array(missing.map { .string($0) })])

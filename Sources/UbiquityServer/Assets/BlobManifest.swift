@@ -6,22 +6,27 @@ import UbiquityCore
 /// text, one header line then one line per chunk:
 ///
 /// ```
-/// ubiquity-blob-manifest 1 <fileChecksum> <size> <chunkCount>
+/// ubiquity-blob-manifest 1 <fileChecksum> <size> <chunkCount>[ unverified]
 /// <sha256 hex> <size>
 /// …
 /// ```
+///
+/// `unverified`: the checksum is the uploader's claim, not yet checked against the chunks
+/// (`FileBlobStore+Verification.swift`).
 struct BlobManifest: Sendable, Hashable {
     static let magic = "ubiquity-blob-manifest"
 
     var fileChecksum: String
     var size: Int64
     var chunks: [AssetChunkRef]
+    /// Whether the store checked that the chunks hash to `fileChecksum`.
+    var verified = true
 
-    var info: BlobInfo { BlobInfo(fileChecksum: fileChecksum, size: size, chunkCount: chunks.count) }
+    var info: BlobInfo { BlobInfo(fileChecksum: fileChecksum, size: size, chunkCount: chunks.count, verified: verified) }
 
     /// The file's bytes.
     func encoded() -> [UInt8] {
-        var text = "\(Self.magic) 1 \(fileChecksum) \(size) \(chunks.count)\n"
+        var text = "\(Self.magic) 1 \(fileChecksum) \(size) \(chunks.count)\(verified ? "" : " unverified")\n"
         text.reserveCapacity(text.utf8.count + chunks.count * 74)
         for chunk in chunks {
             text += chunk.hash
@@ -36,11 +41,11 @@ struct BlobManifest: Sendable, Hashable {
     static func decodeHeader(_ bytes: some Collection<UInt8>, path: String) throws -> BlobInfo {
         let line = bytes.prefix { $0 != 0x0A }
         let fields = String(decoding: line, as: UTF8.self).split(separator: " ")
-        guard fields.count == 5, fields[0] == magic, fields[1] == "1",
+        guard fields.count == 5 || (fields.count == 6 && fields[5] == "unverified"), fields[0] == magic, fields[1] == "1",
               let size = Int64(fields[3]), size >= 0, let count = Int(fields[4]), count >= 0 else {
             throw UbiquityError(.io, "the blob manifest \(path) is damaged (bad header)")
         }
-        return BlobInfo(fileChecksum: String(fields[2]), size: size, chunkCount: count)
+        return BlobInfo(fileChecksum: String(fields[2]), size: size, chunkCount: count, verified: fields.count == 5)
     }
 
     /// Reads a whole manifest, checking that the chunk sizes add up to the size.
@@ -64,6 +69,6 @@ struct BlobManifest: Sendable, Hashable {
         guard chunks.count == info.chunkCount, total == info.size else {
             throw UbiquityError(.io, "the blob manifest \(path) is damaged: its chunks add up to \(total) bytes in \(chunks.count) chunks, not \(info.size) in \(info.chunkCount)")
         }
-        return BlobManifest(fileChecksum: info.fileChecksum, size: info.size, chunks: chunks)
+        return BlobManifest(fileChecksum: info.fileChecksum, size: info.size, chunks: chunks, verified: info.verified)
     }
 }

@@ -11,12 +11,18 @@ public struct BlobInfo: Sendable, Hashable {
     public var size: Int64
     /// How many chunks it is stored as.
     public var chunkCount: Int
+    /// Whether the store has checked that the content hashes to ``fileChecksum``. An asset
+    /// committed from a chunk list with the uploader's claimed checksum is not, until it is
+    /// checked in the background (``BlobStore/commitManifest(_:claimedChecksum:)``): it is
+    /// never a deduplication target for other uploads meanwhile.
+    public var verified: Bool
 
     /// Makes a description.
-    public init(fileChecksum: String, size: Int64, chunkCount: Int) {
+    public init(fileChecksum: String, size: Int64, chunkCount: Int, verified: Bool = true) {
         self.fileChecksum = fileChecksum
         self.size = size
         self.chunkCount = chunkCount
+        self.verified = verified
     }
 }
 
@@ -115,6 +121,13 @@ public protocol BlobStore: Sendable {
     /// - Throws: `notFound` naming the missing chunks; `corrupted`-style `io` errors for bad chunks.
     func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo
 
+    /// Commits an asset made of stored chunks whose checksum the uploader claims to be
+    /// `claimedChecksum`: a store may answer at once with the asset not yet ``BlobInfo/verified``
+    /// and check the claim in the background (the default implementation ignores the claim and
+    /// calls ``commitManifest(_:)``). An unverified asset is never a deduplication target; one
+    /// whose content does not hash to the claim is deleted and logged.
+    func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo
+
     /// The asset's description, or nil when the store does not hold it.
     func info(fileChecksum: String) async throws -> BlobInfo?
 
@@ -186,6 +199,11 @@ public struct BlobByteStream: AsyncSequence, Sendable {
 }
 
 extension BlobStore {
+    /// Ignores the claim: ``commitManifest(_:)``.
+    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
+        try await commitManifest(chunks)
+    }
+
     /// Stores `bytes` as an asset in one call (tests and small assets).
     public func write(_ bytes: some Sequence<UInt8>) async throws -> BlobInfo {
         let writer = try await makeWriter()

@@ -12,6 +12,7 @@ import UbiquityCore
 /// chunks/ab/cd/<sha256 hex>          each distinct chunk once
 /// manifests/ab/cd/<checksum hex>     one per asset, keyed by its fileChecksum (as hex)
 /// uploads/<session>/                 resumable upload sessions (info, chunks.log, tail-N)
+/// verifying/<checksum hex>           manifests committed unverified, to check (empty markers)
 /// tmp/                               files being written (renamed into place when complete)
 /// ```
 ///
@@ -62,6 +63,7 @@ public final class FileBlobStore: BlobStore {
     let chunksRoot: String
     let manifestsRoot: String
     let uploadsRoot: String
+    let verifyingRoot: String
     let temporaryRoot: String
     /// Held while checking-and-touching a chunk (writers) and while checking-and-deleting one
     /// (garbage collection), so a chunk a writer just reused is never deleted under it.
@@ -69,6 +71,17 @@ public final class FileBlobStore: BlobStore {
     /// Upload sessions in use, and interrupted ones kept in memory.
     let sessions = Mutex(SessionTable())
     let readCounter = Atomic<Int>(0)
+    /// Held while deciding whether to write, replace or delete a manifest.
+    let manifestLock = Mutex(())
+    /// Background checks of unverified manifests, by manifest key
+    /// (`FileBlobStore+Verification.swift`).
+    let verifications = Mutex<[String: Task<Void, Never>]>([:])
+    /// Unverified manifests found not to match their claimed checksum (and deleted).
+    let verificationFailureCounter = Atomic<Int>(0)
+    /// Chunk bytes read back to compute a checksum while a commit request waited.
+    let commitReadCounter = Atomic<Int64>(0)
+    /// Chunk bytes read back by background verification.
+    let verificationReadCounter = Atomic<Int64>(0)
 
     /// How many chunks reads have loaded so far (tests check that reading is pulled).
     package var chunksRead: Int { readCounter.load(ordering: .relaxed) }
@@ -86,8 +99,10 @@ public final class FileBlobStore: BlobStore {
         chunksRoot = root + "/chunks"
         manifestsRoot = root + "/manifests"
         uploadsRoot = root + "/uploads"
+        verifyingRoot = root + "/verifying"
         temporaryRoot = root + "/tmp"
-        for folder in [chunksRoot, manifestsRoot, uploadsRoot, temporaryRoot] { try BlobFiles.makeDirectories(folder) }
+        for folder in [chunksRoot, manifestsRoot, uploadsRoot, verifyingRoot, temporaryRoot] { try BlobFiles.makeDirectories(folder) }
+        resumeVerifications()
     }
 
     // MARK: Paths
@@ -162,19 +177,33 @@ public final class FileBlobStore: BlobStore {
 
     // MARK: Manifests
 
-    /// Writes the manifest unless one is already there (then only its age restarts).
+    /// Writes the manifest unless one is already there (then only its age restarts) — except
+    /// that a verified manifest replaces an unverified one.
     func commit(_ manifest: BlobManifest) throws {
+        try manifestLock.withLock { _ in try commitLocked(manifest) }
+    }
+
+    /// ``commit(_:)`` with ``manifestLock`` held.
+    func commitLocked(_ manifest: BlobManifest) throws {
         guard let path = manifestPath(manifest.fileChecksum) else {
             throw UbiquityError(.invalidArgument, "not a SHA-256 checksum: \(manifest.fileChecksum)")
         }
-        if try BlobFiles.touch(path) { return }
+        if let existing = try readHeader(path), existing.verified || !manifest.verified {
+            _ = try BlobFiles.touch(path)
+            return
+        }
         if configuration.syncBeforeCommit { LinuxCalls.syncFileSystem(containing: root) }
+        try writeManifest(manifest, at: path)
+        logger.debug("blob committed", metadata: ["blob.checksum": "\(manifest.fileChecksum)", "blob.size": "\(manifest.size)",
+                                                   "blob.chunks": "\(manifest.chunks.count)", "blob.verified": "\(manifest.verified)"])
+    }
+
+    /// Writes (or replaces) the manifest file, atomically.
+    func writeManifest(_ manifest: BlobManifest, at path: String) throws {
         let bytes = manifest.encoded()
         try bytes.withUnsafeBytes {
             try BlobFiles.writeAtomically(path, bytes: $0, temporaryDirectory: temporaryRoot, sync: configuration.syncBeforeCommit)
         }
-        logger.debug("blob committed", metadata: ["blob.checksum": "\(manifest.fileChecksum)", "blob.size": "\(manifest.size)",
-                                                   "blob.chunks": "\(manifest.chunks.count)"])
     }
 
     /// The manifest, or nil when absent.
@@ -185,32 +214,52 @@ public final class FileBlobStore: BlobStore {
 
     /// Commits an asset made of stored chunks, reading them through to compute its checksum.
     public func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
+        try Self.checkChunkRefs(chunks)
+        return try await BlockingWork.run {
+            try self.retainAll(chunks)
+            let (checksum, total) = try self.readThroughChecksum(chunks, background: false)
+            let manifest = BlobManifest(fileChecksum: checksum, size: total, chunks: chunks)
+            try self.commit(manifest)
+            return manifest.info
+        }
+    }
+
+    /// Checks the form of a chunk list.
+    static func checkChunkRefs(_ chunks: [AssetChunkRef]) throws {
         for chunk in chunks {
             guard AssetChunkRef.isValidHash(chunk.hash) else { throw UbiquityError(.invalidArgument, "\(chunk.hash) is not a chunk hash") }
             guard chunk.size > 0 else { throw UbiquityError(.invalidArgument, "chunk \(chunk.hash) has size \(chunk.size)") }
         }
-        return try await BlockingWork.run {
-            var missing: [String] = []
-            for chunk in chunks where try !self.retainChunk(chunk.hash) { missing.append(chunk.hash) }
-            guard missing.isEmpty else {
-                throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
-            }
-            let largest = chunks.map(\.size).max() ?? 0
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(largest, 1), alignment: 16)
-            defer { scratch.deallocate() }
-            var whole = SHA256()
-            var total: Int64 = 0
-            for chunk in chunks {
-                // each chunk's hash was checked when it was stored; the whole checksum computed
-                // here is what the asset is known by (and what the client compares with its own)
-                let bytes = try self.readChunk(chunk, into: scratch, verifyingHash: false)
-                whole.update(bufferPointer: bytes)
-                total += Int64(chunk.size)
-            }
-            let manifest = BlobManifest(fileChecksum: FileBlobStore.checksum(of: whole.finalize()), size: total, chunks: chunks)
-            try self.commit(manifest)
-            return manifest.info
+    }
+
+    /// Restarts the age of every chunk of a list. Blocking.
+    /// - Throws: `notFound` (underlying ``BlobMissingChunks``) naming those not stored.
+    func retainAll(_ chunks: [AssetChunkRef]) throws {
+        var missing: [String] = []
+        for chunk in chunks where try !retainChunk(chunk.hash) { missing.append(chunk.hash) }
+        guard missing.isEmpty else {
+            throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
         }
+    }
+
+    /// The checksum (standard base64 SHA-256) and size of the content of stored chunks, read
+    /// through (blocking); the bytes read are counted as a commit's or (`background`) a
+    /// verification's.
+    func readThroughChecksum(_ chunks: [AssetChunkRef], background: Bool) throws -> (String, Int64) {
+        let largest = chunks.map(\.size).max() ?? 0
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(largest, 1), alignment: 16)
+        defer { scratch.deallocate() }
+        var whole = SHA256()
+        var total: Int64 = 0
+        for chunk in chunks {
+            // each chunk's hash was checked when it was stored; the whole checksum computed
+            // here is what the asset is known by (and what the client compares with its own)
+            let bytes = try readChunk(chunk, into: scratch, verifyingHash: false)
+            whole.update(bufferPointer: bytes)
+            total += Int64(chunk.size)
+        }
+        if background { verificationReadCounter.add(total, ordering: .relaxed) } else { commitReadCounter.add(total, ordering: .relaxed) }
+        return (FileBlobStore.checksum(of: whole.finalize()), total)
     }
 
     /// Reads a chunk into `scratch`, checking its size and (unless `verifyingHash` is false) its hash.
@@ -241,18 +290,23 @@ public final class FileBlobStore: BlobStore {
     public func info(fileChecksum: String) async throws -> BlobInfo? {
         guard let path = manifestPath(fileChecksum) else { return nil }
         return try await BlockingWork.run {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                if errno == ENOENT { return nil }
-                throw UbiquityError.posix("open", path: path)
-            }
-            defer { close(fd) }
-            var header = [UInt8](repeating: 0, count: 512)
-            let got = try header.withUnsafeMutableBytes { try BlobFiles.readFully(fd, into: $0, path: path) }
-            let info = try BlobManifest.decodeHeader(header[..<got], path: path)
+            guard let info = try self.readHeader(path) else { return nil }
             guard info.fileChecksum == fileChecksum else { throw UbiquityError(.io, "the blob manifest \(path) is damaged (checksum)") }
             return info
         }
+    }
+
+    /// The manifest's header at `path` (blocking), or nil when there is none.
+    func readHeader(_ path: String) throws -> BlobInfo? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw UbiquityError.posix("open", path: path)
+        }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 512)
+        let got = try header.withUnsafeMutableBytes { try BlobFiles.readFully(fd, into: $0, path: path) }
+        return try BlobManifest.decodeHeader(header[..<got], path: path)
     }
 
     /// Restarts the asset's age; see ``BlobStore/touch(fileChecksum:)``.

@@ -22,6 +22,10 @@ public struct SyncDeltaStatistics: Sendable, Hashable {
     public var uploadScans = 0
     /// Chunk lists kept in the journal after an upload or a download.
     public var listsKept = 0
+    /// Chunks the upload scans recognised from the file's kept chunk list (hashed, not cut).
+    public var uploadChunksReused = 0
+    /// Bytes the upload scans cut with FastCDC (the changed regions; the rest was recognised).
+    public var uploadBytesCut: Int64 = 0
 
     /// No downloads yet.
     public init() {}
@@ -105,6 +109,21 @@ extension SyncEngine {
             deltaCounters.withLock { $0.listsKept += 1 }
         } catch {
             logger.debug("cannot keep a chunk list", metadata: ["ubiquity.id": "\(id)", "ubiquity.error": "\(error)"])
+        }
+    }
+
+    /// Item `id`'s kept chunk list, whatever the file's stamp now (for an upload scan: the list
+    /// only proposes chunks, each checked by its hash), or nil.
+    func previousChunkList(id: String) -> AssetChunkList? {
+        (try? journal.chunkList(id: id))?.list
+    }
+
+    /// Counts what an upload scan cost.
+    func countUploadScan(_ scan: AssetFileScan) {
+        deltaCounters.withLock {
+            $0.uploadScans += 1
+            $0.uploadChunksReused += scan.reusedChunks
+            $0.uploadBytesCut += scan.cutBytes
         }
     }
 

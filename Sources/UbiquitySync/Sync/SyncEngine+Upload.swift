@@ -141,10 +141,12 @@ extension SyncEngine {
                 try await BlockingWork.run { try SyncFiles.readSmall(url.path, limit: SyncRecord.inlineLimit) }
             }
             if let small { return try prepared(upload, small: small) }
+            // big-file: the file's kept chunk list (SyncEngine+Delta.swift) lets the scan skip cutting unchanged chunks
+            let previousList = previousChunkList(id: upload.id)
             let scan = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
-                try await BlockingWork.run { try AssetFileScan.scan(url) }
+                try await BlockingWork.run { try AssetFileScan.scan(url, previous: previousList) }
             }
-            deltaCounters.withLock { $0.uploadScans += 1 }
+            countUploadScan(scan)  // SyncEngine+Delta.swift
             guard !scan.changedWhileRead else { return changedWhileRead(upload) }
             await afterScan?(upload.path)  // tests: the file may change here
             stat = SyncStat(scan.before)

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Dispatch
 import Foundation
 import UbiquityCore
 #if canImport(Glibc)
@@ -26,33 +28,47 @@ public struct AssetFileScan: Sendable, Hashable {
     /// scan may then describe a mix of two versions and must not be used.
     public var changedWhileRead: Bool { before.contentDiffers(from: after) }
 
+    /// How many chunks were recognised from the previous chunk list (hashed, not cut).
+    public var reusedChunks: Int
+    /// How many bytes FastCDC went over (the rest were recognised chunks).
+    public var cutBytes: Int64
+
     /// Makes a scan from its parts.
-    public init(chunkList: AssetChunkList, before: FileStamp, after: FileStamp) {
+    public init(chunkList: AssetChunkList, before: FileStamp, after: FileStamp, reusedChunks: Int = 0, cutBytes: Int64 = 0) {
         self.chunkList = chunkList
         self.before = before
         self.after = after
+        self.reusedChunks = reusedChunks
+        self.cutBytes = cutBytes
     }
 
     /// Reads the file at `url` once (blocking: call it off the cooperative pool), in
-    /// `pieceSize` pieces: the chunk boundaries and chunk hashes on one thread while the whole
-    /// checksum is computed on another.
+    /// `pieceSize` pieces: the whole checksum on one thread while another cuts and hashes the
+    /// chunks. With the file's `previous` chunk list (as last uploaded or downloaded), chunks
+    /// still in place are recognised by their hash and not cut again (``AssetIncrementalChunker``:
+    /// the result is what a full FastCDC run gives, but only changed regions are cut).
     /// - Throws: `UbiquityError` (`notFound`, `io`) when the file cannot be opened or read, or
     ///   is not a regular file.
-    public static func scan(_ url: URL, chunking: FastCDC.Parameters = .default, pieceSize: Int = 8 << 20) throws -> AssetFileScan {
+    public static func scan(_ url: URL, chunking: FastCDC.Parameters = .default, previous: AssetChunkList? = nil,
+                            pieceSize: Int = 8 << 20) throws -> AssetFileScan {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw UbiquityError.posix("open", path: url.path) }
         defer { close(fd) }
         guard let before = FileStamp.of(descriptor: fd) else { throw UbiquityError.posix("fstat", path: url.path) }
         guard !before.isDirectory && !before.isSymbolicLink else { throw UbiquityError(.invalidArgument, "'\(url.path)' is not a regular file") }
-        let scanner = AssetChunkScanner(parameters: chunking)  // the whole hash on a second thread
-        let size = max(pieceSize, 1 << 16)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        let pass = ScanPass(chunker: AssetIncrementalChunker(parameters: chunking, previous: previous))
+        let window = pass.chunker.window
+        let piece = max(pieceSize, 1 << 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece + window, alignment: 64)
         defer { buffer.deallocate() }
         var total: Int64 = 0
-        while true {
+        var held = 0  // bytes at the start of `buffer` not yet in a chunk
+        var atEnd = false
+        while !atEnd {
             var filled = 0
-            while filled < size {
-                let got = read(fd, buffer.baseAddress! + filled, size - filled)
+            while filled < piece {
+                let got = read(fd, buffer.baseAddress! + held + filled, piece - filled)
                 if got < 0 {
                     if errno == EINTR { continue }
                     throw UbiquityError.posix("read", path: url.path)
@@ -60,15 +76,19 @@ public struct AssetFileScan: Sendable, Hashable {
                 if got == 0 { break }
                 filled += got
             }
-            if filled == 0 { break }
-            scanner.scan(UnsafeRawBufferPointer(rebasing: buffer[..<filled]))
+            atEnd = filled < piece
             total += Int64(filled)
-            if filled < size { break }
+            let fresh = UnsafeRawBufferPointer(rebasing: buffer[held..<held + filled])
+            let region = UnsafeRawBufferPointer(rebasing: buffer[0..<held + filled])
+            let used = pass.run(whole: fresh, chunks: region, atEnd: atEnd)
+            held = region.count - used
+            if held > 0, used > 0 { memmove(buffer.baseAddress!, buffer.baseAddress! + used, held) }
         }
-        let checksum = scanner.finish()
+        let checksum = Data(pass.whole.finalize()).base64EncodedString()
         guard let after = FileStamp.of(url.path) else { throw UbiquityError(.notFound, "'\(url.path)' vanished while it was read") }
-        let list = AssetChunkList(fileChecksum: checksum, size: total, chunking: chunking, chunks: scanner.chunks.map(\.ref))
-        return AssetFileScan(chunkList: list, before: before, after: after)
+        let list = AssetChunkList(fileChecksum: checksum, size: total, chunking: chunking, chunks: pass.chunker.chunks)
+        return AssetFileScan(chunkList: list, before: before, after: after, reusedChunks: pass.chunker.reusedChunks,
+                             cutBytes: pass.chunker.cutBytes)
     }
 
     /// Where each chunk starts, with its reference.
@@ -78,5 +98,41 @@ public struct AssetFileScan: Sendable, Hashable {
             defer { offset += Int64(chunk.size) }
             return AssetChunkSpan(ref: chunk, offset: offset)
         }
+    }
+}
+
+/// One scan's state: the whole hash (one thread) and the chunker (another).
+private final class ScanPass: @unchecked Sendable {
+    // @unchecked because: used by one `scan` call; inside ``run(whole:chunks:atEnd:)`` the two
+    // halves touch disjoint state (`whole` / `chunker`) and `concurrentPerform` returns only
+    // when both are done.
+    var whole = SHA256()
+    var chunker: AssetIncrementalChunker
+
+    init(chunker: AssetIncrementalChunker) { self.chunker = chunker }
+
+    /// Hashes `fresh` into the whole checksum while cutting the chunks that `chunks` (which
+    /// ends with `fresh`) completes; returns how many bytes of `chunks` are now in chunks.
+    func run(whole fresh: UnsafeRawBufferPointer, chunks region: UnsafeRawBufferPointer, atEnd: Bool) -> Int {
+        guard fresh.count >= 1 << 20 else {
+            whole.update(bufferPointer: fresh)
+            return cut(region, atEnd: atEnd)
+        }
+        // both halves only read the buffer, which outlives the call
+        nonisolated(unsafe) let sharedFresh = fresh, sharedRegion = region
+        nonisolated(unsafe) var used = 0
+        DispatchQueue.concurrentPerform(iterations: 2) { half in
+            if half == 0 { self.whole.update(bufferPointer: sharedFresh) } else { used = self.cut(sharedRegion, atEnd: atEnd) }
+        }
+        return used
+    }
+
+    private func cut(_ region: UnsafeRawBufferPointer, atEnd: Bool) -> Int {
+        var offset = 0
+        while atEnd ? offset < region.count : region.count - offset >= chunker.window {
+            guard let length = chunker.next(UnsafeRawBufferPointer(rebasing: region[offset...]), atEnd: atEnd) else { break }
+            offset += length
+        }
+        return offset
     }
 }

@@ -156,7 +156,9 @@ extension AssetTransfer {
             try await sendChunks(toSend, file: file, chunkPath: chunkPath, uploadURL: uploadURL, token: token, sent: sent) { count in
                 report(AssetTransferProgress(phase: .uploading, completedBytes: min(size, done.add(Int64(count))), totalBytes: size))
             }
-            let commit = try await postJSON(.object(["token": .string(token)]), to: manifestURL, sent: sent, accept: [200, 404])
+            // the checksum this side computed: the server may commit at once and check it later
+            let commitBody: JSONValue = .object(["token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size)])
+            let commit = try await postJSON(commitBody, to: manifestURL, sent: sent, accept: [200, 404])
             if commit.status == 200 {
                 report(AssetTransferProgress(phase: .uploading, completedBytes: size, totalBytes: size))
                 return AssetUploadResult(asset: try Self.singleFile(commit), bytesSent: sent.total, chunksSent: chunksSent, deduplicated: true,

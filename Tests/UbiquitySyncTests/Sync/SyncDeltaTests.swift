@@ -49,6 +49,10 @@ import UbiquityCore
             #expect(statistics.downloads == 1 && statistics.assembled == 1)
             #expect(statistics.bytesReceived < 1 << 20, "B received \(statistics.bytesReceived) bytes for a one-byte edit of \(size)")
             #expect(statistics.bytesCopied >= Int64(size - (512 << 10)))
+            // the sender recognised the unchanged chunks from its kept list: only around the edit was cut
+            let sent = a.engine.deltaStatistics
+            #expect(sent.uploadScans == 2 && sent.uploadChunksReused >= 50, "A reused \(sent.uploadChunksReused) chunks")
+            #expect(sent.uploadBytesCut < Int64(size) + (1 << 20), "A cut \(sent.uploadBytesCut) bytes (the first upload cut all \(size))")
 
             // two files at once go through the prefetch; each reuses its own previous version
             var first = Self.random(2 << 20, seed: 91), second = Self.random(2 << 20, seed: 92)

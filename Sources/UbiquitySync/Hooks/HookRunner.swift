@@ -90,7 +90,8 @@ public final class HookRunner: Sendable {
 
     /// Queues `invocation` for the hooks of its event (returns at once).
     public func post(_ invocation: HookInvocation) {
-        guard !hooks(for: invocation.event).isEmpty else { return }
+        // no hooks folder (the usual case): one stat, not a listing per synced file
+        guard FileStamp.of(directory.path) != nil, !hooks(for: invocation.event).isEmpty else { return }
         let dropped = queue.withLock { queue -> Int in
             guard !queue.stopped else { return 0 }
             queue.pending.append(invocation)

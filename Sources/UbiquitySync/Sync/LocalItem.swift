@@ -210,7 +210,17 @@ enum SyncFiles {
 
     /// A temporary name in the folder of `absolute` that the watcher and the scan ignore.
     static func temporaryPath(near absolute: String) -> String {
-        (absolute as NSString).deletingLastPathComponent + "/" + temporaryPrefix + UUID().uuidString.prefix(8)
+        parent(of: absolute) + "/" + temporaryPrefix + UUID().uuidString.prefix(8)
+    }
+
+    /// The folder of an absolute path: cut at the last `/` when the path is plain (absolute,
+    /// no `//`, no trailing `/`, not at the top), else what `NSString` says.
+    static func parent(of absolute: String) -> String {
+        let bytes = absolute.utf8
+        guard bytes.first == UInt8(ascii: "/"), bytes.last != UInt8(ascii: "/"),
+              let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash != bytes.startIndex,
+              !absolute.contains("//") else { return (absolute as NSString).deletingLastPathComponent }
+        return String(decoding: bytes[..<slash], as: UTF8.self)
     }
 
     /// Writes `data` to a new file at `path` (mode 0600; fsynced when installed).

@@ -128,7 +128,7 @@ extension SyncEngine {
         // 2. renames under one coordinated write of every target, then one fsync per folder
         let positions = temporaries.indices.filter { (try? temporaries[$0].get()) != nil }
         let intents = positions.map {
-            FileAccessIntent.writingIntent(with: URL(fileURLWithPath: absolute(files[$0].item.path)), options: .forReplacing)
+            FileAccessIntent.writingIntent(with: URL(fileURLWithPath: absolute(files[$0].item.path), isDirectory: false), options: .forReplacing)
         }
         var outcomes: [NewFileOutcome] = temporaries.map { result in
             switch result {
@@ -146,7 +146,7 @@ extension SyncEngine {
                     // the name must still be free: anything there now is judged alone
                     guard FileStamp.of(target) == nil else { return .alone }
                     guard rename(temporary, target) == 0 else { return .failed(UbiquityError.posix("rename", path: target)) }
-                    folders.insert((target as NSString).deletingLastPathComponent)
+                    folders.insert(SyncFiles.parent(of: target))
                     guard let stamp = FileStamp.of(target) else { return .failed(UbiquityError(.notFound, "'\(target)' vanished after it was written")) }
                     return .written(stamp)
                 }
@@ -188,7 +188,7 @@ extension SyncFiles {
     static func makeFolders(for file: SyncEngine.NewFile, root: String, madeFolders: inout Set<String>) throws {
         let item = file.item
         let target = root + "/" + item.path
-        let parent = (target as NSString).deletingLastPathComponent
+        let parent = SyncFiles.parent(of: target)
         do {
             try makeFolders(parent: parent, item: item, root: root, madeFolders: &madeFolders)
         } catch {

@@ -60,7 +60,7 @@ extension SyncEngine {
         let (unapplied, applied) = SyncDecision.splitAlreadyApplied(fetched, journaledTags: try journal.changeTags(ids: fetched.map(\.0.id)))
         for item in applied { appLinks?.makeRoom(for: item.path) }  // as ``applyRemote(_:_:changing:)`` does first
         if !applied.isEmpty { logger.debug("fetched records already applied here", metadata: ["ubiquity.count": "\(applied.count)"]) }
-        let items = unapplied.sorted { (Self.depth($0.0.path), $0.0.path) < (Self.depth($1.0.path), $1.0.path) }
+        let items = unapplied.map { (Self.depth($0.0.path), $0) }.sorted { ($0.0, $0.1.0.path) < ($1.0, $1.1.0.path) }.map(\.1)
         // the records changing in this batch: one of them is never a duplicate of another (a path
         // freed by a delete or a rename and taken by a new record)
         let changing = Set(records.keys).union(deleted)

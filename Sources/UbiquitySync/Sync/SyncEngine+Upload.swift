@@ -224,7 +224,8 @@ extension SyncEngine {
             let chunk = Array(uploads[start..<min(start + Self.smallFilesPerClaim, uploads.count)])
             start += chunk.count
             for (_, upload) in chunk { report(upload.path, .uploading) }
-            let intents = chunk.map { FileAccessIntent.readingIntent(with: URL(fileURLWithPath: absolute($0.1.path))) }
+            // (`isDirectory: false`: a file, so `URL` need not stat it to find out)
+            let intents = chunk.map { FileAccessIntent.readingIntent(with: URL(fileURLWithPath: absolute($0.1.path), isDirectory: false)) }
             let reads: [Result<(data: Data, hash: String, before: FileStamp, after: FileStamp)?, any Error>]
             do {
                 reads = try await coordinator.coordinate(with: intents) {

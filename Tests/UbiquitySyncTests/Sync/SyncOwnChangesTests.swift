@@ -29,6 +29,12 @@ import Ubiquity
         #expect(ModifyChangeTokens.advanced(t("1"), by: []) == nil)
     }
 
+    @Test func theParentFolderOfAPathIsWhatNSStringSays() {
+        for path in ["/a/b/c.txt", "/a/b", "/a", "/", "/a/b/", "/a//b/c", "/ü/ß é/漢字.txt", "/a/./b", "/a/../b", "/top"] {
+            #expect(SyncFiles.parent(of: path) == (path as NSString).deletingLastPathComponent, "\(path)")
+        }
+    }
+
     @Test func ownUploadsAreNotFetchedBackAndOthersChangesStillAre() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

@@ -10,6 +10,10 @@ import UbiquityCore
 /// it had when fetched, and is sent as `UNKNOWN_LIST` otherwise).
 ///
 /// Literals work: `record["name"] = "Mei"`, `record["age"] = 30`, `record["tags"] = ["a", "b"]`.
+///
+/// The large cases (`reference`, `location`, `asset`) are boxed (`indirect`), so a value takes
+/// 17 bytes rather than the 120 of its largest payload: a record's field dictionary is about a
+/// quarter of the size, which counts when a sync fetch holds 100,000 records.
 public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
     /// STRING.
     case string(String)
@@ -22,11 +26,11 @@ public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
     /// BYTES.
     case bytes(Data)
     /// REFERENCE.
-    case reference(Reference)
+    indirect case reference(Reference)
     /// LOCATION.
-    case location(Location)
+    indirect case location(Location)
     /// ASSETID (read from the server; see ``Asset``).
-    case asset(Asset)
+    indirect case asset(Asset)
     /// A `_LIST` of values of one type.
     case list([RecordValue])
 

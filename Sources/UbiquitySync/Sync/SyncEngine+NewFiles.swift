@@ -37,8 +37,9 @@ extension SyncEngine {
         for (item, _) in items { perPath[item.path, default: 0] += 1 }
         var new: [NewFile] = []
         var rest: [(RemoteItem, Record)] = []
-        let files = items.filter { $0.0.kind == .file }
-        let known = try journal.known(ids: files.map(\.0.id), paths: files.map(\.0.path))  // one read for the page
+        // (memory: the IDs and paths only, not a second array of the page's records)
+        let files = items.lazy.filter { $0.0.kind == .file }.map(\.0)
+        let known = try journal.known(ids: Array(files.map(\.id)), paths: Array(files.map(\.path)))  // one read for the page
         for (item, record) in items {
             guard item.kind == .file, perPath[item.path] == 1, SyncFiles.isValid(relativePath: item.path),
                   !known.ids.contains(item.id), !known.paths.contains(item.path) else {

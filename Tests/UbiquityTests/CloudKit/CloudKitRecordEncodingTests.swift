@@ -104,6 +104,22 @@ struct CloudKitRecordEncodingTests {
         #expect(operation.json[path: "record.fields"] == (try Support.json(#"{"tags":{"value":[],"type":"STRING_LIST"},"photo":{"value":null}}"#)))
     }
 
+    @Test("a field value is small: the large cases are boxed (a fetch of 100,000 records holds 100,000 field dictionaries)")
+    func valueLayout() {
+        // String and Data are the largest unboxed payloads (16 bytes)
+        #expect(MemoryLayout<RecordValue>.size <= 17)
+        #expect(MemoryLayout<Location>.size > 64 && MemoryLayout<Asset>.size > 64)  // why they are boxed
+        // boxed values compare, hash and read back as before
+        let place = Location(latitude: 37.33, longitude: -122.03, altitude: 12)
+        let asset = Asset(fileChecksum: "abc", size: 3, downloadURL: "https://example.invalid/a")
+        let link = Reference(recordID: Record.ID(recordName: "label-1"), action: .deleteSelf)
+        var copy = RecordValue.location(place)
+        #expect(copy == .location(place) && copy.locationValue == place)
+        copy = .asset(asset)
+        #expect(copy.assetValue == asset && Set([copy, .asset(asset), .reference(link)]).count == 2)
+        #expect(RecordValue.reference(link).referenceValue == link)
+    }
+
     @Test("typed accessors, literals and conversions")
     func accessors() {
         var record = Record(recordType: "Note")

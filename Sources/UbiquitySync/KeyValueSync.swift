@@ -19,7 +19,8 @@ import UbiquityStore
 /// - **Download**: zone changes since a change token saved in the store's file (with the entries,
 ///   in one transaction); an expired token starts over.
 /// - **Wake-ups**: a zone subscription and the container's push (`CloudContainer.notifications()`),
-///   local sets (the file's `data_version`, checked every `pollInterval`), a second round 2 s after
+///   local sets (the file's `data_version`, checked when inotify says the file was written, and
+///   every 10 s as a safety net — every `pollInterval` without inotify), a second round 2 s after
 ///   starting (push delivers only what happens once it is connected), a periodic fetch as a
 ///   safety net, and retries with back-off while the server is unreachable.
 ///
@@ -281,16 +282,30 @@ public final class KeyValueSync: Sendable {
         }
     }
 
-    /// Wakes a round when another connection (a process setting a value) changed the file.
+    /// Wakes a round when another connection (a process setting a value) changed the file: its
+    /// `data_version` is checked when inotify says the file or its `-wal` was written
+    /// (``FileChangeSignal``; the daemon's own writes are told too, and leave the version as it
+    /// is), and every ``idlePollInterval`` as a safety net; every `pollInterval` when the file
+    /// cannot be watched.
     func watchLocalChanges(_ wake: AsyncStream<Void>.Continuation) async {
         let database = self.database
-        var version = (try? await BlockingWork.run { try database.dataVersion() }) ?? 0
-        while (try? await Task.sleep(for: pollInterval)) != nil {
-            guard let now = try? await BlockingWork.run({ try database.dataVersion() }) else { continue }
-            if now != version {
-                version = now
-                wake.yield()
+        let version = Mutex((try? await BlockingWork.run { try database.dataVersion() }) ?? 0)
+        @Sendable func check() {
+            guard let now = try? database.dataVersion() else { return }
+            let changed = version.withLock { version in
+                defer { version = now }
+                return version != now
             }
+            if changed { wake.yield() }
+        }
+        let signal = database.path.flatMap { FileChangeSignal(path: $0, onChange: check) }
+        defer { signal?.stop() }
+        let interval = signal == nil ? pollInterval : max(pollInterval, Self.idlePollInterval)
+        while (try? await Task.sleep(for: interval)) != nil {
+            _ = try? await BlockingWork.run { check() }
         }
     }
+
+    /// How often the file's `data_version` is checked when inotify watches it (a safety net).
+    static let idlePollInterval = Duration.seconds(10)
 }

@@ -237,8 +237,11 @@ enum SyncFiles {
     }
 
     /// Makes `temporary` final: mode, modification time, fsync, then rename over `absolute`
-    /// (keeping the user attributes of what it replaces) and fsync of the folder.
-    static func install(_ temporary: String, at absolute: String, mode: UInt32, modifiedMilliseconds: Int64) throws {
+    /// (keeping the user attributes of what it replaces) and fsync of the folder. Returns the
+    /// temporary's stamp taken just before the rename (what was written: a stamp taken after
+    /// could already be of someone's edit).
+    @discardableResult
+    static func install(_ temporary: String, at absolute: String, mode: UInt32, modifiedMilliseconds: Int64) throws -> FileStamp? {
         chmod(temporary, mode_t(mode & 0o7777))
         if modifiedMilliseconds > 0 {
             var times = [timespec(tv_sec: Int(modifiedMilliseconds / 1000), tv_nsec: Int(modifiedMilliseconds % 1000) * 1_000_000),
@@ -248,12 +251,14 @@ enum SyncFiles {
         let fd = open(temporary, O_RDONLY | O_CLOEXEC)
         if fd >= 0 { fsync(fd); close(fd) }
         if FileStamp.of(absolute) != nil { try? ExtendedAttributes.copyUserAttributes(from: absolute, to: temporary) }
+        let stamp = FileStamp.of(temporary)
         guard rename(temporary, absolute) == 0 else {
             let error = UbiquityError.posix("rename", path: absolute)
             unlink(temporary)
             throw error
         }
         SafeSave.syncDirectory((absolute as NSString).deletingLastPathComponent)
+        return stamp
     }
 }
 

@@ -146,9 +146,11 @@ extension SyncEngine {
                     let target = intent.url.path
                     // the name must still be free: anything there now is judged alone
                     guard FileStamp.of(target) == nil else { return .alone }
+                    // stat'ed before the rename: after it, the stamp could be of an edit made
+                    // in between (journaled as synced, it would never be uploaded)
+                    guard let stamp = FileStamp.of(temporary) else { return .failed(UbiquityError(.notFound, "'\(temporary)' vanished before it was renamed")) }
                     guard rename(temporary, target) == 0 else { return .failed(UbiquityError.posix("rename", path: target)) }
                     folders.insert(SyncFiles.parent(of: target))
-                    guard let stamp = FileStamp.of(target) else { return .failed(UbiquityError(.notFound, "'\(target)' vanished after it was written")) }
                     return .written(stamp)
                 }
                 for folder in folders { SafeSave.syncDirectory(folder) }

@@ -239,6 +239,9 @@ extension SyncEngine {
         let target = absolute(item.path)
         try SyncFiles.makeParents(of: target)
         let url = URL(fileURLWithPath: target)
+        // the file as written, stat'ed just before its rename: a stat taken after could be of an
+        // edit made in between, which would then be journaled as synced and never uploaded
+        var written: FileStamp?
         switch item.kind {
         case .folder:
             if let stamp = FileStamp.of(target), !stamp.isDirectory {
@@ -253,7 +256,7 @@ extension SyncEngine {
         case .symlink:
             let temporary = SyncFiles.temporaryPath(near: target)
             guard symlink(item.target ?? "", temporary) == 0 else { throw UbiquityError.posix("symlink", path: temporary) }
-            try await replace(url, with: temporary, expected: expected, item: item, mode: false)
+            written = try await replace(url, with: temporary, expected: expected, item: item, mode: false)
         case .file:
             let temporary = SyncFiles.temporaryPath(near: target)
             var downloaded: AssetDownloadResult?  // checked against the asset's checksum (SyncEngine+Delta.swift)
@@ -288,12 +291,13 @@ extension SyncEngine {
                 unlink(temporary)
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
             }
-            try await replace(url, with: temporary, expected: expected, item: item, mode: true)
-            if downloaded != nil || fetchedAhead, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target) {
+            written = try await replace(url, with: temporary, expected: expected, item: item, mode: true)
+            if downloaded != nil || fetchedAhead, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target),
+               let written, !SyncStat(stamp).differs(from: SyncStat(written)) {
                 keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
             }
         }
-        guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
+        guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
         try noteDownloaded(item)  // no longer evicted; progress over (SyncEngine+Progress.swift)
@@ -301,10 +305,12 @@ extension SyncEngine {
         onEvent?(.didDownload(path: item.path))
     }
 
-    private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws {
+    /// Renames `temporary` over `url` under a coordinated write, when the item there is still
+    /// `expected`; returns the temporary's stamp taken just before the rename.
+    private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws -> FileStamp? {
         let path = item.path
         do {
-            try await coordinator.coordinate(writingItemAt: url, options: .forReplacing) { (url: URL) async throws in
+            return try await coordinator.coordinate(writingItemAt: url, options: .forReplacing) { (url: URL) async throws -> FileStamp? in
                 let now = FileStamp.of(url.path).map(SyncStat.init)
                 switch (now, expected) {
                 case (nil, nil): break
@@ -313,10 +319,11 @@ extension SyncEngine {
                 }
                 if now?.kind == .folder { throw UbiquityError(.alreadyExists, "'\(path)' is a folder here and not on the server") }
                 if mode {
-                    try SyncFiles.install(temporary, at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
-                } else {
-                    guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
+                    return try SyncFiles.install(temporary, at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
                 }
+                let stamp = FileStamp.of(temporary)
+                guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
+                return stamp
             }
         } catch {
             unlink(temporary)

@@ -12,8 +12,8 @@ import UbiquityCore
 /// Literals work: `record["name"] = "Mei"`, `record["age"] = 30`, `record["tags"] = ["a", "b"]`.
 ///
 /// The large cases (`reference`, `location`, `asset`) are boxed (`indirect`), so a value takes
-/// 17 bytes rather than the 120 of its largest payload: a record's field dictionary is about a
-/// quarter of the size, which counts when a sync fetch holds 100,000 records.
+/// at most 17 bytes rather than the 100 or more of its largest payload: a record's field
+/// dictionary is a fraction of the size, which counts when a sync fetch holds 100,000 records.
 public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
     /// STRING.
     case string(String)

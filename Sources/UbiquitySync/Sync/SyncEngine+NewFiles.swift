@@ -138,6 +138,7 @@ extension SyncEngine {
             }
         }
         guard !intents.isEmpty else { return outcomes }
+        let afterWrite = self.afterWrite
         let renamed: [NewFileOutcome] = try await coordinator.coordinate(with: intents) {
             try await BlockingWork.run {
                 var folders = Set<String>()
@@ -151,6 +152,7 @@ extension SyncEngine {
                     guard let stamp = FileStamp.of(temporary) else { return .failed(UbiquityError(.notFound, "'\(temporary)' vanished before it was renamed")) }
                     guard rename(temporary, target) == 0 else { return .failed(UbiquityError.posix("rename", path: target)) }
                     folders.insert(SyncFiles.parent(of: target))
+                    afterWrite?(files[index].item.path)  // tests: the file may be edited here
                     return .written(stamp)
                 }
                 for folder in folders { SafeSave.syncDirectory(folder) }

@@ -297,6 +297,7 @@ extension SyncEngine {
                 keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
             }
         }
+        afterWrite?(item.path)  // tests: the file may be edited here
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))

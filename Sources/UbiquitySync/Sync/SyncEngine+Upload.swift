@@ -415,4 +415,10 @@ extension SyncEngine {
     func setAfterScan(_ hook: (@Sendable (String) async -> Void)?) {
         afterScan = hook
     }
+
+    /// Sets the hook called right after a remote change is renamed into place, before it is
+    /// journaled (tests only: they edit the file there to check the edit is still uploaded).
+    func setAfterWrite(_ hook: (@Sendable (String) -> Void)?) {
+        afterWrite = hook
+    }
 }

@@ -102,6 +102,9 @@ public actor SyncEngine {
     /// Called between reading a large file and uploading it (tests only: the file may change
     /// there; SyncEngine+Upload.swift).
     var afterScan: (@Sendable (String) async -> Void)?
+    /// Called right after a remote change was renamed into place, before it is journaled
+    /// (tests only: the file may be edited there; SyncEngine+Remote.swift, +NewFiles.swift).
+    var afterWrite: (@Sendable (String) -> Void)?
 
     /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
     /// that would delete more than `massDeleteShare` of the synced items and more than

@@ -78,7 +78,7 @@ extension AccountSync {
                 continue
             }
             var displayNames: [String: String] = [:]
-            displayNames[identifier] = UbiquityContainers.displayName(ofContainerAt: URL(fileURLWithPath: documents).deletingLastPathComponent())
+            displayNames[identifier] = UbiquityContainers.displayName(ofContainerAt: AppContainerSync.container(of: identifier, paths: configuration.paths))
             let name = AppFolderLinks.names(for: [identifier], current: [:], displayNames: displayNames) { used.contains($0) }[identifier] ?? identifier
             used.insert(name)
             result.append(AppFolderLinks.Link(identifier: identifier, name: name, target: documents))

@@ -168,8 +168,11 @@ actor AppContainerSync {
     }
 
     /// A container's directory (holding `Documents/` and its declarations).
-    func container(of identifier: String) -> URL {
-        URL(fileURLWithPath: documents(of: identifier)).deletingLastPathComponent()
+    func container(of identifier: String) -> URL { Self.container(of: identifier, paths: paths) }
+
+    /// A container's directory in `paths`.
+    static func container(of identifier: String, paths: UbiquityPaths) -> URL {
+        URL(fileURLWithPath: documents(of: identifier, paths: paths)).deletingLastPathComponent()
     }
 
     /// The containers registered for the account, with their display names (none when the

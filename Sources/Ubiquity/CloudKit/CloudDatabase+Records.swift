@@ -47,12 +47,9 @@ extension CloudDatabase {
                               savePolicy: ModifyRecordsOperation.RecordSavePolicy = .ifServerRecordUnchanged,
                               atomically: Bool = true) async throws
         -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) {
-        var saves: [Record.ID: Result<Record, any Error>] = [:]
-        var deletes: [Record.ID: Result<Void, any Error>] = [:]
-        try await modifyRecords(saving: recordsToSave, deleting: recordIDsToDelete, policy: savePolicy, atomic: atomically,
-                                onSave: { id, result in saves[id] = result.mapError { $0 } },
-                                onDelete: { id, result in deletes[id] = result.mapError { $0 } })
-        return (saves, deletes)
+        let results = try await modifyRecordsTrackingChanges(saving: recordsToSave, deleting: recordIDsToDelete,
+                                                             savePolicy: savePolicy, atomically: atomically)
+        return (results.saveResults, results.deleteResults)
     }
 
     /// ``modifyRecords(saving:deleting:savePolicy:atomically:)`` that also says where each

@@ -51,6 +51,14 @@ final class FileChangeSignal: Sendable {
 
     deinit { stop() }
 
+    /// Whether one inotify event calls the handler: it names one of `names`, or the queue
+    /// overflowed or the watch went away (something may have been missed).
+    static func matters(mask: UInt32, name: String?, names: Set<String>) -> Bool {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 || mask & UInt32(IN_IGNORED) != 0 { return true }
+        guard let name else { return false }
+        return names.contains(name)
+    }
+
     /// The thread's loop: waits for events or the stop byte; calls `onChange` after each read
     /// that names one of `names` (or reports an overflow: something may have been missed).
     private static func watch(inotify: Int32, stop: Int32, names: Set<String>, onChange: @Sendable () -> Void) {
@@ -78,12 +86,8 @@ final class FileChangeSignal: Sendable {
             while offset + MemoryLayout<inotify_event>.size <= count {
                 let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
                 let nameStart = offset + MemoryLayout<inotify_event>.size
-                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 || event.mask & UInt32(IN_IGNORED) != 0 {
-                    matched = true
-                } else if event.len > 0 {
-                    let name = String(cString: buffer.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
-                    if names.contains(name) { matched = true }
-                }
+                let name = event.len > 0 ? String(cString: buffer.advanced(by: nameStart).assumingMemoryBound(to: CChar.self)) : nil
+                if matters(mask: event.mask, name: name, names: names) { matched = true }
                 offset = nameStart + Int(event.len)
             }
             if matched { onChange() }

@@ -113,9 +113,11 @@ extension MetadataIndex {
             var changed: [String: IndexRecord] = [:]
             var order: [String] = []
             var missing: [String] = []
+            // the rows read a chunk of paths per query, not one query per path
+            let current = try Self.fetchRecords(paths: changes.map { Self.normalize($0.path) }, db: db)
             for (original, change) in changes {
                 let path = Self.normalize(original)
-                guard var record = try changed[path] ?? Self.fetchRecord(path: path, db: db) else {
+                guard var record = changed[path] ?? current[path] else {
                     missing.append(original)
                     continue
                 }
@@ -129,6 +131,30 @@ extension MetadataIndex {
             }
             return (IndexDelta(changed: order.compactMap { changed[$0] }), missing)
         }
+    }
+
+    /// The records at `paths` (normalized) that are indexed, by path: ``lookupChunk`` paths per
+    /// query.
+    static func fetchRecords(paths: [String], db: Database) throws -> [String: IndexRecord] {
+        let unique = Array(Set(paths))
+        guard !unique.isEmpty else { return [:] }
+        let placeholders = Array(repeating: "?", count: lookupChunk).joined(separator: ",")
+        let lookup = try db.cachedStatement(sql: "SELECT \(recordColumns) FROM items WHERE path IN (\(placeholders))")
+        var records: [String: IndexRecord] = [:]
+        records.reserveCapacity(unique.count)
+        var start = 0
+        while start < unique.count {
+            let end = min(start + lookupChunk, unique.count)
+            // padded with the last path to keep one statement
+            var values = unique[start..<end].map(\.databaseValue)
+            values += Array(repeating: values[values.count - 1], count: lookupChunk - values.count)
+            start = end
+            for row in try Row.fetchAll(lookup, arguments: StatementArguments(values)) {
+                let record = decode(row)
+                records[record.path] = record
+            }
+        }
+        return records
     }
 
     /// Writes `attrs` into the row at `path` (normalized).

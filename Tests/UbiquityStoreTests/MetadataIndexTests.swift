@@ -188,6 +188,35 @@ import UbiquityCore
         #expect(throws: UbiquityError.self) { try index.addScanned([S.file("/r/late")], to: session) }
     }
 
+    /// Sync's states of a pass, many paths at once (read a chunk of paths per query): each row
+    /// changed as asked, a path named twice sees the first change, missing paths reported.
+    @Test func ubiquitousAttributesUpdateManyPaths() throws {
+        let index = try S.memoryIndex()
+        let count = MetadataIndex.lookupChunk * 2 + 3
+        _ = try index.apply((0..<count).map { S.file("/r/f\($0)") })
+        var changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)] = (0..<count).map { index in
+            ("/r/f\(index)", { $0.isUploaded = true; $0.percentUploaded = Double(index % 100) })
+        }
+        changes.append(("/r/f0", { $0.isUploading = !$0.isUploaded }))  // sees the first change
+        changes.append(("/r/missing", { $0.isUploaded = true }))
+        changes.append(("/r/f1/", { $0.hasUnresolvedConflicts = true }))  // normalized
+        let (delta, missing) = try index.updateUbiquitousAttributes(changes)
+        #expect(missing == ["/r/missing"])
+        #expect(delta.changed.count == count)
+        let byPath = Dictionary(uniqueKeysWithValues: delta.changed.map { ($0.path, $0.ubiquitous) })
+        for position in 0..<count {
+            #expect(byPath["/r/f\(position)"]?.isUploaded == true)
+            #expect(byPath["/r/f\(position)"]?.percentUploaded == Double(position % 100))
+        }
+        #expect(byPath["/r/f0"]?.isUploading == false)
+        #expect(byPath["/r/f1"]?.hasUnresolvedConflicts == true)
+        // as stored: the next pass with the same states changes nothing
+        let again = try index.updateUbiquitousAttributes((0..<count).map { index in
+            ("/r/f\(index)", { $0.isUploaded = true; $0.percentUploaded = Double(index % 100) })
+        })
+        #expect(again.delta.isEmpty && again.missing.isEmpty)
+    }
+
     @Test func ubiquitousAttributesUpdate() throws {
         let index = try S.memoryIndex()
         _ = try index.apply([S.file("/r/a")])

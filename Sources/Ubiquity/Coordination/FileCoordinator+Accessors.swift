@@ -117,11 +117,12 @@ extension FileCoordinator {
         if readingOptions.contains(.resolvesSymbolicLink) || writingOptions.contains(.forReplacing) {
             throw UbiquityError(.invalidArgument, "prepare(forReadingItemsAt:…) does not accept .resolvesSymbolicLink or .forReplacing")
         }
-        var items = try readingURLs.map { ItemRequest(path: try canonical($0), access: .read(readingOptions.union(.forUploading))) }
+        var cache = CanonicalPathCache()  // each folder resolved once
+        var items = try readingURLs.map { ItemRequest(path: try canonical($0, cache: &cache), access: .read(readingOptions.union(.forUploading))) }
         items += try writingURLs.map { url -> ItemRequest in
             var options = writingOptions
             if options.isDisjoint(with: [.forDeleting, .forMoving]) { options.insert(.forMoving) }  // message the whole subtree
-            return ItemRequest(path: try canonical(url), access: .write(options))
+            return ItemRequest(path: try canonical(url, cache: &cache), access: .write(options))
         }
         let id = try acquire(items, isPrepare: true)
         let runtime = CoordinationRuntime.shared
@@ -136,11 +137,12 @@ extension FileCoordinator {
     public func coordinate(with intents: [FileAccessIntent], queue: OperationQueue,
                            byAccessor accessor: @escaping @Sendable ((any Error)?) -> Void) {
         let items: [ItemRequest]
+        var cache = CanonicalPathCache()  // each folder resolved once
         do {
             items = try intents.map { intent in
                 switch intent.kind {
-                case .reading(let o): return ItemRequest(path: try canonical(intent.url, resolveLast: o.contains(.resolvesSymbolicLink)), access: .read(o))
-                case .writing(let o): return ItemRequest(path: try canonical(intent.url), access: .write(o))
+                case .reading(let o): return ItemRequest(path: try canonical(intent.url, resolveLast: o.contains(.resolvesSymbolicLink), cache: &cache), access: .read(o))
+                case .writing(let o): return ItemRequest(path: try canonical(intent.url, cache: &cache), access: .write(o))
                 }
             }
         } catch {
@@ -179,6 +181,14 @@ extension FileCoordinator {
             throw UbiquityError(.invalidArgument, "'\(url.absoluteString)' is not a file URL; coordination works on file URLs only")
         }
         return try CanonicalPath.canonicalize(url.path, resolveLast: resolveLast)
+    }
+
+    /// ``canonical(_:resolveLast:)`` for one of many items of a claim: each folder resolved once.
+    func canonical(_ url: URL, resolveLast: Bool = false, cache: inout CanonicalPathCache) throws -> String {
+        guard url.isFileURL else {
+            throw UbiquityError(.invalidArgument, "'\(url.absoluteString)' is not a file URL; coordination works on file URLs only")
+        }
+        return try cache.canonicalize(url.path, resolveLast: resolveLast)
     }
 
     func makeRequest(_ items: [ItemRequest], isPrepare: Bool) -> ClaimRequest {

@@ -52,10 +52,11 @@ extension FileCoordinator {
     @discardableResult
     public func coordinate<T: Sendable>(with intents: [FileAccessIntent],
                                         byAccessor accessor: @Sendable () async throws -> T) async throws -> T {
+        var cache = CanonicalPathCache()  // each folder resolved once
         let items = try intents.map { intent -> ItemRequest in
             switch intent.kind {
-            case .reading(let o): return ItemRequest(path: try canonical(intent.url, resolveLast: o.contains(.resolvesSymbolicLink)), access: .read(o))
-            case .writing(let o): return ItemRequest(path: try canonical(intent.url), access: .write(o))
+            case .reading(let o): return ItemRequest(path: try canonical(intent.url, resolveLast: o.contains(.resolvesSymbolicLink), cache: &cache), access: .read(o))
+            case .writing(let o): return ItemRequest(path: try canonical(intent.url, cache: &cache), access: .write(o))
             }
         }
         for (intent, item) in zip(intents, items) { intent.updateURL(URL(fileURLWithPath: item.path)) }

@@ -77,15 +77,19 @@ public struct IgnoreRules: Sendable, Hashable {
     public func isIgnored(nameBytes name: UnsafeBufferPointer<UInt8>, relativePath: () -> String,
                           isDirectory: Bool) -> Bool {
         var relative: String?
-        for pattern in prepared {
-            if pattern.directoryOnly && !isDirectory { continue }
-            if pattern.matchesRelativePath {
-                if relative == nil { relative = relativePath() }
-                if relative!.withUTF8({ pattern.matches($0) }) { return true }
-            } else if pattern.matches(name) {
-                return true
+        // through a buffer pointer: the patterns are used in place, not copied (a copy of an
+        // `IgnorePattern` retains and releases its five arrays: most of the cost of a decision)
+        return prepared.withUnsafeBufferPointer { patterns in
+            for index in patterns.indices {
+                if patterns[index].directoryOnly && !isDirectory { continue }
+                if patterns[index].matchesRelativePath {
+                    if relative == nil { relative = relativePath() }
+                    if relative!.withUTF8({ patterns[index].matches($0) }) { return true }
+                } else if patterns[index].matches(name) {
+                    return true
+                }
             }
+            return false
         }
-        return false
     }
 }

@@ -61,8 +61,8 @@ extension SyncEngine {
     }
 
     /// Writes new files ``newFilesPerBatch`` at a time, crash-safe with few syncs: every
-    /// temporary written (next to its target, a name the scan removes), checked against its
-    /// hash and fsynced; then under one coordinated write of all the targets, each renamed into
+    /// temporary written (next to its target, a name the scan removes) and checked against its
+    /// hash, then all made durable (``NewFileDurability``: one `syncfs`, or an fsync each); then under one coordinated write of all the targets, each renamed into
     /// place if its name is still free, and each folder fsynced once; then all journaled in
     /// one transaction and reported. A SIGKILL leaves whole files or temporaries, never a
     /// partial file under a real name. Returns the records to apply alone (a name taken since)
@@ -107,18 +107,27 @@ extension SyncEngine {
     /// The stages of ``applyNewFiles(_:)`` for one chunk, up to the renames.
     private func writeNewFiles(_ files: [NewFile]) async throws -> [NewFileOutcome] {
         let root = folder
-        // 1. temporaries: written, checked, fsynced (nothing under a real name yet); the folders
-        // on the way made first, one by one, then the files written by ``temporaryLanes``
-        // threads at once, so that the file system commits their fsyncs together (one by one,
-        // each fsync of a small file waits for a journal commit of its own: milliseconds each)
+        // 1. temporaries: written and checked (nothing under a real name yet); the folders on the
+        // way made first, one by one, then the files written by ``temporaryLanes`` threads at
+        // once; then made durable together: one `syncfs` per file system when little else is
+        // dirty, else each fsynced as it is written (by many threads at once, so that the file
+        // system commits their fsyncs together: one by one, each fsync of a small file waits
+        // for a journal commit of its own) — `NewFileDurability.swift`
+        let durability = NewFileDurability.plan(files: files.count, dirtyBytes: NewFileDurability.dirtyBytes())
         let temporaries: [Result<String, NewFileError>] = try await BlockingWork.run {
             var made = Set<String>()
             let ready = files.map { file in
                 Result { try SyncFiles.makeFolders(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
             }
-            return SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
-                ready[index].flatMap { Result { try SyncFiles.writeTemporary(for: files[index], root: root) }.mapError(NewFileError.init) }
+            let written = SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
+                ready[index].flatMap {
+                    Result { try SyncFiles.writeTemporary(for: files[index], root: root, sync: durability == .eachFile) }.mapError(NewFileError.init)
+                }
             }
+            if durability == .fileSystem {
+                SyncFiles.makeDurable(written.compactMap { try? $0.get() }, lanes: Self.temporaryLanes)
+            }
+            return written
         }
         defer {
             // whatever was not renamed into place (a failure below, a name taken) goes
@@ -216,19 +225,19 @@ extension SyncFiles {
         }
     }
 
-    /// Writes the temporary of a new file next to its target under `root` (its folder made by
-    /// ``makeFolders(for:root:madeFolders:)``): its content, checked against the hash, mode,
-    /// modification time, fsync. Any thread; throws ``NewFileError/NameTaken`` when something
-    /// is at the target's name.
-    static func writeTemporary(for file: SyncEngine.NewFile, root: String) throws -> String {
+    /// Writes the temporary of a new file next to its target under `root` (its folder made,
+    /// and its name checked free, by ``makeFolders(for:root:madeFolders:)``): its content,
+    /// checked against the hash, mode and modification time set through the open descriptor,
+    /// and fsynced when `sync` (else the caller makes it durable: ``makeDurable(_:lanes:)``).
+    /// Any thread. (A name taken since is found by the rename stage, which checks again.)
+    static func writeTemporary(for file: SyncEngine.NewFile, root: String, sync: Bool) throws -> String {
         let item = file.item
         let target = root + "/" + item.path
-        if FileStamp.of(target) != nil, let staged = file.staged { unlink(staged) }
-        guard FileStamp.of(target) == nil else { throw NewFileError.NameTaken() }
         let temporary = temporaryPath(near: target)
         // the prefetched content is gone afterwards, whatever happens (renamed, or dropped)
         defer { if let staged = file.staged { unlink(staged) } }
         do {
+            let fd: Int32
             if let staged = file.staged {
                 if rename(staged, temporary) != 0 {
                     // another file system: a copy
@@ -238,25 +247,65 @@ extension SyncFiles {
                 guard try item.contentHash.isEmpty || hashFile(temporary) == item.contentHash else {
                     throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
                 }
+                fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                guard fd >= 0 else { throw UbiquityError.posix("open", path: temporary) }
             } else {
                 let data = file.data ?? Data()
                 guard item.contentHash.isEmpty || hash(data) == item.contentHash else {
                     throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
                 }
-                try writeNew(temporary, data)
+                fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw UbiquityError.posix("open", path: temporary) }
+                do {
+                    try data.withUnsafeBytes { try SafeSave.writeAll(fd, $0, path: temporary) }
+                } catch {
+                    close(fd)
+                    throw error
+                }
             }
-            chmod(temporary, mode_t(item.mode & 0o7777))
+            defer { close(fd) }
+            fchmod(fd, mode_t(item.mode & 0o7777))
             if item.modifiedMilliseconds > 0 {
                 let time = timespec(tv_sec: Int(item.modifiedMilliseconds / 1000), tv_nsec: Int(item.modifiedMilliseconds % 1000) * 1_000_000)
                 var times = [time, time]
-                utimensat(AT_FDCWD, temporary, &times, 0)
+                futimens(fd, &times)
             }
-            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { fsync(fd); close(fd) }
+            if sync { fsync(fd) }
             return temporary
         } catch {
             unlink(temporary)
             throw error
+        }
+    }
+
+    /// Makes the files at `paths` (written, not fsynced) durable: one `syncfs` per file system
+    /// they are on (found by their folders' device); a file system that cannot be flushed so
+    /// has its files fsynced one by one, on up to `lanes` threads.
+    static func makeDurable(_ paths: [String], lanes: Int) {
+        var folderDevice: [String: UInt64] = [:]
+        var deviceFolder: [UInt64: String] = [:]
+        var byDevice: [UInt64: [String]] = [:]
+        var unknown: [String] = []
+        for path in paths {
+            let folder = parent(of: path)
+            if folderDevice[folder] == nil {
+                var info = stat()
+                if stat(folder, &info) == 0 {
+                    folderDevice[folder] = UInt64(info.st_dev)
+                    if deviceFolder[UInt64(info.st_dev)] == nil { deviceFolder[UInt64(info.st_dev)] = folder }
+                }
+            }
+            if let device = folderDevice[folder] { byDevice[device, default: []].append(path) } else { unknown.append(path) }
+        }
+        var oneByOne = unknown
+        for (device, files) in byDevice where !NewFileDurability.syncFileSystem(containing: deviceFolder[device]!) {
+            oneByOne += files
+        }
+        guard !oneByOne.isEmpty else { return }
+        let files = oneByOne
+        _ = concurrently(files.count, lanes: lanes) { index in
+            let fd = open(files[index], O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd >= 0 { fsync(fd); close(fd) }
         }
     }
 }

@@ -62,8 +62,9 @@ extension SyncEngine {
 
     /// Writes new files ``newFilesPerBatch`` at a time, crash-safe with few syncs: every
     /// temporary written (next to its target, a name the scan removes) and checked against its
-    /// hash, then all made durable (``NewFileDurability``: one `syncfs`, or an fsync each); then under one coordinated write of all the targets, each renamed into
-    /// place if its name is still free, and each folder fsynced once; then all journaled in
+    /// hash, then all made durable (``NewFileDurability``: one `syncfs`, or an fsync each); then
+    /// under one coordinated write of all the targets, each renamed into place if its name is
+    /// still free, and each folder fsynced once; then all journaled in
     /// one transaction and reported. A SIGKILL leaves whole files or temporaries, never a
     /// partial file under a real name. Returns the records to apply alone (a name taken since)
     /// and whether some failed.

@@ -21,7 +21,30 @@ extension AssetRoutes {
         return total
     }
 
-    /// `POST chunks/missing` `{token, chunks | packedChunks, fileChecksum?, size?}` →
+    /// A request's chunk list: whole (`chunks` or `packedChunks`), or relative to a stored asset
+    /// (`base`: its `fileChecksum`; `edits`: ``AssetChunkListDelta`` pieces; `listChecksum`: the
+    /// whole list's ``AssetChunkListDelta/listChecksum(_:hashBytes:)``, checked when given).
+    /// nil when the request has none.
+    /// - Throws: 404 `NOT_FOUND` with `"unknownBase": true` when no asset with that checksum is
+    ///   stored; 409 `CONFLICT` when the rebuilt list does not match `listChecksum` (the client
+    ///   then sends the whole list); 400 for malformed edits.
+    func requestedList(_ body: WireReader) async throws -> [AssetChunkRef]? {
+        if let chunks = try AssetChunkRef.list(from: body) { return chunks }
+        guard let base = try body.string("base") else { return nil }
+        guard let edits = body.value("edits") else { throw WireReader.missing(body.path("edits"), "the edits that turn the base's chunk list into this one") }
+        let delta = try AssetChunkListDelta(json: edits, path: body.path("edits"))
+        guard let baseChunks = try await service.store.chunkList(fileChecksum: base) else {
+            throw AssetHTTPError(status: 404, wire: WireError(.notFound, "base: no stored asset has the fileChecksum \(base); send the whole chunk list (chunks or packedChunks)"),
+                                 extra: ["unknownBase": .bool(true)])
+        }
+        let chunks = try delta.apply(to: baseChunks)
+        if let expected = try body.string("listChecksum"), expected.lowercased() != AssetChunkListDelta.listChecksum(chunks) {
+            throw WireError(.conflict, "listChecksum: the list rebuilt from base \(base) and the edits is not the one described; send the whole chunk list")
+        }
+        return chunks
+    }
+
+    /// `POST chunks/missing` `{token, chunks | packedChunks | base + edits, fileChecksum?, size?}` →
     /// `{"missing": [hash]}`. The list is remembered for the token, so `manifest` can then be
     /// called with the token alone. When `fileChecksum` and `size` name content already stored,
     /// the answer also carries `singleFile` (with a receipt) and nothing needs uploading; asked
@@ -38,7 +61,7 @@ extension AssetRoutes {
                 answer["missing"] = .array([])
                 return Self.json(.object(answer))
             }
-            guard let chunks = try AssetChunkRef.list(from: body) else {
+            guard let chunks = try await requestedList(body) else {
                 if try body.string("fileChecksum") != nil {
                     throw WireError(.notFound, "no stored asset has this fileChecksum and size; send the chunk list")
                 }
@@ -88,7 +111,7 @@ extension AssetRoutes {
         do {
             let body = try await jsonBody(request)
             let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
-            var listed = try AssetChunkRef.list(from: body)
+            var listed = try await requestedList(body)
             if listed == nil { listed = try await service.store.pendingChunks(session: session) }
             guard let chunks = listed else {
                 throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")

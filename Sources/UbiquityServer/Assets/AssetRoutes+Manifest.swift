@@ -18,7 +18,10 @@ extension AssetRoutes {
     /// client holding an older version can fetch only the chunks it lacks with ranged `GET`s of
     /// the same URL. `Range` is ignored (a client sends `Range: bytes=0-0` so that a server
     /// without this extension answers with one byte of content instead of all of it).
-    /// `hashBytes` (8–32, default 32) shortens each chunk's hash.
+    /// `hashBytes` (8–32, default 32) shortens each chunk's hash. With `base` (the SHA-256 of an
+    /// older version the client holds the chunk list of, as 64 hex digits), the list is sent
+    /// relative to that version's when the server has it and that is shorter
+    /// (``AssetChunkList/relativeJSON(to:)``); otherwise whole, as without it.
     func manifest(_ request: Request, info: BlobInfo, head: Bool) async throws -> Response {
         var hashBytes = 32
         if let text = request.uri.queryParameters.get("hashBytes") {
@@ -32,8 +35,20 @@ extension AssetRoutes {
         }
         let list = AssetChunkList(fileChecksum: info.fileChecksum, size: info.size, chunking: service.store.chunking, hashBytes: hashBytes,
                                   chunks: chunks)
+        var json = list.json
+        if let text = request.uri.queryParameters.get("base") {
+            guard let bytes = Hex.decode(String(text)), bytes.count == 32 else {
+                throw WireError(.badRequest, "base: expected the SHA-256 of the version you hold as 64 hex digits, not `\(text)`")
+            }
+            let base = Data(bytes).base64EncodedString()
+            if base != info.fileChecksum, let baseChunks = try await service.store.chunkList(fileChecksum: base),
+               let relative = list.relativeJSON(to: AssetChunkList(fileChecksum: base, size: baseChunks.reduce(0) { $0 + Int64($1.size) },
+                                                                    chunking: service.store.chunking, hashBytes: hashBytes, chunks: baseChunks)) {
+                json = relative
+            }
+        }
         let headers: HTTPFields = [.eTag: "\"\(info.fileChecksum)\"", .cacheControl: "private, max-age=3600"]
-        let response = Self.json(list.json, headers: headers)
+        let response = Self.json(json, headers: headers)
         if head { return Response(status: response.status, headers: response.headers, body: ResponseBody()) }
         return response
     }

@@ -33,13 +33,20 @@ public struct AssetFileScan: Sendable, Hashable {
     /// How many bytes FastCDC went over (the rest were recognised chunks).
     public var cutBytes: Int64
 
+    /// The previous chunk list the scan was given (cut the same way), or nil: an upload from
+    /// this scan sends its list relative to that version's, which the server holds
+    /// (`docs/assets.md`, "Lists relative to a base"), and the whole list only when it does not.
+    public var previous: AssetChunkList?
+
     /// Makes a scan from its parts.
-    public init(chunkList: AssetChunkList, before: FileStamp, after: FileStamp, reusedChunks: Int = 0, cutBytes: Int64 = 0) {
+    public init(chunkList: AssetChunkList, before: FileStamp, after: FileStamp, reusedChunks: Int = 0, cutBytes: Int64 = 0,
+                previous: AssetChunkList? = nil) {
         self.chunkList = chunkList
         self.before = before
         self.after = after
         self.reusedChunks = reusedChunks
         self.cutBytes = cutBytes
+        self.previous = previous
     }
 
     /// Reads the file at `url` once (blocking: call it off the cooperative pool), in
@@ -60,35 +67,68 @@ public struct AssetFileScan: Sendable, Hashable {
         let pass = ScanPass(chunker: AssetIncrementalChunker(parameters: chunking, previous: previous))
         let window = pass.chunker.window
         let piece = max(pieceSize, 1 << 16)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece + window, alignment: 64)
-        defer { buffer.deallocate() }
+        // Two buffers: the next piece is read into one while the other is hashed and cut (the
+        // read — a copy out of the page cache — is then off the critical path). Each holds the
+        // bytes of an unfinished chunk (fewer than `window`) just before `window`, then a piece.
+        let buffers = (0..<2).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: window + piece, alignment: 64) }
+        defer { buffers.forEach { $0.deallocate() } }
         var total: Int64 = 0
-        var held = 0  // bytes at the start of `buffer` not yet in a chunk
-        var atEnd = false
-        while !atEnd {
-            var filled = 0
-            while filled < piece {
-                let got = read(fd, buffer.baseAddress! + held + filled, piece - filled)
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    throw UbiquityError.posix("read", path: url.path)
-                }
-                if got == 0 { break }
-                filled += got
-            }
-            atEnd = filled < piece
+        var held = 0  // bytes before `window` in the current buffer not yet in a chunk
+        var current = 0
+        // its own (serial, so overcommitting) queue: the global ones may be busy with the hashing
+        let reader = DispatchQueue(label: "ubiquity.asset-scan.read-ahead")
+        var filled = try readPiece(fd, into: buffers[0], at: window, count: piece, path: url.path)
+        while true {
+            let atEnd = filled < piece
             total += Int64(filled)
-            let fresh = UnsafeRawBufferPointer(rebasing: buffer[held..<held + filled])
-            let region = UnsafeRawBufferPointer(rebasing: buffer[0..<held + filled])
-            let used = pass.run(whole: fresh, chunks: region, atEnd: atEnd)
+            let buffer = buffers[current]
+            let fresh = UnsafeRawBufferPointer(rebasing: buffer[window..<window + filled])
+            let region = UnsafeRawBufferPointer(rebasing: buffer[window - held..<window + filled])
+            var next: Result<Int, any Error> = .success(0)
+            let used: Int
+            if atEnd {
+                used = pass.run(whole: fresh, chunks: region, atEnd: true)
+            } else {
+                // read ahead on another thread meanwhile (only the other buffer is written)
+                nonisolated(unsafe) let other = buffers[1 - current]
+                nonisolated(unsafe) var readAhead: Result<Int, any Error> = .success(0)
+                let group = DispatchGroup()
+                reader.async(group: group) {
+                    readAhead = Result { try AssetFileScan.readPiece(fd, into: other, at: window, count: piece, path: url.path) }
+                }
+                used = pass.run(whole: fresh, chunks: region, atEnd: false)
+                group.wait()
+                next = readAhead
+            }
+            if atEnd { break }
             held = region.count - used
-            if held > 0, used > 0 { memmove(buffer.baseAddress!, buffer.baseAddress! + used, held) }
+            precondition(held <= window, "an unfinished chunk is shorter than the window")
+            let other = buffers[1 - current]
+            if held > 0 { memcpy(other.baseAddress! + window - held, buffer.baseAddress! + window + filled - held, held) }
+            current = 1 - current
+            filled = try next.get()
         }
         let checksum = Data(pass.whole.finalize()).base64EncodedString()
         guard let after = FileStamp.of(url.path) else { throw UbiquityError(.notFound, "'\(url.path)' vanished while it was read") }
         let list = AssetChunkList(fileChecksum: checksum, size: total, chunking: chunking, chunks: pass.chunker.chunks)
         return AssetFileScan(chunkList: list, before: before, after: after, reusedChunks: pass.chunker.reusedChunks,
-                             cutBytes: pass.chunker.cutBytes)
+                             cutBytes: pass.chunker.cutBytes, previous: previous.flatMap { $0.chunking == chunking ? $0 : nil })
+    }
+
+    /// Reads up to `count` bytes at the file position into `buffer` from `offset`; fewer only at
+    /// the end of the file (blocking).
+    private static func readPiece(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, count: Int, path: String) throws -> Int {
+        var filled = 0
+        while filled < count {
+            let got = read(fd, buffer.baseAddress! + offset + filled, count - filled)
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw UbiquityError.posix("read", path: path)
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        return filled
     }
 
     /// Where each chunk starts, with its reference.

@@ -121,18 +121,32 @@ extension AssetTransfer {
         }
 
         // 2. Ask which chunks the server lacks (or whether it has the whole file).
-        // First the whole file by its checksum (a few hundred bytes), then the chunk list.
-        let whole: JSONValue = .object(["token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size)])
-        let known = try await postJSON(whole, to: missingURL, sent: sent, accept: [200, 400, 404])
-        if known.status == 200, known.json?.objectValue?["singleFile"] != nil {
-            report(AssetTransferProgress(phase: .uploading, completedBytes: size, totalBytes: size))
-            return AssetUploadResult(asset: try Self.singleFile(known), bytesSent: sent.total, chunksSent: 0, deduplicated: true, resumptions: 0)
+        // With the previous version's list (the scan's), the list relative to it, which also
+        // asks by checksum (a few hundred bytes); otherwise first the whole file by its checksum
+        // (a few hundred bytes), then the chunk list. The whole list also answers a server that
+        // no longer holds the base, or does not know relative lists.
+        var relativeAnswer: Reply?
+        if let relative = Self.relativeQuestion(token: token, checksum: checksum, size: size, chunks: chunks, previous: scan?.previous, chunking: chunking) {
+            let reply = try await postJSON(relative, to: missingURL, sent: sent, accept: [200, 400, 404, 409])
+            if reply.status == 200 { relativeAnswer = reply }
+        } else {
+            let whole: JSONValue = .object(["token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size)])
+            let known = try await postJSON(whole, to: missingURL, sent: sent, accept: [200, 400, 404])
+            if known.status == 200, known.json?.objectValue?["singleFile"] != nil {
+                report(AssetTransferProgress(phase: .uploading, completedBytes: size, totalBytes: size))
+                return AssetUploadResult(asset: try Self.singleFile(known), bytesSent: sent.total, chunksSent: 0, deduplicated: true, resumptions: 0)
+            }
         }
-        let question: JSONValue = .object([
-            "token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size),
-            "packedChunks": .string(AssetChunkRef.packed(chunks.map(\.ref))),
-        ])
-        let answer = try await postJSON(question, to: missingURL, sent: sent)
+        let answer: Reply
+        if let relativeAnswer {
+            answer = relativeAnswer
+        } else {
+            let question: JSONValue = .object([
+                "token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size),
+                "packedChunks": .string(AssetChunkRef.packed(chunks.map(\.ref))),
+            ])
+            answer = try await postJSON(question, to: missingURL, sent: sent)
+        }
         if answer.json?.objectValue?["singleFile"] != nil {
             report(AssetTransferProgress(phase: .uploading, completedBytes: size, totalBytes: size))
             return AssetUploadResult(asset: try Self.singleFile(answer), bytesSent: sent.total, chunksSent: 0, deduplicated: true, resumptions: 0)
@@ -170,6 +184,23 @@ extension AssetTransfer {
             toSend = chunks.filter { lacking.remove($0.ref.hash) != nil }
         }
         throw CloudKitError(.serverRejectedRequest, "the server kept reporting chunks missing after they were sent")
+    }
+
+    /// The `chunks/missing` question with the list relative to `previous` (the version before,
+    /// which the server holds when it was uploaded or downloaded through it), or nil when there
+    /// is no usable previous list or most chunks are new anyway.
+    static func relativeQuestion(token: String, checksum: String, size: Int64, chunks: [AssetChunkSpan], previous: AssetChunkList?,
+                                 chunking: FastCDC.Parameters) -> JSONValue? {
+        guard let previous, previous.chunking == chunking, !previous.chunks.isEmpty, previous.fileChecksum != checksum,
+              !previous.fileChecksum.isEmpty else { return nil }
+        let refs = chunks.map(\.ref)
+        let delta = AssetChunkListDelta.make(base: previous.chunks, new: refs)
+        guard delta.literalCount * 2 < refs.count else { return nil }
+        return .object([
+            "token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size),
+            "base": .string(previous.fileChecksum), "edits": delta.json(),
+            "listChecksum": .string(AssetChunkListDelta.listChecksum(refs)),
+        ])
     }
 
     /// POSTs a JSON body (with retries) and returns the reply; statuses outside `accept` throw.

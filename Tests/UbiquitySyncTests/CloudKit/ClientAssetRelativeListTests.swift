@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+@testable import Ubiquity
+import UbiquityCore
+import UbiquityServer
+
+/// Chunk lists sent relative to the previous version (`docs/assets.md`, "Lists relative to a
+/// base"), by the Swift client against a real `RecordsServer`: the upload from a scan that was
+/// given the previous list, and the chunk-level download from a basis with a kept list. Bytes
+/// counted, never time.
+@Suite struct ClientAssetRelativeListTests {
+    typealias Delta = ClientAssetDeltaTests
+
+    /// A fresh upload URL for a `Blob` record's `content` field.
+    static func uploadURL(_ database: CloudDatabase) async throws -> URL {
+        let record = Record(recordType: "Blob")
+        let response = try await database.send("assets/upload", body: .object([
+            "zoneID": record.recordID.zoneID.wire.json,
+            "tokens": .array([.object(["recordType": .string("Blob"), "fieldName": .string("content")])]),
+        ]))
+        let text = try #require(response.objectValue?["tokens"]?.arrayValue?.first?.objectValue?["url"]?.stringValue)
+        return try #require(URL(string: text))
+    }
+
+    /// The bytes of the chunks of `new` that `old` lacks.
+    static func newChunkBytes(_ new: AssetChunkList, old: AssetChunkList) -> Int64 {
+        let known = Set(old.chunks)
+        return new.chunks.filter { !known.contains($0) }.reduce(0) { $0 + Int64($1.size) }
+    }
+
+    @Test("an edit uploaded from a scan given the previous list: the list goes up relative (bytes ≈ the changed chunk), and downloads relative too")
+    func editRoundTrip() async throws {
+        let directory = try Delta.folder()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (database, stop) = try await ClientAssetTests.serve(directory)
+        defer { stop() }
+        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
+        let file = directory.appendingPathComponent("big.bin")
+        let first = Delta.bytes(16 << 20, seed: 181)
+        try Data(first).write(to: file)
+        let firstScan = try AssetFileScan.scan(file)
+        let uploadedFirst = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: firstScan)
+        #expect(uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
+        let oldCopy = directory.appendingPathComponent("old.bin")
+        try Data(first).write(to: oldCopy)
+
+        var second = first
+        second[second.count / 2] ^= 0x11
+        try Data(second).write(to: file)
+        let secondScan = try AssetFileScan.scan(file, previous: firstScan.chunkList)
+        #expect(secondScan.previous?.fileChecksum == firstScan.fileChecksum)
+        let changed = Self.newChunkBytes(secondScan.chunkList, old: firstScan.chunkList)
+        let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: secondScan)
+        #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
+        // the whole list alone would be 256 chunks × 48 characters of base64 (~12 KB)
+        #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
+
+        // a record holding it; the device with the old version downloads only the difference
+        var record = Record(recordType: "Blob")
+        record["content"] = .asset(uploaded.asset)
+        let saved = try await database.save(record)
+        let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+        let kept = AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
+                                  chunks: firstScan.chunkList.chunks)
+        let target = directory.appendingPathComponent("target.bin")
+        let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)
+        #expect(try Data(contentsOf: target) == Data(second))
+        #expect(result.usedBasis && !result.basisScanned)
+        #expect(result.bytesReceived - changed < 2048, "received \(result.bytesReceived) bytes for \(changed) changed")
+        #expect(result.chunkList?.chunks.count == secondScan.chunkList.chunks.count)
+        #expect(result.chunkList?.fileChecksum == secondScan.fileChecksum)
+    }
+
+    @Test("a previous list the server does not hold: the whole list is sent, the upload still succeeds")
+    func unknownBase() async throws {
+        let directory = try Delta.folder()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (database, stop) = try await ClientAssetTests.serve(directory)
+        defer { stop() }
+        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
+        let file = directory.appendingPathComponent("big.bin")
+        let first = Delta.bytes(8 << 20, seed: 182)
+        try Data(first).write(to: file)
+        let firstScan = try AssetFileScan.scan(file)
+        _ = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: firstScan)
+        var second = first
+        second[100] ^= 0x22
+        try Data(second).write(to: file)
+        // a previous list under a checksum the server never stored
+        var stranger = firstScan.chunkList
+        stranger.fileChecksum = Data(repeating: 7, count: 32).base64EncodedString()
+        let scan = try AssetFileScan.scan(file, previous: stranger)
+        let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: scan)
+        #expect(uploaded.asset.fileChecksum == scan.fileChecksum)
+        let wholeList = Int64(scan.chunkList.chunks.count * 36 * 4 / 3)
+        #expect(uploaded.bytesSent > wholeList, "the whole list went up after the relative one was refused")
+    }
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
 
@@ -70,6 +71,33 @@ import UbiquityCore
             let after = b.engine.deltaStatistics
             #expect(after.assembled == 3)
             #expect(after.bytesReceived - statistics.bytesReceived < 1 << 20)
+        }
+    }
+
+    @Test("a one-byte edit of a 32 MiB file: B fetches the changed chunk and a list relative to its kept one, not the whole list")
+    func relativeListOnTheWire() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            let size = 32 << 20
+            var content = Self.random(size, seed: 95)
+            try a.write("big.bin", content)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("big.bin") == content)
+            let old = try AssetFileScan.scan(a.folder.appendingPathComponent("big.bin")).chunkList
+            content[size / 3] ^= 0x41
+            try Self.edit(a, "big.bin", content, at: 1_700_000_300)
+            let new = try AssetFileScan.scan(a.folder.appendingPathComponent("big.bin")).chunkList
+            let known = Set(old.chunks)
+            let changed = new.chunks.filter { !known.contains($0) }.reduce(Int64(0)) { $0 + Int64($1.size) }
+            let before = b.engine.deltaStatistics.bytesReceived
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("big.bin") == content)
+            // the whole list (~512 chunks of 16 bytes, base64) alone would be ~11 KB
+            let received = b.engine.deltaStatistics.bytesReceived - before
+            #expect(received - changed < 4096, "B received \(received) bytes for \(changed) bytes of changed chunks")
         }
     }
 }

@@ -29,7 +29,14 @@ extension AssetRoutes {
     ///   stored; 409 `CONFLICT` when the rebuilt list does not match `listChecksum` (the client
     ///   then sends the whole list); 400 for malformed edits.
     func requestedList(_ body: WireReader) async throws -> [AssetChunkRef]? {
-        if let chunks = try AssetChunkRef.list(from: body) { return chunks }
+        try await requestedListAndLiterals(body)?.chunks
+    }
+
+    /// As ``requestedList(_:)``, with the chunks a relative list carries literally (`nil` for a
+    /// whole list): the others are the base's, which its manifest holds, so `chunks/missing`
+    /// need only ask the store about these (the commit still retains every chunk).
+    func requestedListAndLiterals(_ body: WireReader) async throws -> (chunks: [AssetChunkRef], literals: [AssetChunkRef]?)? {
+        if let chunks = try AssetChunkRef.list(from: body) { return (chunks, nil) }
         guard let base = try body.string("base") else { return nil }
         guard let edits = body.value("edits") else { throw WireReader.missing(body.path("edits"), "the edits that turn the base's chunk list into this one") }
         let delta = try AssetChunkListDelta(json: edits, path: body.path("edits"))
@@ -41,7 +48,11 @@ extension AssetRoutes {
         if let expected = try body.string("listChecksum"), expected.lowercased() != AssetChunkListDelta.listChecksum(chunks) {
             throw WireError(.conflict, "listChecksum: the list rebuilt from base \(base) and the edits is not the one described; send the whole chunk list")
         }
-        return chunks
+        let literals = delta.pieces.flatMap { piece -> [AssetChunkRef] in
+            if case .chunks(let chunks) = piece { return chunks }
+            return []
+        }
+        return (chunks, literals)
     }
 
     /// `POST chunks/missing` `{token, chunks | packedChunks | base + edits, fileChecksum?, size?}` →
@@ -61,14 +72,17 @@ extension AssetRoutes {
                 answer["missing"] = .array([])
                 return Self.json(.object(answer))
             }
-            guard let chunks = try await requestedList(body) else {
+            guard let requested = try await requestedListAndLiterals(body) else {
                 if try body.string("fileChecksum") != nil {
                     throw WireError(.notFound, "no stored asset has this fileChecksum and size; send the chunk list")
                 }
                 throw WireError(.badRequest, "chunks: required, the asset's chunks in order ([{hash, size}] or packedChunks)")
             }
+            let chunks = requested.chunks
             let total = try checkList(chunks)
-            let missing = try await service.store.missingChunks(chunks.map(\.hash))
+            // a relative list: the base's chunks are its manifest's (if one went since, the
+            // commit's retain finds it and answers 404 with it, and the client sends it)
+            let missing = try await service.store.missingChunks((requested.literals ?? chunks).map(\.hash))
             try await service.store.setPendingChunks(chunks, session: session, totalSize: total)
             var seen: Set<String> = []
             let unique = missing.filter { seen.insert($0).inserted }

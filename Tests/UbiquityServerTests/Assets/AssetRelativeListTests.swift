@@ -59,6 +59,38 @@ struct AssetRelativeListTests {
         #expect(try await server.store.readAll(fileChecksum: AssetTestSupport.checksum(new)) == new)
     }
 
+    @Test("a base chunk gone between the relative question and the commit: the commit answers 404 naming it; sent, the commit succeeds")
+    func baseChunkGone() async throws {
+        let server = try await AssetTestServer.start()
+        defer { server.shutdown() }
+        let old = AssetTestSupport.bytes(4 << 20, seed: 94)
+        let oldChunks = try await Self.store(old, server: server)
+        let new = Self.edited(old)
+        let newChunks = AssetTestSupport.chunks(new)
+        let refs = newChunks.map(\.ref)
+        let token = AssetTestServer.token(of: server.uploadURL())
+        let question = try await server.post("/assets/1/chunks/missing", json: .object([
+            "token": .string(token), "base": .string(AssetTestSupport.checksum(old)),
+            "edits": AssetChunkListDelta.make(base: oldChunks, new: refs).json(), "listChecksum": .string(AssetChunkListDelta.listChecksum(refs)),
+        ]))
+        let missing = Set(question.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        for chunk in newChunks where missing.contains(chunk.ref.hash) {
+            #expect(try await server.send(.PUT, "\(server.url)/assets/1/chunks/\(chunk.ref.hash)?token=\(token)", body: chunk.bytes).status == 200)
+        }
+        // a shared chunk disappears (as if collected) before the commit
+        let gone = try #require(refs.first { !missing.contains($0.hash) })
+        let hex = gone.hash
+        let path = server.store.chunkPath(hex)
+        #expect(unlink(path) == 0, "\(path)")
+        let commit = try await server.post("/assets/1/manifest", json: .object(["token": .string(token)]))
+        #expect(commit.status == 404 && commit.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) == [hex])
+        let bytes = try #require(newChunks.first { $0.ref.hash == hex }).bytes
+        #expect(try await server.send(.PUT, "\(server.url)/assets/1/chunks/\(hex)?token=\(token)", body: bytes).status == 200)
+        let again = try await server.post("/assets/1/manifest", json: .object(["token": .string(token)]))
+        #expect(again.status == 200 && again.singleFile?.fileChecksum == AssetTestSupport.checksum(new))
+        #expect(try await server.store.readAll(fileChecksum: AssetTestSupport.checksum(new)) == new)
+    }
+
     @Test("an unknown base is a 404 naming it (unknownBase), a list that does not rebuild is a 409, bad edits a 400; the whole list still works")
     func unknownOrWrongBase() async throws {
         let server = try await AssetTestServer.start()

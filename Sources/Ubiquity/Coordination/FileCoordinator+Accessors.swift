@@ -177,18 +177,20 @@ extension FileCoordinator {
     // MARK: Machinery
 
     func canonical(_ url: URL, resolveLast: Bool = false) throws -> String {
-        guard url.isFileURL else {
-            throw UbiquityError(.invalidArgument, "'\(url.absoluteString)' is not a file URL; coordination works on file URLs only")
-        }
-        return try CanonicalPath.canonicalize(url.path, resolveLast: resolveLast)
+        try CanonicalPath.canonicalize(Self.filePath(url), resolveLast: resolveLast)
     }
 
     /// ``canonical(_:resolveLast:)`` for one of many items of a claim: each folder resolved once.
     func canonical(_ url: URL, resolveLast: Bool = false, cache: inout CanonicalPathCache) throws -> String {
+        try cache.canonicalize(Self.filePath(url), resolveLast: resolveLast)
+    }
+
+    /// The path of a file URL; coordination works on nothing else.
+    static func filePath(_ url: URL) throws -> String {
         guard url.isFileURL else {
             throw UbiquityError(.invalidArgument, "'\(url.absoluteString)' is not a file URL; coordination works on file URLs only")
         }
-        return try cache.canonicalize(url.path, resolveLast: resolveLast)
+        return url.path
     }
 
     func makeRequest(_ items: [ItemRequest], isPrepare: Bool) -> ClaimRequest {

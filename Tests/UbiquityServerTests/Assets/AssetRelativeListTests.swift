@@ -17,6 +17,18 @@ struct AssetRelativeListTests {
         return chunks
     }
 
+    /// The hashes a `chunks/missing` answer names.
+    static func missing(_ reply: AssetTestServer.Reply) -> Set<String> {
+        Set(reply.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
+    /// Sends the chunks of `chunks` that `missing` names, for the upload `token`.
+    static func send(_ chunks: [(ref: AssetChunkRef, bytes: [UInt8])], missing: Set<String>, token: String, server: AssetTestServer) async throws {
+        for chunk in chunks where missing.contains(chunk.ref.hash) {
+            #expect(try await server.send(.PUT, "\(server.url)/assets/1/chunks/\(chunk.ref.hash)?token=\(token)", body: chunk.bytes).status == 200)
+        }
+    }
+
     /// `bytes` with one byte changed in the middle.
     static func edited(_ bytes: [UInt8]) -> [UInt8] {
         var out = bytes
@@ -43,11 +55,9 @@ struct AssetRelativeListTests {
         #expect(body.serialized().count < 1024)
         let question = try await server.post("/assets/1/chunks/missing", json: body)
         #expect(question.status == 200)
-        let missing = Set(question.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        let missing = Self.missing(question)
         #expect(!missing.isEmpty && missing.count <= delta.literalCount)
-        for chunk in newChunks where missing.contains(chunk.ref.hash) {
-            #expect(try await server.send(.PUT, "\(server.url)/assets/1/chunks/\(chunk.ref.hash)?token=\(token)", body: chunk.bytes).status == 200)
-        }
+        try await Self.send(newChunks, missing: missing, token: token, server: server)
         // the list was remembered for the token: commit with the checksum alone
         let commit = try await server.post("/assets/1/manifest", json: .object([
             "token": .string(token), "fileChecksum": .string(AssetTestSupport.checksum(new)), "size": .integer(Int64(new.count)),
@@ -73,10 +83,8 @@ struct AssetRelativeListTests {
             "token": .string(token), "base": .string(AssetTestSupport.checksum(old)),
             "edits": AssetChunkListDelta.make(base: oldChunks, new: refs).json(), "listChecksum": .string(AssetChunkListDelta.listChecksum(refs)),
         ]))
-        let missing = Set(question.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        for chunk in newChunks where missing.contains(chunk.ref.hash) {
-            #expect(try await server.send(.PUT, "\(server.url)/assets/1/chunks/\(chunk.ref.hash)?token=\(token)", body: chunk.bytes).status == 200)
-        }
+        let missing = Self.missing(question)
+        try await Self.send(newChunks, missing: missing, token: token, server: server)
         // a shared chunk disappears (as if collected) before the commit
         let gone = try #require(refs.first { !missing.contains($0.hash) })
         let hex = gone.hash

@@ -23,6 +23,33 @@ import UbiquityServer
         return try #require(URL(string: text))
     }
 
+    /// A server and a file whose first version (`size` random bytes from `seed`) is uploaded.
+    struct Rig {
+        let directory: URL
+        let database: CloudDatabase
+        let transfer: AssetTransfer
+        let file: URL
+        let first: [UInt8]
+        let firstScan: AssetFileScan
+        let uploadedFirst: AssetUploadResult
+    }
+
+    /// Runs `body` with a ``Rig``; the server is stopped and the folder removed afterwards.
+    static func withFirstVersion(size: Int, seed: UInt64, _ body: (Rig) async throws -> Void) async throws {
+        let directory = try Delta.folder()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (database, stop) = try await ClientAssetTests.serve(directory)
+        defer { stop() }
+        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
+        let file = directory.appendingPathComponent("big.bin")
+        let first = Delta.bytes(size, seed: seed)
+        try Data(first).write(to: file)
+        let firstScan = try AssetFileScan.scan(file)
+        let uploadedFirst = try await transfer.upload(fileURL: file, to: try await uploadURL(database), scan: firstScan)
+        try await body(Rig(directory: directory, database: database, transfer: transfer, file: file, first: first, firstScan: firstScan,
+                           uploadedFirst: uploadedFirst))
+    }
+
     /// The bytes of the chunks of `new` that `old` lacks.
     static func newChunkBytes(_ new: AssetChunkList, old: AssetChunkList) -> Int64 {
         let known = Set(old.chunks)
@@ -31,69 +58,55 @@ import UbiquityServer
 
     @Test("an edit uploaded from a scan given the previous list: the list goes up relative (bytes ≈ the changed chunk), and downloads relative too")
     func editRoundTrip() async throws {
-        let directory = try Delta.folder()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (database, stop) = try await ClientAssetTests.serve(directory)
-        defer { stop() }
-        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
-        let file = directory.appendingPathComponent("big.bin")
-        let first = Delta.bytes(16 << 20, seed: 181)
-        try Data(first).write(to: file)
-        let firstScan = try AssetFileScan.scan(file)
-        let uploadedFirst = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: firstScan)
-        #expect(uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
-        let oldCopy = directory.appendingPathComponent("old.bin")
-        try Data(first).write(to: oldCopy)
+        try await Self.withFirstVersion(size: 16 << 20, seed: 181) { rig in
+            let (directory, database, transfer, file, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.file, rig.first, rig.firstScan)
+            #expect(rig.uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
+            let oldCopy = directory.appendingPathComponent("old.bin")
+            try Data(first).write(to: oldCopy)
 
-        var second = first
-        second[second.count / 2] ^= 0x11
-        try Data(second).write(to: file)
-        let secondScan = try AssetFileScan.scan(file, previous: firstScan.chunkList)
-        #expect(secondScan.previous?.fileChecksum == firstScan.fileChecksum)
-        let changed = Self.newChunkBytes(secondScan.chunkList, old: firstScan.chunkList)
-        let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: secondScan)
-        #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
-        // the whole list alone would be 256 chunks × 48 characters of base64 (~12 KB)
-        #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
+            var second = first
+            second[second.count / 2] ^= 0x11
+            try Data(second).write(to: file)
+            let secondScan = try AssetFileScan.scan(file, previous: firstScan.chunkList)
+            #expect(secondScan.previous?.fileChecksum == firstScan.fileChecksum)
+            let changed = Self.newChunkBytes(secondScan.chunkList, old: firstScan.chunkList)
+            let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: secondScan)
+            #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
+            // the whole list alone would be 256 chunks × 48 characters of base64 (~12 KB)
+            #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
 
-        // a record holding it; the device with the old version downloads only the difference
-        var record = Record(recordType: "Blob")
-        record["content"] = .asset(uploaded.asset)
-        let saved = try await database.save(record)
-        let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
-        let kept = AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
-                                  chunks: firstScan.chunkList.chunks)
-        let target = directory.appendingPathComponent("target.bin")
-        let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)
-        #expect(try Data(contentsOf: target) == Data(second))
-        #expect(result.usedBasis && !result.basisScanned)
-        #expect(result.bytesReceived - changed < 2048, "received \(result.bytesReceived) bytes for \(changed) changed")
-        #expect(result.chunkList?.chunks.count == secondScan.chunkList.chunks.count)
-        #expect(result.chunkList?.fileChecksum == secondScan.fileChecksum)
+            // a record holding it; the device with the old version downloads only the difference
+            var record = Record(recordType: "Blob")
+            record["content"] = .asset(uploaded.asset)
+            let saved = try await database.save(record)
+            let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+            let kept = AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
+                                      chunks: firstScan.chunkList.chunks)
+            let target = directory.appendingPathComponent("target.bin")
+            let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)
+            #expect(try Data(contentsOf: target) == Data(second))
+            #expect(result.usedBasis && !result.basisScanned)
+            #expect(result.bytesReceived - changed < 2048, "received \(result.bytesReceived) bytes for \(changed) changed")
+            #expect(result.chunkList?.chunks.count == secondScan.chunkList.chunks.count)
+            #expect(result.chunkList?.fileChecksum == secondScan.fileChecksum)
+        }
     }
 
     @Test("a previous list the server does not hold: the whole list is sent, the upload still succeeds")
     func unknownBase() async throws {
-        let directory = try Delta.folder()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (database, stop) = try await ClientAssetTests.serve(directory)
-        defer { stop() }
-        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
-        let file = directory.appendingPathComponent("big.bin")
-        let first = Delta.bytes(8 << 20, seed: 182)
-        try Data(first).write(to: file)
-        let firstScan = try AssetFileScan.scan(file)
-        _ = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: firstScan)
-        var second = first
-        second[100] ^= 0x22
-        try Data(second).write(to: file)
-        // a previous list under a checksum the server never stored
-        var stranger = firstScan.chunkList
-        stranger.fileChecksum = Data(repeating: 7, count: 32).base64EncodedString()
-        let scan = try AssetFileScan.scan(file, previous: stranger)
-        let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: scan)
-        #expect(uploaded.asset.fileChecksum == scan.fileChecksum)
-        let wholeList = Int64(scan.chunkList.chunks.count * 36 * 4 / 3)
-        #expect(uploaded.bytesSent > wholeList, "the whole list went up after the relative one was refused")
+        try await Self.withFirstVersion(size: 8 << 20, seed: 182) { rig in
+            let (database, transfer, file, first, firstScan) = (rig.database, rig.transfer, rig.file, rig.first, rig.firstScan)
+            var second = first
+            second[100] ^= 0x22
+            try Data(second).write(to: file)
+            // a previous list under a checksum the server never stored
+            var stranger = firstScan.chunkList
+            stranger.fileChecksum = Data(repeating: 7, count: 32).base64EncodedString()
+            let scan = try AssetFileScan.scan(file, previous: stranger)
+            let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: scan)
+            #expect(uploaded.asset.fileChecksum == scan.fileChecksum)
+            let wholeList = Int64(scan.chunkList.chunks.count * 36 * 4 / 3)
+            #expect(uploaded.bytesSent > wholeList, "the whole list went up after the relative one was refused")
+        }
     }
 }

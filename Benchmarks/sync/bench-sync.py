@@ -231,6 +231,11 @@ class Tool:
         """Local TCP ports whose established connections carry the sync traffic."""
         return []
 
+    def record_health(self):
+        """Facts about the server's records that say whether the devices converged cleanly
+        (none for a tool without a server)."""
+        return {}
+
     def describe(self):
         return {"tool": self.name}
 
@@ -530,6 +535,23 @@ class Ubiquity(Tool):
 
     def restart_receiver(self):
         self._spawn_daemon("B")
+
+    def record_health(self):
+        """The documents zone's deleted records and paths with more than one live record: a
+        clean initial sync leaves none of either (two records for one path are duplicates that
+        the devices had to resolve)."""
+        import sqlite3
+        path = os.path.join(self.work, "ubq-server", "records.sqlite")
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+            zone = "(select id from zones where name = '_ubiquityDocuments')"
+            deleted = db.execute(f"select count(*) from records where deleted = 1 and zone = {zone}").fetchone()[0]
+            duplicated = db.execute(f"""select count(*) from (select json_extract(fields, '$.path.value') p from records
+                                        where deleted = 0 and zone = {zone} group by p having count(*) > 1)""").fetchone()[0]
+            db.close()
+            return {"server_deleted_records": deleted, "server_duplicate_paths": duplicated}
+        except sqlite3.Error as e:
+            return {"server_records_error": str(e)}
 
     def pids(self):
         out = {s: d["proc"].pid for s, d in self.dev.items() if d.get("proc")}
@@ -834,7 +856,7 @@ class Bench:
         time.sleep(self.idle_s)  # a second window: is the first one still the sync's tail?
         d2 = Counters(tool).delta(after)
         return {"files": self.tree, "dirs": self.tree // 100, "file_bytes": 1024,
-                "write_s": round(write_s, 1),
+                "write_s": round(write_s, 1), **tool.record_health(),
                 "all_on_b_after_start_s": round(converged, 2) if converged is not None else None,
                 "timed_out": converged is None,
                 "idle_window_s": self.idle_s, "idle_cpu_s": d["cpu_s"],
@@ -1058,7 +1080,7 @@ COLUMNS = {
     "w4_rename_big_file": ["file_bytes", "renamed_on_b_s", "tcp_payload_bytes", "lo_bytes_upper_bound",
                            "b_write_bytes", "cpu_s", "byte_exact_after"],
     "w5_initial_sync": ["files", "all_on_b_after_start_s", "idle_window_s", "idle_cpu_s", "idle_cpu_s_next_window",
-                        "peak_rss_mib"],
+                        "peak_rss_mib", "server_deleted_records", "server_duplicate_paths"],
     "w6_kill_receiver": ["files", "kills", "kills_before_b_complete", "files_lost", "files_corrupted", "files_extra_on_b",
                          "tool_temp_files_left_on_b", "converged_after_last_restart_s"],
 }

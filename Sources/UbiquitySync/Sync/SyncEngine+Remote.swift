@@ -61,9 +61,11 @@ extension SyncEngine {
         for item in applied { appLinks?.makeRoom(for: item.path) }  // as ``applyRemote(_:_:changing:)`` does first
         if !applied.isEmpty { logger.debug("fetched records already applied here", metadata: ["ubiquity.count": "\(applied.count)"]) }
         let items = unapplied.map { (Self.depth($0.0.path), $0) }.sorted { ($0.0, $0.1.0.path) < ($1.0, $1.1.0.path) }.map(\.1)
-        // the records changing in this batch: one of them is never a duplicate of another (a path
-        // freed by a delete or a rename and taken by a new record)
-        let changing = Set(records.keys).union(deleted)
+        // the records changing here in this batch: one of them is never a duplicate of another (a
+        // path freed by a delete or a rename and taken by a new record). This device's own
+        // records coming back change nothing here: the journal has them where they are, so a
+        // record for the same path is a duplicate, judged by the rule every device applies
+        let changing = Set(unapplied.map(\.0.id)).union(deleted)
         try await prefetch(items)
         defer { dropPrefetched() }
         // new files with their content at hand are written together (SyncEngine+NewFiles.swift),
@@ -358,8 +360,11 @@ extension SyncEngine {
         let target = absolute(entry.path)
         let local = try await BlockingWork.run { SyncFiles.item(path: entry.path, absolute: target) }
         switch SyncDecision.remoteDeletion(entry: entry, local: local?.stat) {
-        case .forget, .keepLocal:
+        case .forget:
             try journal.remove(id: entry.id)
+        case .keepLocal:
+            try journal.remove(id: entry.id)
+            try keepUnjournaled(entry.path)
         case .deleteLocal:
             let removed = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async -> Bool in
                 guard let now = FileStamp.of(url.path) else { return true }
@@ -367,8 +372,20 @@ extension SyncEngine {
                 guard !SyncStat(now).differs(from: entry.stat) else { return false }
                 return unlink(url.path) == 0
             }
-            if !removed { logger.notice("kept a local item deleted elsewhere: it changed here (or is not empty)", metadata: ["ubiquity.path": "\(entry.path)"]) }
             try journal.remove(id: entry.id)
+            if !removed {
+                logger.notice("kept a local item deleted elsewhere: it changed here (or is not empty)", metadata: ["ubiquity.path": "\(entry.path)"])
+                try keepUnjournaled(entry.path)
+            }
         }
+    }
+
+    /// A local item kept although its record was deleted elsewhere (it changed here, or is a
+    /// folder that is not empty) is sent again as a new item by the next local pass, unless
+    /// another record has its path here already (two records for one path: the other one won).
+    func keepUnjournaled(_ path: String) throws {
+        guard try journal.entry(path: path) == nil else { return }
+        try journal.enqueue([path])
+        wakeLater()
     }
 }

@@ -80,23 +80,31 @@ extension SyncEngine {
             // one wave of up to `transfersInFlight` reads (and asset uploads) at once
             let wave = Array(rest[next..<min(next + Self.transfersInFlight, rest.count)])
             next += wave.count
-            let outcomes = try await withThrowingTaskGroup(of: (Int, Result<PreparedUpload?, any Error>).self,
-                                                           returning: [(Int, Result<PreparedUpload?, any Error>)].self) { group in
+            // (each outcome is a ``Preparation``: with `Result<PreparedUpload?, any Error>` here,
+            // the optimized build (Swift 6.3.1) read most ready folder uploads as nil, so their
+            // records went up passes after their files and the other device made its own —
+            // duplicate folder records; docs/sync.md, "Folders before their files")
+            let outcomes = try await withThrowingTaskGroup(of: (Int, Preparation).self, returning: [(Int, Preparation)].self) { group in
                 for index in wave {
                     let upload = uploads[index]
                     group.addTask {
-                        do { return (index, .success(try await self.prepare(upload))) } catch { return (index, .failure(error)) }
+                        do {
+                            guard let prepared = try await self.prepare(upload) else { return (index, .requeued) }
+                            return (index, .ready(prepared))
+                        } catch {
+                            return (index, .failed(error))
+                        }
                     }
                 }
-                var outcomes: [(Int, Result<PreparedUpload?, any Error>)] = []
+                var outcomes: [(Int, Preparation)] = []
                 for try await outcome in group { outcomes.append(outcome) }
                 return outcomes
             }
             for (index, outcome) in outcomes {
                 switch outcome {
-                case .success(let prepared?): ready[index] = prepared
-                case .success(nil): break
-                case .failure(let error):
+                case .ready(let prepared): ready[index] = prepared
+                case .requeued, .readAlone: break
+                case .failed(let error):
                     if error is CancellationError { throw error }
                     if uploadFailed(uploads[index], error) { failed += 1 }
                 }
@@ -201,13 +209,13 @@ extension SyncEngine {
         upload.content && upload.local.stat.kind == .file && upload.local.stat.size <= SyncRecord.inlineLimit
     }
 
-    /// What became of a small file read with others.
-    enum SmallRead {
+    /// What became of an upload being prepared.
+    enum Preparation: Sendable {
         /// Read and ready to save.
         case ready(PreparedUpload)
         /// Changed while it was read: queued for the next pass.
         case requeued
-        /// Grew past the inline limit: read alone (``prepare(_:)``).
+        /// A small file that grew past the inline limit: read alone (``prepare(_:)``).
         case readAlone
         /// Could not be read.
         case failed(any Error)
@@ -216,8 +224,8 @@ extension SyncEngine {
     /// Prepares small-file uploads (``readsSmall(_:)``): every file read into memory under one
     /// coordinated read of them all (one claim instead of one per file), ``smallFilesPerClaim``
     /// at most per claim.
-    func prepareSmall(_ uploads: [(Int, Upload)]) async throws -> [(Int, SmallRead)] {
-        var outcomes: [(Int, SmallRead)] = []
+    func prepareSmall(_ uploads: [(Int, Upload)]) async throws -> [(Int, Preparation)] {
+        var outcomes: [(Int, Preparation)] = []
         var start = 0
         while start < uploads.count {
             try Task.checkCancellation()
@@ -226,11 +234,17 @@ extension SyncEngine {
             for (_, upload) in chunk { report(upload.path, .uploading) }
             // (`isDirectory: false`: a file, so `URL` need not stat it to find out)
             let intents = chunk.map { FileAccessIntent.readingIntent(with: URL(fileURLWithPath: absolute($0.1.path), isDirectory: false)) }
-            let reads: [Result<(data: Data, hash: String, before: FileStamp, after: FileStamp)?, any Error>]
+            let reads: [SmallFileRead]
             do {
                 reads = try await coordinator.coordinate(with: intents) {
                     try await BlockingWork.run {
-                        intents.map { intent in Result { try SyncFiles.readSmall(intent.url.path, limit: SyncRecord.inlineLimit) } }
+                        intents.map { intent -> SmallFileRead in
+                            do {
+                                return try SyncFiles.readSmall(intent.url.path, limit: SyncRecord.inlineLimit).map(SmallFileRead.read) ?? .tooLarge
+                            } catch {
+                                return .failed(error)
+                            }
+                        }
                     }
                 }
             } catch is CancellationError {
@@ -243,18 +257,29 @@ extension SyncEngine {
             }
             for ((index, upload), read) in zip(chunk, reads) {
                 switch read {
-                case .success(let small?):
+                case .read(let small):
                     do {
-                        outcomes.append((index, try prepared(upload, small: small).map(SmallRead.ready) ?? .requeued))
+                        outcomes.append((index, try prepared(upload, small: small).map(Preparation.ready) ?? .requeued))
                     } catch {
                         outcomes.append((index, .failed(error)))
                     }
-                case .success(nil): outcomes.append((index, .readAlone))
-                case .failure(let error): outcomes.append((index, .failed(error)))
+                case .tooLarge: outcomes.append((index, .readAlone))
+                case .failed(let error): outcomes.append((index, .failed(error)))
                 }
             }
         }
         return outcomes
+    }
+
+    /// One small file read under a claim (a plain enum, like ``Preparation``, not a `Result` of
+    /// an optional).
+    enum SmallFileRead: Sendable {
+        /// Read: its bytes, their hash, and the file's stamp before and after the read.
+        case read((data: Data, hash: String, before: FileStamp, after: FileStamp))
+        /// Over the inline limit: read alone.
+        case tooLarge
+        /// Could not be read.
+        case failed(any Error)
     }
 
     /// Small files read at most under one coordinated claim.

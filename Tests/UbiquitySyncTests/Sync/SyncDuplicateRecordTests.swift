@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import Ubiquity
+@testable import UbiquitySync
+
+/// Two devices that make the same item before either hears of the other's (the receiving side
+/// of an initial sync makes a file's folder before the folder's record comes) send two records
+/// for one path. Every device keeps the record with the smaller ID and deletes the other; the
+/// devices must converge on it: one live record per path on the server, the same record in
+/// both journals, nothing lost. Real server on loopback (``SyncBatchTests/Harness``), passes
+/// run by hand in the order that makes the duplicates.
+@Suite struct SyncDuplicateRecordTests {
+    typealias Harness = SyncBatchTests.Harness
+
+    static func text(_ string: String) -> Data { Data(string.utf8) }
+
+    /// The zone's live records: path → record names.
+    static func liveRecords(_ engine: SyncEngine) async throws -> [String: [String]] {
+        var token: ServerChangeToken?
+        var records: [String: Record] = [:]
+        while true {
+            let page = try await engine.database.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
+            for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
+            for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
+            token = page.changeToken
+            if !page.moreComing { break }
+        }
+        var paths: [String: [String]] = [:]
+        for record in records.values {
+            guard let item = SyncRecord.item(from: record) else { continue }
+            paths[item.path, default: []].append(item.id)
+        }
+        return paths
+    }
+
+    /// The journal's items: path → record name.
+    static func journaled(_ engine: SyncEngine) async throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try await engine.journal.entries().map { ($0.path, $0.id) })
+    }
+
+    @Test func twoDevicesMakingTheSameFoldersConvergeOnOneRecordEach() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            try await a.engine.pass()
+            try await b.engine.pass()
+            // both make the same folders, each with a file of its own, and send them before
+            // either fetches: two records for each folder. Which of a pair wins depends on the
+            // random record names, so eight pairs make both outcomes all but certain.
+            let folders = (0..<8).map { "shared\($0)" }
+            for folder in folders {
+                try a.write("\(folder)/from-a.txt", Self.text("A's file in \(folder)"))
+                try b.write("\(folder)/from-b.txt", Self.text("B's file in \(folder)"))
+            }
+            try await a.engine.pushLocal()
+            try await b.engine.pushLocal()
+            #expect(try await Self.liveRecords(a.engine).filter { $0.value.count == 2 }.count == folders.count)
+            // B fetches first: A's records come with B's own coming back, which change nothing
+            // on B and must not keep B from judging the pairs as A will
+            for _ in 0..<3 {
+                try await b.engine.pass()
+                try await a.engine.pass()
+            }
+            let live = try await Self.liveRecords(a.engine)
+            #expect(live.count == 3 * folders.count)
+            #expect(live.filter { $0.value.count != 1 }.isEmpty, "duplicates left: \(live.filter { $0.value.count != 1 })")
+            let journalA = try await Self.journaled(a.engine), journalB = try await Self.journaled(b.engine)
+            #expect(journalA == journalB)
+            #expect(journalA == live.compactMapValues(\.first))
+            for folder in folders {
+                for device in [a, b] {
+                    #expect(device.read("\(folder)/from-a.txt") == Self.text("A's file in \(folder)"))
+                    #expect(device.read("\(folder)/from-b.txt") == Self.text("B's file in \(folder)"))
+                }
+            }
+        }
+    }
+
+    @Test func aFolderKeptBecauseItIsNotEmptyIsSentAgain() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            try a.write("project/notes.txt", Self.text("notes"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("project/notes.txt") == Self.text("notes"))
+            // A deletes the folder while B adds a file to it (not sent yet): B keeps the folder
+            // and its new file, and sends the folder again as a new item
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("project"))
+            try await a.engine.pass()
+            try b.write("project/added-on-b.txt", Self.text("added on B"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("project/added-on-b.txt") == Self.text("added on B"))
+            #expect(a.read("project/notes.txt") == nil)
+            let live = try await Self.liveRecords(a.engine)
+            #expect(Set(live.keys) == ["project", "project/added-on-b.txt"])
+            #expect(live.values.allSatisfy { $0.count == 1 })
+            let journalA = try await Self.journaled(a.engine), journalB = try await Self.journaled(b.engine)
+            #expect(journalA == journalB)
+            #expect(Set(journalB.keys) == ["project", "project/added-on-b.txt"])
+        }
+    }
+}

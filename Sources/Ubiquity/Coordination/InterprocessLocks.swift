@@ -80,17 +80,20 @@ package final class InterprocessLocks: Sendable {
                     guard fd >= 0 else { throw UbiquityError.posix("open", path: lockFile) }
                     table[purpose] = PurposeLocks(fd: fd)
                 }
-                var entry = table[purpose]!
-                var held = entry.held[offset] ?? Held()
+                // in place: a copy of the entry would copy its `held` table at every byte (a
+                // claim of 500 files took O(n²) time)
+                let held = table[purpose]!.held[offset] ?? Held()
                 let covered = exclusive ? held.exclusive > 0 : (held.shared > 0 || held.exclusive > 0)
                 if !covered {
-                    if ub_ofd_lock(entry.fd, 0, Int16(exclusive ? F_WRLCK : F_RDLCK), offset, 1) != 0 {
+                    if ub_ofd_lock(table[purpose]!.fd, 0, Int16(exclusive ? F_WRLCK : F_RDLCK), offset, 1) != 0 {
                         return errno
                     }
                 }
-                if exclusive { held.exclusive += 1 } else { held.shared += 1 }
-                entry.held[offset] = held
-                table[purpose] = entry
+                if exclusive {
+                    table[purpose]!.held[offset, default: Held()].exclusive += 1
+                } else {
+                    table[purpose]!.held[offset, default: Held()].shared += 1
+                }
                 return 0
             }
             if result == 0 {
@@ -121,7 +124,8 @@ package final class InterprocessLocks: Sendable {
     /// Releases precomputed byte locks.
     package func release(_ taken: [(offset: Int64, exclusive: Bool)], purpose: String) {
         table.withLock { table in
-            guard var entry = table[purpose] else { return }
+            // taken out of the table, so that its `held` table is changed in place (not copied)
+            guard var entry = table.removeValue(forKey: purpose) else { return }
             if entry.held.count == taken.count && taken.allSatisfy({ entry.held[$0.offset].map { $0.shared + $0.exclusive == 1 } ?? false }) {
                 // The common case: this claim is the purpose's only holder — one unlock of everything.
                 _ = ub_ofd_lock(entry.fd, 0, Int16(F_UNLCK), 0, 0)
@@ -145,7 +149,6 @@ package final class InterprocessLocks: Sendable {
                     return true
                 }
                 if !kept { close(entry.fd) }
-                table.removeValue(forKey: purpose)
             } else {
                 table[purpose] = entry
             }

@@ -189,7 +189,9 @@ struct WatchCoalescer: Sendable {
             }
         case .created, .modified, .closedAfterWriting, .deleted:
             resolvePendingFrom()
-            guard !isIgnored(event.path, isDirectory: event.isDirectory) else { return }
+            // a path pending in this batch was judged visible at its first event: a new file's
+            // create, write, attribute changes and close ask the ignore rules once, not each time
+            guard isPendingVisible(event) || !isIgnored(event.path, isDirectory: event.isDirectory) else { return }
             touch(now)
             switch event.kind {
             case .created: set(event.path, .changed, appeared: true, isDirectory: event.isDirectory)
@@ -200,6 +202,14 @@ struct WatchCoalescer: Sendable {
             default: set(event.path, .changed, appeared: false, isDirectory: event.isDirectory)
             }
         }
+    }
+
+    /// Whether the event's path is pending as the same kind of item (so not ignored: only paths
+    /// that passed ``isIgnored(_:isDirectory:)`` get a state, and the rules do not change while
+    /// the root is watched).
+    private func isPendingVisible(_ event: WatchEvent) -> Bool {
+        guard let state = states[event.path] else { return false }
+        return state.isDirectory == event.isDirectory
     }
 
     private mutating func set(_ path: String, _ change: Change, appeared: Bool, isDirectory: Bool) {

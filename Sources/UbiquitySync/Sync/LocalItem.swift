@@ -89,7 +89,9 @@ enum SyncFiles {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 let full = root + "/" + path
                 if isOwnTemporary(name) {
-                    unlink(full)  // left by a download that was interrupted (only the worker makes them)
+                    // left by a download that was interrupted (only the worker makes them); the
+                    // new-file writer's folder of temporaries is emptied, not removed
+                    if relative.isEmpty && name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(full) }
                     continue
                 }
                 guard let stamp = FileStamp.of(full) else { continue }

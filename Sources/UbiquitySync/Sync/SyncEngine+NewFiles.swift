@@ -61,7 +61,8 @@ extension SyncEngine {
     }
 
     /// Writes new files ``newFilesPerBatch`` at a time, crash-safe with few syncs: every
-    /// temporary written (next to its target, a name the scan removes) and checked against its
+    /// temporary written (in the synced folder's unwatched folder of temporaries,
+    /// ``NewFilesFolder``, emptied at start and by full scans) and checked against its
     /// hash, then all made durable (``NewFileDurability``: one `syncfs`, or an fsync each); then
     /// under one coordinated write of all the targets, each renamed into place if its name is
     /// still free, and each folder fsynced once; then all journaled in
@@ -120,9 +121,15 @@ extension SyncEngine {
             let ready = files.map { file in
                 Result { try SyncFiles.makeFolders(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
             }
+            // in the unwatched folder of temporaries (NewFilesFolder.swift), else next to each target
+            let folder = NewFilesFolder.prepare(root: root)
+            let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
             let written = SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
                 ready[index].flatMap {
-                    Result { try SyncFiles.writeTemporary(for: files[index], root: root, sync: durability == .eachFile) }.mapError(NewFileError.init)
+                    Result {
+                        let temporary = folder.map { NewFilesFolder.temporaryPath(in: $0, tag: tag, index: index) }
+                        return try SyncFiles.writeTemporary(for: files[index], root: root, at: temporary, sync: durability == .eachFile)
+                    }.mapError(NewFileError.init)
                 }
             }
             if durability == .fileSystem {
@@ -160,7 +167,11 @@ extension SyncEngine {
                     // stat'ed before the rename: after it, the stamp could be of an edit made
                     // in between (journaled as synced, it would never be uploaded)
                     guard let stamp = FileStamp.of(temporary) else { return .failed(UbiquityError(.notFound, "'\(temporary)' vanished before it was renamed")) }
-                    guard rename(temporary, target) == 0 else { return .failed(UbiquityError.posix("rename", path: target)) }
+                    guard rename(temporary, target) == 0 else {
+                        // a target on another file system than the folder of temporaries: written alone
+                        if errno == EXDEV { return .alone }
+                        return .failed(UbiquityError.posix("rename", path: target))
+                    }
                     folders.insert(SyncFiles.parent(of: target))
                     afterWrite?(files[index].item.path)  // tests: the file may be edited here
                     return .written(stamp)
@@ -226,15 +237,16 @@ extension SyncFiles {
         }
     }
 
-    /// Writes the temporary of a new file next to its target under `root` (its folder made,
-    /// and its name checked free, by ``makeFolders(for:root:madeFolders:)``): its content,
-    /// checked against the hash, mode and modification time set through the open descriptor,
-    /// and fsynced when `sync` (else the caller makes it durable: ``makeDurable(_:lanes:)``).
-    /// Any thread. (A name taken since is found by the rename stage, which checks again.)
-    static func writeTemporary(for file: SyncEngine.NewFile, root: String, sync: Bool) throws -> String {
+    /// Writes the temporary of a new file under `root` (its folder made, and its name checked
+    /// free, by ``makeFolders(for:root:madeFolders:)``) at `temporary` (a path in the folder of
+    /// temporaries, ``NewFilesFolder``; nil: next to its target): its content, checked against
+    /// the hash, mode and modification time set through the open descriptor, and fsynced when
+    /// `sync` (else the caller makes it durable: ``makeDurable(_:lanes:)``). Any thread. (A
+    /// name taken since is found by the rename stage, which checks again.)
+    static func writeTemporary(for file: SyncEngine.NewFile, root: String, at temporary: String? = nil, sync: Bool) throws -> String {
         let item = file.item
         let target = root + "/" + item.path
-        let temporary = temporaryPath(near: target)
+        let temporary = temporary ?? temporaryPath(near: target)
         // the prefetched content is gone afterwards, whatever happens (renamed, or dropped)
         defer { if let staged = file.staged { unlink(staged) } }
         do {

@@ -123,6 +123,9 @@ public actor SyncEngine {
         self.journalPath = journalPath
         self.containerIdentifier = containerIdentifier
         lock = try FolderLock(path: canonical + "/.ubiquity-sync.lock")
+        // temporaries of new files left by a killed engine (NewFilesFolder.swift): ours now
+        let leftovers = NewFilesFolder.clear(root: canonical)
+        if leftovers > 0 { logger.debug("removed temporaries of new files left by an earlier run", metadata: ["ubiquity.count": "\(leftovers)"]) }
         journal = try SyncJournal.openRecovering(path: journalPath, logger: logger).journal
         if let recorded = try journal.value("folder"), recorded != canonical {
             logger.warning("the journal was made for another folder: it is used for this one", metadata: ["ubiquity.journal": "\(journalPath)"])

@@ -26,6 +26,18 @@ import UbiquityCore
         #expect(batch?.changes == [.changed("/r/a")])
     }
 
+    @Test func anIgnoreRuleForFoldersStillAppliesWhenTheKindAtAPathChanges() {
+        // the rules are asked once per pending path and kind: a folder at a file's pending path is asked again
+        let rules = IgnoreRules(patterns: IgnoreRules.defaultPatterns + ["build/"])
+        let batch = run([
+            .init(.created, "/r/build"), .init(.modified, "/r/build"), .init(.deleted, "/r/build"),
+            .init(.created, "/r/build", isDirectory: true), .init(.modified, "/r/build", isDirectory: true),
+        ], rules: rules)
+        #expect(batch?.changes == [.removed("/r/build")])
+        // and an ignored name stays ignored however many events it gets
+        #expect(run([.init(.created, "/r/x.swp"), .init(.modified, "/r/x.swp"), .init(.closedAfterWriting, "/r/x.swp")]) == nil)
+    }
+
     @Test func lastEventDecides() {
         #expect(run([.init(.created, "/r/a"), .init(.deleted, "/r/a")])?.changes == [.removed("/r/a")])
         #expect(run([.init(.deleted, "/r/a"), .init(.created, "/r/a")])?.changes == [.changed("/r/a")])

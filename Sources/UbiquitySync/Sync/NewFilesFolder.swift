@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+
+/// The folder at the top of a synced folder where the new-file writer makes its temporaries
+/// (``SyncEngine/applyNewFiles(_:)``): `.ubiq-tmp-sync-new`, a name the ignore rules skip, so
+/// neither the index's watcher nor the engine's watches it. A new file then costs the watchers
+/// one event (its rename into its folder) instead of seven (create, write, two attribute
+/// changes, close, and the rename out of a temporary name in the same folder and into its own).
+///
+/// It is on the synced folder's file system, so the rename into place stays atomic; a target
+/// on another file system (a mount inside the synced folder) is written the one-by-one way.
+/// Whatever a killed process left in it is removed when an engine starts on the folder (it
+/// holds the folder's lock then) and by every full scan (passes never overlap a batch).
+enum NewFilesFolder {
+    /// The folder's name (our temporary prefix: ignored by the watcher, the index and the scans).
+    static let name = SyncFiles.temporaryPrefix + "new"
+
+    /// The folder under the synced folder `root`.
+    static func path(root: String) -> String {
+        root + "/" + name
+    }
+
+    /// The folder under `root`, made when missing (mode 0700); nil when it cannot be made or
+    /// something else has its name (the temporaries go next to their targets then).
+    static func prepare(root: String) -> String? {
+        let folder = path(root: root)
+        if mkdir(folder, 0o700) != 0 && errno != EEXIST { return nil }
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return folder
+    }
+
+    /// Removes everything in the folder under `root` (temporaries left by a killed process),
+    /// keeping the folder; returns how many entries went. Nothing happens when it is missing.
+    @discardableResult
+    static func clear(root: String) -> Int {
+        let folder = path(root: root)
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
+              let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        var removed = 0
+        for name in names {
+            let entry = folder + "/" + name
+            // only files are made here; anything else (a folder put here by hand) goes too
+            if unlink(entry) == 0 || (try? FileManager.default.removeItem(atPath: entry)) != nil { removed += 1 }
+        }
+        return removed
+    }
+
+    /// A temporary's path in `folder` for the `index`th file of a batch tagged `tag`.
+    static func temporaryPath(in folder: String, tag: String, index: Int) -> String {
+        folder + "/" + SyncFiles.temporaryPrefix + tag + "-" + String(index)
+    }
+}

@@ -89,8 +89,8 @@ enum SyncFiles {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 let full = root + "/" + path
                 if isOwnTemporary(name) {
-                    // left by a download that was interrupted (only the worker makes them); the
-                    // new-file writer's folder of temporaries is emptied, not removed
+                    // left by a download that was interrupted (only the worker makes them), or
+                    // the new-file writer's folder of temporaries with what it holds
                     if relative.isEmpty && name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(full) }
                     continue
                 }

@@ -10,8 +10,10 @@ import Glibc
 ///
 /// It is on the synced folder's file system, so the rename into place stays atomic; a target
 /// on another file system (a mount inside the synced folder) is written the one-by-one way.
-/// Whatever a killed process left in it is removed when an engine starts on the folder (it
-/// holds the folder's lock then) and by every full scan (passes never overlap a batch).
+/// It exists only while a page's new files are written (removed after them, whatever
+/// happened); whatever a killed process left in it is removed, with the folder, when an engine
+/// starts on the folder (it holds the folder's lock then) and by every full scan (passes never
+/// overlap a batch).
 enum NewFilesFolder {
     /// The folder's name (our temporary prefix: ignored by the watcher, the index and the scans).
     static let name = SyncFiles.temporaryPrefix + "new"
@@ -31,8 +33,9 @@ enum NewFilesFolder {
         return folder
     }
 
-    /// Removes everything in the folder under `root` (temporaries left by a killed process),
-    /// keeping the folder; returns how many entries went. Nothing happens when it is missing.
+    /// Removes the folder under `root` and everything in it (temporaries left by a killed
+    /// process); returns how many entries it held. Nothing happens when it is missing (or
+    /// something else has its name).
     @discardableResult
     static func clear(root: String) -> Int {
         let folder = path(root: root)
@@ -45,7 +48,13 @@ enum NewFilesFolder {
             // only files are made here; anything else (a folder put here by hand) goes too
             if unlink(entry) == 0 || (try? FileManager.default.removeItem(atPath: entry)) != nil { removed += 1 }
         }
+        rmdir(folder)
         return removed
+    }
+
+    /// Removes the folder under `root` when it is empty (after a page's new files).
+    static func removeIfEmpty(root: String) {
+        rmdir(path(root: root))
     }
 
     /// A temporary's path in `folder` for the `index`th file of a batch tagged `tag`.

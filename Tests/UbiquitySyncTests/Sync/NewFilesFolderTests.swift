@@ -48,8 +48,8 @@ import Ubiquity
             #expect(inFolder?.count == 60)
             #expect(inFolder?.allSatisfy { SyncFiles.isOwnTemporary($0) } == true)
             #expect(beside == [])
-            // every file in place, the folder of temporaries empty, nothing of it listed or uploaded
-            #expect(Self.names(in: NewFilesFolder.path(root: bRoot.path)) == [])
+            // every file in place, the folder of temporaries gone, nothing of it listed or uploaded
+            #expect(Self.names(in: NewFilesFolder.path(root: bRoot.path)) == nil)
             #expect(SyncBatchTests.files(in: b.folder).filter { !$0.hasPrefix(NewFilesFolder.name) } == SyncBatchTests.files(in: a.folder))
             for index in 0..<60 { #expect(b.read("docs/d\(index % 3)/file\(index).txt") == SyncBatchTests.content(index)) }
             b.transport.reset()
@@ -68,7 +68,7 @@ import Ubiquity
             struct Injected: Error {}
             await b.engine.setNewFilesFault { stage in if stage == "written" { throw Injected() } }
             await #expect(throws: (any Error).self) { try await b.engine.pass() }
-            #expect(Self.names(in: NewFilesFolder.path(root: b.folder.path)) == [])
+            #expect(Self.names(in: NewFilesFolder.path(root: b.folder.path)) == nil)
             #expect(SyncBatchTests.files(in: b.folder).filter { !$0.hasPrefix(NewFilesFolder.name) } == [])
         }
     }
@@ -86,17 +86,18 @@ import Ubiquity
             try Data(SyncBatchTests.content(2).prefix(100)).write(to: URL(fileURLWithPath: leftovers + "/" + SyncFiles.temporaryPrefix + "k1-1"))
 
             let b = try await harness.device("B")
-            #expect(Self.names(in: leftovers) == [])
+            #expect(Self.names(in: leftovers) == nil)
             try await b.engine.pass()
             #expect(SyncBatchTests.files(in: b.folder).filter { !$0.hasPrefix(NewFilesFolder.name) } == SyncBatchTests.files(in: a.folder))
             #expect(b.transport.count("records/modify") == 0)
 
             // one left while the engine runs (by hand): the next full scan removes it, unsent
+            try FileManager.default.createDirectory(atPath: leftovers, withIntermediateDirectories: true)
             try SyncBatchTests.content(3).write(to: URL(fileURLWithPath: leftovers + "/" + SyncFiles.temporaryPrefix + "k2-0"))
             b.engine.scope.withLock { $0.full = true }
             b.transport.reset()
             try await b.engine.pass()
-            #expect(Self.names(in: leftovers) == [])
+            #expect(Self.names(in: leftovers) == nil)
             #expect(b.transport.count("records/modify") == 0)
             try await a.engine.pass()
             #expect(SyncBatchTests.files(in: a.folder).filter { !$0.hasPrefix(NewFilesFolder.name) }.count == 20)
@@ -114,11 +115,15 @@ import Ubiquity
         let second = NewFilesFolder.temporaryPath(in: NewFilesFolder.path(root: root), tag: "t", index: 1)
         #expect(first != second)
         #expect(SyncFiles.isOwnTemporary((first as NSString).lastPathComponent))
+        NewFilesFolder.removeIfEmpty(root: root)
+        #expect(Self.names(in: NewFilesFolder.path(root: root)) == nil)
+        #expect(NewFilesFolder.prepare(root: root) != nil)
         try Data("x".utf8).write(to: URL(fileURLWithPath: first))
+        NewFilesFolder.removeIfEmpty(root: root)  // not empty: kept
+        #expect(Self.names(in: NewFilesFolder.path(root: root)) == [(first as NSString).lastPathComponent])
         #expect(NewFilesFolder.clear(root: root) == 1)
-        #expect(Self.names(in: NewFilesFolder.path(root: root)) == [])
+        #expect(Self.names(in: NewFilesFolder.path(root: root)) == nil)
         // a file (or a link) with the folder's name: no folder of temporaries (written beside the targets)
-        try FileManager.default.removeItem(atPath: NewFilesFolder.path(root: root))
         try Data().write(to: URL(fileURLWithPath: NewFilesFolder.path(root: root)))
         #expect(NewFilesFolder.prepare(root: root) == nil)
         #expect(NewFilesFolder.clear(root: root) == 0)

@@ -23,13 +23,22 @@ enum NewFilesFolder {
         root + "/" + name
     }
 
-    /// The folder under `root`, made when missing (mode 0700); nil when it cannot be made or
-    /// something else has its name (the temporaries go next to their targets then).
+    /// Subfolders the temporaries are spread over (`0` … `15`): making a file in a folder takes
+    /// that folder's lock, and the writer's threads would all wait on one folder's.
+    static let spread = 16
+
+    /// The folder under `root` with its subfolders, made when missing (mode 0700); nil when it
+    /// cannot be made or something else has its name (the temporaries go next to their targets
+    /// then).
     static func prepare(root: String) -> String? {
         let folder = path(root: root)
         if mkdir(folder, 0o700) != 0 && errno != EEXIST { return nil }
         var info = stat()
         guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        for lane in 0..<spread {
+            let subfolder = folder + "/" + String(lane)
+            if mkdir(subfolder, 0o700) != 0 && errno != EEXIST { return nil }
+        }
         return folder
     }
 
@@ -45,20 +54,29 @@ enum NewFilesFolder {
         var removed = 0
         for name in names {
             let entry = folder + "/" + name
-            // only files are made here; anything else (a folder put here by hand) goes too
-            if unlink(entry) == 0 || (try? FileManager.default.removeItem(atPath: entry)) != nil { removed += 1 }
+            if unlink(entry) == 0 {
+                removed += 1
+                continue
+            }
+            // a subfolder (with the temporaries in it), or anything else put here by hand
+            let inside = (try? FileManager.default.contentsOfDirectory(atPath: entry))?.count ?? 0
+            if (try? FileManager.default.removeItem(atPath: entry)) != nil { removed += inside }
         }
         rmdir(folder)
         return removed
     }
 
-    /// Removes the folder under `root` when it is empty (after a page's new files).
+    /// Removes the folder under `root` (and its subfolders) when it is empty (after a page's
+    /// new files).
     static func removeIfEmpty(root: String) {
-        rmdir(path(root: root))
+        let folder = path(root: root)
+        for lane in 0..<spread { rmdir(folder + "/" + String(lane)) }
+        rmdir(folder)
     }
 
-    /// A temporary's path in `folder` for the `index`th file of a batch tagged `tag`.
+    /// A temporary's path in `folder` (made by ``prepare(root:)``) for the `index`th file of a
+    /// batch tagged `tag`.
     static func temporaryPath(in folder: String, tag: String, index: Int) -> String {
-        folder + "/" + SyncFiles.temporaryPrefix + tag + "-" + String(index)
+        folder + "/" + String(index % spread) + "/" + SyncFiles.temporaryPrefix + tag + "-" + String(index)
     }
 }

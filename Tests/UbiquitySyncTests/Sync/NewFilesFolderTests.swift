@@ -18,6 +18,18 @@ import Ubiquity
         try? FileManager.default.contentsOfDirectory(atPath: folder).sorted()
     }
 
+    /// The files under `folder`, at any depth (nil when it does not exist).
+    static func files(in folder: String) -> [String]? {
+        guard FileManager.default.fileExists(atPath: folder) else { return nil }
+        let enumerator = FileManager.default.enumerator(atPath: folder)
+        var found: [String] = []
+        while let path = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue { found.append(path) }
+        }
+        return found.sorted()
+    }
+
     /// The engine's temporaries anywhere under `root` outside the folder of temporaries.
     static func temporariesBesideTargets(_ root: URL) -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: root.path)
@@ -41,12 +53,13 @@ import Ubiquity
             let seen = SeenBox<(inFolder: [String]?, beside: [String])>((nil, []))
             await b.engine.setNewFilesFault { stage in
                 guard stage == "written" else { return }
-                seen.set((Self.names(in: NewFilesFolder.path(root: bRoot.path)), Self.temporariesBesideTargets(bRoot)))
+                seen.set((Self.files(in: NewFilesFolder.path(root: bRoot.path)), Self.temporariesBesideTargets(bRoot)))
             }
             try await b.engine.pass()
             let (inFolder, beside) = seen.get()
             #expect(inFolder?.count == 60)
-            #expect(inFolder?.allSatisfy { SyncFiles.isOwnTemporary($0) } == true)
+            #expect(inFolder?.allSatisfy { SyncFiles.isOwnTemporary(($0 as NSString).lastPathComponent) } == true)
+            #expect(Set(inFolder?.map { ($0 as NSString).deletingLastPathComponent } ?? []).count == NewFilesFolder.spread)
             #expect(beside == [])
             // every file in place, the folder of temporaries gone, nothing of it listed or uploaded
             #expect(Self.names(in: NewFilesFolder.path(root: bRoot.path)) == nil)
@@ -83,7 +96,8 @@ import Ubiquity
             let leftovers = NewFilesFolder.path(root: bFolder.path)
             try FileManager.default.createDirectory(atPath: leftovers, withIntermediateDirectories: true)
             try SyncBatchTests.content(1).write(to: URL(fileURLWithPath: leftovers + "/" + SyncFiles.temporaryPrefix + "k1-0"))
-            try Data(SyncBatchTests.content(2).prefix(100)).write(to: URL(fileURLWithPath: leftovers + "/" + SyncFiles.temporaryPrefix + "k1-1"))
+            try FileManager.default.createDirectory(atPath: leftovers + "/3", withIntermediateDirectories: true)
+            try Data(SyncBatchTests.content(2).prefix(100)).write(to: URL(fileURLWithPath: leftovers + "/3/" + SyncFiles.temporaryPrefix + "k1-1"))
 
             let b = try await harness.device("B")
             #expect(Self.names(in: leftovers) == nil)
@@ -115,12 +129,13 @@ import Ubiquity
         let second = NewFilesFolder.temporaryPath(in: NewFilesFolder.path(root: root), tag: "t", index: 1)
         #expect(first != second)
         #expect(SyncFiles.isOwnTemporary((first as NSString).lastPathComponent))
+        #expect(Self.names(in: NewFilesFolder.path(root: root))?.count == NewFilesFolder.spread)
         NewFilesFolder.removeIfEmpty(root: root)
         #expect(Self.names(in: NewFilesFolder.path(root: root)) == nil)
         #expect(NewFilesFolder.prepare(root: root) != nil)
         try Data("x".utf8).write(to: URL(fileURLWithPath: first))
         NewFilesFolder.removeIfEmpty(root: root)  // not empty: kept
-        #expect(Self.names(in: NewFilesFolder.path(root: root)) == [(first as NSString).lastPathComponent])
+        #expect(Self.files(in: NewFilesFolder.path(root: root)) == ["0/" + (first as NSString).lastPathComponent])
         #expect(NewFilesFolder.clear(root: root) == 1)
         #expect(Self.names(in: NewFilesFolder.path(root: root)) == nil)
         // a file (or a link) with the folder's name: no folder of temporaries (written beside the targets)

@@ -200,7 +200,7 @@ extension SyncEngine {
     /// Targets renamed into place per coordinated write: the whole chunk. (A claim takes an
     /// inter-process byte lock per target, and the kernel walks the lock file's list of locks
     /// at every lock taken, so one claim of 500 costs more CPU than five of 100; but claims of
-    /// 100 made workload 2 slower, 0.5 s in 10,000 files: each claim has a latency of its own.)
+    /// 100 showed no gain in workload 2 and looked slower: each claim has a latency of its own.)
     static let renamesPerClaim = newFilesPerBatch
 
     /// Threads writing (and fsyncing) new files' temporaries at once.

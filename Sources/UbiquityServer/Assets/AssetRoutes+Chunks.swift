@@ -84,6 +84,7 @@ extension AssetRoutes {
             // commit's retain finds it and answers 404 with it, and the client sends it)
             let missing = try await service.store.missingChunks((requested.literals ?? chunks).map(\.hash))
             try await service.store.setPendingChunks(chunks, session: session, totalSize: total)
+            try await service.store.setPendingBase(requested.literals == nil ? nil : try body.string("base"), session: session)
             var seen: Set<String> = []
             let unique = missing.filter { seen.insert($0).inserted }
             return Self.json(.object(["missing": .array(unique.map { .string($0) })]))
@@ -126,7 +127,12 @@ extension AssetRoutes {
             let body = try await jsonBody(request)
             let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
             var listed = try await requestedList(body)
-            if listed == nil { listed = try await service.store.pendingChunks(session: session) }
+            // the stored version a relative list was built from: its chunks need no retain
+            var base = listed == nil ? nil : try body.string("base")
+            if listed == nil {
+                listed = try await service.store.pendingChunks(session: session)
+                base = try await service.store.pendingBase(session: session)
+            }
             guard let chunks = listed else {
                 throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")
             }
@@ -137,7 +143,7 @@ extension AssetRoutes {
             }
             let info: BlobInfo
             do {
-                info = try await service.store.commitManifest(chunks, claimedChecksum: claimed)
+                info = try await service.store.commitManifest(chunks, claimedChecksum: claimed, base: base)
             } catch let error as UbiquityError where error.code == .notFound {
                 let missing = (error.underlying as? BlobMissingChunks)?.hashes ?? []
                 throw AssetHTTPError(status: 404, wire: WireError(.notFound, error.message), extra: ["missing": .array(missing.map { .string($0) })])

@@ -37,10 +37,9 @@ extension AssetRoutes {
                                   chunks: chunks)
         var json = list.json
         if let text = request.uri.queryParameters.get("base") {
-            guard let bytes = Hex.decode(String(text)), bytes.count == 32 else {
-                throw WireError(.badRequest, "base: expected the SHA-256 of the version you hold as 64 hex digits, not `\(text)`")
+            guard let base = AssetChecksum.base64(hex: String(text)) else {
+                throw WireError(.badRequest, "base: expected the checksum of the version you hold in hex (64 digits, or 66 for a chunk-list checksum), not `\(text)`")
             }
-            let base = Data(bytes).base64EncodedString()
             if base != info.fileChecksum, let baseChunks = try await service.store.chunkList(fileChecksum: base),
                let relative = list.relativeJSON(to: AssetChunkList(fileChecksum: base, size: baseChunks.reduce(0) { $0 + Int64($1.size) },
                                                                     chunking: service.store.chunking, hashBytes: hashBytes, chunks: baseChunks)) {

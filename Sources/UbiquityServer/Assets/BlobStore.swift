@@ -128,6 +128,18 @@ public protocol BlobStore: Sendable {
     /// whose content does not hash to the claim is deleted and logged.
     func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo
 
+    /// As ``commitManifest(_:claimedChecksum:)``, for a list sent relative to the stored asset
+    /// `base`: a store may skip restarting the age of the chunks that asset's manifest names
+    /// (the default ignores `base`).
+    func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo
+
+    /// Remembers the base of session `id`'s pending list (``setPendingChunks(_:session:totalSize:)``),
+    /// for ``commitManifest(_:claimedChecksum:base:)`` (the default forgets it).
+    func setPendingBase(_ base: String?, session id: String) async throws
+
+    /// The base remembered for session `id`, if any.
+    func pendingBase(session id: String) async throws -> String?
+
     /// The asset's description, or nil when the store does not hold it.
     func info(fileChecksum: String) async throws -> BlobInfo?
 
@@ -203,6 +215,17 @@ extension BlobStore {
     public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
         try await commitManifest(chunks)
     }
+
+    /// Ignores the base: ``commitManifest(_:claimedChecksum:)``.
+    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
+        try await commitManifest(chunks, claimedChecksum: claimedChecksum)
+    }
+
+    /// Forgets it.
+    public func setPendingBase(_ base: String?, session id: String) async throws {}
+
+    /// None.
+    public func pendingBase(session id: String) async throws -> String? { nil }
 
     /// Stores `bytes` as an asset in one call (tests and small assets).
     public func write(_ bytes: some Sequence<UInt8>) async throws -> BlobInfo {

@@ -35,6 +35,10 @@ extension FileBlobStore {
     }
 
     private func collectGarbageNow(referenced: Set<String>, olderThan cutoff: Date) throws -> BlobGarbageReport {
+        // no commit that skipped retaining its base's chunks is under way from here to the end
+        // (FileBlobStore+Retention.swift)
+        beginCollecting()
+        defer { endCollecting() }
         var report = BlobGarbageReport()
         let step = configuration.garbageCollectionStep
         var keys: Set<String> = []

@@ -134,6 +134,30 @@ extension FileBlobStore {
         }
     }
 
+    /// Remembers the base of the session's pending list (a file beside it); see
+    /// ``BlobStore/setPendingBase(_:session:)``.
+    public func setPendingBase(_ base: String?, session id: String) async throws {
+        let files = try sessionFiles(id)
+        let path = files.folder + "/pending-base"
+        try await BlockingWork.run {
+            guard let base else {
+                unlink(path)
+                return
+            }
+            let text = Array(base.utf8)
+            try text.withUnsafeBytes { try BlobFiles.writeAtomically(path, bytes: $0, temporaryDirectory: self.temporaryRoot) }
+        }
+    }
+
+    /// The base remembered for the session; see ``BlobStore/pendingBase(session:)``.
+    public func pendingBase(session id: String) async throws -> String? {
+        let files = try sessionFiles(id)
+        return try await BlockingWork.run {
+            guard let buffer = try BlobFiles.read(files.folder + "/pending-base") else { return nil }
+            return String(buffer: buffer)
+        }
+    }
+
     /// The chunk list remembered for the session; see ``BlobStore/pendingChunks(session:)``.
     public func pendingChunks(session id: String) async throws -> [AssetChunkRef]? {
         let files = try sessionFiles(id)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Logging
 import Synchronization
@@ -23,20 +24,52 @@ import UbiquityCore
 ///
 /// The uploader's own records may refer to it and download it meanwhile (a download checks each
 /// chunk's hash; only its whole checksum is unconfirmed).
+///
+/// A **chunk-list checksum** (``AssetChecksum/Kind/chunkList``) is checked at once instead: it is
+/// computed from the list itself (each chunk was checked against its hash when stored), so a
+/// claim that does not match is refused (`invalidArgument`) and never stored, and one that
+/// matches is committed verified — a deduplication target at once.
 extension FileBlobStore {
     /// Commits `chunks` as the asset `claimedChecksum` names without reading them (see the
     /// extension's description); with no claim, or when another list already claims that
     /// checksum, reads them through as ``commitManifest(_:)`` does.
     public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
+        try await commitManifest(chunks, claimedChecksum: claimedChecksum, base: nil)
+    }
+
+    /// As ``commitManifest(_:claimedChecksum:)``; `base` is the stored asset the list was sent
+    /// relative to, whose chunks need not be retained (`FileBlobStore+Retention.swift`).
+    /// - Throws: `invalidArgument` for a claimed chunk-list checksum the list does not have;
+    ///   `notFound` (underlying ``BlobMissingChunks``) naming chunks not stored.
+    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
         guard let claimed = claimedChecksum else { return try await commitManifest(chunks) }
         guard let path = manifestPath(claimed), let key = FileBlobStore.manifestKey(claimed) else {
-            throw UbiquityError(.invalidArgument, "fileChecksum: expected the standard base64 of a SHA-256, not `\(claimed)`")
+            throw UbiquityError(.invalidArgument, "fileChecksum: expected the standard base64 of a SHA-256 or a chunk-list checksum, not `\(claimed)`")
         }
         try Self.checkChunkRefs(chunks)
+        let listChecksum = AssetChecksum.kind(of: claimed) == .chunkList
+        if listChecksum {
+            let actual = AssetChecksum.chunkList(chunks, sha256: { Array(SHA256.hash(data: $0)) })
+            guard actual == claimed else {
+                throw UbiquityError(.invalidArgument, "fileChecksum: the chunk list's checksum is \(actual), not the claimed \(claimed)")
+            }
+        }
         let total = chunks.reduce(Int64(0)) { $0 + Int64($1.size) }
         let committed: BlobInfo? = try await BlockingWork.run {
-            try self.retainAll(chunks)
+            let skipping = base != nil && self.beginSkippingCommit()
+            defer { if skipping { self.endSkippingCommit() } }
+            try self.retain(chunks, skippingBase: skipping ? base : nil)
             return try self.manifestLock.withLock { _ -> BlobInfo? in
+                if listChecksum {
+                    // the checksum names exactly this list: a stored one is the same
+                    if let existing = try self.readHeader(path) {
+                        _ = try BlobFiles.touch(path)
+                        return existing
+                    }
+                    let manifest = BlobManifest(fileChecksum: claimed, size: total, chunks: chunks, verified: true)
+                    try self.commitLocked(manifest)
+                    return manifest.info
+                }
                 if let existing = try self.loadManifest(claimed) {
                     // the same list: the same content, whatever it is; a verified asset of that
                     // checksum and size is that content (a false claim only refers to it)

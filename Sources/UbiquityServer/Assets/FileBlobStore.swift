@@ -73,6 +73,10 @@ public final class FileBlobStore: BlobStore {
     let readCounter = Atomic<Int>(0)
     /// Held while deciding whether to write, replace or delete a manifest.
     let manifestLock = Mutex(())
+    /// Commits that skip retaining their base's chunks, and whether a collection runs
+    /// (`FileBlobStore+Retention.swift`).
+    let retention = Mutex(RetentionState())
+    let retentionCounters = Mutex(RetentionCounters())
     /// Background checks of unverified manifests, by manifest key
     /// (`FileBlobStore+Verification.swift`).
     let verifications = Mutex<[String: Task<Void, Never>]>([:])
@@ -112,23 +116,22 @@ public final class FileBlobStore: BlobStore {
         return "\(chunksRoot)/\(String(decoding: utf8[0..<2], as: UTF8.self))/\(String(decoding: utf8[2..<4], as: UTF8.self))/\(hash)"
     }
 
-    /// The manifest's path, or nil when `fileChecksum` is not base64 of a SHA-256.
+    /// The manifest's path, or nil when `fileChecksum` is not a checksum (``AssetChecksum``).
     func manifestPath(_ fileChecksum: String) -> String? {
         guard let key = FileBlobStore.manifestKey(fileChecksum) else { return nil }
         let utf8 = Array(key.utf8)
         return "\(manifestsRoot)/\(String(decoding: utf8[0..<2], as: UTF8.self))/\(String(decoding: utf8[2..<4], as: UTF8.self))/\(key)"
     }
 
-    /// The hex of the digest a checksum encodes, or nil when it is not base64 of 32 bytes.
+    /// The hex of the digest a checksum encodes (64 digits for a whole-content SHA-256, 66 for a
+    /// chunk-list checksum, ``AssetChecksum``), or nil when it is neither.
     static func manifestKey(_ fileChecksum: String) -> String? {
-        guard let data = Data(base64Encoded: fileChecksum), data.count == 32 else { return nil }
-        return Hex.encode(data)
+        AssetChecksum.hex(fileChecksum)
     }
 
     /// The checksum whose manifest key is `hex`.
     static func fileChecksum(manifestKey hex: String) -> String? {
-        guard let bytes = Hex.decode(hex), bytes.count == 32 else { return nil }
-        return Data(bytes).base64EncodedString()
+        AssetChecksum.base64(hex: hex)
     }
 
     static func checksum(of digest: some Sequence<UInt8>) -> String { Data(digest).base64EncodedString() }

@@ -94,7 +94,7 @@ extension SyncEngine {
             } else {
                 try await BlockingWork.run { try SyncFiles.writeNew(staged, Data()) }
             }
-            let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged) }
+            let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: version.contentHash) }
             guard version.contentHash.isEmpty || hash == version.contentHash else {
                 throw UbiquityError(.io, "the downloaded conflict version of '\(entry.path)' does not match its hash")
             }

@@ -88,11 +88,11 @@ extension SyncEngine {
     }
 
     /// Whether a download's `result` proves the written file has content hash `hash` (the
-    /// download checked it against the asset's checksum, the same SHA-256): then it need not be
-    /// read again to hash it.
+    /// download checked it against the asset's checksum, the same digest of either kind,
+    /// ``AssetChecksum``): then it need not be read again to hash it.
     static func verified(_ result: AssetDownloadResult?, hash: String) -> Bool {
-        guard let result, !hash.isEmpty, let digest = Data(base64Encoded: result.fileChecksum), digest.count == 32 else { return false }
-        return Hex.encode(digest) == hash
+        guard let result, !hash.isEmpty, let hex = AssetChecksum.hex(result.fileChecksum) else { return false }
+        return hex == hash
     }
 
     /// Keeps `list` as item `id`'s chunk list while its file has `stamp` (files of at least

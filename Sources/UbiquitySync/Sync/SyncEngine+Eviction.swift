@@ -87,7 +87,7 @@ extension SyncEngine {
         }
         var expected = entry.stat
         if local.stat.differs(from: entry.stat) {
-            guard try await hashOf(local) == entry.contentHash else {
+            guard try await hashOf(local, like: entry.contentHash) == entry.contentHash else {
                 throw UbiquityError(.conflict, "'\(target)' is not uploaded yet: it changed since its last upload")
             }
             expected = local.stat

@@ -116,7 +116,7 @@ extension SyncEngine {
         if !missing.isEmpty {
             let vanishedFiles = Set(missing.lazy.filter { $0.stat.kind == .file }.map(\.stat.inode))
             for local in created where local.stat.kind == .file && !vanishedFiles.contains(local.stat.inode) {
-                createdHashes[local.path] = try? await hashOf(local)
+                createdHashes[local.path] = try? await hashOf(local, like: SyncFiles.hashKind(forSize: local.stat.size, among: missing))  // checksum kinds: SyncFiles+ChecksumKinds.swift
             }
         }
         let moves = SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
@@ -128,7 +128,7 @@ extension SyncEngine {
                 continue
             }
             var hash = createdHashes[path]
-            if hash == nil && local.stat.kind == .file && local.stat.differs(from: entry.stat) { hash = try await hashOf(local) }
+            if hash == nil && local.stat.kind == .file && local.stat.differs(from: entry.stat) { hash = try await hashOf(local, like: entry.contentHash) }
             let content = local.stat.kind == .symlink ? local.target != entry.target
                 : local.stat.kind == .file && (hash.map { $0 != entry.contentHash } ?? false)
             uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: content || entry.changeTag == nil, hash: hash))
@@ -169,9 +169,10 @@ extension SyncEngine {
         if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }
     }
 
-    func hashOf(_ local: LocalItem) async throws -> String {
+    /// The local item's content hash, of the kind of `expected` when given (SyncFiles+ChecksumKinds.swift).
+    func hashOf(_ local: LocalItem, like expected: String? = nil) async throws -> String {
         let path = absolute(local.path)
-        return try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: path) }
+        return try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: path, like: expected) }
     }
 
     func wakeLater() {

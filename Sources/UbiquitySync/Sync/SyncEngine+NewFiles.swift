@@ -276,7 +276,7 @@ extension SyncFiles {
                     defer { unlink(staged) }
                     try FileManager.default.copyItem(atPath: staged, toPath: temporary)
                 }
-                guard try item.contentHash.isEmpty || hashFile(temporary) == item.contentHash else {
+                guard try item.contentHash.isEmpty || hashFile(temporary, like: item.contentHash) == item.contentHash else {
                     throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
                 }
                 fd = open(temporary, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

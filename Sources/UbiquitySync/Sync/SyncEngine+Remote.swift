@@ -124,7 +124,7 @@ extension SyncEngine {
         if let journaled, let local, try placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         var localHash: String?
         if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
-            localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute) }
+            localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute, like: item.contentHash) }
         }
         let action = SyncDecision.remoteChange(entry: entry, local: local?.stat, localHash: localHash, remote: item)
         logger.debug("remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.action": "\(action)"])
@@ -288,7 +288,7 @@ extension SyncEngine {
             }
             // the file as written (not read again when the download checked the same SHA-256)
             let hash = Self.verified(downloaded, hash: item.contentHash) ? item.contentHash
-                : try await BlockingWork.run { try SyncFiles.hashFile(temporary) }
+                : try await BlockingWork.run { try SyncFiles.hashFile(temporary, like: item.contentHash) }
             guard hash == item.contentHash || item.contentHash.isEmpty else {
                 unlink(temporary)
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")

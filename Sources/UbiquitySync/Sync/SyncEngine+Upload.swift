@@ -152,7 +152,7 @@ extension SyncEngine {
             // big-file: the file's kept chunk list (SyncEngine+Delta.swift) lets the scan skip cutting unchanged chunks
             let previousList = previousChunkList(id: upload.id)
             let scan = try await coordinator.coordinate(readingItemAt: URL(fileURLWithPath: target)) { url in
-                try await BlockingWork.run { try AssetFileScan.scan(url, previous: previousList) }
+                try await BlockingWork.run { try AssetFileScan.scan(url, previous: previousList, identity: .chunkList) }  // chunk-list checksum (docs/assets.md)
             }
             countUploadScan(scan)  // SyncEngine+Delta.swift
             guard !scan.changedWhileRead else { return changedWhileRead(upload) }

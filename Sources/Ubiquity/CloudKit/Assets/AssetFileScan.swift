@@ -18,11 +18,12 @@ public struct AssetFileScan: Sendable, Hashable {
     /// The file's stamp when opened, and after the last byte was read.
     public var before: FileStamp, after: FileStamp
 
-    /// The standard base64 SHA-256 of the content.
+    /// The content's checksum (standard base64): the whole content's SHA-256, or its chunk-list
+    /// checksum when scanned for one (``AssetChecksum``).
     public var fileChecksum: String { chunkList.fileChecksum }
     /// The content's size.
     public var size: Int64 { chunkList.size }
-    /// The content's SHA-256 in lower-case hex.
+    /// The content's checksum in lower-case hex (64 digits, or 66 for a chunk-list checksum).
     public var hexChecksum: String { Data(base64Encoded: chunkList.fileChecksum).map { Hex.encode($0) } ?? "" }
     /// Whether the file changed while it was read (identity, size or modification time): the
     /// scan may then describe a mix of two versions and must not be used.
@@ -54,16 +55,24 @@ public struct AssetFileScan: Sendable, Hashable {
     /// chunks. With the file's `previous` chunk list (as last uploaded or downloaded), chunks
     /// still in place are recognised by their hash and not cut again (``AssetIncrementalChunker``:
     /// the result is what a full FastCDC run gives, but only changed regions are cut).
+    ///
+    /// With `identity` ``AssetChecksum/Kind/chunkList`` (and the default chunking), the checksum
+    /// is the chunk-list checksum, computed from the chunk hashes alone: no whole-content
+    /// SHA-256, and the file is split over two threads by range (`AssetFileScan+ChunkList.swift`;
+    /// the list is exactly the one-thread list).
     /// - Throws: `UbiquityError` (`notFound`, `io`) when the file cannot be opened or read, or
     ///   is not a regular file.
     public static func scan(_ url: URL, chunking: FastCDC.Parameters = .default, previous: AssetChunkList? = nil,
-                            pieceSize: Int = 8 << 20) throws -> AssetFileScan {
+                            pieceSize: Int = 8 << 20, identity: AssetChecksum.Kind = .sha256) throws -> AssetFileScan {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw UbiquityError.posix("open", path: url.path) }
         defer { close(fd) }
         guard let before = FileStamp.of(descriptor: fd) else { throw UbiquityError.posix("fstat", path: url.path) }
         guard !before.isDirectory && !before.isSymbolicLink else { throw UbiquityError(.invalidArgument, "'\(url.path)' is not a regular file") }
         _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+        if identity == .chunkList && chunking == AssetChecksum.chunking {
+            return try scanChunkList(fd, url: url, before: before, previous: previous, pieceSize: pieceSize)
+        }
         let pass = ScanPass(chunker: AssetIncrementalChunker(parameters: chunking, previous: previous))
         let window = pass.chunker.window
         let piece = max(pieceSize, 1 << 16)

@@ -38,9 +38,10 @@ struct AssetIncrementalChunker {
     /// How many bytes FastCDC's gear hash went over (the cut chunks' bytes).
     private(set) var cutBytes: Int64 = 0
 
-    /// A chunker at the start of the content; `previous` is the content's earlier chunk list
-    /// (ignored when cut with other parameters).
-    init(parameters: FastCDC.Parameters, previous: AssetChunkList? = nil) {
+    /// A chunker at `start` of the content (0: its start; elsewhere the caller treats `start`
+    /// as a chunk start, as a scan split by range does); `previous` is the content's earlier
+    /// chunk list (ignored when cut with other parameters).
+    init(parameters: FastCDC.Parameters, previous: AssetChunkList? = nil, startingAt start: Int64 = 0) {
         self.parameters = parameters
         let usable = previous.flatMap { $0.chunking == parameters ? $0 : nil }
         let chunks = usable?.chunks ?? []
@@ -58,7 +59,8 @@ struct AssetIncrementalChunker {
         }
         self.byContent = byContent
         self.byOffset = byOffset
-        proposal = byOffset[0]
+        position = start
+        proposal = byOffset[start]
     }
 
     /// The largest number of bytes one call needs to see (a chunk is at most this long).

@@ -171,8 +171,16 @@ extension AssetTransfer {
                 report(AssetTransferProgress(phase: .uploading, completedBytes: min(size, done.add(Int64(count))), totalBytes: size))
             }
             // the checksum this side computed: the server may commit at once and check it later
-            let commitBody: JSONValue = .object(["token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size)])
-            let commit = try await postJSON(commitBody, to: manifestURL, sent: sent, accept: [200, 404])
+            var commitBody: JSONValue = .object(["token": .string(token), "fileChecksum": .string(checksum), "size": .integer(size)])
+            var commit = try await postJSON(commitBody, to: manifestURL, sent: sent, accept: [200, 400, 404])
+            if commit.status == 400, AssetChecksum.kind(of: checksum) == .chunkList {
+                // a server that does not know chunk-list checksums: it computes its own
+                // (AssetTransfer.upload then checks the file is the scanned content)
+                commitBody = .object(["token": .string(token), "size": .integer(size)])
+                commit = try await postJSON(commitBody, to: manifestURL, sent: sent, accept: [200, 404])
+            } else if commit.status == 400 {
+                throw Self.error(for: commit)
+            }
             if commit.status == 200 {
                 report(AssetTransferProgress(phase: .uploading, completedBytes: size, totalBytes: size))
                 return AssetUploadResult(asset: try Self.singleFile(commit), bytesSent: sent.total, chunksSent: chunksSent, deduplicated: true,

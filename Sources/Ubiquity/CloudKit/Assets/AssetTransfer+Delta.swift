@@ -33,9 +33,10 @@ final class AssetDeltaFile: Sendable {
         try AssetDownloadFile.write(bytes, to: descriptor, at: offset, path: path)
     }
 
-    /// The standard base64 SHA-256 of the first `size` bytes, read in `pieceSize` pieces (blocking).
-    func checksum(size: Int64, pieceSize: Int) throws -> String {
-        var hash = SHA256()
+    /// The checksum of `kind` (standard base64, ``AssetChecksum``) of the first `size` bytes,
+    /// read in `pieceSize` pieces (blocking).
+    func checksum(size: Int64, pieceSize: Int, kind: AssetChecksum.Kind = .sha256) throws -> String {
+        var hash = AssetContentHasher(kind: kind)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: pieceSize, alignment: 16)
         defer { scratch.deallocate() }
         var offset: Int64 = 0
@@ -47,10 +48,10 @@ final class AssetDeltaFile: Sendable {
                 throw CloudKitError(.internalError, "cannot read \(path): \(String(cString: strerror(errno)))")
             }
             guard got > 0 else { throw CloudKitError(.internalError, "\(path) ended early") }
-            hash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: scratch[..<got]))
+            hash.update(UnsafeRawBufferPointer(rebasing: scratch[..<got]))
             offset += Int64(got)
         }
-        return Data(hash.finalize()).base64EncodedString()
+        return hash.finalize()
     }
 
     func sync() { fsync(descriptor) }
@@ -243,7 +244,7 @@ extension AssetTransfer {
     /// rebuild to the server's list is asked again whole.
     func chunkList(_ url: URL, received: TransferCounter, hashBytes: Int = 12, base: AssetChunkList? = nil) async throws -> AssetChunkList? {
         let usable = base.flatMap { base -> AssetChunkList? in
-            guard base.hashBytes >= hashBytes, !base.chunks.isEmpty, let bytes = Data(base64Encoded: base.fileChecksum), bytes.count == 32 else { return nil }
+            guard base.hashBytes >= hashBytes, !base.chunks.isEmpty, AssetChecksum.kind(of: base.fileChecksum) != nil else { return nil }
             return base
         }
         if let usable {
@@ -401,10 +402,11 @@ extension AssetTransfer {
             let pieceSize = piece
             let fetchedChunks = proven ? plan.missingIndexes.map { (offset: plan.offsets[$0], chunk: list.chunks[$0]) } : []
             let checkWhole = !proven
+            let kind = AssetChecksum.kind(of: list.fileChecksum) ?? .sha256
             let checksum = try await BlockingWork.run { () -> String in
                 let checksum: String
                 if checkWhole {
-                    checksum = try file.checksum(size: size, pieceSize: pieceSize)
+                    checksum = try file.checksum(size: size, pieceSize: pieceSize, kind: kind)
                 } else {
                     checksum = try file.checkChunks(fetchedChunks) ? list.fileChecksum : ""
                 }

@@ -8,17 +8,19 @@ import UbiquityCore
 import Glibc
 #endif
 
-/// The partial file of a download: written and hashed in sequence, one blocking call at a time.
+/// The partial file of a download: written and hashed in sequence, one blocking call at a time
+/// (hashed as the checksum it is checked against: whole SHA-256 or chunk list, ``AssetChecksum``).
 final class AssetDownloadFile: @unchecked Sendable {
     // @unchecked because: every method runs inside one `BlockingWork.run` at a time, in
     // sequence (the download awaits each write before the next).
     let path: String
     let descriptor: Int32
-    private var hash = SHA256()
+    private var hash: AssetContentHasher
     private(set) var length: Int64 = 0
 
-    init(path: String) throws {
+    init(path: String, kind: AssetChecksum.Kind = .sha256) throws {
         self.path = path
+        hash = AssetContentHasher(kind: kind)
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw CloudKitError(.internalError, "cannot create \(path): \(String(cString: strerror(errno)))")
@@ -30,7 +32,7 @@ final class AssetDownloadFile: @unchecked Sendable {
     func append(_ buffer: ByteBuffer) throws {
         try buffer.withUnsafeReadableBytes { bytes in
             try Self.write(bytes, to: descriptor, at: length, path: path)
-            hash.update(bufferPointer: bytes)
+            hash.update(bytes)
         }
         length += Int64(buffer.readableBytes)
     }
@@ -50,11 +52,18 @@ final class AssetDownloadFile: @unchecked Sendable {
 
     func restart() throws {
         guard ftruncate(descriptor, 0) == 0 else { throw CloudKitError(.internalError, "cannot truncate \(path)") }
-        hash = SHA256()
+        hash = AssetContentHasher(kind: hash.kind)
         length = 0
     }
 
-    func checksum() -> String { Data(hash.finalize()).base64EncodedString() }
+    /// The checksum of what was written, of the kind the file was made with.
+    func checksum() -> String { hash.finalize() }
+
+    /// The checksum of what was written, of `kind` (read back when that is not the file's kind).
+    func checksum(kind: AssetChecksum.Kind) throws -> String {
+        if kind == hash.kind { return checksum() }
+        return try AssetContentHasher.checksum(ofFile: path, kind: kind)
+    }
 
     func sync() { fsync(descriptor) }
 }
@@ -82,7 +91,8 @@ extension AssetTransfer {
         let report = progress ?? { _ in }
         let folder = fileURL.deletingLastPathComponent().path
         let temporary = "\(folder)/.\(fileURL.lastPathComponent).download-\(UUID().uuidString.prefix(8))"
-        let partial = try await BlockingWork.run { try AssetDownloadFile(path: temporary) }
+        let kind = expectedChecksum.flatMap { AssetChecksum.kind(of: $0) } ?? .sha256
+        let partial = try await BlockingWork.run { try AssetDownloadFile(path: temporary, kind: kind) }
         do {
             let result = try await receive(url, into: partial, expectedChecksum: expectedChecksum, report: report)
             try await BlockingWork.run {
@@ -194,12 +204,13 @@ extension AssetTransfer {
             }
         }
         let sync = options.syncDownloadedFiles
+        let wanted = expectedChecksum ?? etag.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }.flatMap {
+            AssetChecksum.kind(of: $0) != nil ? $0 : nil
+        }
+        let kind = wanted.flatMap { AssetChecksum.kind(of: $0) } ?? .sha256
         let checksum = try await BlockingWork.run { () -> String in
             if sync { file.sync() }
-            return file.checksum()
-        }
-        let wanted = expectedChecksum ?? etag.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }.flatMap {
-            Data(base64Encoded: $0)?.count == 32 ? $0 : nil
+            return try file.checksum(kind: kind)
         }
         if let wanted, wanted != checksum {
             throw CloudKitError(.assetNotAvailable, "the downloaded content does not match its checksum (\(checksum), expected \(wanted))")

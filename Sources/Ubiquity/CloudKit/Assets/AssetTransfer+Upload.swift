@@ -3,6 +3,9 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import UbiquityCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension AssetTransfer {
     /// Uploads a file to an upload URL (from `assets/upload`) and returns the asset value to save
@@ -52,9 +55,61 @@ extension AssetTransfer {
         }
         try await file.checkUnchanged()
         if let scan, result!.asset.fileChecksum != scan.fileChecksum {
-            throw CloudKitError(.assetFileModified, "the asset file \(fileURL.path) changed while it was being uploaded (the server got other content than was scanned)")
+            // a chunk-list checksum the server answered with a whole-content one (streamed, or a
+            // server that does not know chunk-list checksums): named by the scan's list, or checked
+            guard AssetChecksum.kind(of: scan.fileChecksum) == .chunkList,
+                  let named = try await identify(result!, as: scan, file: file, uploadURL: uploadURL, status: status) else {
+                throw CloudKitError(.assetFileModified, "the asset file \(fileURL.path) changed while it was being uploaded (the server got other content than was scanned)")
+            }
+            result = named
         }
         return result!
+    }
+
+    /// After an upload from a chunk-list `scan` that the server answered with a whole-content
+    /// checksum: commits the scan's list under its chunk-list checksum (`POST manifest`; every
+    /// chunk is stored by then) so the asset is known by the scan's checksum; with a server that
+    /// cannot (no deduplication, or chunk-list checksums unknown), reads the file once to check
+    /// that it is both the scanned content and the uploaded one, and keeps the server's answer.
+    /// Nil when it is neither (the file changed).
+    private func identify(_ uploaded: AssetUploadResult, as scan: AssetFileScan, file: AssetFile, uploadURL: URL,
+                          status: AssetUploadStatus?) async throws -> AssetUploadResult? {
+        if let status, status.chunking == scan.chunkList.chunking, let manifestPath = status.manifestURL,
+           let manifestURL = URL(string: manifestPath, relativeTo: uploadURL)?.absoluteURL {
+            let sent = TransferCounter()
+            let body: JSONValue = .object([
+                "token": .string(uploadURL.lastPathComponent), "fileChecksum": .string(scan.fileChecksum), "size": .integer(scan.size),
+                "packedChunks": .string(AssetChunkRef.packed(scan.chunkList.chunks)),
+            ])
+            if let reply = try? await postJSON(body, to: manifestURL, sent: sent, accept: [200]), let asset = try? Self.singleFile(reply),
+               asset.fileChecksum == scan.fileChecksum {
+                var named = uploaded
+                named.asset = asset
+                named.bytesSent += sent.total
+                return named
+            }
+        }
+        let path = file.url.path
+        let (list, whole) = try await BlockingWork.run { () -> (String, String) in
+            var list = AssetContentHasher(kind: .chunkList)
+            var whole = AssetContentHasher(kind: .sha256)
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { throw CloudKitError(.assetFileNotFound, "cannot open \(path)") }
+            defer { close(fd) }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let count = read(fd, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw CloudKitError(.assetFileModified, "cannot read \(path)") }
+                if count == 0 { break }
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                list.update(bytes)
+                whole.update(bytes)
+            }
+            return (list.finalize(), whole.finalize())
+        }
+        return list == scan.fileChecksum && whole == uploaded.asset.fileChecksum ? uploaded : nil
     }
 
     /// `GET` on the upload URL: the server's resumable-upload status, or nil when the server does

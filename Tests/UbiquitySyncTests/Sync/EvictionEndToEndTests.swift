@@ -74,7 +74,7 @@ import UbiquityCore
         let path = a.url("videos/movie.bin").path
         #expect(FileStamp.of(path)?.size == 300_000)
         #expect(Self.hollow(path))
-        #expect(Placeholder.read(path)?.hash == SyncFiles.hash(data))
+        #expect(Placeholder.read(path)?.hash == SyncChecksumKindsTests.chunkListHash(data))  // a large file: its chunk-list checksum
         let state = try #require(Self.status(a, "videos/movie.bin"))
         #expect(state["downloadingStatus"] as? String == "notDownloaded", "\(state)")
         #expect(state["sync"] as? String == "uploaded", "\(state)")
@@ -109,7 +109,7 @@ import UbiquityCore
         #expect(Self.blocks(path) > 8 && !Placeholder.isHollow(path))
         #expect(Placeholder.read(path) == nil)
         #expect(Self.status(a, "videos/movie.bin")?["downloadingStatus"] as? String == "current")
-        #expect(try await cloud.items()["videos/movie.bin"]?.hash == SyncFiles.hash(data))
+        #expect(try await cloud.items()["videos/movie.bin"]?.hash == SyncChecksumKindsTests.chunkListHash(data))
 
         // refused: outside the sync folder, excluded from sync
         let outside = a.device.file("outside.txt", "x")

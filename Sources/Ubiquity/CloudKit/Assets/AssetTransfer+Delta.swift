@@ -406,7 +406,13 @@ extension AssetTransfer {
             let checksum = try await BlockingWork.run { () -> String in
                 let checksum: String
                 if checkWhole {
-                    checksum = try file.checksum(size: size, pieceSize: pieceSize, kind: kind)
+                    if kind == .chunkList {
+                        // the chunk hashes on two threads, the list proposing each chunk (no cutting where it holds)
+                        let scan = try AssetFileScan.scan(URL(fileURLWithPath: file.path), previous: list, identity: .chunkList)
+                        checksum = scan.size == size ? scan.fileChecksum : ""
+                    } else {
+                        checksum = try file.checksum(size: size, pieceSize: pieceSize, kind: kind)
+                    }
                 } else {
                     checksum = try file.checkChunks(fetchedChunks) ? list.fileChecksum : ""
                 }

@@ -269,7 +269,8 @@ public final class KeyValueSync: Sendable {
                     // Saved by an earlier run, or refused: listen anyway (the periodic fetch covers the rest).
                     logger.debug("key-value sync: zone subscription not saved", metadata: ["error": "\(error)"])
                 }
-                for try await _ in container.notifications() {
+                // once connected, a round: a change pushed before the connection is not delivered
+                for try await _ in container.notifications(onConnect: { wake.yield() }) {
                     wake.yield()
                 }
                 return

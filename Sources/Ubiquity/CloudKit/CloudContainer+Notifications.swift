@@ -7,7 +7,7 @@ import Synchronization
 import UbiquityCore
 
 extension CloudContainer {
-    /// How ``notifications(since:transport:)`` reaches the server.
+    /// How ``notifications(since:transport:onConnect:)`` reaches the server.
     public enum NotificationTransport: Sendable, Hashable {
         /// A WebSocket, falling back to long-poll when the server (or a proxy) refuses the upgrade.
         case automatic
@@ -77,12 +77,20 @@ extension CloudContainer {
     /// get what arrived while the app was not listening. A notification of type
     /// ``CloudKitNotification/NotificationType/resyncRequired`` means some were lost (the app was
     /// away longer than the server keeps them): fetch changes with change tokens.
-    public func notifications(since cursor: NotificationCursor? = nil, transport: NotificationTransport = .automatic) -> CloudKitNotifications {
-        CloudKitNotifications(container: self, cursor: cursor, transport: transport)
+    ///
+    /// - Parameter onConnect: called each time the stream is connected (a WebSocket's server
+    ///   said it is ready; a long-poll connection's first request is about to be sent).
+    ///   Notifications sent while no connection was up reach a stream started without a cursor
+    ///   only from its next connection on: a client that fetches changes with change tokens
+    ///   fetches once here, so nothing sent before the first connection waits for its next
+    ///   periodic fetch.
+    public func notifications(since cursor: NotificationCursor? = nil, transport: NotificationTransport = .automatic,
+                              onConnect: (@Sendable () -> Void)? = nil) -> CloudKitNotifications {
+        CloudKitNotifications(container: self, cursor: cursor, transport: transport, onConnect: onConnect)
     }
 }
 
-/// The notifications of ``CloudContainer/notifications(since:transport:)``.
+/// The notifications of ``CloudContainer/notifications(since:transport:onConnect:)``.
 public struct CloudKitNotifications: AsyncSequence, Sendable {
     /// Each notification.
     public typealias Element = CloudKitNotification
@@ -90,10 +98,11 @@ public struct CloudKitNotifications: AsyncSequence, Sendable {
     let container: CloudContainer
     let cursor: CloudContainer.NotificationCursor?
     let transport: CloudContainer.NotificationTransport
+    let onConnect: (@Sendable () -> Void)?
 
     /// Starts connecting.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(driver: NotificationDriver(container: container, cursor: cursor, transport: transport))
+        Iterator(driver: NotificationDriver(container: container, cursor: cursor, transport: transport, onConnect: onConnect))
     }
 
     /// Pulls notifications; dropping it disconnects.
@@ -240,8 +249,13 @@ final class NotificationDriver: Sendable {
     /// The longest pause between reconnection attempts.
     static let maximumDelay = Duration.seconds(30)
 
-    init(container: CloudContainer, cursor: CloudContainer.NotificationCursor?, transport: CloudContainer.NotificationTransport) {
+    /// Called each time a connection is up (``CloudContainer/notifications(since:transport:onConnect:)``).
+    let onConnect: (@Sendable () -> Void)?
+
+    init(container: CloudContainer, cursor: CloudContainer.NotificationCursor?, transport: CloudContainer.NotificationTransport,
+         onConnect: (@Sendable () -> Void)? = nil) {
         self.container = container
+        self.onConnect = onConnect
         progress = Mutex(Progress(cursor: cursor, transport: transport))
     }
 
@@ -347,6 +361,7 @@ final class NotificationDriver: Sendable {
     // MARK: Long-poll
 
     private func longPoll(_ token: CloudContainer.PushToken) async throws {
+        var first = true
         while !Task.isCancelled {
             guard let url = url(token.webcourierURL, scheme: nil, extra: [URLQueryItem(name: "timeout", value: "25")]),
                   let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
@@ -355,6 +370,10 @@ final class NotificationDriver: Sendable {
             }
             let query = (components.queryItems ?? []).map { CloudKitHTTPRequest.QueryItem(name: $0.name, value: $0.value ?? "") }
             let request = CloudKitHTTPRequest(serverURL: server, method: "GET", path: components.percentEncodedPath, query: query)
+            if first {
+                first = false
+                onConnect?()
+            }
             let response = try await container.transport.send(request)
             if response.status == 401 || response.status == 421 { throw Ended.tokenRefused }
             guard (200..<300).contains(response.status) else {
@@ -413,6 +432,7 @@ final class NotificationDriver: Sendable {
                         progress.withLock { progress in
                             if progress.cursor?.position == nil, let position { progress.cursor = CloudContainer.NotificationCursor(position: position) }
                         }
+                        onConnect?()
                     default:
                         continue
                     }

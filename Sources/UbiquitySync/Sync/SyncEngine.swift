@@ -182,7 +182,9 @@ public actor SyncEngine {
         let pushes = Task { [self, container, logger, wakeContinuation] in
             while !Task.isCancelled {
                 do {
-                    for try await _ in container.notifications() {
+                    // a fetch once connected: a change pushed before (just after start, or
+                    // while reconnecting) is not delivered on this stream
+                    for try await _ in container.notifications(onConnect: { [self] in wake() }) {
                         remoteDirty.store(true, ordering: .relaxed)
                         wakeContinuation.yield()
                     }

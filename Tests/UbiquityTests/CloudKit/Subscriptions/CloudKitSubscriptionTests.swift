@@ -121,7 +121,9 @@ import UbiquityCore
         }
         let container = CloudKitTestSupport.container(transport)
         var received: [CloudKitNotification] = []
-        for try await notification in container.notifications(since: .init(position: 10), transport: .longPoll) {
+        let connections = Mutex(0)
+        for try await notification in container.notifications(since: .init(position: 10), transport: .longPoll,
+                                                               onConnect: { connections.withLock { $0 += 1 } }) {
             received.append(notification)
             if received.count == 4 { break }
         }
@@ -135,5 +137,7 @@ import UbiquityCore
         #expect(log[3] == "token")
         #expect(log[4] == "/push/1/tok1@12")
         #expect(log[5] == "/push/1/tok1@20")
+        // connected twice: at the first poll, and again with the new token
+        #expect(connections.withLock { $0 } == 2)
     }
 }

@@ -172,14 +172,21 @@ extension SyncEngine {
                     let renamed = zip(intents, claimed).map { intent, index -> NewFileOutcome in
                         guard case .success(let temporary) = temporaries[index] else { return .alone }
                         let target = intent.url.path
-                        // the name must still be free: anything there now is judged alone
-                        guard FileStamp.of(target) == nil else { return .alone }
+                        // the name must still be free: anything there now is judged alone (and
+                        // the temporary goes, rather than wait in the folder of temporaries)
+                        guard FileStamp.of(target) == nil else {
+                            unlink(temporary)
+                            return .alone
+                        }
                         // stat'ed before the rename: after it, the stamp could be of an edit made
                         // in between (journaled as synced, it would never be uploaded)
                         guard let stamp = FileStamp.of(temporary) else { return .failed(UbiquityError(.notFound, "'\(temporary)' vanished before it was renamed")) }
                         guard rename(temporary, target) == 0 else {
                             // a target on another file system than the folder of temporaries: written alone
-                            if errno == EXDEV { return .alone }
+                            if errno == EXDEV {
+                                unlink(temporary)
+                                return .alone
+                            }
                             return .failed(UbiquityError.posix("rename", path: target))
                         }
                         folders.insert(SyncFiles.parent(of: target))

@@ -114,18 +114,23 @@ extension CloudDatabase {
         for id in recordIDs {
             items.append(.delete(id, WireRecordOperation(.forceDelete, WireRecord(recordName: id.recordName))))
         }
-        func deliver(_ item: ModifyItem, _ result: Result<Record?, CloudKitError>) {
+        // (an answer is a plain enum, not a `Result` of an optional record: Swift 6.3.1's
+        // optimized code misread that shape elsewhere — docs/sync.md, "Folders before their files")
+        func deliver(_ item: ModifyItem, _ answer: ModifyAnswer) {
             switch item {
             case .save(let record, _):
-                onSave(record.recordID, result.flatMap { saved in
-                    saved.map { .success($0) } ?? .failure(CloudKitError(.internalError, "the server answered the save of \(record.recordID.recordName) without a record"))
-                }.mapError { error in
-                    var error = error
+                switch answer {
+                case .saved(let saved): onSave(record.recordID, .success(saved))
+                case .done: onSave(record.recordID, .failure(CloudKitError(.internalError, "the server answered the save of \(record.recordID.recordName) without a record")))
+                case .failed(var error):
                     if error.code == .serverRecordChanged { error.clientRecord = record }
-                    return error
-                })
+                    onSave(record.recordID, .failure(error))
+                }
             case .delete(let id, _):
-                onDelete(id, result.map { _ in () })
+                switch answer {
+                case .saved, .done: onDelete(id, .success(()))
+                case .failed(let error): onDelete(id, .failure(error))
+                }
             }
         }
         for (zone, zoneItems) in Self.groupedByZone(items, zone: \.recordID.zoneID) {
@@ -141,20 +146,33 @@ extension CloudDatabase {
                 }
                 for (index, item) in chunk.enumerated() {
                     guard let element = Self.element(for: item.recordID.recordName, at: index, in: results) else {
-                        deliver(item, .failure(CloudKitError(.internalError, "the server did not answer for record \(item.recordID.recordName)")))
+                        deliver(item, .failed(CloudKitError(.internalError, "the server did not answer for record \(item.recordID.recordName)")))
                         continue
                     }
                     if let wire = WireError(json: element) {
-                        deliver(item, .failure(CloudKitError(wire: wire, zone: zone)))
+                        deliver(item, .failed(CloudKitError(wire: wire, zone: zone)))
                     } else if case .save = item {
-                        deliver(item, Result { try Record(wire: WireRecord(json: element, path: "records[\(index)]"), zone: zone) }
-                            .mapError { CloudKitError(.internalError, "unexpected answer to records/modify: \($0)", underlying: $0) })
+                        do {
+                            deliver(item, .saved(try Record(wire: WireRecord(json: element, path: "records[\(index)]"), zone: zone)))
+                        } catch {
+                            deliver(item, .failed(CloudKitError(.internalError, "unexpected answer to records/modify: \(error)", underlying: error)))
+                        }
                     } else {
-                        deliver(item, .success(nil))
+                        deliver(item, .done)
                     }
                 }
-            }, failItem: { item, error in deliver(item, .failure(error)) })
+            }, failItem: { item, error in deliver(item, .failed(error)) })
         }
+    }
+
+    /// The server's answer for one item of a `records/modify`.
+    enum ModifyAnswer {
+        /// Saved: the record as the server has it now.
+        case saved(Record)
+        /// Done without a record (a delete).
+        case done
+        /// Refused, or not answered.
+        case failed(CloudKitError)
     }
 
     // MARK: records/lookup

@@ -73,14 +73,17 @@ public enum AssetChecksum {
     public static func chunkListPreimage(_ chunks: [AssetChunkRef]) -> [UInt8] {
         var bytes = chunkListTag
         bytes.reserveCapacity(chunkListTag.count + chunks.count * 36)
-        for chunk in chunks {
-            let hash = Hex.decode(chunk.hash) ?? []
-            bytes.append(contentsOf: hash.prefix(32))
-            if hash.count < 32 { bytes.append(contentsOf: [UInt8](repeating: 0, count: 32 - hash.count)) }
-            let size = UInt32(truncatingIfNeeded: chunk.size)
-            bytes.append(contentsOf: [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)])
-        }
+        for chunk in chunks { appendEntry(hash: Hex.decode(chunk.hash) ?? [], size: chunk.size, to: &bytes) }
         return bytes
+    }
+
+    /// Appends one chunk's entry of ``chunkListPreimage(_:)`` to `bytes`: its 32-byte hash (a
+    /// shorter one padded with zeros) and its length as a big-endian `UInt32`.
+    public static func appendEntry(hash: some Collection<UInt8>, size: Int, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: hash.prefix(32))
+        if hash.count < 32 { bytes.append(contentsOf: repeatElement(0, count: 32 - hash.count)) }
+        let length = UInt32(truncatingIfNeeded: size)
+        bytes.append(contentsOf: [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
     }
 
     /// The version-1 chunk-list checksum (standard base64 of 33 bytes) of content whose FastCDC

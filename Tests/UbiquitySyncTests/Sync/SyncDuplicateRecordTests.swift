@@ -17,17 +17,8 @@ import Ubiquity
 
     /// The zone's live records: path → record names.
     static func liveRecords(_ engine: SyncEngine) async throws -> [String: [String]] {
-        var token: ServerChangeToken?
-        var records: [String: Record] = [:]
-        while true {
-            let page = try await engine.database.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
-            for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
-            for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
-            token = page.changeToken
-            if !page.moreComing { break }
-        }
         var paths: [String: [String]] = [:]
-        for record in records.values {
+        for record in try await SyncEndToEndTests.liveRecords(engine.database) {
             guard let item = SyncRecord.item(from: record) else { continue }
             paths[item.path, default: []].append(item.id)
         }

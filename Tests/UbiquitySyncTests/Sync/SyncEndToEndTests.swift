@@ -51,17 +51,8 @@ import UbiquityCore
         func items() async throws -> [String: (id: String, hash: String)] {
             let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: URL(string: url)!,
                                            credentials: .apiToken(apiToken, webAuthToken: webToken))
-            var token: ServerChangeToken?
-            var records: [String: Record] = [:]
-            while true {
-                let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
-                for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
-                for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
-                token = page.changeToken
-                if !page.moreComing { break }
-            }
             var items: [String: (id: String, hash: String)] = [:]
-            for record in records.values {
+            for record in try await SyncEndToEndTests.liveRecords(container.privateCloudDatabase) {
                 guard let item = SyncRecord.item(from: record) else { continue }
                 if let other = items[item.path] { throw DuplicateItem(path: item.path, ids: [other.id, item.id]) }
                 items[item.path] = (item.id, item.contentHash)
@@ -73,6 +64,20 @@ import UbiquityCore
     }
 
     struct DuplicateItem: Error { let path: String; let ids: [String] }
+
+    /// The documents zone's live records, listed from the start of its changes.
+    static func liveRecords(_ database: CloudDatabase) async throws -> [Record] {
+        var token: ServerChangeToken?
+        var records: [String: Record] = [:]
+        while true {
+            let page = try await database.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
+            for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
+            for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
+            token = page.changeToken
+            if !page.moreComing { break }
+        }
+        return Array(records.values)
+    }
 
     /// One device: a folder and a daemon that syncs it.
     final class SyncDevice: Sendable {

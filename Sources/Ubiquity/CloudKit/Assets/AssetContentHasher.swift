@@ -20,7 +20,8 @@ public struct AssetContentHasher: Sendable {
     private var list = SHA256()
     private var chunkHash = SHA256()
     private var chunker = FastCDC(parameters: AssetChecksum.chunking)
-    private var entry = [UInt8](repeating: 0, count: 36)
+    /// One chunk's entry of the list's hashed bytes (reused).
+    private var entry: [UInt8] = []
 
     /// A hasher at the start of the content.
     public init(kind: AssetChecksum.Kind) {
@@ -57,16 +58,8 @@ public struct AssetContentHasher: Sendable {
     private mutating func endChunk(size: Int) {
         let digest = chunkHash.finalize()
         chunkHash = SHA256()
-        var index = 0
-        for byte in digest {
-            entry[index] = byte
-            index += 1
-        }
-        let length = UInt32(truncatingIfNeeded: size)
-        entry[32] = UInt8(length >> 24)
-        entry[33] = UInt8(length >> 16 & 0xFF)
-        entry[34] = UInt8(length >> 8 & 0xFF)
-        entry[35] = UInt8(length & 0xFF)
+        entry.removeAll(keepingCapacity: true)
+        AssetChecksum.appendEntry(hash: Array(digest), size: size, to: &entry)
         entry.withUnsafeBytes { list.update(bufferPointer: $0) }
     }
 

@@ -50,9 +50,13 @@ struct LocalScope: Sendable, Equatable {
         return taken
     }
 
-    /// Whether `path` (relative) is looked at: named, or inside a named subtree.
-    func contains(_ path: String) -> Bool {
-        if full || paths.contains(path) || subtrees.contains(path) { return true }
+    /// Whether the pass may judge the item at `path` (relative) deleted when it is gone: the
+    /// scan is whole, or the watcher named its removal or move (the path or a folder above it is
+    /// among ``subtrees``). A path named only as changed (or queued) that is gone now was moved or
+    /// removed after the watcher's batch: its removal — with a rename's destination in the same
+    /// batch — comes in the next batch, so deciding now would take a rename for a delete.
+    func namesRemoval(of path: String) -> Bool {
+        if full || subtrees.contains(path) { return true }
         guard !subtrees.isEmpty else { return false }
         var current = Substring(path)
         while let slash = current.lastIndex(of: "/") {
@@ -60,5 +64,10 @@ struct LocalScope: Sendable, Equatable {
             if subtrees.contains(String(current)) { return true }
         }
         return false
+    }
+
+    /// Whether `path` (relative) is looked at: named, or inside a named subtree.
+    func contains(_ path: String) -> Bool {
+        paths.contains(path) || namesRemoval(of: path)
     }
 }

@@ -59,7 +59,9 @@ extension SyncEngine {
 
         for entry in entries {
             guard let local = items[entry.path] else {
-                missing.append(entry)
+                // gone, but the watcher has not named its removal yet: a rename's destination
+                // comes with it in the next batch (LocalScope.namesRemoval(of:))
+                if scope.namesRemoval(of: entry.path) { missing.append(entry) }
                 continue
             }
             if evicted.contains(entry.id), try keepsPlaceholder(entry, local) { continue }  // never uploaded (SyncEngine+Eviction.swift)

@@ -337,6 +337,41 @@ extension SyncBatchTests {
         }
     }
 
+    /// A pass whose scope names a path only as changed (an earlier write) finds it gone: it was
+    /// renamed after the watcher's batch, and the rename's own batch (with its destination) is
+    /// still to come. The item is not deleted (once, a conflicted item lost its record and its
+    /// conflict that way); the next batch makes it a rename of the same record.
+    @Test func aRenameTheWatcherHasNotNamedYetIsNotTakenForADelete() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            try a.write("doc.txt", Data("the document".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let id = try #require(try SyncJournal(path: a.journal).entry(path: "doc.txt")?.id)
+
+            a.engine.watching.store(true, ordering: .relaxed)
+            let root = a.engine.folder
+            try FileManager.default.moveItem(atPath: root + "/doc.txt", toPath: root + "/renamed.txt")
+            var changed = WatchBatch(changes: [.changed(root + "/doc.txt")])
+            changed.sequence = 1
+            a.engine.scope.withLock { $0.add(changed, root: root) }
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("records/modify") == 0, "the record is not deleted")
+            #expect(try SyncJournal(path: a.journal).entry(id: id)?.path == "doc.txt")
+
+            var moved = WatchBatch(changes: [.moved(from: root + "/doc.txt", to: root + "/renamed.txt")])
+            moved.sequence = 2
+            a.engine.scope.withLock { $0.add(moved, root: root) }
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(Self.files(in: b.folder) == ["renamed.txt"])
+            #expect(try SyncJournal(path: a.journal).entry(path: "renamed.txt")?.id == id)
+            #expect(try SyncJournal(path: b.journal).entry(path: "renamed.txt")?.id == id)
+        }
+    }
+
     @Test func aWatcherBatchNarrowsTheScope() {
         let root = "/data/folder"
         var scope = LocalScope()
@@ -349,6 +384,9 @@ extension SyncBatchTests {
         #expect(scope.subtrees == ["gone", "x", "y/z"])
         #expect(scope.contains("gone/deep/file") && scope.contains("y/z") && scope.contains("a/b.txt"))
         #expect(!scope.contains("a") && !scope.contains("a/c.txt") && !scope.contains("y"))
+        // only a removal or a move lets the pass judge a missing item deleted
+        #expect(scope.namesRemoval(of: "gone") && scope.namesRemoval(of: "gone/deep/file") && scope.namesRemoval(of: "x"))
+        #expect(!scope.namesRemoval(of: "a/b.txt") && !scope.namesRemoval(of: "y"))
         scope.add(WatchBatch(rescans: [RescanRequest(path: root, reason: .overflow)]), root: root)
         #expect(scope.full && scope.contains("anything"))
     }

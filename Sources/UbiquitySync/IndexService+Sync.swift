@@ -56,8 +56,19 @@ final class SyncStatusApplier: Sendable {
             defer { state.running = true }
             return !state.running
         }
-        if start { Task { await self.drain() } }
+        if start {
+            Task {
+                // a short gathering time: an upload's "uploading" and "uploaded" of a small file
+                // merge into one write, the states of a batch of files go in one transaction,
+                // and a file just written is usually indexed by then (no retry)
+                try? await Task.sleep(for: Self.gathering)
+                await self.drain()
+            }
+        }
     }
+
+    /// How long the first state waits for the others before they are applied.
+    static let gathering: Duration = .milliseconds(50)
 
     private func drain() async {
         while true {

@@ -20,8 +20,6 @@ extension SyncEngine {
         var record: Record
         var stat: SyncStat
         var hash: String
-        /// The staging copy of a large file (removed after the save).
-        var staged: String?
         /// The bytes of inline content in the record.
         var inlineBytes: Int
     }
@@ -29,30 +27,49 @@ extension SyncEngine {
     /// Sends uploads: up to ``transfersInFlight`` items read (under a coordinated read) and
     /// their large contents uploaded as assets at once, then saved in batches of up to
     /// ``recordsPerBatch`` records per `records/modify` (non-atomic: one refused record does not
-    /// fail the others). Returns how many failed for a reason worth retrying.
+    /// fail the others). The next window is read while one is saved: the save waits on the
+    /// server, the reads on the disk, and the saves still go in order (folders before their
+    /// files). Returns how many failed for a reason worth retrying.
     func sendAll(_ uploads: [Upload]) async throws -> Int {
-        var failed = 0
-        var start = 0
-        while start < uploads.count {
-            try Task.checkCancellation()
-            let window = Array(uploads[start..<min(start + Self.recordsPerBatch, uploads.count)])
-            start += window.count
-            let (prepared, failures) = try await prepareAll(window)
-            failed += failures
-            defer { for item in prepared { if let staged = item.staged { unlink(staged) } } }
-            var batch: [PreparedUpload] = []
-            var bytes = 0
-            for item in prepared {
-                if !batch.isEmpty && bytes + item.inlineBytes > Self.inlineBytesPerBatch {
-                    failed += try await save(batch)
-                    batch = []
-                    bytes = 0
-                }
-                batch.append(item)
-                bytes += item.inlineBytes
-            }
-            if !batch.isEmpty { failed += try await save(batch) }
+        guard !uploads.isEmpty else { return 0 }
+        let windows = stride(from: 0, to: uploads.count, by: Self.recordsPerBatch).map {
+            Array(uploads[$0..<min($0 + Self.recordsPerBatch, uploads.count)])
         }
+        var failed = 0
+        var current = try await prepareAll(windows[0])
+        for index in windows.indices {
+            try Task.checkCancellation()
+            async let following = prepareWindow(index + 1, of: windows)
+            let (prepared, failures) = current
+            failed += failures
+            failed += try await saveInBatches(prepared)
+            current = try await following
+        }
+        return failed
+    }
+
+    /// ``prepareAll(_:)`` of window `index`; nothing past the last one.
+    private func prepareWindow(_ index: Int, of windows: [[Upload]]) async throws -> ([PreparedUpload], Int) {
+        guard index < windows.count else { return ([], 0) }
+        return try await prepareAll(windows[index])
+    }
+
+    /// Saves prepared uploads in order, one `records/modify` per ``recordsPerBatch`` records at
+    /// most, cut before ``inlineBytesPerBatch`` of inline content.
+    private func saveInBatches(_ prepared: [PreparedUpload]) async throws -> Int {
+        var failed = 0
+        var batch: [PreparedUpload] = []
+        var bytes = 0
+        for item in prepared {
+            if !batch.isEmpty && bytes + item.inlineBytes > Self.inlineBytesPerBatch {
+                failed += try await save(batch)
+                batch = []
+                bytes = 0
+            }
+            batch.append(item)
+            bytes += item.inlineBytes
+        }
+        if !batch.isEmpty { failed += try await save(batch) }
         return failed
     }
 
@@ -163,7 +180,7 @@ extension SyncEngine {
                 // the same content (only the stat moved): adopted, or the record's other fields
                 // (a mode change) without an asset
                 keepChunkList(scan.chunkList, stamp: scan.before, id: upload.id)  // SyncEngine+Delta.swift
-                guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, staged: nil, inlineBytes: 0) }
+                guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, inlineBytes: 0) }
                 var adopted = previous
                 adopted.stat = stat
                 try journal.put(adopted)
@@ -188,11 +205,11 @@ extension SyncEngine {
         case .folder:
             hash = ""
         }
-        return fill(record, upload: upload, stat: stat, hash: hash, staged: nil, inlineBytes: 0)
+        return fill(record, upload: upload, stat: stat, hash: hash, inlineBytes: 0)
     }
 
     /// `record` with the item's fields (path, kind, size, time, hash, mode, target), ready to save.
-    func fill(_ record: Record, upload: Upload, stat: SyncStat, hash: String, staged: String?, inlineBytes: Int) -> PreparedUpload {
+    func fill(_ record: Record, upload: Upload, stat: SyncStat, hash: String, inlineBytes: Int) -> PreparedUpload {
         var record = record
         record[SyncRecord.Field.path] = .string(upload.path)
         record[SyncRecord.Field.kind] = .string(stat.kind.rawValue)
@@ -201,7 +218,7 @@ extension SyncEngine {
         record[SyncRecord.Field.contentHash] = .string(hash)
         record[SyncRecord.Field.mode] = .int64(Int64(stat.mode))
         if let target = upload.local.target { record[SyncRecord.Field.target] = .string(target) }
-        return PreparedUpload(upload: upload, record: record, stat: stat, hash: hash, staged: staged, inlineBytes: inlineBytes)
+        return PreparedUpload(upload: upload, record: record, stat: stat, hash: hash, inlineBytes: inlineBytes)
     }
 
     /// Whether `upload` sends a file small enough (as the scan saw it) to go inline.
@@ -297,7 +314,7 @@ extension SyncEngine {
             record[SyncRecord.Field.inline] = .bytes(small.data)
         }
         if updating { record[SyncRecord.Field.content] = nil }  // the old asset, if any, is cleared
-        return fill(record, upload: upload, stat: SyncStat(small.before), hash: small.hash, staged: nil, inlineBytes: small.data.count)
+        return fill(record, upload: upload, stat: SyncStat(small.before), hash: small.hash, inlineBytes: small.data.count)
     }
 
     private func changedWhileRead(_ upload: Upload) -> PreparedUpload? {

@@ -29,6 +29,9 @@ public final class SyncJournal: Sendable {
             // logic relies on); only a power loss may take back the last commits, which the next
             // pass finds again by the scan and the change token
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous=NORMAL") }
+            // 16 MiB of page cache (the default is 2 MiB): a pass over 100,000 items reads each
+            // page once
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size=-16384") }
             try write { db in
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS items (

@@ -22,6 +22,10 @@ public final class SQLiteRecordStore: RecordStore {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            // 32 MiB of page cache per connection (SQLite's default is 2 MiB): a zone of tens of
+            // thousands of records with their index rows otherwise reads pages back with pread
+            // at every `records/modify` and `changes/zone` (docs/benchmarks.md, w2 profiles)
+            try db.execute(sql: "PRAGMA cache_size = -32768")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)

@@ -34,16 +34,30 @@ final class SyncStatusApplier: Sendable {
         }
     }
 
+    /// A path's change waiting to be applied: how often its row was missing, and when it is
+    /// tried again (nil: at once).
+    private struct Entry {
+        var change: Change
+        var attempts = 0
+        var due: ContinuousClock.Instant?
+    }
+
     private struct State {
-        var pending: [String: (change: Change, attempts: Int)] = [:]
+        var pending: [String: Entry] = [:]
         var running = false
     }
 
     /// Paths updated per index transaction at most.
     static let chunk = 500
+    /// How long the first state waits for the others before they are applied.
+    static let gathering: Duration = .milliseconds(50)
+    /// How often a path whose row is not indexed is tried, at most: after 0.1, 0.2, 0.4 … 1.6 s,
+    /// about 8 s in all (the indexer may be behind by thousands of new files).
+    static let attempts = 8
 
     private let state = Mutex(State())
     private let host: @Sendable () -> IndexHost
+    private let clock = ContinuousClock()
 
     init(host: @escaping @Sendable () -> IndexHost) {
         self.host = host
@@ -52,7 +66,7 @@ final class SyncStatusApplier: Sendable {
     func submit(_ change: Change, at path: String) {
         let start = state.withLock { state -> Bool in
             let merged = state.pending[path].map { $0.change.merged(with: change) } ?? change
-            state.pending[path] = (merged, 0)
+            state.pending[path] = Entry(change: merged)
             defer { state.running = true }
             return !state.running
         }
@@ -67,42 +81,66 @@ final class SyncStatusApplier: Sendable {
         }
     }
 
-    /// How long the first state waits for the others before they are applied.
-    static let gathering: Duration = .milliseconds(50)
+    /// The delay before attempt `attempts + 1` of a path whose row was missing.
+    static func backoff(after attempts: Int) -> Duration {
+        .milliseconds(100 << min(max(attempts - 1, 0), 4))
+    }
 
     private func drain() async {
         while true {
-            let batch = state.withLock { state -> [String: (change: Change, attempts: Int)] in
-                let batch = state.pending
-                state.pending = [:]
-                if batch.isEmpty { state.running = false }
-                return batch
+            let now = clock.now
+            // the changes due now; else when the next one is due (nil: nothing left)
+            let (batch, next) = state.withLock { state -> ([String: Entry], ContinuousClock.Instant?) in
+                var batch: [String: Entry] = [:]
+                var next: ContinuousClock.Instant?
+                for (path, entry) in state.pending {
+                    if let due = entry.due, due > now {
+                        next = min(next ?? due, due)
+                    } else {
+                        batch[path] = entry
+                    }
+                }
+                for path in batch.keys { state.pending[path] = nil }
+                if batch.isEmpty && next == nil { state.running = false }
+                return (batch, next)
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                guard let next else { return }
+                // in slices of the gathering time, so a new state does not wait for a retry
+                try? await Task.sleep(until: min(next, now.advanced(by: Self.gathering)), clock: clock)
+                continue
+            }
             // one index transaction per `chunk` paths (a pass's states arrive together)
-            var retry: [String: (change: Change, attempts: Int)] = [:]
+            var retry: [String: Entry] = [:]
             let items = Array(batch)
             var start = 0
             while start < items.count {
                 let chunk = items[start..<min(start + Self.chunk, items.count)]
                 start += chunk.count
-                let changes = chunk.map { path, item -> (path: String, change: @Sendable (inout UbiquitousAttributes) -> Void) in
-                    let change = item.change
+                let changes = chunk.map { path, entry -> (path: String, change: @Sendable (inout UbiquitousAttributes) -> Void) in
+                    let change = entry.change
                     return (path, { attributes in
                         if let status = change.status { Self.apply(status, to: &attributes) }
                         if let transfer = change.transfer { Self.apply(transfer, to: &attributes) }
                     })
                 }
                 let missing = Set((try? await host().updateUbiquitousAttributes(changes)) ?? chunk.map(\.key))
-                for (path, item) in chunk where missing.contains(path) && item.attempts < 40 {
-                    retry[path] = (item.change, item.attempts + 1)
+                for (path, entry) in chunk where missing.contains(path) && entry.attempts + 1 < Self.attempts {
+                    retry[path] = Entry(change: entry.change, attempts: entry.attempts + 1,
+                                        due: clock.now.advanced(by: Self.backoff(after: entry.attempts + 1)))
                 }
             }
             if !retry.isEmpty {
                 state.withLock { state in
-                    for (path, item) in retry { state.pending[path] = state.pending[path].map { (item.change.merged(with: $0.change), $0.attempts) } ?? item }
+                    // a newer change of the path (submitted meanwhile) is applied after the retried one
+                    for (path, entry) in retry {
+                        if let newer = state.pending[path] {
+                            state.pending[path] = Entry(change: entry.change.merged(with: newer.change))
+                        } else {
+                            state.pending[path] = entry
+                        }
+                    }
                 }
-                try? await Task.sleep(for: .milliseconds(100))
             }
         }
     }

@@ -84,4 +84,18 @@ import UbiquityCore
         #expect(decoded == heads)
         #expect(PushAnnouncement.decode("garbage\nmore\tgarbage").isEmpty)
     }
+
+    /// A transaction's changes are told apart by their records' zones and sequence numbers, not
+    /// by hashing the records (fields, inline content) whole.
+    @Test func aTransactionsChangesAreKeyedByZoneAndSequence() {
+        func change(_ name: String, sequence: Int64, content: String) -> StoreChange {
+            var record = Self.record(name, type: "T", fields: ["content": .bytes(Data(content.utf8))])
+            record.sequence = sequence
+            return .record(RecordChange(database: Self.database, zoneName: "Z", kind: .created, record: record, previous: nil, changedBy: ""))
+        }
+        let first = [change("a", sequence: 1, content: "x"), change("b", sequence: 2, content: "y")]
+        #expect(ChangesKey(first) == ChangesKey([change("a", sequence: 1, content: "other"), change("b", sequence: 2, content: "y")]))
+        #expect(ChangesKey(first) != ChangesKey([change("a", sequence: 3, content: "x"), change("b", sequence: 4, content: "y")]))
+        #expect(ChangesKey(first) != ChangesKey(Array(first.prefix(1))))
+    }
 }

@@ -52,7 +52,7 @@ final class SyncStatusApplier: Sendable {
     /// How long the first state waits for the others before they are applied.
     static let gathering: Duration = .milliseconds(50)
     /// How often a path whose row is not indexed is tried, at most: after 0.1, 0.2, 0.4 … 1.6 s,
-    /// about 8 s in all (the indexer may be behind by thousands of new files).
+    /// about 6 s in all (the indexer may be behind by thousands of new files).
     static let attempts = 8
 
     private let state = Mutex(State())
@@ -142,6 +142,10 @@ final class SyncStatusApplier: Sendable {
                     }
                 }
             }
+            // what arrives meanwhile goes in the next round's transaction (a stream of states —
+            // 10,000 files uploaded, or written — makes one write per gathering time, not one
+            // per state or two)
+            try? await Task.sleep(for: Self.gathering)
         }
     }
 

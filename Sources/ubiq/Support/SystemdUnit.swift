@@ -82,17 +82,25 @@ struct SystemdUnit {
 
     /// The unit for `ubiq` at `executable` run with `arguments` (the subcommand first) from
     /// `directory`, with the environment's `XDG_CONFIG_HOME`, `XDG_DATA_HOME`, `XDG_STATE_HOME`
-    /// and `UBIQUITY_*` variables (the unit then finds the same account, folder and data).
+    /// and `UBIQUITY_*` variables (the unit then finds the same account, folder and data), except
+    /// the test harness's switches (``harnessPrefixes``).
     func render(executable: String, arguments: [String], directory: String?, environment: [String: String]) -> String {
         let command = ([executable] + arguments).map(SystemdUnit.quote).joined(separator: " ")
         var service = ["ExecStart=\(command)"]
         if let directory { service.append("WorkingDirectory=\(SystemdUnit.quote(directory))") }
-        for key in environment.keys.sorted() where ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"].contains(key) || key.hasPrefix("UBIQUITY_") {
+        for key in environment.keys.sorted() where ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"].contains(key)
+            || (key.hasPrefix("UBIQUITY_") && !SystemdUnit.harnessPrefixes.contains { key.hasPrefix($0) }) {
             service.append("Environment=\(SystemdUnit.quote("\(key)=\(environment[key] ?? "")"))")
         }
         let original = "ExecStart=/usr/local/bin/ubiq " + (name == SystemdUnit.daemon.name ? "daemon" : "serve")
         return template.replacingOccurrences(of: original, with: service.joined(separator: "\n"))
     }
+
+    /// `UBIQUITY_*` variables of the project's tests and benchmarks (which tests run, how they
+    /// log, where their PostgreSQL is), never the daemon's or the server's settings: a unit
+    /// installed from a shell that ran the tests does not carry them.
+    static let harnessPrefixes = ["UBIQUITY_TEST_", "UBIQUITY_SKIP_", "UBIQUITY_RUN_", "UBIQUITY_SLOW_", "UBIQUITY_SETUP_",
+                                  "UBIQUITY_EDITOR_"]
 
     /// A word for a unit file's command line: quoted when it has spaces, quotes, backslashes or
     /// `%` or `$` (which systemd would expand).

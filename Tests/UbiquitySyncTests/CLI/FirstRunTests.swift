@@ -67,7 +67,9 @@ import Testing
     }
 
     @Test func theDaemonAndTheServerInstallAsSystemdUserUnits() throws {
-        let device = Device()
+        // a shell that ran the tests: their switches stay out of the unit, the daemon's settings go in
+        let device = Device(extraEnvironment: ["UBIQUITY_TEST_SYNC_LOG": "debug", "UBIQUITY_SKIP_POSTGRES": "1",
+                                               "UBIQUITY_DEVICE_NAME": "desk"])
         let install = try device.run(["daemon", "--local-server", "--folder", "/var/tmp/my docs", "--install-service", "--no-start", "--json"])
         #expect(install.status == 0, "\(install.stderr)")
         let unitPath = device.root.appendingPathComponent("config/systemd/user/ubiquity-daemon.service").path
@@ -76,6 +78,8 @@ import Testing
         let exec = try #require(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
         #expect(exec.hasPrefix("ExecStart=/") && exec.hasSuffix(" daemon --local-server --folder \"/var/tmp/my docs\""), "\(exec)")
         #expect(unit.contains("Environment=XDG_CONFIG_HOME=\(device.root.appendingPathComponent("config").path)"))
+        #expect(unit.contains("Environment=UBIQUITY_DEVICE_NAME=desk"))
+        #expect(!unit.contains("UBIQUITY_TEST_") && !unit.contains("UBIQUITY_SKIP_"), "\(unit)")
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: unitPath)[.posixPermissions] as? Int)
         #expect(mode == 0o600)
         // the unit is the sample's text with the command, folder and environment filled in

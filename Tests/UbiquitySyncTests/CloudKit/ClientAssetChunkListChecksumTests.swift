@@ -11,63 +11,49 @@ import UbiquityServer
 /// the list checksum. Bytes counted, never time.
 @Suite struct ClientAssetChunkListChecksumTests {
     typealias Relative = ClientAssetRelativeListTests
-    typealias Delta = ClientAssetDeltaTests
 
     @Test("upload from a chunk-list scan, an edit relative to it, and downloads whole and from a basis")
     func roundTrip() async throws {
-        let directory = try Delta.folder()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (database, stop) = try await ClientAssetTests.serve(directory)
-        defer { stop() }
-        let transfer = AssetTransfer(options: .init(retryDelay: .milliseconds(10), syncDownloadedFiles: false))
-        let file = directory.appendingPathComponent("big.bin")
-        let first = Delta.bytes(16 << 20, seed: 281)
-        try Data(first).write(to: file)
-        let firstScan = try AssetFileScan.scan(file, identity: .chunkList)
-        #expect(AssetChecksum.kind(of: firstScan.fileChecksum) == .chunkList)
-        // every chunk is new: streamed, then committed under the list checksum
-        let uploadedFirst = try await transfer.upload(fileURL: file, to: try await Relative.uploadURL(database), scan: firstScan)
-        #expect(uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
-        let oldCopy = directory.appendingPathComponent("old.bin")
-        try Data(first).write(to: oldCopy)
+        try await Relative.withFirstVersion(size: 16 << 20, seed: 281, identity: .chunkList) { rig in
+            let (directory, database, transfer, file, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.file, rig.first, rig.firstScan)
+            #expect(AssetChecksum.kind(of: firstScan.fileChecksum) == .chunkList)
+            // every chunk is new: streamed, then committed under the list checksum
+            #expect(rig.uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
+            let oldCopy = directory.appendingPathComponent("old.bin")
+            try Data(first).write(to: oldCopy)
 
-        var second = first
-        second[second.count / 2] ^= 0x11
-        try Data(second).write(to: file)
-        let secondScan = try AssetFileScan.scan(file, previous: firstScan.chunkList, identity: .chunkList)
-        #expect(secondScan.reusedChunks > 0)
-        let changed = Relative.newChunkBytes(secondScan.chunkList, old: firstScan.chunkList)
-        let uploaded = try await transfer.upload(fileURL: file, to: try await Relative.uploadURL(database), scan: secondScan)
-        #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
-        #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
+            let (second, secondScan, uploaded, changed) = try await rig.uploadMiddleEdit()
+            #expect(secondScan.reusedChunks > 0)
+            #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
+            #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
 
-        var record = Record(recordType: "Blob")
-        record["content"] = .asset(uploaded.asset)
-        let saved = try await database.save(record)
-        let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
-        #expect(asset.fileChecksum == secondScan.fileChecksum)
-        // whole: checked against the list checksum as it arrives
-        let whole = directory.appendingPathComponent("whole.bin")
-        let wholeResult = try await transfer.download(from: try #require(asset.downloadURL), to: whole, expectedChecksum: asset.fileChecksum)
-        #expect(wholeResult.fileChecksum == secondScan.fileChecksum)
-        #expect(try Data(contentsOf: whole) == Data(second))
-        // from the old version with its kept list (relative list downward, base in 66 hex digits)
-        let kept = AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
-                                  chunks: firstScan.chunkList.chunks)
-        let target = directory.appendingPathComponent("target.bin")
-        let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)
-        #expect(try Data(contentsOf: target) == Data(second))
-        #expect(result.usedBasis && !result.basisScanned)
-        #expect(result.bytesReceived - changed < 2048, "received \(result.bytesReceived) bytes for \(changed) changed")
-        // from a basis without a kept list: the assembled file is checked by its list checksum
-        let scanned = directory.appendingPathComponent("scanned.bin")
-        let fromScan = try await asset.download(to: scanned, reusing: AssetDownloadBasis(fileURL: oldCopy), transfer: transfer)
-        #expect(try Data(contentsOf: scanned) == Data(second))
-        #expect(fromScan.usedBasis && fromScan.fileChecksum == secondScan.fileChecksum)
-        // a whole-content checksum upload of the same content still works, under its own identity
-        let wholeScan = try AssetFileScan.scan(file)
-        let wholeUpload = try await transfer.upload(fileURL: file, to: try await Relative.uploadURL(database), scan: wholeScan)
-        #expect(wholeUpload.asset.fileChecksum == wholeScan.fileChecksum)
-        #expect(AssetChecksum.kind(of: wholeScan.fileChecksum) == .sha256)
+            var record = Record(recordType: "Blob")
+            record["content"] = .asset(uploaded.asset)
+            let saved = try await database.save(record)
+            let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+            #expect(asset.fileChecksum == secondScan.fileChecksum)
+            // whole: checked against the list checksum as it arrives
+            let whole = directory.appendingPathComponent("whole.bin")
+            let wholeResult = try await transfer.download(from: try #require(asset.downloadURL), to: whole, expectedChecksum: asset.fileChecksum)
+            #expect(wholeResult.fileChecksum == secondScan.fileChecksum)
+            #expect(try Data(contentsOf: whole) == Data(second))
+            // from the old version with its kept list (relative list downward, base in 66 hex digits)
+            let target = directory.appendingPathComponent("target.bin")
+            let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: rig.firstKept) { true },
+                                                  transfer: transfer)
+            #expect(try Data(contentsOf: target) == Data(second))
+            #expect(result.usedBasis && !result.basisScanned)
+            #expect(result.bytesReceived - changed < 2048, "received \(result.bytesReceived) bytes for \(changed) changed")
+            // from a basis without a kept list: the assembled file is checked by its list checksum
+            let scanned = directory.appendingPathComponent("scanned.bin")
+            let fromScan = try await asset.download(to: scanned, reusing: AssetDownloadBasis(fileURL: oldCopy), transfer: transfer)
+            #expect(try Data(contentsOf: scanned) == Data(second))
+            #expect(fromScan.usedBasis && fromScan.fileChecksum == secondScan.fileChecksum)
+            // a whole-content checksum upload of the same content still works, under its own identity
+            let wholeScan = try AssetFileScan.scan(file)
+            let wholeUpload = try await transfer.upload(fileURL: file, to: try await Relative.uploadURL(database), scan: wholeScan)
+            #expect(wholeUpload.asset.fileChecksum == wholeScan.fileChecksum)
+            #expect(AssetChecksum.kind(of: wholeScan.fileChecksum) == .sha256)
+        }
     }
 }

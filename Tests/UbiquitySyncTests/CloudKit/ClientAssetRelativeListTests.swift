@@ -32,10 +32,29 @@ import UbiquityServer
         let first: [UInt8]
         let firstScan: AssetFileScan
         let uploadedFirst: AssetUploadResult
+        /// The checksum kind of every scan (``AssetFileScan/scan(_:chunking:previous:pieceSize:identity:)``).
+        let identity: AssetChecksum.Kind
+
+        /// The first version's list as a device keeps it (12-byte chunk hashes).
+        var firstKept: AssetChunkList {
+            AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
+                           chunks: firstScan.chunkList.chunks)
+        }
+
+        /// The first version with its middle byte changed, written to the file, scanned against
+        /// the first version's list and uploaded; with the bytes of the chunks the first lacks.
+        func uploadMiddleEdit() async throws -> (second: [UInt8], scan: AssetFileScan, uploaded: AssetUploadResult, changed: Int64) {
+            var second = first
+            second[second.count / 2] ^= 0x11
+            try Data(second).write(to: file)
+            let scan = try AssetFileScan.scan(file, previous: firstScan.chunkList, identity: identity)
+            let uploaded = try await transfer.upload(fileURL: file, to: try await ClientAssetRelativeListTests.uploadURL(database), scan: scan)
+            return (second, scan, uploaded, ClientAssetRelativeListTests.newChunkBytes(scan.chunkList, old: firstScan.chunkList))
+        }
     }
 
     /// Runs `body` with a ``Rig``; the server is stopped and the folder removed afterwards.
-    static func withFirstVersion(size: Int, seed: UInt64, _ body: (Rig) async throws -> Void) async throws {
+    static func withFirstVersion(size: Int, seed: UInt64, identity: AssetChecksum.Kind = .sha256, _ body: (Rig) async throws -> Void) async throws {
         let directory = try Delta.folder()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (database, stop) = try await ClientAssetTests.serve(directory)
@@ -44,10 +63,10 @@ import UbiquityServer
         let file = directory.appendingPathComponent("big.bin")
         let first = Delta.bytes(size, seed: seed)
         try Data(first).write(to: file)
-        let firstScan = try AssetFileScan.scan(file)
+        let firstScan = try AssetFileScan.scan(file, identity: identity)
         let uploadedFirst = try await transfer.upload(fileURL: file, to: try await uploadURL(database), scan: firstScan)
         try await body(Rig(directory: directory, database: database, transfer: transfer, file: file, first: first, firstScan: firstScan,
-                           uploadedFirst: uploadedFirst))
+                           uploadedFirst: uploadedFirst, identity: identity))
     }
 
     /// The bytes of the chunks of `new` that `old` lacks.
@@ -59,18 +78,13 @@ import UbiquityServer
     @Test("an edit uploaded from a scan given the previous list: the list goes up relative (bytes ≈ the changed chunk), and downloads relative too")
     func editRoundTrip() async throws {
         try await Self.withFirstVersion(size: 16 << 20, seed: 181) { rig in
-            let (directory, database, transfer, file, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.file, rig.first, rig.firstScan)
+            let (directory, database, transfer, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.first, rig.firstScan)
             #expect(rig.uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
             let oldCopy = directory.appendingPathComponent("old.bin")
             try Data(first).write(to: oldCopy)
 
-            var second = first
-            second[second.count / 2] ^= 0x11
-            try Data(second).write(to: file)
-            let secondScan = try AssetFileScan.scan(file, previous: firstScan.chunkList)
+            let (second, secondScan, uploaded, changed) = try await rig.uploadMiddleEdit()
             #expect(secondScan.previous?.fileChecksum == firstScan.fileChecksum)
-            let changed = Self.newChunkBytes(secondScan.chunkList, old: firstScan.chunkList)
-            let uploaded = try await transfer.upload(fileURL: file, to: try await Self.uploadURL(database), scan: secondScan)
             #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
             // the whole list alone would be 256 chunks × 48 characters of base64 (~12 KB)
             #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
@@ -80,8 +94,7 @@ import UbiquityServer
             record["content"] = .asset(uploaded.asset)
             let saved = try await database.save(record)
             let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
-            let kept = AssetChunkList(fileChecksum: firstScan.fileChecksum, size: firstScan.size, chunking: .default, hashBytes: 12,
-                                      chunks: firstScan.chunkList.chunks)
+            let kept = rig.firstKept
             let target = directory.appendingPathComponent("target.bin")
             let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)
             #expect(try Data(contentsOf: target) == Data(second))

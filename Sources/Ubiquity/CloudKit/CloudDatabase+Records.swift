@@ -187,17 +187,27 @@ public struct ModifyChangeTokens: Sendable, Hashable {
         self.after = after
     }
 
-    /// The change token to continue from after requests whose tokens are `tokens` (in the
-    /// order they were sent), given the token fetched last (`current`): each request that
-    /// starts where the previous one ended moves it on; nil when none does (a change made by
-    /// someone else in between must be fetched).
+    /// The change token to continue from after requests whose tokens are `tokens`, given the
+    /// token fetched last (`current`): each request that starts where the token is moves it on;
+    /// nil when none does (a change made by someone else in between must be fetched).
     public static func advanced(_ current: ServerChangeToken?, by tokens: [ModifyChangeTokens]) -> ServerChangeToken? {
-        guard var token = current else { return nil }
+        chained(current, by: tokens).token
+    }
+
+    /// ``advanced(_:by:)`` for requests that overlapped, so the server may have applied them in
+    /// another order than they were sent or answered: the steps are chained in any order, and
+    /// those that start nowhere on the chain come back (`unchained`), to be tried again when
+    /// the answer of a request that ends where they start arrives.
+    public static func chained(_ current: ServerChangeToken?, by tokens: [ModifyChangeTokens])
+        -> (token: ServerChangeToken?, unchained: [ModifyChangeTokens])
+    {
+        guard var token = current else { return (nil, tokens) }
+        var rest = tokens
         var moved = false
-        for step in tokens where step.before == token {
-            token = step.after
+        while let next = rest.firstIndex(where: { $0.before == token }) {
+            token = rest.remove(at: next).after
             moved = true
         }
-        return moved ? token : nil
+        return (moved ? token : nil, rest)
     }
 }

@@ -57,13 +57,7 @@ struct LocalScope: Sendable, Equatable {
     /// batch — comes in the next batch, so deciding now would take a rename for a delete.
     func namesRemoval(of path: String) -> Bool {
         if full || subtrees.contains(path) { return true }
-        guard !subtrees.isEmpty else { return false }
-        var current = Substring(path)
-        while let slash = current.lastIndex(of: "/") {
-            current = current[..<slash]
-            if subtrees.contains(String(current)) { return true }
-        }
-        return false
+        return !subtrees.isEmpty && SyncFiles.isInside(path, anyOf: subtrees)
     }
 
     /// Whether `path` (relative) is looked at: named, or inside a named subtree.

@@ -13,6 +13,13 @@ extension SyncEngine {
         var previous: JournalEntry?
         var content: Bool
         var hash: String?
+
+        /// Whether the item has no record yet (a new ID, not journaled until it is sent).
+        var isNew: Bool { previous == nil }
+        /// The journal entry of a new item before its record is saved (no change tag).
+        var newEntry: JournalEntry {
+            JournalEntry(id: id, path: path, stat: local.stat, contentHash: "", target: local.target, changeTag: nil)
+        }
     }
 
     /// Scans the folder against the journal and sends what changed: renames and moves (by inode,
@@ -135,14 +142,11 @@ extension SyncEngine {
                 : local.stat.kind == .file && (hash.map { $0 != entry.contentHash } ?? false)
             uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: content || entry.changeTag == nil, hash: hash))
         }
-        var fresh: [JournalEntry] = []
+        // new items are journaled window by window, each just before it is read and sent
+        // (``sendAll(_:)``): the first of 10,000 new files goes up without waiting for the rest
         for local in created where !movedPaths.contains(local.path) {
-            let id = UUID().uuidString
-            fresh.append(JournalEntry(id: id, path: local.path, stat: local.stat, contentHash: "", target: local.target, changeTag: nil))
-            uploads.append(Upload(id: id, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
+            uploads.append(Upload(id: UUID().uuidString, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
-        // journaled before the upload, so a restart reuses the ID instead of making a second record
-        try journal.putAll(fresh, enqueue: true)
         for path in unexclude { try journal.setExcluded(path, false) }
 
         if !uploads.isEmpty || !missing.isEmpty {
@@ -152,8 +156,13 @@ extension SyncEngine {
                 "ubiquity.created": "\(created.map { "\($0.path)@\($0.stat.inode)" })",
             ])
         }
-        uploads.sort { (Self.depth($0.path), $0.path) < (Self.depth($1.path), $1.path) }
-        uploads.removeAll { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+        // folders before what they hold (the depths counted once, not at every comparison)
+        uploads = uploads.map { (Self.depth($0.path), $0) }.sorted { ($0.0, $0.1.path) < ($1.0, $1.1.path) }.map(\.1)
+        let refused = uploads.filter { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+        if !refused.isEmpty {
+            try journal.putAll(refused.filter(\.isNew).map(\.newEntry), enqueue: true)  // kept, not sent until it changes
+            uploads.removeAll { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+        }
         var failed = try await sendAll(uploads)
 
         let deletes = missing.filter { moves[$0.id] == nil }.sorted { Self.depth($0.path) > Self.depth($1.path) }

@@ -21,6 +21,9 @@ extension SyncEngine {
         var records: [String: Record] = [:]
         var deleted: [String] = []
         var listed = Set<String>()
+        var early = Set<String>()  // applied while the listing went on (``applyNewItemsEarly(_:)``)
+        var earlyFailed = false
+        var sinceEarly = 0
         while true {
             let page: (modificationResultsByID: [Record.ID: Result<CloudDatabase.RecordZoneChange.Modification, any Error>],
                        deletions: [CloudDatabase.RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
@@ -48,12 +51,20 @@ extension SyncEngine {
             }
             token = page.changeToken
             if !page.moreComing { break }
+            sinceEarly += page.modificationResultsByID.count
+            if sinceEarly >= Self.recordsBeforeEarlyApply {
+                sinceEarly = 0
+                let done = try await applyNewItemsEarly(records)
+                for id in done.applied { records[id] = nil }
+                early.formUnion(done.applied)
+                if done.failed { earlyFailed = true }
+            }
         }
         if full {
             // a full listing: journaled items the server no longer has were deleted there
             for entry in try journal.entries() where entry.changeTag != nil && !listed.contains(entry.id) { deleted.append(entry.id) }
         }
-        var failed = false
+        var failed = earlyFailed
         let fetched = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
         // the versions journaled here already (this device's own uploads coming back) are not
         // judged: the decision would be "nothing" whatever the file is (one journal read)
@@ -65,7 +76,7 @@ extension SyncEngine {
         // path freed by a delete or a rename and taken by a new record). This device's own
         // records coming back change nothing here: the journal has them where they are, so a
         // record for the same path is a duplicate, judged by the rule every device applies
-        let changing = Set(unapplied.map(\.0.id)).union(deleted)
+        let changing = Set(unapplied.map(\.0.id)).union(deleted).union(early)
         try await prefetch(items)
         defer { dropPrefetched() }
         // new files with their content at hand are written together (SyncEngine+NewFiles.swift),
@@ -102,6 +113,52 @@ extension SyncEngine {
         }
         if failed { throw UbiquityError(.io, "some remote changes were not applied; they are fetched again") }
         if let token { try journal.setValue(token.rawValue, Self.tokenKey) }
+    }
+
+    /// Records fetched (while more are coming) before the new items among them are applied
+    /// without waiting for the rest of the listing (``applyNewItemsEarly(_:)``).
+    static let recordsBeforeEarlyApply = 1_000
+
+    /// While a long listing is still coming, the items that are new here are applied at once
+    /// instead of after its last page, so the first files of a large upload elsewhere appear
+    /// while the rest still arrives (and this device's writes overlap the other's upload): a
+    /// folder or a file with no journal entry by ID or by path, the only record fetched at its
+    /// path, a file's content inline or empty. Folders go first (by depth), then the files
+    /// together (``applyNewFiles(_:)``). Everything else — edits, moves, deletes, a name taken,
+    /// two records at one path — waits for the whole listing, judged as before with the items
+    /// applied here counted among the ones changing. Returns the IDs applied and whether some
+    /// failed (then the change token is not saved, and the listing is fetched again).
+    func applyNewItemsEarly(_ records: [String: Record]) async throws -> (applied: [String], failed: Bool) {
+        let fetched = records.values.compactMap { record in SyncRecord.item(from: record).map { ($0, record) } }
+        var perPath: [String: Int] = [:]
+        for (item, _) in fetched { perPath[item.path, default: 0] += 1 }
+        let candidates = fetched.filter { item, _ in
+            perPath[item.path] == 1 && item.kind != .symlink && SyncFiles.isValid(relativePath: item.path)
+        }
+        let known = try journal.known(ids: candidates.map(\.0.id), paths: candidates.map(\.0.path))  // one read
+        let new = candidates.filter { item, _ in !known.ids.contains(item.id) && !known.paths.contains(item.path) }
+            .map { (Self.depth($0.0.path), $0) }.sorted { ($0.0, $0.1.0.path) < ($1.0, $1.1.0.path) }.map(\.1)
+        guard !new.isEmpty else { return ([], false) }
+        let changing = Set(new.map(\.0.id))
+        let (files, rest) = try splitNewFiles(new)
+        var applied: [String] = []
+        var failed = false
+        for (item, record) in rest where item.kind == .folder {
+            try Task.checkCancellation()
+            do {
+                try await applyRemote(item, record, changing: changing)
+                applied.append(item.id)
+            } catch {
+                failed = true
+                noteDownloadFailed(item.path, error)
+                logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.error": "\(error)"])
+            }
+        }
+        let written = try await applyNewFiles(files)
+        let alone = Set(written.alone.map(\.id))  // judged with the whole listing
+        applied += files.lazy.map(\.item.id).filter { !alone.contains($0) }
+        if !applied.isEmpty { logger.debug("applied new items while the listing goes on", metadata: ["ubiquity.count": "\(applied.count)"]) }
+        return (applied, failed || written.failed)
     }
 
     /// Applies one record that changed on the server.

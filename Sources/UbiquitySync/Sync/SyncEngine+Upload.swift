@@ -12,6 +12,8 @@ extension SyncEngine {
     static let inlineBytesPerBatch = 4 << 20
     /// Files read, asset uploads and downloads in flight at once.
     static let transfersInFlight = 8
+    /// `records/modify` requests of one pass's uploads in flight at once (``sendAll(_:)``).
+    static let savesInFlight = 2
 
     /// An upload read and ready to save: its record (content inline, or an asset already
     /// uploaded), and what the journal records once the server took it.
@@ -27,30 +29,49 @@ extension SyncEngine {
     /// Sends uploads: up to ``transfersInFlight`` items read (under a coordinated read) and
     /// their large contents uploaded as assets at once, then saved in batches of up to
     /// ``recordsPerBatch`` records per `records/modify` (non-atomic: one refused record does not
-    /// fail the others). The next window is read while one is saved: the save waits on the
-    /// server, the reads on the disk, and the saves still go in order (folders before their
-    /// files). Returns how many failed for a reason worth retrying.
+    /// fail the others). The next window is read while one is saved, and up to
+    /// ``savesInFlight`` windows are saved at once, so the server stores one while this device
+    /// journals the answer of the other. Folders still go before their files: a window with a
+    /// folder is saved alone, and the windows after it wait until the server took it. Returns
+    /// how many failed for a reason worth retrying.
     func sendAll(_ uploads: [Upload]) async throws -> Int {
         guard !uploads.isEmpty else { return 0 }
+        defer { ownChangeSteps = [] }  // a step still unchained now never will be
         let windows = stride(from: 0, to: uploads.count, by: Self.recordsPerBatch).map {
             Array(uploads[$0..<min($0 + Self.recordsPerBatch, uploads.count)])
         }
-        var failed = 0
-        var current = try await prepareAll(windows[0])
-        for index in windows.indices {
-            try Task.checkCancellation()
-            async let following = prepareWindow(index + 1, of: windows)
-            let (prepared, failures) = current
-            failed += failures
-            failed += try await saveInBatches(prepared)
-            current = try await following
+        return try await withThrowingTaskGroup(of: (failed: Int, folders: Bool).self) { saves in
+            var failed = 0
+            var running = 0
+            var foldersRunning = 0
+            var current = try await prepareWindow(0, of: windows)
+            for index in windows.indices {
+                try Task.checkCancellation()
+                async let following = prepareWindow(index + 1, of: windows)
+                let (prepared, failures) = current
+                failed += failures
+                let folders = prepared.contains { $0.stat.kind == .folder }
+                while running > 0 && (running >= Self.savesInFlight || foldersRunning > 0 || folders), let done = try await saves.next() {
+                    failed += done.failed
+                    running -= 1
+                    if done.folders { foldersRunning -= 1 }
+                }
+                running += 1
+                if folders { foldersRunning += 1 }
+                saves.addTask { (try await self.saveInBatches(prepared), folders) }
+                current = try await following
+            }
+            for try await done in saves { failed += done.failed }
+            return failed
         }
-        return failed
     }
 
-    /// ``prepareAll(_:)`` of window `index`; nothing past the last one.
+    /// ``prepareAll(_:)`` of window `index`; nothing past the last one. Its new items are
+    /// journaled first, with their new IDs, so a restart after their records were saved (and
+    /// before the answer was journaled) reuses the IDs instead of making second records.
     private func prepareWindow(_ index: Int, of windows: [[Upload]]) async throws -> ([PreparedUpload], Int) {
         guard index < windows.count else { return ([], 0) }
+        try journal.putAll(windows[index].filter(\.isNew).map(\.newEntry), enqueue: true)
         return try await prepareAll(windows[index])
     }
 
@@ -381,9 +402,14 @@ extension SyncEngine {
     /// changed in the zone since the change token fetched last, the token moves past them
     /// (``ModifyChangeTokens``). Otherwise they come back and are dropped unjudged
     /// (``SyncDecision/isAlreadyApplied(_:journaledTag:)``).
+    /// Two saves overlap (``sendAll(_:)``), so the server may apply the later one first: a step
+    /// that does not start where the token is waits in ``ownChangeSteps`` for the answer that
+    /// ends where it starts.
     func skipOwnChanges(_ tokens: [ModifyChangeTokens]) throws {
         let current = try journal.value(Self.tokenKey).map(ServerChangeToken.init(rawValue:))
-        guard let next = ModifyChangeTokens.advanced(current, by: tokens.filter { $0.zoneID == SyncRecord.zoneID }) else { return }
+        let (next, unchained) = ModifyChangeTokens.chained(current, by: ownChangeSteps + tokens.filter { $0.zoneID == SyncRecord.zoneID })
+        ownChangeSteps = unchained
+        guard let next else { return }
         try journal.setValue(next.rawValue, Self.tokenKey)
     }
 

@@ -63,6 +63,10 @@ public actor SyncEngine {
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]
+    /// Change-token steps of this device's saves that did not start where the zone's token
+    /// was when their answer came (overlapping saves applied out of order): chained when the
+    /// answer that ends where they start arrives (``skipOwnChanges(_:)``).
+    var ownChangeSteps: [ModifyChangeTokens] = []
     /// Items some process added versions to since the last pass (absolute paths): looked at for
     /// conflict versions to share (SyncEngine+AppConflictVersions.swift).
     nonisolated let versionCandidates = Mutex<Set<String>>([])

@@ -390,4 +390,29 @@ extension SyncBatchTests {
         scope.add(WatchBatch(rescans: [RescanRequest(path: root, reason: .overflow)]), root: root)
         #expect(scope.full && scope.contains("anything"))
     }
+
+    @Test func aNarrowedScanReadsWhatIsInsideANewFolderOnceAndFindsTheSame() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("scope-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        for path in ["new/a.txt", "new/sub/b.txt", "old.txt", "kept/c.txt", "kept/d.txt"] {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(path.utf8).write(to: url)
+        }
+        // a batch of new files in a new folder names each file and the folder
+        var named = LocalScope(full: false)
+        named.paths = ["new/a.txt", "new/sub", "new/sub/b.txt", "old.txt", "kept/c.txt"]
+        named.subtrees = ["new"]
+        var foldersOnly = LocalScope(full: false)
+        foldersOnly.paths = ["old.txt", "kept/c.txt"]
+        foldersOnly.subtrees = ["new"]
+        let scan = { (scope: LocalScope) in
+            SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { $0 == "kept" })
+        }
+        let items = scan(named)
+        #expect(Set(items.keys) == ["new", "new/a.txt", "new/sub", "new/sub/b.txt", "old.txt", "kept/c.txt"])
+        #expect(items.mapValues(\.stat) == scan(foldersOnly).mapValues(\.stat))
+        #expect(SyncFiles.isInside("new/sub/b.txt", anyOf: ["new"]) && SyncFiles.isInside("new/a.txt", anyOf: ["new"]))
+        #expect(!SyncFiles.isInside("new", anyOf: ["new"]) && !SyncFiles.isInside("newer/a.txt", anyOf: ["new"]))
+    }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import Testing
 import Ubiquity
 @testable import UbiquitySync
@@ -36,6 +37,41 @@ import Ubiquity
             try await b.engine.pass()
             #expect(b.transport.count("records/modify") == 0)
             #expect(try journal.count() == 311)
+        }
+    }
+
+    @Test func aLongListingsNewItemsAreWrittenBeforeItsLastPage() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            // 1,500 files in 15 folders: 8 pages of at most 200 records for B
+            for index in 0..<1_500 { try a.write("dir\(index % 15)/file\(index).txt", SyncBatchTests.content(index, size: 64)) }
+            try await a.engine.pass()
+            // on B, before its first pass: a name taken with other content waits for the whole
+            // listing and is judged as before (the server's version takes the name)
+            try b.write("dir3/file3.txt", Data("made on B".utf8))
+            let pagesAtFirstWrite = Mutex<Int?>(nil)
+            await b.engine.setAfterWrite { [transport = b.transport] _ in
+                pagesAtFirstWrite.withLock { $0 = $0 ?? transport.count("changes/zone") }
+            }
+            b.transport.reset()
+            try await b.engine.pass()
+            let pages = b.transport.count("changes/zone")
+            #expect(pages >= 8)
+            // the first files were written after 1,000 records, with pages still to come
+            let first = try #require(pagesAtFirstWrite.withLock { $0 })
+            #expect(first < pages, "first write after page \(first) of \(pages)")
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            for index in 0..<1_500 { #expect(b.read("dir\(index % 15)/file\(index).txt") == SyncBatchTests.content(index, size: 64)) }
+            #expect(b.events.all.contains { if case .conflict(path: "dir3/file3.txt") = $0 { true } else { false } })
+            // everything journaled once: nothing goes back, no second record of a folder
+            b.transport.reset()
+            try await b.engine.pass()
+            #expect(b.transport.count("records/modify") == 0)
+            #expect(try await b.engine.journal.count() == 1_515)
+            a.transport.reset()
+            try await a.engine.pass()
+            #expect(a.transport.count("changes/zone records") <= 1)  // at most B's conflict version
         }
     }
 

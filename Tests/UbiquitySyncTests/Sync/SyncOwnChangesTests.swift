@@ -29,6 +29,23 @@ import Ubiquity
         #expect(ModifyChangeTokens.advanced(t("1"), by: []) == nil)
     }
 
+    @Test func overlappingSavesChainInWhateverOrderTheServerAppliedThem() {
+        let zone = SyncRecord.zoneID
+        func step(_ before: String, _ after: String) -> ModifyChangeTokens {
+            ModifyChangeTokens(zoneID: zone, before: ServerChangeToken(rawValue: before), after: ServerChangeToken(rawValue: after))
+        }
+        let t = ServerChangeToken.init(rawValue:)
+        // the later request was applied first: both still chain
+        #expect(ModifyChangeTokens.chained(t("1"), by: [step("3", "5"), step("1", "3")]) == (t("5"), []))
+        // its answer came first: it waits, and chains when the earlier one's answer arrives
+        let first = ModifyChangeTokens.chained(t("1"), by: [step("3", "5")])
+        #expect(first.token == nil && first.unchained == [step("3", "5")])
+        #expect(ModifyChangeTokens.chained(t("1"), by: first.unchained + [step("1", "3")]) == (t("5"), []))
+        // a change from elsewhere in between: the step after it stays unchained
+        #expect(ModifyChangeTokens.chained(t("1"), by: [step("1", "3"), step("4", "6")]) == (t("3"), [step("4", "6")]))
+        #expect(ModifyChangeTokens.chained(nil, by: [step("1", "3")]) == (nil, [step("1", "3")]))
+    }
+
     @Test func theParentFolderOfAPathIsWhatNSStringSays() {
         for path in ["/a/b/c.txt", "/a/b", "/a", "/", "/a/b/", "/a//b/c", "/ü/ß é/漢字.txt", "/a/./b", "/a/../b", "/top"] {
             #expect(SyncFiles.parent(of: path) == (path as NSString).deletingLastPathComponent, "\(path)")
@@ -41,11 +58,12 @@ import Ubiquity
             let b = try await harness.device("B")
             try await a.engine.pass()
             try await b.engine.pass()
-            for index in 0..<300 { try a.write("dir\(index % 3)/file\(index).txt", SyncBatchTests.content(index)) }
+            // 4 windows of 200: the first (with the folders) saved alone, the others two at once
+            for index in 0..<700 { try a.write("dir\(index % 3)/file\(index).txt", SyncBatchTests.content(index)) }
             try await a.engine.pass()
             try await b.engine.pass()
-            #expect(SyncBatchTests.files(in: b.folder).count == 300)
-            // A's next fetch brings nothing: its 303 records (300 files, 3 folders) were skipped
+            #expect(SyncBatchTests.files(in: b.folder).count == 700)
+            // A's next fetch brings nothing: its 703 records (700 files, 3 folders) were skipped
             a.transport.reset()
             try await a.engine.pass()
             #expect(a.transport.count("changes/zone") == 1)

@@ -173,6 +173,10 @@ struct JSONValueParser {
     let maximumDepth: Int
     var index = 0
     var depth = 0
+    /// The members of the objects being parsed, innermost last: each object's members are
+    /// gathered here and made into a dictionary of their exact size once it closes (no
+    /// dictionary grown and rehashed member by member, for every record and field object).
+    var pendingMembers: [(String, JSONValue)] = []
 
     init(bytes: [UInt8], maximumDepth: Int) {
         self.bytes = bytes
@@ -232,9 +236,10 @@ struct JSONValueParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
+        let start = pendingMembers.count
+        defer { pendingMembers.removeSubrange(start...) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a member name in quotes") }
@@ -243,11 +248,15 @@ struct JSONValueParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':' after a member name") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue()
+            pendingMembers.append((key, try parseValue()))
             skipWhitespace()
             guard index < bytes.count else { throw failure("unexpected end of input in an object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                // a repeated name: the last one wins
+                return .object(Dictionary(pendingMembers[start...], uniquingKeysWith: { _, last in last }))
+            }
             throw failure("expected ',' or '}' in an object")
         }
     }

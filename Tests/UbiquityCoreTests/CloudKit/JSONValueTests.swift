@@ -132,4 +132,20 @@ import Testing
         // whitespace of every kind between tokens
         #expect(try JSONValue.parse(Data(" \t\r\n{ \"a\" :\n[ 1 ,\t\"x\" ] }\n".utf8)) == .object(["a": .array([.integer(1), .string("x")])]))
     }
+
+    @Test func objectsNestedInObjectsAndArraysKeepTheirOwnMembers() throws {
+        // each object's members are gathered on one stack and made a dictionary when it closes
+        let json = #"{"a":{"b":1,"c":{"d":[{"e":2},{}],"f":{}}},"g":[{"h":3,"i":{"j":4}}],"k":5}"#
+        let expected: JSONValue = [
+            "a": ["b": 1, "c": ["d": [["e": 2], .object([:])], "f": .object([:])]],
+            "g": [["h": 3, "i": ["j": 4]]],
+            "k": 5,
+        ]
+        #expect(try JSONValue.parse(Data(json.utf8)) == expected)
+        // a repeated name: the last one wins, at every level
+        #expect(try JSONValue.parse(Data(#"{"a":1,"b":{"x":1,"x":2},"a":3}"#.utf8)) == ["a": 3, "b": ["x": 2]])
+        // an error inside a nested object leaves nothing behind for the next parse
+        #expect(throws: UbiquityError.self) { try JSONValue.parse(Data(#"{"a":{"b":1,"c":}}"#.utf8)) }
+        #expect(try JSONValue.parse(Data(#"{"z":{"y":true}}"#.utf8)) == ["z": ["y": true]])
+    }
 }

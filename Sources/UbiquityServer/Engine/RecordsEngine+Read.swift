@@ -106,6 +106,9 @@ extension RecordsEngine {
                 continue
             }
             guard let field = type.fields[name] else { continue }
+            guard SchemaField.canBeIndexed(type: field.type) else {
+                throw WireError(.badRequest, "query.filterBy[\(index)]: Field '\(name)' is \(field.type): bytes and assets cannot be queried")
+            }
             if filter.comparator == .containsAllTokens || filter.comparator == .containsAnyTokens {
                 guard field.searchable else { throw WireError(.badRequest, "query.filterBy[\(index)]: Field '\(name)' is not marked searchable") }
             } else if !field.queryable {
@@ -113,8 +116,11 @@ extension RecordsEngine {
             }
         }
         for (index, sort) in query.sortBy.enumerated() {
-            guard case .field(let name) = sort.key, let field = type.fields[name], !field.sortable else { continue }
-            throw WireError(.badRequest, "query.sortBy[\(index)]: Field '\(name)' is not marked sortable")
+            guard case .field(let name) = sort.key, let field = type.fields[name] else { continue }
+            guard SchemaField.canBeIndexed(type: field.type) else {
+                throw WireError(.badRequest, "query.sortBy[\(index)]: Field '\(name)' is \(field.type): bytes and assets cannot be sorted on")
+            }
+            if !field.sortable { throw WireError(.badRequest, "query.sortBy[\(index)]: Field '\(name)' is not marked sortable") }
         }
     }
 

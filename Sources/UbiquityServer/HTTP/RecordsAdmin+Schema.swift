@@ -119,6 +119,9 @@ extension RecordsAdmin {
             if searchable == true, !SchemaField.canBeSearchable(type: field.type) {
                 throw UbiquityError(.invalidArgument, "--searchable on: field \(recordType).\(name) is \(ContainerSchema.fileType(field.type)); only STRING and LIST<STRING> fields can be searchable")
             }
+            if queryable == true || sortable == true, !SchemaField.canBeIndexed(type: field.type) {
+                throw UbiquityError(.invalidArgument, "--\(queryable == true ? "queryable" : "sortable") on: field \(recordType).\(name) is \(ContainerSchema.fileType(field.type)); bytes and assets cannot be queried or sorted on")
+            }
             field.queryable = queryable ?? field.queryable
             field.sortable = sortable ?? field.sortable
             field.searchable = searchable ?? field.searchable

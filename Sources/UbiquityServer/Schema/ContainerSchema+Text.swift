@@ -40,8 +40,11 @@ extension ContainerSchema {
             let width = type.fields.keys.map { ContainerSchema.quoted($0).count }.max() ?? 0
             for field in type.fields.values.sorted(by: { $0.name < $1.name }) {
                 var item = ContainerSchema.quoted(field.name).padding(toLength: width, withPad: " ", startingAt: 0) + " " + ContainerSchema.fileType(field.type)
-                if field.queryable { item += " QUERYABLE" }
-                if field.sortable { item += " SORTABLE" }
+                // (a bytes field made queryable just in time before bytes were left unindexed
+                // is written without it, so the text deploys again)
+                let indexed = SchemaField.canBeIndexed(type: field.type)
+                if field.queryable && indexed { item += " QUERYABLE" }
+                if field.sortable && indexed { item += " SORTABLE" }
                 if field.searchable { item += " SEARCHABLE" }
                 items.append(item)
             }
@@ -251,7 +254,13 @@ struct SchemaFileParser {
                 let fieldType = try self.fieldType()
                 var field = SchemaField(name: fieldName, type: fieldType, queryable: false, sortable: false, searchable: false)
                 while true {
-                    if accept("QUERYABLE") { field.queryable = true } else if accept("SORTABLE") { field.sortable = true } else if accept("SEARCHABLE") {
+                    let queryable = accept("QUERYABLE")
+                    if queryable || accept("SORTABLE") {
+                        guard SchemaField.canBeIndexed(type: fieldType) else {
+                            throw UbiquityError(.invalidArgument, "line \(itemLine): field \(fieldName) is \(ContainerSchema.fileType(fieldType)); bytes and assets cannot be QUERYABLE or SORTABLE")
+                        }
+                        if queryable { field.queryable = true } else { field.sortable = true }
+                    } else if accept("SEARCHABLE") {
                         guard SchemaField.canBeSearchable(type: fieldType) else {
                             throw UbiquityError(.invalidArgument, "line \(itemLine): field \(fieldName) is \(ContainerSchema.fileType(fieldType)); only STRING and LIST<STRING> fields can be SEARCHABLE")
                         }

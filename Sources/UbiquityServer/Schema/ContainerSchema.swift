@@ -84,10 +84,19 @@ public struct SchemaField: Sendable, Hashable {
         self.searchable = searchable
     }
 
-    /// A field created just in time in development: queryable and sortable, and searchable when
-    /// it holds text — every query that worked before schemas existed still works.
+    /// A field created just in time in development: queryable and sortable when its type can be
+    /// indexed, and searchable when it holds text — every query that worked before schemas
+    /// existed still works.
     public static func justInTime(name: String, type: String) -> SchemaField {
-        SchemaField(name: name, type: type, queryable: true, sortable: true, searchable: canBeSearchable(type: type))
+        let indexed = canBeIndexed(type: type)
+        return SchemaField(name: name, type: type, queryable: indexed, sortable: indexed, searchable: canBeSearchable(type: type))
+    }
+
+    /// Whether filters and sorts may use a field of this type: not bytes ("Data fields aren't
+    /// searchable", Apple's `CKRecord`) nor assets. The stores keep no index rows for them
+    /// (`RecordIndexEntry`), whatever a deployed schema says.
+    public static func canBeIndexed(type: String) -> Bool {
+        !["BYTES", "BYTES_LIST", "ENCRYPTED_BYTES", "ASSETID", "ASSETID_LIST", "ASSET", "ASSET_LIST"].contains(type)
     }
 
     /// Whether a field of this type may be searchable (`STRING`, `STRING_LIST`).

@@ -3,8 +3,10 @@ import UbiquityCore
 
 /// One row of a store's query index: a (field, value) pair of a record. Scalars give one entry,
 /// lists one per element; the parent reference is indexed under `___parent`; the other system
-/// fields are columns of the records table (`IndexConditionSQL.column(for:)`). Both stores
-/// write exactly these rows, so `IndexCondition`s mean the same on both.
+/// fields are columns of the records table (`IndexConditionSQL.column(for:)`). Assets and bytes
+/// are not indexed ("Data fields aren't searchable", Apple's `CKRecord`; queries on them are
+/// refused, ``SchemaField/canBeIndexed(type:)``). Both stores write exactly these rows, so
+/// `IndexCondition`s mean the same on both.
 public struct RecordIndexEntry: Sendable, Hashable {
     /// Longest indexed text, in UTF-8 bytes (longer text is cut; the engine's exact filter runs after).
     public static let maximumTextBytes = 256
@@ -65,22 +67,17 @@ public struct RecordIndexEntry: Sendable, Hashable {
         return entries
     }
 
-    /// The entry of one scalar value, or nil for values that are not indexed (assets).
+    /// The entry of one scalar value, or nil for values that are not indexed (assets, bytes).
     public static func entry(field: String, value: WireFieldValue, zoneName: String) -> RecordIndexEntry? {
         switch value {
         case .string(let text): return RecordIndexEntry(field: field, text: indexedText(text))
         case .int64(let number): return RecordIndexEntry(field: field, number: Double(number))
         case .double(let number): return RecordIndexEntry(field: field, number: number)
         case .timestamp(let millis): return RecordIndexEntry(field: field, number: Double(millis))
-        case .bytes(let data):
-            // the indexed text is the base64 of the bytes cut to `maximumTextBytes`: only the
-            // bytes that make it are encoded (3 bytes per 4 characters; a 1 KiB inline file's
-            // whole base64 was made, then cut character by character)
-            return RecordIndexEntry(field: field, text: indexedText(data.prefix(maximumTextBytes / 4 * 3).base64EncodedString()))
         case .reference(let reference):
             return RecordIndexEntry(field: field, text: indexedText(referenceKey(zoneName: reference.zoneID?.zoneName ?? zoneName, recordName: reference.recordName)))
         case .location(let location): return RecordIndexEntry(field: field, latitude: location.latitude, longitude: location.longitude)
-        case .asset, .list: return nil
+        case .asset, .bytes, .list: return nil
         }
     }
 }

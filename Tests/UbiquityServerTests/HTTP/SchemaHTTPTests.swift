@@ -228,6 +228,18 @@ import UbiquityServer
         await #expect(throws: UbiquityError.self) {
             try await admin.setIndexes(container: container, environment: .development, recordType: "Note", field: "missing", queryable: true, sortable: nil, searchable: nil)
         }
+
+        // Bytes are not indexed ("Data fields aren't searchable"): a filter or a sort on them is
+        // refused by name, and they cannot be made queryable or sortable
+        _ = try await save(server, [operation("create", "b1", fields: ["title": "With bytes", "blob": ["value": "AAEC", "type": "BYTES"]])], token: server.userToken)
+        let byBlob = try await query(server, ["recordType": "Note", "filterBy": [filter("EQUALS", "blob", "AAEC", "BYTES")]])
+        #expect(byBlob.status == 400)
+        #expect(byBlob.json["reason"]?.stringValue?.contains("Field 'blob' is BYTES: bytes and assets cannot be queried") == true)
+        let sortedByBlob = try await query(server, ["recordType": "Note", "sortBy": [["fieldName": "blob", "ascending": true]]])
+        #expect(sortedByBlob.status == 400)
+        await #expect(throws: UbiquityError.self) {
+            try await admin.setIndexes(container: container, environment: .development, recordType: "Note", field: "blob", queryable: true, sortable: nil, searchable: nil)
+        }
         // Turned on again, the queries work again.
         try await admin.setIndexes(container: container, environment: .development, recordType: "Note", field: "title", queryable: true, sortable: nil, searchable: true)
         #expect(names(try await query(server, byTitle)) == ["n1"])

@@ -133,6 +133,12 @@ import UbiquityServer
             }
         }
         #expect(message("RECORD TYPE Note (\n  \"n\" INT64 SEARCHABLE\n);").hasPrefix("line 2: field n is INT64; only STRING"))
+        #expect(message("RECORD TYPE Note (\n  \"b\" BYTES QUERYABLE\n);").hasPrefix("line 2: field b is BYTES; bytes and assets cannot be QUERYABLE"))
+        #expect(message("RECORD TYPE Note (\n  \"a\" ASSET SORTABLE\n);").hasPrefix("line 2: field a is ASSET; bytes and assets cannot be"))
+        // a bytes field an older server made queryable just in time is written without it
+        var older = schema
+        older.recordTypes["Note"]?.fields["blob"] = SchemaField(name: "blob", type: "BYTES", queryable: true, sortable: true, searchable: false)
+        #expect(try ContainerSchema(text: older.text).recordTypes["Note"]?.fields["blob"] == SchemaField.justInTime(name: "blob", type: "BYTES"))
         #expect(message("RECORD TYPE Note (\n  \"n\" NUMBER\n);").contains("line 2: unknown field type NUMBER"))
         #expect(message("RECORD TYPE Note ( \"a\" STRING, GRANT WRITE TO \"_world\" );").contains("_world may only READ"))
         #expect(message("RECORD TYPE Note ( GRANT READ TO Ghost );").contains("does not create"))

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
 #include <sys/vfs.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "CUbiquityShims.h"
 
 int ub_setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
@@ -45,4 +49,13 @@ int ub_fs_type(const char *path, long long *type) {
     if (statfs(path, &info) != 0) return -1;
     *type = (long long)info.f_type;
     return 0;
+}
+
+int ub_set_thread_nice(int nice) {
+    // on Linux, PRIO_PROCESS with a thread ID sets that thread's nice value alone
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+int ub_thread_nice(void) {
+    errno = 0;
+    return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }

@@ -51,9 +51,10 @@ final class SyncStatusApplier: Sendable {
     static let chunk = 500
     /// How long the first state waits for the others before they are applied.
     static let gathering: Duration = .milliseconds(50)
-    /// How often a path whose row is not indexed is tried, at most: after 0.1, 0.2, 0.4 … 1.6 s,
-    /// about 6 s in all (the indexer may be behind by thousands of new files).
-    static let attempts = 8
+    /// How often a path whose row is not indexed is tried, at most: after 0.1, 0.2, 0.4, 0.8 s,
+    /// then every 1.6 s, about 50 s in all (the indexer runs at a lower priority than sync and
+    /// may be behind by thousands of new files while the cores are busy).
+    static let attempts = 34
 
     private let state = Mutex(State())
     private let host: @Sendable () -> IndexHost

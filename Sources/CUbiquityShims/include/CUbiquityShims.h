@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Thin wrappers over Linux system calls that Swift's Glibc module does not expose:
-// extended attributes, open-file-description locks and renameat2.
+// extended attributes, open-file-description locks, renameat2 and a thread's nice value.
 #ifndef CUBIQUITY_SHIMS_H
 #define CUBIQUITY_SHIMS_H
 #include <stddef.h>
@@ -24,5 +24,11 @@ int ub_rename(const char *from, const char *to, int noreplace, int exchange);
 
 /// The file-system type (statfs(2) f_type) of `path` in `*type`; returns -1 and sets errno on failure.
 int ub_fs_type(const char *path, long long *type);
+
+/// Sets the nice value of the calling thread only (setpriority(2) on its thread ID); returns
+/// -1 and sets errno on failure (raising a thread's priority back needs privileges).
+int ub_set_thread_nice(int nice);
+/// The nice value of the calling thread.
+int ub_thread_nice(void);
 
 #endif

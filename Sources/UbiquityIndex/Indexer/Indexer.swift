@@ -7,8 +7,9 @@ import UbiquityStore
 /// events were lost, and the watcher's batches in between. Every non-empty delta it writes is
 /// published to the subscribers of ``deltas`` (live queries), in order.
 ///
-/// Scans and SQLite writes block, so they run one at a time on a dedicated dispatch queue,
-/// never on the Swift cooperative pool.
+/// Scans and SQLite writes block, so they run one at a time on a dedicated thread, never on the
+/// Swift cooperative pool. The thread runs at nice ``niceness``: when the cores are busy (a
+/// burst of thousands of new files), sync and the server go first and the index catches up.
 public actor Indexer {
     /// The index this indexer writes.
     public nonisolated let index: MetadataIndex
@@ -17,7 +18,7 @@ public actor Indexer {
     private let logger: Logger
     private var roots: [String: IgnoreRules] = [:]
     private var warnings: [String: [ScanWarning]] = [:]
-    private let worker = DispatchQueue(label: "ubiquity.indexer")
+    private let worker = BackgroundThread(name: "ubiquity.indexer", nice: Indexer.niceness)
     private nonisolated let subscribers = DeltaSubscribers()
 
     /// An indexer writing `index` with `scanner`.
@@ -27,7 +28,14 @@ public actor Indexer {
         self.scanner = scanner
     }
 
-    deinit { subscribers.finishAll() }
+    /// How many nice steps the indexer's thread runs below the thread that made the indexer
+    /// (the daemon's threads run at 0, the indexer's at 10).
+    public static let niceness: Int32 = 10
+
+    deinit {
+        worker.stop()
+        subscribers.finishAll()
+    }
 
     /// A new subscription to the deltas this indexer writes, from now on: each access of this
     /// property makes one more subscriber, and every subscriber gets every non-empty delta.

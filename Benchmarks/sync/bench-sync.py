@@ -242,7 +242,7 @@ class Tool:
     def is_own(self, rel):
         first = rel.split("/", 1)[0]
         base = rel.rsplit("/", 1)[-1]
-        return any(first == n or base.startswith(n) for n in self.own_names)
+        return any(first.startswith(n) or base.startswith(n) for n in self.own_names)
 
 
 class Syncthing(Tool):
@@ -416,7 +416,9 @@ class Ubiquity(Tool):
     `*_command` methods if they differ."""
 
     name = "ubiquity"
-    own_names = (".ubiquity", "..ubiq-tmp")
+    # (".ubiq-tmp": the new-file writer's folder of temporaries, `.ubiq-tmp-sync-new/`, and
+    # safe-save temporaries; "..ubiq-tmp": the temporary of a hidden file)
+    own_names = (".ubiquity", ".ubiq-tmp", "..ubiq-tmp")
     USER = "bench"
     PASSWORD = "bench-password-0123456789"
 
@@ -652,8 +654,10 @@ def leftovers(root, tool):
     """The tool's temporary files left in the folder (not its marker directories)."""
     n = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".stfolder", ".stversions")]
-        n += sum(1 for fn in filenames if tool.is_own(fn) and fn not in (".stignore", ".ubiquity-sync.lock"))
+        dirnames[:] = [d for d in dirnames if d not in (".stfolder", ".stversions") and not d.startswith(".ubiquity")]
+        rel = os.path.relpath(dirpath, root)  # (the new-file writer's temporaries are in a folder)
+        n += sum(1 for fn in filenames
+                 if tool.is_own(fn if rel == "." else f"{rel}/{fn}") and fn not in (".stignore", ".ubiquity-sync.lock"))
     return n
 
 

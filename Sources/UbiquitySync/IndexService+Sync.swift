@@ -9,7 +9,7 @@ extension IndexService {
     /// Keeps the index's ubiquitous attributes (is uploaded, is uploading, has unresolved
     /// conflicts, is excluded, downloading status) with sync's state of the item at `path`, so
     /// metadata queries see them. The row may not be indexed yet (a file just downloaded): the
-    /// update is retried for a few seconds. Updates of one path apply in order (the last wins).
+    /// update is retried for up to ~50 s. Updates of one path apply in order (the last wins).
     public func applySyncStatus(_ status: SyncItemStatus, at path: String) {
         syncStatusApplier.submit(SyncStatusApplier.Change(status: status), at: path)
     }

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +55,5 @@ int ub_set_thread_nice(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }
 int ub_thread_nice(void) {
-    errno = 0;
     return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }

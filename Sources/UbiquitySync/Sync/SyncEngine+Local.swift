@@ -158,10 +158,11 @@ extension SyncEngine {
         }
         // folders before what they hold (the depths counted once, not at every comparison)
         uploads = uploads.map { (Self.depth($0.path), $0) }.sorted { ($0.0, $0.1.path) < ($1.0, $1.1.path) }.map(\.1)
-        let refused = uploads.filter { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+        let refused = Set(uploads.lazy.filter { upload in self.refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }.map(\.id))
         if !refused.isEmpty {
-            try journal.putAll(refused.filter(\.isNew).map(\.newEntry), enqueue: true)  // kept, not sent until it changes
-            uploads.removeAll { upload in refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }
+            // kept, not sent until it changes
+            try journal.putAll(uploads.filter { refused.contains($0.id) && $0.isNew }.map(\.newEntry), enqueue: true)
+            uploads.removeAll { refused.contains($0.id) }
         }
         var failed = try await sendAll(uploads)
 

@@ -32,10 +32,7 @@ public actor Indexer {
     /// (the daemon's threads run at 0, the indexer's at 10).
     public static let niceness: Int32 = 10
 
-    deinit {
-        worker.stop()
-        subscribers.finishAll()
-    }
+    deinit { subscribers.finishAll() }  // (the worker's thread ends with it: BackgroundThread.deinit)
 
     /// A new subscription to the deltas this indexer writes, from now on: each access of this
     /// property makes one more subscriber, and every subscriber gets every non-empty delta.

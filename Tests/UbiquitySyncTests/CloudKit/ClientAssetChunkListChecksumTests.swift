@@ -15,22 +15,18 @@ import UbiquityServer
     @Test("upload from a chunk-list scan, an edit relative to it, and downloads whole and from a basis")
     func roundTrip() async throws {
         try await Relative.withFirstVersion(size: 16 << 20, seed: 281, identity: .chunkList) { rig in
-            let (directory, database, transfer, file, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.file, rig.first, rig.firstScan)
+            let (directory, database, transfer, file, firstScan) = (rig.directory, rig.database, rig.transfer, rig.file, rig.firstScan)
             #expect(AssetChecksum.kind(of: firstScan.fileChecksum) == .chunkList)
             // every chunk is new: streamed, then committed under the list checksum
             #expect(rig.uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
-            let oldCopy = directory.appendingPathComponent("old.bin")
-            try Data(first).write(to: oldCopy)
+            let oldCopy = try rig.keepFirstVersion()
 
             let (second, secondScan, uploaded, changed) = try await rig.uploadMiddleEdit()
             #expect(secondScan.reusedChunks > 0)
             #expect(uploaded.asset.fileChecksum == secondScan.fileChecksum && uploaded.deduplicated)
             #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
 
-            var record = Record(recordType: "Blob")
-            record["content"] = .asset(uploaded.asset)
-            let saved = try await database.save(record)
-            let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+            let asset = try await rig.savedAndFetched(uploaded.asset)
             #expect(asset.fileChecksum == secondScan.fileChecksum)
             // whole: checked against the list checksum as it arrives
             let whole = directory.appendingPathComponent("whole.bin")

@@ -51,6 +51,21 @@ import UbiquityServer
             let uploaded = try await transfer.upload(fileURL: file, to: try await ClientAssetRelativeListTests.uploadURL(database), scan: scan)
             return (second, scan, uploaded, ClientAssetRelativeListTests.newChunkBytes(scan.chunkList, old: firstScan.chunkList))
         }
+
+        /// A copy of the first version beside the file (`old.bin`), as the other device keeps it.
+        func keepFirstVersion() throws -> URL {
+            let copy = directory.appendingPathComponent("old.bin")
+            try Data(first).write(to: copy)
+            return copy
+        }
+
+        /// `asset` saved in a new record and read back from the server (with its download URL).
+        func savedAndFetched(_ asset: Asset) async throws -> Asset {
+            var record = Record(recordType: "Blob")
+            record["content"] = .asset(asset)
+            let saved = try await database.save(record)
+            return try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+        }
     }
 
     /// Runs `body` with a ``Rig``; the server is stopped and the folder removed afterwards.
@@ -78,10 +93,9 @@ import UbiquityServer
     @Test("an edit uploaded from a scan given the previous list: the list goes up relative (bytes ≈ the changed chunk), and downloads relative too")
     func editRoundTrip() async throws {
         try await Self.withFirstVersion(size: 16 << 20, seed: 181) { rig in
-            let (directory, database, transfer, first, firstScan) = (rig.directory, rig.database, rig.transfer, rig.first, rig.firstScan)
+            let (directory, transfer, firstScan) = (rig.directory, rig.transfer, rig.firstScan)
             #expect(rig.uploadedFirst.asset.fileChecksum == firstScan.fileChecksum)
-            let oldCopy = directory.appendingPathComponent("old.bin")
-            try Data(first).write(to: oldCopy)
+            let oldCopy = try rig.keepFirstVersion()
 
             let (second, secondScan, uploaded, changed) = try await rig.uploadMiddleEdit()
             #expect(secondScan.previous?.fileChecksum == firstScan.fileChecksum)
@@ -90,10 +104,7 @@ import UbiquityServer
             #expect(uploaded.bytesSent - changed < 2048, "sent \(uploaded.bytesSent) bytes for \(changed) changed")
 
             // a record holding it; the device with the old version downloads only the difference
-            var record = Record(recordType: "Blob")
-            record["content"] = .asset(uploaded.asset)
-            let saved = try await database.save(record)
-            let asset = try #require(try await database.record(for: saved.recordID)["content"]?.assetValue)
+            let asset = try await rig.savedAndFetched(uploaded.asset)
             let kept = rig.firstKept
             let target = directory.appendingPathComponent("target.bin")
             let result = try await asset.download(to: target, reusing: AssetDownloadBasis(fileURL: oldCopy, chunkList: kept) { true }, transfer: transfer)

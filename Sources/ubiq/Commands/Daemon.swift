@@ -127,6 +127,8 @@ struct Daemon: AsyncParsableCommand {
         }
         CLI.bootstrapLogging(level: logging.level)
         let logger = Logger(label: "ubiq.daemon")
+        // caught from here: a SIGTERM during start-up stops the daemon once it is up, cleanly
+        let termination = TerminationSignals()
         var embedded: LocalServer?
         if local.localServer {
             do { embedded = try await LocalServer.start(local, paths: UbiquityPaths(), logger: logger) } catch { throw CLI.report(error, command: "daemon") }
@@ -190,7 +192,7 @@ struct Daemon: AsyncParsableCommand {
         if let embedded, let engine = await sync.currentEngine {
             CLI.printLine(embedded.nextSteps(folder: engine.folder, account: (try? UbiquityAccountFile().read())?.user))
         }
-        await CLI.waitForTermination {
+        await termination.wait {
             coordinationService.stop()
             indexService.stop()
         }

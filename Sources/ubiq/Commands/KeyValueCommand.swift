@@ -300,6 +300,7 @@ struct KeyValueWatch: AsyncParsableCommand {
             throw CLI.report(error, command: "kv watch")
         }
         let changes = store.changes()
+        let termination = TerminationSignals()
         CLI.printLine(options.json ? "{\"ready\":true,\"container\":\(CLI.jsonString(options.container))}"
                                    : "ready: watching \(options.container)")
         let json = options.json
@@ -313,7 +314,7 @@ struct KeyValueWatch: AsyncParsableCommand {
                 }
             }
         }
-        await CLI.waitForTermination { watcher.cancel() }
+        await termination.wait { watcher.cancel() }
         withExtendedLifetime(store) {}
     }
 }

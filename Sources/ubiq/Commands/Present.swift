@@ -64,12 +64,13 @@ struct Present: AsyncParsableCommand {
         if editor { return await runEditor(absolute) }
         let presenter = JSONLinePresenter(url: URL(fileURLWithPath: absolute), autoAck: autoAck)
         FileCoordinator.addFilePresenter(presenter)
+        let termination = autoAck ? TerminationSignals() : nil
         CLI.printLine(CLI.jsonObject([
             ("event", "ready"), ("path", presenter.presentedItemURL?.path ?? absolute),
             ("daemon", FileCoordinator.isUsingCoordinationService),
         ]))
-        if autoAck {
-            await CLI.waitForTermination { FileCoordinator.removeFilePresenter(presenter) }
+        if let termination {
+            await termination.wait { FileCoordinator.removeFilePresenter(presenter) }
         } else {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let thread = Thread {

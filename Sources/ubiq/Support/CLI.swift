@@ -103,25 +103,6 @@ enum CLI {
         return out + "\""
     }
 
-    /// Blocks until SIGTERM or SIGINT arrives, then runs `onSignal`.
-    static func waitForTermination(_ onSignal: @escaping @Sendable () -> Void) async {
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let queue = DispatchQueue(label: "ubiq.signals")
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let fired = Atomic<Bool>(false)
-            let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-            for source in sources {
-                source.setEventHandler {
-                    guard !fired.exchange(true, ordering: .relaxed) else { return }
-                    onSignal()
-                    continuation.resume()
-                }
-                source.resume()
-            }
-            SignalSources.keep(sources)
-        }
-    }
 }
 
 /// Keeps signal sources alive for the life of the process.

@@ -56,6 +56,16 @@ import Testing
         #expect(try a.device.run(["account", "status", "--offline", "--json"]).stdout == token)
     }
 
+    @Test func aSIGTERMDuringStartUpStopsTheDaemonCleanlyOnceItIsUp() throws {
+        // sent mid start-up (the folder, index and coordination service are still to come): caught,
+        // not the default action that kills the process with status 15
+        let a = AccountSyncTests.SignedInDevice()
+        let daemon = try a.device.start(Binaries.ubiq, ["daemon", "--local-server", "--local-server-port", "0", "--local-user", "mei"])
+        #expect(daemon.waitForLine(containing: "local server listening on ", seconds: 60) != nil)
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(seconds: 60) == 0)
+    }
+
     @Test func badLocalServerArgumentsAreUsageErrors() throws {
         let device = Device()
         let user = try device.run(["daemon", "--local-server", "--local-user", "no spaces"])

@@ -91,15 +91,18 @@ public actor Indexer {
     }
 
     /// Applies one settled watcher batch: changes in order, then the rescans (outermost first,
-    /// nested ones skipped). Returns the merged delta; subscribers get each step's delta.
+    /// nested ones skipped). A file or folder changed or removed inside a subtree the batch
+    /// rescans is left to the rescan (a new folder's files are read once, not once per event
+    /// and again by the scan). Returns the merged delta; subscribers get each step's delta.
     public func apply(_ batch: WatchBatch) async throws -> IndexDelta {
         guard !batch.isEmpty else { return IndexDelta() }
         let job = makeJob()
         let (delta, summaries) = try await run {
             var total: [IndexDelta] = []
             var summaries: [String: ScanSummary] = [:]
-            try job.apply(batch.changes, into: &total)
-            for request in Self.outermost(batch.rescans) {
+            let rescans = Self.outermost(batch.rescans)
+            try job.apply(Self.changes(batch.changes, outside: rescans), into: &total)
+            for request in rescans {
                 if let root = job.root(of: request.path) {
                     switch request.reason {
                     case .overflow, .watchLimit, .rootChanged:
@@ -187,6 +190,28 @@ public actor Indexer {
         var path = path
         while path.utf8.count > 1, path.hasSuffix("/") { path.removeLast() }
         return path
+    }
+
+    /// `changes` without the `changed` and `removed` ones at or inside a path of `rescans` (the
+    /// rescan that follows reconciles those; moves stay, as their other end may be elsewhere).
+    static func changes(_ changes: [WatchChange], outside rescans: [RescanRequest]) -> [WatchChange] {
+        guard !rescans.isEmpty else { return changes }
+        let scanned = Set(rescans.map { normalize($0.path) })
+        func isScanned(_ path: String) -> Bool {
+            var path = normalize(path)
+            while true {
+                if scanned.contains(path) { return true }
+                guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return false }
+                if slash == path.utf8.startIndex { return scanned.contains("/") }
+                path = String(path[..<slash])
+            }
+        }
+        return changes.filter { change in
+            switch change {
+            case .changed(let path), .removed(let path): !isScanned(path)
+            case .moved: true
+            }
+        }
     }
 
     /// The requests whose path is not inside another request's path.

@@ -24,11 +24,14 @@ extension SyncEngine {
         var early = Set<String>()  // applied while the listing went on (``applyNewItemsEarly(_:)``)
         var earlyFailed = false
         var sinceEarly = 0
+        // the next pages are fetched while the ones at hand are applied (ZoneChangePages.swift)
+        var pages = ZoneChangePages(database: database, zoneID: SyncRecord.zoneID, since: token, ahead: Self.pagesAhead)
+        defer { pages.cancel() }
         while true {
-            let page: (modificationResultsByID: [Record.ID: Result<CloudDatabase.RecordZoneChange.Modification, any Error>],
-                       deletions: [CloudDatabase.RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
+            let page: ZoneChangePages.Page
             do {
-                page = try await database.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: token)
+                guard let next = try await pages.next() else { throw UbiquityError(.io, "the listing of the zone's changes ended early") }
+                page = next
             } catch let error as CloudKitError where error.code == .changeTokenExpired && token != nil {
                 logger.notice("the zone's change token expired: listing every item")
                 token = nil
@@ -36,6 +39,8 @@ extension SyncEngine {
                 records = [:]
                 deleted = []
                 listed = []
+                pages.cancel()
+                pages = ZoneChangePages(database: database, zoneID: SyncRecord.zoneID, since: nil, ahead: Self.pagesAhead)
                 continue
             }
             for (id, result) in page.modificationResultsByID {
@@ -114,6 +119,10 @@ extension SyncEngine {
         if failed { throw UbiquityError(.io, "some remote changes were not applied; they are fetched again") }
         if let token { try journal.setValue(token.rawValue, Self.tokenKey) }
     }
+
+    /// Pages of a listing fetched beyond the one being applied (200 records each): about as
+    /// many as come between two early applies, so the server lists the next ones meanwhile.
+    static let pagesAhead = 5
 
     /// Records fetched (while more are coming) before the new items among them are applied
     /// without waiting for the rest of the listing (``applyNewItemsEarly(_:)``).

@@ -173,6 +173,37 @@ import UbiquityStore
         #expect(root.rescanPending && root.message == "raise fs.inotify.max_user_watches")
     }
 
+    @Test func changesInsideARescannedSubtreeAreLeftToTheRescan() async throws {
+        // the filter: changed/removed at or under a rescanned path go; moves and the rest stay
+        let changes: [WatchChange] = [
+            .changed("/r/new"), .changed("/r/new/a"), .removed("/r/new/sub/b"), .changed("/r/newer"),
+            .moved(from: "/r/new/c", to: "/r/other/c"), .changed("/r/other/d"), .removed("/r/e"),
+        ]
+        let kept = Indexer.changes(changes, outside: Indexer.outermost([
+            RescanRequest(path: "/r/new/", reason: .newDirectory), RescanRequest(path: "/r/new/sub", reason: .newDirectory),
+        ]))
+        #expect(kept == [.changed("/r/newer"), .moved(from: "/r/new/c", to: "/r/other/c"), .changed("/r/other/d"), .removed("/r/e")])
+        #expect(Indexer.changes(changes, outside: [RescanRequest(path: "/", reason: .overflow)]) == [.moved(from: "/r/new/c", to: "/r/other/c")])
+        #expect(Indexer.changes(changes, outside: []) == changes)
+
+        // a new folder named by its events and by its rescan ends up indexed as it is on disk
+        let tree = ScanTestTree()
+        defer { tree.remove() }
+        tree.file("keep.txt")
+        let indexer = try makeIndexer()
+        _ = try await indexer.addRoot(tree.root, ignoring: .defaults)
+        tree.file("fresh/1")
+        tree.file("fresh/2")
+        tree.file("fresh/inner/3")
+        tree.file("other.txt")
+        let delta = try await indexer.apply(WatchBatch(changes: [
+            .changed(tree.path("fresh")), .changed(tree.path("fresh/1")), .changed(tree.path("fresh/2")),
+            .changed(tree.path("fresh/gone")), .changed(tree.path("other.txt")),
+        ], rescans: [RescanRequest(path: tree.path("fresh"), reason: .newDirectory)]))
+        #expect(Set(delta.added.map(\.name)) == ["fresh", "1", "2", "inner", "3", "other.txt"])
+        #expect(try paths(indexer, tree) == ["fresh", "fresh/1", "fresh/2", "fresh/inner", "fresh/inner/3", "keep.txt", "other.txt"])
+    }
+
     @Test func missingRootIsEmptiedAndMarkedPending() async throws {
         let tree = ScanTestTree()
         defer { tree.remove() }

@@ -75,6 +75,32 @@ import Ubiquity
         }
     }
 
+    @Test func aListingsNextPagesAreFetchedWhileItsFirstNewFilesAreWritten() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            for index in 0..<1_500 { try a.write("dir\(index % 15)/file\(index).txt", SyncBatchTests.content(index, size: 64)) }
+            try await a.engine.pass()
+            // the first write comes after 5 pages (1,000 records): it waits here until a page
+            // beyond those is fetched, which only a listing that goes on meanwhile does (the
+            // wait is a hang guard: without the prefetch it ends after 20 s with 5 pages)
+            let pagesDuringFirstWrite = Mutex<Int?>(nil)
+            await b.engine.setAfterWrite { [transport = b.transport] _ in
+                guard pagesDuringFirstWrite.withLock({ $0 == nil }) else { return }
+                let deadline = Date(timeIntervalSinceNow: 20)
+                while transport.count("changes/zone") <= 5 && Date() < deadline { usleep(2_000) }
+                pagesDuringFirstWrite.withLock { $0 = transport.count("changes/zone") }
+            }
+            b.transport.reset()
+            try await b.engine.pass()
+            let during = try #require(pagesDuringFirstWrite.withLock { $0 })
+            #expect(during > 5, "pages fetched while the first new files were written: \(during)")
+            #expect(during <= 5 + SyncEngine.pagesAhead)
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            #expect(try await b.engine.journal.count() == 1_515)
+        }
+    }
+
     @Test func aFailureBetweenTheWritersStagesLeavesNothingUnderARealName() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

@@ -144,8 +144,9 @@ extension SyncEngine {
         }
         // new items are journaled window by window, each just before it is read and sent
         // (``sendAll(_:)``): the first of 10,000 new files goes up without waiting for the rest
-        for local in created where !movedPaths.contains(local.path) {
-            uploads.append(Upload(id: UUID().uuidString, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
+        let new = created.filter { !movedPaths.contains($0.path) }
+        for (local, id) in zip(new, RandomUUIDs.make(new.count)) {  // their records' IDs, made together
+            uploads.append(Upload(id: id, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
         for path in unexclude { try journal.setExcluded(path, false) }
 

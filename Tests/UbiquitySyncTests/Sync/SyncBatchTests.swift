@@ -415,4 +415,30 @@ extension SyncBatchTests {
         #expect(SyncFiles.isInside("new/sub/b.txt", anyOf: ["new"]) && SyncFiles.isInside("new/a.txt", anyOf: ["new"]))
         #expect(!SyncFiles.isInside("new", anyOf: ["new"]) && !SyncFiles.isInside("newer/a.txt", anyOf: ["new"]))
     }
+
+    @Test func manyNewFoldersAreFoundAsAWholeScanFindsThem() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("scope-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var expected = Set<String>()
+        for folder in 0..<23 {
+            for path in ["f\(folder)/a.txt", "f\(folder)/deep/b.txt", "f\(folder)/deep/er/c.txt"] {
+                let url = root.appendingPathComponent(path)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(path.utf8).write(to: url)
+                expected.insert(path)
+            }
+            expected.formUnion(["f\(folder)", "f\(folder)/deep", "f\(folder)/deep/er"])
+            // ignored, and a temporary a killed download left: neither is an item
+            try Data().write(to: root.appendingPathComponent("f\(folder)/deep/.b.txt.swp"))
+            try Data().write(to: root.appendingPathComponent("f\(folder)/\(SyncFiles.temporaryPrefix)left"))
+        }
+        var scope = LocalScope(full: false)
+        scope.subtrees = Set((0..<23).map { "f\($0)" })
+        let items = SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { _ in false })
+        #expect(Set(items.keys) == expected)
+        #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).mapValues(\.stat))
+        for folder in 0..<23 {  // the walk removed the leftovers
+            #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("f\(folder)/\(SyncFiles.temporaryPrefix)left").path))
+        }
+    }
 }

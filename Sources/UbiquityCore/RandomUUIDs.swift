@@ -13,12 +13,11 @@ package enum RandomUUIDs {
     /// `count` new UUID strings.
     package static func make(_ count: Int) -> [String] {
         guard count > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: 16 * count)
-        bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+        var b = [UInt8](repeating: 0, count: 16 * count)  // 16 random bytes a UUID
+        b.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
         var uuids: [String] = []
         uuids.reserveCapacity(count)
-        for start in stride(from: 0, to: bytes.count, by: 16) {
-            let b = bytes[start..<start + 16]
+        for start in stride(from: 0, to: b.count, by: 16) {
             let uuid: uuid_t = (b[start], b[start + 1], b[start + 2], b[start + 3], b[start + 4], b[start + 5],
                                 (b[start + 6] & 0x0f) | 0x40, b[start + 7],  // version 4
                                 (b[start + 8] & 0x3f) | 0x80, b[start + 9],  // RFC 4122 variant

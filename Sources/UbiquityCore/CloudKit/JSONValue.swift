@@ -72,10 +72,15 @@ public enum JSONValue: Sendable, Hashable {
 
     /// Serializes the value as compact JSON.
     public func serialized() -> Data {
+        Data(serializedBytes())
+    }
+
+    /// ``serialized()`` as bytes.
+    public func serializedBytes() -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(256)
         write(to: &out)
-        return Data(out)
+        return out
     }
 
     /// Appends the compact JSON text of the value to `out`.

@@ -50,12 +50,21 @@ extension RecordsEngine {
     /// `changes/zone`: per zone, records and tombstones changed since its token, each once, in
     /// change order, with `moreComing` and the next token.
     public func zoneChanges(_ request: WireZoneChangesRequest, context: Context) async throws -> JSONValue {
+        try JSONValue.parse(Data(await zoneChangesBody(request, context: context)))
+    }
+
+    /// ``zoneChanges(_:context:)`` as the response body: its JSON text. A record whose stored
+    /// fields need nothing added (no assets, whose download URLs are made per request) and
+    /// are asked for whole is written with its fields as stored, not decoded and encoded again
+    /// (that was ~10 % of the server syncing 10,000 small files).
+    public func zoneChangesBody(_ request: WireZoneChangesRequest, context: Context) async throws -> [UInt8] {
         guard context.scope != .public else {
             throw WireError(.badRequest, "changes/zone works on the private and shared databases only")
         }
         let key = try context.databaseKey(forWriting: false)
-        var items: [JSONValue] = []
-        for zoneRequest in request.zones {
+        var out: [UInt8] = Array(#"{"zones":["#.utf8)
+        for (index, zoneRequest) in request.zones.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             let zoneID = zoneRequest.zoneID
             let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
             let limit = min(zoneRequest.resultsLimit ?? request.resultsLimit ?? WireLimits.recordsPerResponse, WireLimits.recordsPerResponse)
@@ -65,7 +74,7 @@ extension RecordsEngine {
                 guard !zoneID.isDefault else {
                     throw WireError(.badRequest, "the default zone does not keep a change history; use a custom zone")
                 }
-                let (zone, records): (StoredZone?, [StoredRecord]) = try await store.read { tx in
+                let (zone, records): (StoredZone?, [StoredRecordText]) = try await store.read { tx in
                     guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, []) }
                     var after: Int64 = 0
                     if let token = zoneRequest.syncToken {
@@ -77,7 +86,7 @@ extension RecordsEngine {
                         }
                         after = sequence
                     }
-                    return (zone, try tx.changes(zone: zone.id, after: after, limit: limit + 1, recordTypes: types))
+                    return (zone, try tx.changesKeepingFieldsText(zone: zone.id, after: after, limit: limit + 1, recordTypes: types))
                 }
                 if zone == nil, let token = zoneRequest.syncToken {
                     guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else { throw WireError(.badRequest, "syncToken: not a zone change token") }
@@ -85,20 +94,63 @@ extension RecordsEngine {
                 }
                 let moreComing = records.count > limit
                 let page = records.prefix(limit)
-                let next = moreComing ? page.last!.sequence : (zone?.sequence ?? 0)
+                let next = moreComing ? page.last!.record.sequence : (zone?.sequence ?? 0)
                 let desiredKeys = zoneRequest.desiredKeys ?? request.desiredKeys
                 let numbersAsStrings = zoneRequest.numbersAsStrings ?? request.numbersAsStrings
-                items.append(.object([
+                // the zone's object without its records, then `,"records":[…]}` in its place
+                var zoneJSON = JSONValue.object([
                     "zoneID": wireZone.json,
                     "syncToken": .string(SyncToken.zone(id: zone?.id ?? 0, sequence: next)),
                     "moreComing": .bool(moreComing),
-                    "records": .array(page.map { presented($0, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings) }),
-                ]))
+                ]).serializedBytes()
+                zoneJSON.removeLast()  // "}"
+                zoneJSON.append(contentsOf: #","records":["#.utf8)
+                for (position, change) in page.enumerated() {
+                    if position > 0 { zoneJSON.append(UInt8(ascii: ",")) }
+                    try writeChange(change, zone: wireZone, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, context: context, to: &zoneJSON)
+                }
+                zoneJSON.append(contentsOf: "]}".utf8)
+                out.append(contentsOf: zoneJSON)
             } catch var error as WireError {
                 error.zoneID = wireZone
-                items.append(error.json())
+                error.json().write(to: &out)
             }
         }
-        return .object(["zones": .array(items)])
+        out.append(contentsOf: "]}".utf8)
+        return out
+    }
+
+    /// Appends the record dictionary of one change: with its stored fields text spliced in when
+    /// they are wanted whole, as stored (no number as a string) and hold no asset; else through
+    /// the decoded record, as every other operation writes records.
+    private func writeChange(_ change: StoredRecordText, zone: WireZoneID, desiredKeys: [String]?, numbersAsStrings: Bool,
+                             context: Context, to out: inout [UInt8]) throws {
+        var wire = change.record.wireRecord(zoneID: zone)
+        guard !change.record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(change.fieldsText) else {
+            var record = change.record
+            if !record.deleted { record.fields = try StoredRecord.decodeFields(change.fieldsText) }
+            presented(record, context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
+            return
+        }
+        wire.fields = nil
+        let rest = wire.json().serializedBytes()  // `{"recordName":…}`: never empty
+        out.append(contentsOf: #"{"fields":"#.utf8)
+        out.append(contentsOf: change.fieldsText.utf8)
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: rest.dropFirst())
+    }
+
+    /// Whether stored fields JSON may hold an asset (type `ASSETID` or `ASSETID_LIST`): any
+    /// text naming it, a string value included (then the record just takes the longer way).
+    static func mayHoldAssets(_ fieldsText: String) -> Bool {
+        var text = fieldsText
+        return text.withUTF8 { bytes in
+            let needle = Array("ASSETID".utf8)
+            guard bytes.count >= needle.count else { return false }
+            for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+                if (1..<needle.count).allSatisfy({ bytes[start + $0] == needle[$0] }) { return true }
+            }
+            return false
+        }
     }
 }

@@ -71,8 +71,15 @@ struct RecordsAPI: Sendable {
             } catch {
                 logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
             }
-            let result = try await dispatch(path: path, body: json, context: context, signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"]))
-            response = RecordsAPI.json(result, status: .ok, requestID: requestID, rotatedToken: rotated)
+            let reply: [UInt8]
+            if path.operation == "changes/zone" {
+                // written as bytes: the stored fields go out as they are (RecordsEngine+Changes.swift)
+                reply = try await engine.zoneChangesBody(WireZoneChangesRequest(json: json), context: context)
+            } else {
+                reply = try await dispatch(path: path, body: json, context: context,
+                                           signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"])).serializedBytes()
+            }
+            response = RecordsAPI.json(bytes: reply, status: .ok, requestID: requestID, rotatedToken: rotated)
         } catch var error as WireError {
             error.uuid = requestID
             response = RecordsAPI.json(error.json(), status: HTTPResponse.Status(code: error.code.httpStatus), requestID: requestID, rotatedToken: rotated,
@@ -215,6 +222,11 @@ struct RecordsAPI: Sendable {
 
     /// A JSON response with CloudKit's headers (and `Retry-After` when given).
     static func json(_ value: JSONValue, status: HTTPResponse.Status, requestID: String, rotatedToken: String?, retryAfter: Int? = nil) -> Response {
+        json(bytes: value.serializedBytes(), status: status, requestID: requestID, rotatedToken: rotatedToken, retryAfter: retryAfter)
+    }
+
+    /// A response whose body is the JSON text `bytes`.
+    static func json(bytes: [UInt8], status: HTTPResponse.Status, requestID: String, rotatedToken: String?, retryAfter: Int? = nil) -> Response {
         var headers: HTTPFields = [
             .contentType: "application/json; charset=UTF-8",
             HTTPField.Name(CloudKitAuthHeaders.cloudKitVersion)!: "1.0",
@@ -222,6 +234,6 @@ struct RecordsAPI: Sendable {
         ]
         if let rotatedToken { headers[HTTPField.Name(CloudKitAuthHeaders.webAuthToken)!] = rotatedToken }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: value.serialized())))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

@@ -102,6 +102,9 @@ public protocol RecordStoreTransaction {
     /// Records and tombstones changed after `sequence` in a zone, in change order, at most
     /// `limit`, optionally only of some record types (tombstones always included).
     func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord]
+    /// ``changes(zone:after:limit:recordTypes:)`` with each record's fields left as stored:
+    /// the records' `fields` are empty, their stored JSON text beside them (`{}` for tombstones).
+    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecordText]
     /// Live records of a type in the zones whose index entries satisfy every condition
     /// (a superset of the query's matches: the engine filters exactly afterwards).
     func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord]
@@ -176,6 +179,20 @@ public struct RecordWrite: Sendable {
     public init(record: StoredRecord, fieldsJSON: String) {
         self.record = record
         self.fieldsJSON = fieldsJSON
+    }
+}
+
+/// A record read with its fields left as the stored JSON text (``StoredRecord/fieldsJSON``'s
+/// form), not decoded: what `changes/zone` sends on as it is when nothing needs adding to it.
+public struct StoredRecordText: Sendable {
+    /// The record, its `fields` empty.
+    public var record: StoredRecord
+    /// The stored fields JSON (`{}` for tombstones).
+    public var fieldsText: String
+    /// Makes one.
+    public init(record: StoredRecord, fieldsText: String) {
+        self.record = record
+        self.fieldsText = fieldsText
     }
 }
 

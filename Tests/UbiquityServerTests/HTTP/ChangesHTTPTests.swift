@@ -3,7 +3,7 @@ import Foundation
 import NIOHTTP1
 import Testing
 import UbiquityCore
-import UbiquityServer
+@testable import UbiquityServer
 
 /// Zones and change tracking: `zones/*`, `changes/database`, `changes/zone`, `records/changes`.
 @Suite struct ChangesHTTPTests {
@@ -128,5 +128,57 @@ import UbiquityServer
         // reserved zones exist on demand
         let reserved = try await server.modify([operation("create", "doc")], zone: RecordsEngine.ReservedZone.documents, token: server.userToken)
         #expect(reserved.items().first?["serverErrorCode"] == nil)
+    }
+}
+
+/// `changes/zone` writes records whose stored fields need nothing added with the fields as
+/// stored (RecordsEngine+Changes.swift): the records must read exactly as `records/lookup`
+/// writes them, whichever way each is written.
+@Suite struct ChangesStoredFieldsHTTPTests {
+    @Test(arguments: StoreKind.available)
+    func changedRecordsReadAsLookupWritesThem(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        try await ChangesHTTPTests().createZone(server, "Docs")
+        let fields: [String: JSONValue] = [
+            "title": ["value": "quote \" back\\slash\nnew line, ünïcödé, tab\t", "type": "STRING"],
+            "count": ["value": .integer(9_007_199_254_740_993), "type": "INT64"],
+            "ratio": ["value": .number(0.5), "type": "DOUBLE"],
+            "blob": ["value": .string(Data([0, 1, 2, 250]).base64EncodedString()), "type": "BYTES"],
+            "when": ["value": .integer(1_700_000_000_000), "type": "TIMESTAMP"],
+            "tags": ["value": ["a", "b"], "type": "STRING_LIST"],
+            "link": ["value": ["recordName": "plain", "action": "NONE"], "type": "REFERENCE"],
+        ]
+        var odd = fields
+        odd["title"] = ["value": "names ASSETID, so it takes the decoding way", "type": "STRING"]
+        let saved = try await server.modify([operation("create", "plain", fields: fields), operation("create", "odd", fields: odd),
+                                             operation("create", "empty", fields: [:]), operation("create", "gone")],
+                                            zone: "Docs", token: server.userToken)
+        #expect(saved.status == 200, "\(saved.body)")
+        _ = try await server.modify([operation("forceDelete", "gone", recordType: nil)], zone: "Docs", token: server.userToken)
+        for options in [[:], ["numbersAsStrings": true], ["desiredKeys": ["title", "count", "nothing"]]] as [[String: JSONValue]] {
+            var entry: [String: JSONValue] = ["zoneID": ["zoneName": "Docs"]]
+            entry.merge(options) { $1 }
+            let changes = try await server.send("private", "changes/zone", ["zones": [.object(entry)]], token: server.userToken)
+            #expect(changes.status == 200, "\(changes.body)")
+            let records = changes.items("zones").first?["records"]?.arrayValue ?? []
+            #expect(records.compactMap { $0["recordName"]?.stringValue } == ["plain", "odd", "empty", "gone"])
+            var lookupBody: [String: JSONValue] = ["records": [["recordName": "plain"], ["recordName": "odd"], ["recordName": "empty"]],
+                                                   "zoneID": ["zoneName": "Docs"]]
+            lookupBody.merge(options) { $1 }
+            let lookup = try await server.send("private", "records/lookup", .object(lookupBody), token: server.userToken)
+            #expect(Array(records.prefix(3)) == lookup.items(), "options \(options)")
+            #expect(records.last?["deleted"] == true)
+            #expect(records.last?["fields"] == nil)
+        }
+    }
+
+    @Test func onlyTextNamingAnAssetTypeTakesTheDecodingWay() {
+        #expect(RecordsEngine.mayHoldAssets(#"{"image":{"value":{},"type":"ASSETID"}}"#))
+        #expect(RecordsEngine.mayHoldAssets(#"{"images":{"value":[],"type":"ASSETID_LIST"}}"#))
+        #expect(RecordsEngine.mayHoldAssets("ASSETID"))
+        #expect(!RecordsEngine.mayHoldAssets(#"{"title":{"value":"ASSET","type":"STRING"}}"#))
+        #expect(!RecordsEngine.mayHoldAssets("{}"))
+        #expect(!RecordsEngine.mayHoldAssets(""))
     }
 }

@@ -192,11 +192,16 @@ final class PostgresTransaction: RecordStoreTransaction {
     private static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
 
     private func record(_ row: PostgresRandomAccessRow) throws -> StoredRecord {
+        try record(row, decodingFields: true)
+    }
+
+    /// ``record(_:)``, its fields left empty unless `decodingFields`.
+    private func record(_ row: PostgresRandomAccessRow, decodingFields: Bool) throws -> StoredRecord {
         let deleted: Bool = try row.value("deleted")
         let fieldsText: String = try row.value("fields")
         return StoredRecord(
             zone: try row.value("zone"), recordName: try row.value("name"), recordType: try row.value("type"), changeTag: try row.value("change_tag"),
-            sequence: try row.value("sequence"), deleted: deleted, fields: deleted ? [:] : try StoredRecord.decodeFields(fieldsText),
+            sequence: try row.value("sequence"), deleted: deleted, fields: deleted || !decodingFields ? [:] : try StoredRecord.decodeFields(fieldsText),
             created: WireRecordStamp(timestamp: try row.value("created_at"), userRecordName: try row.value("created_by"), deviceID: try row.value("created_device")),
             modified: WireRecordStamp(timestamp: try row.value("modified_at"), userRecordName: try row.value("modified_by"), deviceID: try row.value("modified_device")),
             parent: try row.value("parent"), shortGUID: try row.value("short_guid"))
@@ -308,6 +313,16 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord] {
+        try changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map(record)
+    }
+
+    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecordText] {
+        try changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map {
+            StoredRecordText(record: try record($0, decodingFields: false), fieldsText: try $0.value("fields"))
+        }
+    }
+
+    private func changeRows(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [PostgresRandomAccessRow] {
         var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND sequence > $2"
         var parameters: [PostgresParameter] = [.int(zone), .int(sequence)]
         if let recordTypes {
@@ -316,7 +331,7 @@ final class PostgresTransaction: RecordStoreTransaction {
         }
         parameters.append(Self.limit(limit))
         sql += " ORDER BY sequence LIMIT $\(parameters.count)"
-        return try session.rows(sql, parameters).map(record)
+        return try session.rows(sql, parameters)
     }
 
     func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord] {

@@ -134,6 +134,23 @@ extension MetadataIndex {
                 isExcludedFromBackup: row[17], uploadingError: row[19], downloadingError: row[20]))
     }
 
+    /// The columns ``decodeAttributes(_:)`` reads: the path, then the ubiquitous attributes.
+    static let attributeColumns = """
+        items.path, items.is_uploaded, items.is_uploading, items.percent_uploaded, items.downloading_status, \
+        items.is_downloading, items.percent_downloaded, items.has_unresolved_conflicts, \
+        items.is_excluded_from_backup, items.uploading_error, items.downloading_error
+        """
+
+    /// The path and ubiquitous attributes of a row selected with ``attributeColumns``.
+    static func decodeAttributes(_ row: Row) -> (path: String, value: UbiquitousAttributes) {
+        let status: String = row[4]
+        return (row[0], UbiquitousAttributes(
+            isUploaded: row[1], isUploading: row[2], percentUploaded: row[3],
+            downloadingStatus: UbiquitousDownloadingStatus(rawValue: status) ?? .current,
+            isDownloading: row[5], percentDownloaded: row[6], hasUnresolvedConflicts: row[7],
+            isExcludedFromBackup: row[8], uploadingError: row[9], downloadingError: row[10]))
+    }
+
     /// The folded form of a name, as stored in `name_folded` and searched by the trigram index.
     static func fold(_ name: String) -> String {
         // Most names are ASCII, where folding is ASCII lowercasing (no decompositions, no marks).

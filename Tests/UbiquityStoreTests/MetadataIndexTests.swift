@@ -189,8 +189,10 @@ import UbiquityCore
     }
 
     /// Sync's states of a pass, many paths at once (read a chunk of paths per query): each row
-    /// changed as asked, a path named twice sees the first change, missing paths reported.
-    @Test func ubiquitousAttributesUpdateManyPaths() throws {
+    /// changed as asked, a path named twice sees the first change, missing paths reported —
+    /// with the changed records, or (`attributesOnly`, nobody listening) their paths.
+    @Test(arguments: [false, true])
+    func ubiquitousAttributesUpdateManyPaths(attributesOnly: Bool) throws {
         let index = try S.memoryIndex()
         let count = MetadataIndex.lookupChunk * 2 + 3
         _ = try index.apply((0..<count).map { S.file("/r/f\($0)") })
@@ -200,21 +202,30 @@ import UbiquityCore
         changes.append(("/r/f0", { $0.isUploading = !$0.isUploaded }))  // sees the first change
         changes.append(("/r/missing", { $0.isUploaded = true }))
         changes.append(("/r/f1/", { $0.hasUnresolvedConflicts = true }))  // normalized
-        let (delta, missing) = try index.updateUbiquitousAttributes(changes)
-        #expect(missing == ["/r/missing"])
-        #expect(delta.changed.count == count)
-        let byPath = Dictionary(uniqueKeysWithValues: delta.changed.map { ($0.path, $0.ubiquitous) })
-        for position in 0..<count {
-            #expect(byPath["/r/f\(position)"]?.isUploaded == true)
-            #expect(byPath["/r/f\(position)"]?.percentUploaded == Double(position % 100))
+        func update(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws -> (changed: [String], missing: [String]) {
+            if attributesOnly { return try index.updateUbiquitousAttributesOnly(changes) }
+            let (delta, missing) = try index.updateUbiquitousAttributes(changes)
+            return (delta.changed.map(\.path), missing)
         }
-        #expect(byPath["/r/f0"]?.isUploading == false)
-        #expect(byPath["/r/f1"]?.hasUnresolvedConflicts == true)
+        let (changed, missing) = try update(changes)
+        #expect(missing == ["/r/missing"])
+        #expect(changed.count == count && Set(changed).count == count)
+        for position in 0..<count {
+            let stored = try index.record(at: "/r/f\(position)")?.ubiquitous
+            #expect(stored?.isUploaded == true)
+            #expect(stored?.percentUploaded == Double(position % 100))
+        }
+        #expect(try index.record(at: "/r/f0")?.ubiquitous.isUploading == false)
+        #expect(try index.record(at: "/r/f1")?.ubiquitous.hasUnresolvedConflicts == true)
         // as stored: the next pass with the same states changes nothing
-        let again = try index.updateUbiquitousAttributes((0..<count).map { index in
+        let again = try update((0..<count).map { index in
             ("/r/f\(index)", { $0.isUploaded = true; $0.percentUploaded = Double(index % 100) })
         })
-        #expect(again.delta.isEmpty && again.missing.isEmpty)
+        #expect(again.changed.isEmpty && again.missing.isEmpty)
+        if !attributesOnly {
+            let delta = try index.updateUbiquitousAttributes([("/r/f2", { $0.isUploading = true })]).delta
+            #expect(delta.changed.map(\.path) == ["/r/f2"] && delta.changed.first?.ubiquitous.isUploading == true)
+        }
     }
 
     @Test func ubiquitousAttributesUpdate() throws {

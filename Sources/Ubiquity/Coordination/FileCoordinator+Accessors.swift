@@ -149,7 +149,8 @@ extension FileCoordinator {
             queue.addOperation { accessor(error) }
             return
         }
-        for (intent, item) in zip(intents, items) { intent.updateURL(URL(fileURLWithPath: item.path)) }
+        // (the intent's own directory-ness: `URL(fileURLWithPath:)` alone would stat the item)
+        for (intent, item) in zip(intents, items) { intent.updateURL(URL(fileURLWithPath: item.path, isDirectory: intent.url.hasDirectoryPath)) }
         let runtime = CoordinationRuntime.shared
         let request = makeRequest(items, isPrepare: false)
         runtime.request(request) { [self] error in

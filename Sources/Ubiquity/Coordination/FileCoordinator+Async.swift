@@ -59,7 +59,8 @@ extension FileCoordinator {
             case .writing(let o): return ItemRequest(path: try canonical(intent.url, cache: &cache), access: .write(o))
             }
         }
-        for (intent, item) in zip(intents, items) { intent.updateURL(URL(fileURLWithPath: item.path)) }
+        // (the intent's own directory-ness: `URL(fileURLWithPath:)` alone would stat the item)
+        for (intent, item) in zip(intents, items) { intent.updateURL(URL(fileURLWithPath: item.path, isDirectory: intent.url.hasDirectoryPath)) }
         return try await withClaimAsync(items) { try await accessor() }
     }
 

@@ -23,6 +23,9 @@ final class DeltaSubscribers: Sendable {
         return stream
     }
 
+    /// Whether nobody subscribes now.
+    var isEmpty: Bool { state.withLock { $0.continuations.isEmpty } }
+
     /// Hands `delta` to every subscriber (unless it is empty).
     func publish(_ delta: IndexDelta) {
         guard !delta.isEmpty else { return }

@@ -160,8 +160,17 @@ public actor Indexer {
         guard !changes.isEmpty else { return [] }
         let job = makeJob()
         return try await run {
-            let (delta, missing) = try job.index.updateUbiquitousAttributes(changes)
-            if !delta.isEmpty { job.subscribers.publish(delta) }
+            guard job.subscribers.isEmpty else {
+                let (delta, missing) = try job.index.updateUbiquitousAttributes(changes)
+                if !delta.isEmpty { job.subscribers.publish(delta) }
+                return missing
+            }
+            // nobody listens: the attributes alone, not the rows' records
+            let (changed, missing) = try job.index.updateUbiquitousAttributesOnly(changes)
+            // a live query that began meanwhile may have read the rows before this change
+            if !changed.isEmpty, !job.subscribers.isEmpty {
+                job.subscribers.publish(IndexDelta(changed: try changed.compactMap { try job.index.record(at: $0) }))
+            }
             return missing
         }
     }

@@ -32,6 +32,14 @@ public final class HookRunner: Sendable {
     public let maximumPending: Int
     let logger: Logger
     private let queue: Mutex<Queue>
+    /// The hooks folder's path, and when it was last seen there or not (``hasFolder()``).
+    private let directoryPath: String
+    private let folderSeen = Mutex<(at: ContinuousClock.Instant, present: Bool)?>(nil)
+
+    /// How long a look at whether the hooks folder exists holds: a folder made while the
+    /// daemon runs has its hooks run within this time. (Sync posts an event per file; a `stat`
+    /// of the folder for each was ~1 % of a daemon's CPU syncing 10,000 small files.)
+    static let folderCheckInterval = Duration.seconds(1)
 
     private struct Queue {
         var pending: [HookInvocation] = []
@@ -47,6 +55,7 @@ public final class HookRunner: Sendable {
         self.maximumPending = max(1, maximumPending)
         self.logger = logger
         queue = Mutex(Queue())
+        directoryPath = directory.path
     }
 
     /// The hooks `event` runs, in order: executable regular files only (hidden files and editor
@@ -89,9 +98,12 @@ public final class HookRunner: Sendable {
     }
 
     /// Queues `invocation` for the hooks of its event (returns at once).
-    public func post(_ invocation: HookInvocation) {
-        // no hooks folder (the usual case): one stat, not a listing per synced file
-        guard FileStamp.of(directory.path) != nil, !hooks(for: invocation.event).isEmpty else { return }
+    /// The invocation is made only when the hooks folder exists.
+    public func post(_ invocation: @autoclosure () -> HookInvocation) {
+        // no hooks folder (the usual case): a stat now and then, not a listing per synced file
+        guard hasFolder() else { return }
+        let invocation = invocation()
+        guard !hooks(for: invocation.event).isEmpty else { return }
         let dropped = queue.withLock { queue -> Int in
             guard !queue.stopped else { return 0 }
             queue.pending.append(invocation)
@@ -107,6 +119,15 @@ public final class HookRunner: Sendable {
         if dropped > 0 {
             logger.warning("hooks are slower than events: dropped the oldest", metadata: ["dropped": "\(dropped)", "hooks": "\(directory.path)"])
         }
+    }
+
+    /// Whether the hooks folder exists, looked at once per ``folderCheckInterval``.
+    private func hasFolder() -> Bool {
+        let now = ContinuousClock.now
+        if let seen = folderSeen.withLock({ $0 }), seen.at.duration(to: now) < Self.folderCheckInterval { return seen.present }
+        let present = FileStamp.of(directoryPath) != nil
+        folderSeen.withLock { $0 = (now, present) }
+        return present
     }
 
     /// Runs every hook of `invocation` now and returns how each ended (`ubiq hooks test`).

@@ -123,7 +123,7 @@ public final class AppFolderLinks: Sendable {
     /// Whether `relativePath` (relative to the folder) is one of the links: a top-level
     /// symbolic link with a link's name pointing at its container.
     public func isLink(_ relativePath: String) -> Bool {
-        guard !relativePath.contains("/"), let link = state.withLock({ $0[relativePath] }) else { return false }
+        guard !relativePath.utf8.contains(UInt8(ascii: "/")), let link = state.withLock({ $0[relativePath] }) else { return false }
         return Self.pointsAt(folder + "/" + relativePath, link.target)
     }
 

@@ -74,12 +74,12 @@ extension SyncJournal {
         if scope.full { return try entries() }
         return try queue.read { db in
             var found: [String: JournalEntry] = [:]
-            let single = try db.cachedStatement(sql: "SELECT * FROM items WHERE path = ?")
+            let single = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM items WHERE path = ?")
             for path in scope.paths.union(scope.subtrees) {
                 if let row = try Row.fetchOne(single, arguments: [path]) { found[path] = Self.entry(row) }
             }
             // the paths under `prefix/`: from "prefix/" up to "prefix0" ("0" follows "/" in byte order)
-            let range = try db.cachedStatement(sql: "SELECT * FROM items WHERE path > ? AND path < ?")
+            let range = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM items WHERE path > ? AND path < ?")
             for subtree in scope.subtrees {
                 for row in try Row.fetchAll(range, arguments: [subtree + "/", subtree + "0"]) {
                     let entry = Self.entry(row)

@@ -60,14 +60,26 @@ final class SyncStatusApplier: Sendable {
     private let host: @Sendable () -> IndexHost
     private let clock = ContinuousClock()
 
-    init(host: @escaping @Sendable () -> IndexHost) {
+    private let uploadingGrace: Duration
+
+    init(host: @escaping @Sendable () -> IndexHost, uploadingGrace: Duration = SyncStatusApplier.defaultUploadingGrace) {
         self.host = host
+        self.uploadingGrace = uploadingGrace
     }
 
+    /// How long an upload's "uploading" state waits for its "uploaded" before it is written:
+    /// a small file's upload then makes one index write instead of two (10,000 new files made
+    /// 20,000 writes, ~10 % of the sender's CPU). A transfer's progress is written at once.
+    static let defaultUploadingGrace: Duration = .milliseconds(500)
+
     func submit(_ change: Change, at path: String) {
+        let now = clock.now
         let start = state.withLock { state -> Bool in
-            let merged = state.pending[path].map { $0.change.merged(with: change) } ?? change
-            state.pending[path] = Entry(change: merged)
+            let earlier = state.pending[path]
+            let merged = earlier.map { $0.change.merged(with: change) } ?? change
+            // only "uploading" so far: it waits (keeping the wait it has) for what follows
+            let waits = merged.status == .uploading && merged.transfer == nil
+            state.pending[path] = Entry(change: merged, due: waits ? (earlier?.due ?? now.advanced(by: uploadingGrace)) : nil)
             defer { state.running = true }
             return !state.running
         }

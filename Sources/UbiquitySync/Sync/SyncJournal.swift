@@ -110,6 +110,9 @@ public final class SyncJournal: Sendable {
             let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)")
             let dequeue = try db.cachedStatement(sql: "DELETE FROM pending WHERE path = ?")
             let include = try db.cachedStatement(sql: "DELETE FROM excluded WHERE path = ?")
+            // (mostly nothing is excluded, and a receiver has nothing pending: then no lookups)
+            let excludes = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM excluded)")) ?? true
+            let queued = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pending)")) ?? true
             // an entry already journaled under its ID and path (an upload's answer after its new
             // item was journaled, an edit): updated in place, no index entry touched
             let update = try db.cachedStatement(sql: """
@@ -122,8 +125,8 @@ public final class SyncJournal: Sendable {
                                                    Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
                                                    entry.changeTag, entry.baseHash, entry.id, entry.path])
                     if db.changesCount > 0 {
-                        try dequeue.execute(arguments: [entry.path])
-                        try include.execute(arguments: [entry.path])
+                        if queued { try dequeue.execute(arguments: [entry.path]) }
+                        if excludes { try include.execute(arguments: [entry.path]) }
                         continue
                     }
                 }
@@ -134,8 +137,8 @@ public final class SyncJournal: Sendable {
                 if enqueue {
                     try queue.execute(arguments: [entry.path, now])
                 } else {
-                    try dequeue.execute(arguments: [entry.path])
-                    try include.execute(arguments: [entry.path])
+                    if queued { try dequeue.execute(arguments: [entry.path]) }
+                    if excludes { try include.execute(arguments: [entry.path]) }
                 }
             }
         }

@@ -42,6 +42,39 @@ struct SyncStatusApplierTests {
         })
     }
 
+    /// An upload's "uploading" waits for its "uploaded" (one write for a small file's upload);
+    /// alone, it is written when its wait is over; a transfer's progress goes at once.
+    @Test func uploadingWaitsForUploadedAndIsWrittenAloneOnceItsWaitIsOver() async throws {
+        let logger = Logger(label: "test.applier")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("applier-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = folder.resolvingSymlinksInPath().path
+        for name in ["small", "big", "alone"] { try Data(name.utf8).write(to: URL(fileURLWithPath: root + "/" + name)) }
+        let host = IndexHost(index: try MetadataIndex.inMemory(logger: logger), logger: logger)
+        defer { host.shutdown() }
+        try await host.addPermanentRoot(root)
+        let deltas = host.deltas()
+        // a wait far longer than the test: only what follows "uploading" can end it
+        let applier = SyncStatusApplier(host: { host }, uploadingGrace: .seconds(3600))
+        applier.submit(SyncStatusApplier.Change(status: .uploading), at: root + "/small")
+        applier.submit(SyncStatusApplier.Change(status: .uploaded), at: root + "/small")
+        applier.submit(SyncStatusApplier.Change(status: .uploading), at: root + "/big")
+        applier.submit(SyncStatusApplier.Change(transfer: ItemSyncState(sync: "uploading", isUploading: true, percentUploaded: 40)), at: root + "/big")
+        var seen: [String: [UbiquitousAttributes]] = [:]
+        for await delta in deltas {
+            for record in delta.changed { seen[record.name, default: []].append(record.ubiquitous) }
+            if seen["small"] != nil && seen["big"] != nil { break }
+        }
+        // one write for "small", already uploaded; "big" shows its progress
+        #expect(seen["small"]?.count == 1 && seen["small"]?.first?.isUploaded == true && seen["small"]?.first?.isUploading == false)
+        #expect(seen["big"]?.last?.isUploading == true && seen["big"]?.last?.percentUploaded == 40)
+        // alone, "uploading" is written once its (short) wait is over
+        let quick = SyncStatusApplier(host: { host }, uploadingGrace: .milliseconds(100))
+        quick.submit(SyncStatusApplier.Change(status: .uploading), at: root + "/alone")
+        #expect(await Self.eventually { try host.index.record(at: root + "/alone")?.ubiquitous.isUploading == true })
+    }
+
     /// Polls `check` (a hang guard of 60 s, not a timing assertion).
     static func eventually(_ check: () throws -> Bool) async -> Bool {
         let deadline = Date(timeIntervalSinceNow: 60)

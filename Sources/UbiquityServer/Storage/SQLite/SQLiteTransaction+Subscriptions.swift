@@ -120,7 +120,7 @@ extension SQLiteTransaction: SubscriptionStoreTransaction {
     }
 
     func notificationHead(_ key: NotificationLogKey) throws -> NotificationLogHead {
-        try Row.fetchOne(db, sql: "SELECT head, floor FROM notification_logs WHERE container = ? AND environment = ? AND user_name = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT head, floor FROM notification_logs WHERE container = ? AND environment = ? AND user_name = ?"),
                          arguments: logArguments(key)).map { NotificationLogHead(head: $0["head"], floor: $0["floor"]) }
             ?? NotificationLogHead(head: 0, floor: 0)
     }

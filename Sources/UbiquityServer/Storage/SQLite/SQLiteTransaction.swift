@@ -60,10 +60,11 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
-        account(try Row.fetchOne(db, sql: """
+        // (the statements of every request are compiled once: `cachedStatement`)
+        account(try Row.fetchOne(db.cachedStatement(sql: """
             SELECT accounts.* FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
             WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ?
-            """, arguments: [digest, now]))
+            """), arguments: [digest, now]))
     }
 
     func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws {
@@ -85,7 +86,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func database(_ key: DatabaseKey) throws -> StoredDatabase? {
-        try Row.fetchOne(db, sql: "SELECT id, sequence FROM databases WHERE container = ? AND environment = ? AND scope = ? AND owner = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT id, sequence FROM databases WHERE container = ? AND environment = ? AND scope = ? AND owner = ?"),
                          arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner])
             .map { StoredDatabase(id: $0["id"], key: key, sequence: $0["sequence"]) }
     }
@@ -96,11 +97,11 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func zone(database: Int64, name: String) throws -> StoredZone? {
-        try Row.fetchOne(db, sql: "SELECT * FROM zones WHERE database = ? AND name = ? AND deleted = 0", arguments: [database, name]).map(zone)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM zones WHERE database = ? AND name = ? AND deleted = 0"), arguments: [database, name]).map(zone)
     }
 
     func zone(id: Int64) throws -> StoredZone? {
-        try Row.fetchOne(db, sql: "SELECT * FROM zones WHERE id = ?", arguments: [id]).map(zone)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM zones WHERE id = ?"), arguments: [id]).map(zone)
     }
 
     func zones(database: Int64) throws -> [StoredZone] {
@@ -260,7 +261,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
         }
         sql += " ORDER BY sequence LIMIT ?"
         arguments.append(limit)
-        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments))
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments))
     }
 
     func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord] {

@@ -101,8 +101,8 @@ public final class SyncJournal: Sendable {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try write { db in
-            // statements compiled once per transaction, not once per entry
-            let replaced = try db.cachedStatement(sql: "DELETE FROM items WHERE path = ? AND id != ?")
+            // statements compiled once per transaction, not once per entry; (`OR REPLACE` also
+            // deletes an entry at the same path with another ID: `path` is unique)
             let insert = try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -130,7 +130,6 @@ public final class SyncJournal: Sendable {
                         continue
                     }
                 }
-                try replaced.execute(arguments: [entry.path, entry.id])
                 try insert.execute(arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
                                                Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
                                                entry.changeTag, entry.baseHash])

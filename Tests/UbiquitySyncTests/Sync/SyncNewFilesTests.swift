@@ -43,23 +43,31 @@ import Ubiquity
     @Test func aLongListingsNewItemsAreWrittenBeforeItsLastPage() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")
-            let b = try await harness.device("B")
+            // B's pages after the fifth wait for its first new file (a hang guard of 20 s: the
+            // receiver fetches ahead, and without the hold could have every page before it writes)
+            let firstWrite = Mutex<Int?>(nil)
+            let pagesAsked = Mutex(0)
+            let b = try await harness.device("B", rewrite: { request in
+                guard request.path.hasSuffix("changes/zone"), pagesAsked.withLock({ $0 += 1; return $0 }) > 5 else { return request }
+                let deadline = Date(timeIntervalSinceNow: 20)
+                while firstWrite.withLock({ $0 == nil }) && Date() < deadline { usleep(2_000) }
+                return request
+            })
             // 1,500 files in 15 folders: 8 pages of at most 200 records for B
             for index in 0..<1_500 { try a.write("dir\(index % 15)/file\(index).txt", SyncBatchTests.content(index, size: 64)) }
             try await a.engine.pass()
             // on B, before its first pass: a name taken with other content waits for the whole
             // listing and is judged as before (the server's version takes the name)
             try b.write("dir3/file3.txt", Data("made on B".utf8))
-            let pagesAtFirstWrite = Mutex<Int?>(nil)
             await b.engine.setAfterWrite { [transport = b.transport] _ in
-                pagesAtFirstWrite.withLock { $0 = $0 ?? transport.count("changes/zone") }
+                firstWrite.withLock { $0 = $0 ?? transport.count("changes/zone") }
             }
             b.transport.reset()
             try await b.engine.pass()
             let pages = b.transport.count("changes/zone")
             #expect(pages >= 8)
             // the first files were written after 1,000 records, with pages still to come
-            let first = try #require(pagesAtFirstWrite.withLock { $0 })
+            let first = try #require(firstWrite.withLock { $0 })
             #expect(first < pages, "first write after page \(first) of \(pages)")
             #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
             for index in 0..<1_500 { #expect(b.read("dir\(index % 15)/file\(index).txt") == SyncBatchTests.content(index, size: 64)) }
@@ -206,6 +214,32 @@ import Ubiquity
         let facts = try journal.uploadFacts(paths: ["a", "b/c", "é", "x"])
         #expect(facts.transfers == ["a"])
         #expect(facts.evicted == ["é"])
+    }
+
+    @Test("putAll: new entries queued, answers updated in place, another ID at a path replaced, queue and exclusions cleared")
+    func journalPutAllKeepsOneEntryPerPath() throws {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-putall-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
+        // new items journaled before their upload: queued
+        try journal.putAll([JournalEntry(id: "1", path: "a", stat: stat, contentHash: "h", changeTag: nil),
+                            JournalEntry(id: "2", path: "b", stat: stat, contentHash: "h", changeTag: nil)], enqueue: true)
+        #expect(try journal.pending().sorted() == ["a", "b"])
+        try journal.setExcluded("b", true)
+        // the answers: in place (same ID and path), off the queue, no longer excluded
+        var grown = stat
+        grown.size = 5
+        try journal.putAll([JournalEntry(id: "1", path: "a", stat: grown, contentHash: "h2", changeTag: "t1"),
+                            JournalEntry(id: "2", path: "b", stat: stat, contentHash: "h", changeTag: "t2")])
+        #expect(try journal.pending().isEmpty)
+        #expect(try journal.excluded().isEmpty)
+        let a = try journal.entry(path: "a")
+        #expect(a?.id == "1" && a?.stat.size == 5 && a?.contentHash == "h2" && a?.changeTag == "t1")
+        // another ID at a journaled path replaces its entry; a moved ID leaves its old path
+        try journal.putAll([JournalEntry(id: "3", path: "a", stat: stat, contentHash: "h3", changeTag: "t3"),
+                            JournalEntry(id: "2", path: "c", stat: stat, contentHash: "h", changeTag: "t4")])
+        #expect(try journal.entries().map { "\($0.id)=\($0.path)" }.sorted() == ["2=c", "3=a"])
     }
 
     @Test("the new-file writer's lanes return every result in order")

@@ -125,13 +125,13 @@ extension RecordsEngine {
     /// the decoded record, as every other operation writes records.
     private func writeChange(_ change: StoredRecordText, zone: WireZoneID, desiredKeys: [String]?, numbersAsStrings: Bool,
                              context: Context, to out: inout [UInt8]) throws {
-        var wire = change.record.wireRecord(zoneID: zone)
         guard !change.record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(change.fieldsText) else {
             var record = change.record
             if !record.deleted { record.fields = try StoredRecord.decodeFields(change.fieldsText) }
             presented(record, context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
             return
         }
+        var wire = change.record.wireRecord(zoneID: zone)
         wire.fields = nil
         let rest = wire.json().serializedBytes()  // `{"recordName":…}`: never empty
         out.append(contentsOf: #"{"fields":"#.utf8)
@@ -143,14 +143,6 @@ extension RecordsEngine {
     /// Whether stored fields JSON may hold an asset (type `ASSETID` or `ASSETID_LIST`): any
     /// text naming it, a string value included (then the record just takes the longer way).
     static func mayHoldAssets(_ fieldsText: String) -> Bool {
-        var text = fieldsText
-        return text.withUTF8 { bytes in
-            let needle = Array("ASSETID".utf8)
-            guard bytes.count >= needle.count else { return false }
-            for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-                if (1..<needle.count).allSatisfy({ bytes[start + $0] == needle[$0] }) { return true }
-            }
-            return false
-        }
+        fieldsText.utf8.contains("ASSETID".utf8)
     }
 }

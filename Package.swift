@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "UbiquitySync",
             dependencies: [
-                "Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex",
+                "Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex", "CUbiquityShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -38,6 +38,23 @@ extension IndexListing {
         /// Each folder's entries: folder 0 is the listed directory.
         var folders: [Range<Int>] = []
 
+        /// The stub named `name` (`length` bytes) in `directory` when it is an evicted file's
+        /// (``Placeholder``: a stub's name, no file of the document's name beside it, its JSON),
+        /// with the document's name and a NUL in `documentName`; nil otherwise.
+        static func stub(named name: UnsafePointer<UInt8>, length: Int, in directory: Int32, documentName: inout [UInt8]) -> Placeholder? {
+            let suffix = Array(".icloud".utf8)
+            guard length > 8, memcmp(name + length - suffix.count, suffix, suffix.count) == 0 else { return nil }
+            documentName.removeAll(keepingCapacity: true)
+            documentName.append(contentsOf: UnsafeBufferPointer(start: name + 1, count: length - 8))
+            documentName.append(0)
+            var there = stat()
+            let taken = documentName.withUnsafeBufferPointer { document in
+                fstatat(directory, UnsafeRawPointer(document.baseAddress!).assumingMemoryBound(to: CChar.self), &there, AT_SYMLINK_NOFOLLOW) == 0
+            }
+            guard !taken else { return nil }
+            return Placeholder.read(stubNamed: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self), in: directory)
+        }
+
         /// Reads the directory open as `fd` (taken over and closed) and, when `options.recursive`,
         /// every folder below it. A subfolder that cannot be opened is kept with its `errno`, for
         /// the merge to report in order.
@@ -62,12 +79,26 @@ extension IndexListing {
             var local: [Entry] = []
             var localStatuses: [Status] = []
             let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            var documentName: [UInt8] = []
             while let raw = readdir(handle) {
                 let name = UnsafeRawPointer(raw).advanced(by: nameOffset).assumingMemoryBound(to: UInt8.self)
                 let length = strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
                 if name[0] == UInt8(ascii: ".") {
-                    if !options.all { continue }
                     if length == 1 || (length == 2 && name[1] == UInt8(ascii: ".")) { continue }
+                    // an evicted file's stub (`.NAME.icloud`): listed as the file NAME, with its size
+                    if let stub = Self.stub(named: name, length: length, in: directory, documentName: &documentName) {
+                        if options.stat {
+                            var own = stat()
+                            let known = fstatat(directory, UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self), &own, AT_SYMLINK_NOFOLLOW) == 0
+                            localStatuses.append(Status(size: stub.size,
+                                                        modified: Int64(own.st_mtim.tv_sec) * 1_000_000_000 + Int64(own.st_mtim.tv_nsec),
+                                                        known: known))
+                        }
+                        local.append(Entry(start: Int32(names.count), length: Int32(documentName.count - 1), kind: .file))
+                        names.append(contentsOf: documentName)  // with the NUL
+                        continue
+                    }
+                    if !options.all { continue }
                 }
                 let type = raw.pointee.d_type
                 var entry = Entry(start: Int32(names.count), length: Int32(length), kind: Walker.kind(type))

@@ -244,25 +244,21 @@
   (diff-buffer-with-file (current-buffer)))
 
 (defun ubiquity--download-before-visit (filename &rest _)
-  "Download FILENAME first when it is an evicted file (a placeholder).
-Runs before the file is read.  Only a file whose first 4 KiB are zeros
-asks `ubiq download --only-evicted', which checks the placeholder marker
-and leaves other files alone."
+  "Download FILENAME first when it is an evicted file.
+An evicted file has nothing at its name and its hidden stub .NAME.icloud
+beside it.  Runs before the file is read: only a missing file with a stub
+asks `ubiq download --only-evicted'."
   (let ((path (ignore-errors (expand-file-name filename))))
-    (when (and path (not (file-remote-p path)) (file-regular-p path) (file-readable-p path)
-               (> (or (file-attribute-size (file-attributes path)) 0) 0)
-               (executable-find ubiquity-command)
-               (with-temp-buffer
-                 (set-buffer-multibyte nil)
-                 (insert-file-contents-literally path nil 0 4096)
-                 (goto-char (point-min))
-                 (not (re-search-forward "[^\0]" nil t))))
+    (when (and path (not (file-remote-p path)) (not (file-exists-p path)) (not (file-symlink-p path))
+               (file-readable-p (expand-file-name (concat "." (file-name-nondirectory path) ".icloud")
+                                                  (file-name-directory path)))
+               (executable-find ubiquity-command))
       (message "Ubiquity: downloading %s (evicted)..." (file-name-nondirectory path))
       (redisplay)
       (let ((result (ubiquity--run "download" "--only-evicted" path)))
         (if (eq (car result) 0)
             (message nil)
-          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer shows the placeholder"
+          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer is empty"
                                              (file-name-nondirectory path) (string-trim (cdr result)))))))))
 
 (advice-add 'find-file-noselect :before #'ubiquity--download-before-visit)

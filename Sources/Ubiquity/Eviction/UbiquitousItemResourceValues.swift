@@ -47,11 +47,11 @@ extension URL {
     ///   daemon's errors (an item outside the sync folder: `invalidArgument`).
     public func ubiquitousItemResourceValues() throws -> UbiquitousItemResourceValues {
         let path = try UbiquitousItemControl.absolutePath(self)
-        guard FileStamp.of(path) != nil else { throw UbiquityError(.notFound, "no item at '\(path)'") }
+        guard Placeholder.stamp(ofItemAt: path) != nil else { throw UbiquityError(.notFound, "no item at '\(path)'") }
         do {
             return UbiquitousItemResourceValues(try UbiquitousItemControl.state(at: self))
         } catch let error as UbiquityError where error.code == .serviceUnavailable {
-            let evicted = Placeholder.read(path) != nil && Placeholder.isHollow(path)
+            let evicted = Placeholder.isEvicted(path)
             return UbiquitousItemResourceValues(ItemSyncState(sync: "unknown", downloadingStatus: evicted ? .notDownloaded : .current,
                                                               downloadRequested: !evicted))
         }

@@ -98,6 +98,7 @@ struct IndexerJob: Sendable {
     /// written) are written in one index transaction each (``MetadataIndex/applyFiles(_:)``);
     /// anything else (folders, removals, moves, ignored or vanished items) goes one by one.
     func apply(_ changes: [WatchChange], into total: inout [IndexDelta]) throws {
+        let changes = Self.standingForStubs(changes)
         var files: [IndexRecord] = []
         func flush(into total: inout [IndexDelta]) throws {
             guard !files.isEmpty else { return }
@@ -114,6 +115,40 @@ struct IndexerJob: Sendable {
             try apply(change, into: &total)
         }
         try flush(into: &total)
+    }
+
+    /// The changes with evicted files' stubs (``Placeholder``) read as their documents: a stub
+    /// written, removed or moved is a change of its document's row (looked at again: the file is
+    /// there, or its stub, or nothing), and a file removed that left a stub behind (evicted) is
+    /// looked at again rather than removed.
+    static func standingForStubs(_ changes: [WatchChange]) -> [WatchChange] {
+        func document(_ path: String) -> String? {
+            path.utf8.last == UInt8(ascii: "d") ? Placeholder.documentPath(ofStub: path) : nil
+        }
+        var result: [WatchChange] = []
+        result.reserveCapacity(changes.count)
+        for change in changes {
+            switch change {
+            case .changed(let path):
+                result.append(.changed(document(path) ?? path))
+            case .removed(let path):
+                if let document = document(path) {
+                    result.append(.changed(document))
+                } else if Placeholder.isEvicted(Indexer.normalize(path)) {
+                    result.append(.changed(path))
+                } else {
+                    result.append(change)
+                }
+            case .moved(let from, let to):
+                guard document(from) != nil || document(to) != nil else {
+                    result.append(change)
+                    continue
+                }
+                result.append(.changed(document(from) ?? from))
+                result.append(.changed(document(to) ?? to))
+            }
+        }
+        return result
     }
 
     /// Files written per index transaction.

@@ -76,6 +76,23 @@ public struct TreeScanner: Sendable {
                     }
                     continue
                 }
+                if let document = Placeholder.documentName(ofStub: name) {
+                    // an evicted file's stub: the file is indexed under its own name (unless a
+                    // file of that name is there too: that one is)
+                    let documentRelative = relative.isEmpty ? document : relative + "/" + document
+                    var there = Glibc.stat()
+                    if fstatat(fd, document, &there, AT_SYMLINK_NOFOLLOW) != 0,
+                       !rules.isIgnored(name: document, relativePath: documentRelative, isDirectory: false),
+                       let record = Self.stubRecord(documentPath: prefix + document) {
+                        batch.append(record)
+                        summary.itemCount += 1
+                        if batch.count >= batchSize {
+                            try onBatch(batch)
+                            batch.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    continue
+                }
                 let itemRelative = relative.isEmpty ? name : relative + "/" + name
                 let type = Int32(entry.pointee.d_type)
                 if type != Int32(DT_UNKNOWN),
@@ -116,12 +133,30 @@ public struct TreeScanner: Sendable {
 
     /// The record of the item at `path` from `lstat` (a symbolic link describes itself), or nil
     /// if it does not exist or cannot be examined.
+    ///
+    /// An evicted file (nothing at `path`, its hidden stub beside it: ``Placeholder``) is
+    /// described by its stub, with the document's size and "not downloaded".
     public static func record(at path: String) -> IndexRecord? {
         var stat = StatX()
-        guard let info = path.withCString({ stat.stat($0, in: AT_FDCWD) }) else { return nil }
         var path = path
         while path.utf8.count > 1, path.hasSuffix("/") { path.removeLast() }
+        guard let info = path.withCString({ stat.stat($0, in: AT_FDCWD) }) else {
+            return errno == ENOENT ? stubRecord(documentPath: path) : nil
+        }
         return makeRecord(path: path, name: IndexRecord.lastComponent(of: path), info)
+    }
+
+    /// The record of the evicted file at `documentPath` from its stub (the stub's times, inode
+    /// and mode; the document's name and size; not downloaded), or nil when there is no stub.
+    static func stubRecord(documentPath: String) -> IndexRecord? {
+        let stubPath = Placeholder.stubPath(for: documentPath)
+        var stat = StatX()
+        guard let info = stubPath.withCString({ stat.stat($0, in: AT_FDCWD) }), !info.isDirectory,
+              let stub = Placeholder.read(stubAt: stubPath) else { return nil }
+        var record = makeRecord(path: documentPath, name: IndexRecord.lastComponent(of: documentPath), info)
+        record.size = stub.size
+        record.ubiquitous.downloadingStatus = .notDownloaded
+        return record
     }
 
     // MARK: - Helpers

@@ -14,6 +14,9 @@ public struct LocalItem: Sendable, Hashable {
     public var target: String?
     /// Whether it carries the skip-backup attribute (its subtree is skipped).
     public var excluded: Bool
+    /// Whether it is an evicted file's hidden stub (``Placeholder``) standing for the file at
+    /// ``path``: ``stat`` is the stub's. Its bytes are never uploaded.
+    public var isStub = false
 }
 
 /// File-system work of the sync engine (blocking: run through `BlockingWork`).
@@ -64,6 +67,10 @@ enum SyncFiles {
             let full = root + "/" + path
             if isOwnTemporary(name) { continue }
             guard let stamp = FileStamp.of(full) else {
+                if let stub = stubItem(path: path, absolute: full) {  // evicted: its stub stands for it
+                    items[path] = stub
+                    continue
+                }
                 // the watcher names a file whose name is not UTF-8 with U+FFFD in place of the bad bytes
                 if name.contains("\u{FFFD}"), let entries = DirectoryEntries.read((full as NSString).deletingLastPathComponent) {
                     let parent = (path as NSString).deletingLastPathComponent
@@ -102,9 +109,19 @@ enum SyncFiles {
             for name in entries.invalid {  // record names are strings: reported, never synced
                 UnsyncableNames.note(root: root, path: relative.isEmpty ? name : relative + "/" + name)
             }
+            var names: Set<String>?  // asked only when the folder holds a stub
             for name in entries.names {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 let full = root + "/" + path
+                if let document = Placeholder.documentName(ofStub: name) {
+                    // an evicted file: its stub stands for it under its own name (unless a file
+                    // of that name was made since: the pass judges that one)
+                    if names == nil { names = Set(entries.names) }
+                    let documentPath = relative.isEmpty ? document : relative + "/" + document
+                    if names?.contains(document) == true || isIgnored(name: document, relativePath: documentPath, isDirectory: false, rules: rules) { continue }
+                    if let stub = stubItem(path: documentPath, absolute: root + "/" + documentPath) { items[documentPath] = stub }
+                    continue
+                }
                 if isOwnTemporary(name) {
                     // left by a download that was interrupted (only the worker makes them), or
                     // the new-file writer's folder of temporaries with what it holds
@@ -120,9 +137,23 @@ enum SyncFiles {
         }
     }
 
-    /// The local item at `absolute`, or nil when nothing is there.
+    /// The local item at `absolute` (an evicted file's stub when only that is there), or nil
+    /// when nothing is there.
     static func item(path: String, absolute: String) -> LocalItem? {
-        FileStamp.of(absolute).map { localItem(path: path, absolute: absolute, stamp: $0) }
+        if let stamp = FileStamp.of(absolute) { return localItem(path: path, absolute: absolute, stamp: stamp) }
+        return stubItem(path: path, absolute: absolute)
+    }
+
+    /// The stub standing for the evicted file at `absolute` (nothing there, a regular file at
+    /// its stub's path), as the item at `path`, with the stub's stat and the document's size;
+    /// nil otherwise. The journal says what it stands for (the stub's bytes may be anything).
+    static func stubItem(path: String, absolute: String) -> LocalItem? {
+        let stubPath = Placeholder.stubPath(for: absolute)
+        guard let stamp = FileStamp.of(stubPath), !stamp.isDirectory, !stamp.isSymbolicLink,
+              FileStamp.of(absolute) == nil else { return nil }
+        var stat = SyncStat(stamp)
+        if let stub = Placeholder.read(stubAt: stubPath) { stat.size = stub.size }  // the document's size, as listed
+        return LocalItem(path: path, stat: stat, target: nil, excluded: false, isStub: true)
     }
 
     static func localItem(path: String, absolute: String, stamp: FileStamp) -> LocalItem {
@@ -277,11 +308,13 @@ enum SyncFiles {
 }
 
 extension SyncFiles {
-    /// Whether a record's path is usable: relative, no empty, `.` or `..` components, no NUL.
+    /// Whether a record's path is usable: relative, no empty, `.` or `..` components, no NUL,
+    /// and not an evicted file's stub name (`.NAME.icloud` is reserved: ``Placeholder``).
     static func isValid(relativePath path: String) -> Bool {
         // on the bytes (the scan asks this for every path it is given)
         let bytes = path.utf8
         guard !bytes.isEmpty, !bytes.contains(0) else { return false }
+        if bytes.last == UInt8(ascii: "d"), Placeholder.documentPath(ofStub: path) != nil { return false }
         return !bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { component in
             component.isEmpty || component.elementsEqual([UInt8(ascii: ".")]) || component.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import UbiquityCore
 import UbiquityIndex
 
 /// What the local part of the next pass looks at: everything (a full scan: at start, after a
@@ -24,7 +25,10 @@ struct LocalScope: Sendable, Equatable {
             // on the bytes: a batch names every file written (thousands)
             let bytes = path.utf8
             guard bytes.count >= prefix.count, bytes.starts(with: prefix) else { return nil }
-            return String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self)
+            let relative = String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self)
+            // an evicted file's stub stands for the file (``Placeholder``)
+            if bytes.last == UInt8(ascii: "d"), let document = Placeholder.documentPath(ofStub: relative) { return document }
+            return relative
         }
         for change in batch.changes {
             switch change {

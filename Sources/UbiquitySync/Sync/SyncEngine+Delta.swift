@@ -57,7 +57,7 @@ extension SyncEngine {
               entry.stat.kind == .file, entry.stat.size > 0, entry.contentHash != item.contentHash,
               (try? journal.isEvicted(item.id)) != true else { return nil }
         let path = absolute(entry.path)
-        guard let stamp = FileStamp.of(path), !SyncDecision.localChanged(entry, SyncStat(stamp)), !Placeholder.isHollow(path) else { return nil }
+        guard let stamp = FileStamp.of(path), !SyncDecision.localChanged(entry, SyncStat(stamp)) else { return nil }
         let url = URL(fileURLWithPath: path)
         guard let kept = try? journal.chunkList(id: item.id), kept.describes(stamp) else { return AssetDownloadBasis(fileURL: url) }
         return AssetDownloadBasis(fileURL: url, chunkList: kept.list) { kept.describes(FileStamp.of(path)) }

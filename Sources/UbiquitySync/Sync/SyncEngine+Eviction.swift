@@ -4,12 +4,13 @@ import Glibc
 import Ubiquity
 import UbiquityCore
 import UbiquityIndex
+import CUbiquityShims
 
-/// Eviction and on-demand download (`docs/sync.md`, "Eviction"): an evicted file is a
-/// ``Placeholder`` (a sparse file of the real size carrying the record it stands for), the
-/// journal marks its ID evicted, and sync never uploads it nor takes its eviction for an edit or
-/// a delete. A write into a placeholder is a new local version, uploaded as an edit of the
-/// version it stood for.
+/// Eviction and on-demand download (`docs/sync.md`, "Eviction"): an evicted file is a hidden
+/// stub `.NAME.icloud` (``Placeholder``) in place of `NAME`, the journal marks its ID evicted,
+/// and sync never uploads the stub nor takes its eviction for an edit or a delete. Anything
+/// written at the free name never replaces the server's content: the server's version comes
+/// back under the name and what was written is kept as a conflict version.
 extension SyncEngine {
     /// The path of the absolute `path` relative to the folder ("" for the folder itself).
     /// - Throws: `invalidArgument` when it is not in the sync folder.
@@ -62,7 +63,10 @@ extension SyncEngine {
         }
     }
 
-    /// Evicts one journaled file; false when it was evicted already.
+    /// Evicts one journaled file; false when it was evicted already. Its hidden stub is written
+    /// first (``Placeholder``: the document's mode, modification time and user attributes), then
+    /// the file is moved aside and removed, under a coordinated write; an edit seen after the
+    /// check puts the file back and keeps it.
     @discardableResult
     func evictFile(_ entry: JournalEntry) async throws -> Bool {
         let target = absolute(entry.path)
@@ -73,13 +77,17 @@ extension SyncEngine {
         guard let local = try await BlockingWork.run({ SyncFiles.item(path: path, absolute: target) }) else {
             throw UbiquityError(.notFound, "no item at '\(target)'")
         }
+        if try journal.isEvicted(entry.id), local.isStub { return false }
         if try local.excluded || journal.excluded().contains(entry.path) {
             throw UbiquityError(.invalidArgument, "'\(target)' is excluded from sync: it is not on the server")
         }
-        guard let changeTag = entry.changeTag, local.stat.kind == .file else {
+        guard let changeTag = entry.changeTag, local.stat.kind == .file, !local.isStub else {
             throw UbiquityError(.conflict, "'\(target)' is not uploaded yet")
         }
-        if try journal.isEvicted(entry.id), !local.stat.differs(from: entry.stat) || Placeholder.isHollow(target) { return false }
+        let name = (entry.path as NSString).lastPathComponent
+        guard Placeholder.canStand(forName: name) else {
+            throw UbiquityError(.invalidArgument, "'\(target)' has a name too long to evict: its stub '\(Placeholder.stubName(for: name))' would exceed \(NAME_MAX) bytes")
+        }
         let url = URL(fileURLWithPath: target)
         let versions = try await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }
         if versions > 0 || conflicted[entry.id] != nil {
@@ -92,30 +100,14 @@ extension SyncEngine {
             }
             expected = local.stat
         }
-        let marker = Placeholder(id: entry.id, changeTag: changeTag, hash: entry.contentHash, size: expected.size)
+        let marker = Placeholder(name: name, id: entry.id, changeTag: changeTag, hash: entry.contentHash, size: expected.size)
         let base = expected
         // presenters relinquish (and save) first, as for any write
-        let stamp = try await coordinator.coordinate(writingItemAt: url) { (url: URL) async throws -> FileStamp in
-            try await BlockingWork.run {
-                guard let now = FileStamp.of(url.path), !SyncStat(now).differs(from: base) else {
-                    throw UbiquityError(.conflict, "'\(url.path)' changed while it was evicted: not evicted")
-                }
-                let temporary = SyncFiles.temporaryPath(near: url.path)
-                do {
-                    try marker.write(at: temporary, mode: now.mode, modifiedMilliseconds: now.modificationNanoseconds / 1_000_000)
-                    try? ExtendedAttributes.copyUserAttributes(from: url.path, to: temporary)
-                    guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
-                } catch {
-                    unlink(temporary)
-                    throw error
-                }
-                SafeSave.syncDirectory(url.deletingLastPathComponent().path)
-                guard let stamp = FileStamp.of(url.path) else { throw UbiquityError(.notFound, "'\(url.path)' vanished after it was evicted") }
-                return stamp
-            }
+        let stub = try await coordinator.coordinate(writingItemAt: url) { (url: URL) async throws -> LocalItem in
+            try await BlockingWork.run { try Self.replaceByStub(url.path, marker: marker, base: base, relative: path) }
         }
         var updated = entry
-        updated.stat = SyncStat(stamp)
+        updated.stat = stub.stat
         try journal.put(updated)
         try journal.setEvicted(entry.id, true)
         noteTransfer(entry.path) { transfer in
@@ -124,6 +116,44 @@ extension SyncEngine {
         }
         logger.info("evicted", metadata: ["ubiquity.path": "\(entry.path)"])
         return true
+    }
+
+    /// Writes `marker` as the stub of the file at `path` and removes the file, if it is still
+    /// as `base`: the file is renamed aside first and checked there, so an edit that came in
+    /// between is put back (with the stub removed) instead of lost. Returns the stub's item.
+    nonisolated static func replaceByStub(_ path: String, marker: Placeholder, base: SyncStat, relative: String) throws -> LocalItem {
+        guard let now = FileStamp.of(path), !SyncStat(now).differs(from: base) else {
+            throw UbiquityError(.conflict, "'\(path)' changed while it was evicted: not evicted")
+        }
+        let stubPath = Placeholder.stubPath(for: path)
+        try marker.write(at: stubPath, mode: now.mode, modifiedMilliseconds: now.modificationNanoseconds / 1_000_000, attributesFrom: path)
+        let aside = SyncFiles.temporaryPath(near: path)
+        guard rename(path, aside) == 0 else {
+            let error = UbiquityError.posix("rename", path: path)
+            unlink(stubPath)
+            throw error
+        }
+        guard let moved = FileStamp.of(aside), !SyncStat(moved).differs(from: base) else {
+            // written between the check and the move: the file stays, the stub goes
+            if putBack(aside, at: path) { unlink(stubPath) }
+            throw UbiquityError(.conflict, "'\(path)' changed while it was evicted: not evicted")
+        }
+        unlink(aside)
+        SafeSave.syncDirectory(SyncFiles.parent(of: path))
+        guard let stub = SyncFiles.stubItem(path: relative, absolute: path) else {
+            throw UbiquityError(.notFound, "the stub of '\(path)' vanished after it was written")
+        }
+        return stub
+    }
+
+    /// Puts the file moved aside to `aside` back at `path`, or, when a new file took `path`
+    /// meanwhile, under a conflicted-copy name beside it (never over anything). True when it is
+    /// back at `path`.
+    nonisolated static func putBack(_ aside: String, at path: String) -> Bool {
+        if ub_rename(aside, path, 1, 0) == 0 { return true }
+        let copy = conflictName(path, device: "evicted")
+        if ub_rename(aside, copy, 1, 0) != 0 { rename(aside, copy) }
+        return false
     }
 
     // MARK: Download on demand
@@ -137,7 +167,7 @@ extension SyncEngine {
         if let entry = entries.first(where: { $0.path == relative }), entry.stat.kind != .folder {
             return evicted.contains(entry.id) ? [absolute(entry.path)] : []
         }
-        if !relative.isEmpty && FileStamp.of(absolute(relative)) == nil {
+        if !relative.isEmpty && Placeholder.stamp(ofItemAt: absolute(relative)) == nil {
             throw UbiquityError(.notFound, "no item at '\(absolute(relative))'")
         }
         return entries.filter { evicted.contains($0.id) && (relative.isEmpty || $0.path.hasPrefix(relative + "/")) }
@@ -196,10 +226,16 @@ extension SyncEngine {
             entry = fresh
         }
         let target = absolute(entry.path)
-        guard Placeholder.isHollow(target) || FileStamp.of(target).map({ !SyncStat($0).differs(from: entry.stat) }) == true else {
-            return  // written into meanwhile: a new local version, uploaded by the next pass
+        let current = entry.path
+        guard let local = try await BlockingWork.run({ SyncFiles.item(path: current, absolute: target) }) else {
+            throw UbiquityError(.notFound, "'\(target)' is gone here (its stub was removed)")
         }
-        try await download(item, record, expected: FileStamp.of(target).map(SyncStat.init))
+        guard local.isStub else {
+            // something was written where the evicted file was: the server's version takes the
+            // name, what was written is kept as a conflict version
+            return try await settleWrittenOverStub(entry, local, item: item, record: record)
+        }
+        try await download(item, record, expected: nil)
         // used now, for the least-recently-used policy (the modification time is the record's)
         var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 1), timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)]  // UTIME_NOW, UTIME_OMIT
         utimensat(AT_FDCWD, absolute(item.path), &times, AT_SYMLINK_NOFOLLOW)
@@ -208,61 +244,124 @@ extension SyncEngine {
 
     // MARK: What the passes ask
 
-    /// Whether the local pass leaves the evicted `entry` alone: its placeholder is untouched
-    /// (or only touched: same size, still no data; the new stat is journaled). Otherwise the
-    /// user wrote into it: it is no longer evicted and the pass uploads it as an edit of the
-    /// version it stood for.
-    func keepsPlaceholder(_ entry: JournalEntry, _ local: LocalItem) throws -> Bool {
-        let target = absolute(entry.path)
-        if local.stat.kind == .file && !local.stat.differs(from: entry.stat) { return true }
-        if local.stat.kind == .file && local.stat.size == entry.stat.size && Placeholder.isHollow(target) {
+    /// What the local pass does with the evicted `entry` whose item here is `local` (sync never
+    /// uploads an evicted file's bytes: there are none here). Its stub untouched: nothing. Its
+    /// stub touched or rewritten: the new stat is journaled. Anything at the file's own name (a
+    /// file written there, `>>`, an editor's save, a folder): ``settleWrittenOverStub(_:_:item:record:)``.
+    func settleEvicted(_ entry: JournalEntry, _ local: LocalItem) async throws {
+        if local.isStub {
+            guard local.stat.differs(from: entry.stat) else { return }
             var updated = entry
             updated.stat = local.stat
             try journal.put(updated)
-            return true
+            return
         }
-        try journal.setEvicted(entry.id, false)
-        if local.stat.kind == .file { Placeholder.unmark(target) }
-        publishTransfer(entry.path)
-        logger.info("an evicted file was written here: it is uploaded as an edit", metadata: ["ubiquity.path": "\(entry.path)"])
-        return false
+        try await settleWrittenOverStub(entry, local)
     }
 
-    /// Before a remote change of an evicted item is judged: true when its placeholder was only
-    /// touched since the journal's stat (now journaled: judge again); a placeholder written into
-    /// is no longer evicted (false: judged as a local edit, so a conflict keeps it).
-    func placeholderWasTouched(_ entry: JournalEntry, _ local: LocalItem) throws -> Bool {
-        guard local.stat.differs(from: entry.stat), try journal.isEvicted(entry.id) else { return false }
-        return try keepsPlaceholder(entry, local)
+    /// Something was written at the name of the evicted `entry` (`local`). The server's content
+    /// is never replaced by it: the same content is adopted (the file is simply here again);
+    /// other content gets the server's version back under the name, and what was written is
+    /// kept as an unresolved conflict version of it (a folder or a link moves aside); when the
+    /// server no longer has the record, what was written is a new item. `item` and `record` are
+    /// the server's, fetched here when not given.
+    func settleWrittenOverStub(_ entry: JournalEntry, _ local: LocalItem, item: RemoteItem? = nil, record: Record? = nil) async throws {
+        if local.stat.kind == .file, try await hashOf(local, like: entry.contentHash) == entry.contentHash {
+            var updated = entry
+            updated.stat = local.stat
+            try journal.put(updated)
+            try journal.setEvicted(entry.id, false)
+            Placeholder.removeStub(for: absolute(entry.path))
+            publishTransfer(entry.path)
+            logger.info("the evicted file's own content was put back: it is downloaded", metadata: ["ubiquity.path": "\(entry.path)"])
+            return
+        }
+        var fetched: (item: RemoteItem, record: Record)?
+        if let item, let record {
+            fetched = (item, record)
+        } else {
+            do {
+                let record = try await database.record(for: Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID))
+                guard let item = SyncRecord.item(from: record) else {
+                    throw UbiquityError(.protocolError, "the server's record of '\(absolute(entry.path))' is not a synced item")
+                }
+                fetched = (item, record)
+            } catch let error as CloudKitError where error.code == .unknownItem {
+                fetched = nil
+            }
+        }
+        guard let (item, record) = fetched else {
+            // deleted on the server meanwhile: what was written is all there is, a new item
+            try journal.remove(id: entry.id)
+            Placeholder.removeStub(for: absolute(entry.path))
+            try keepUnjournaled(entry.path)
+            logger.notice("written where an evicted file was, which the server no longer has: uploaded as a new item",
+                          metadata: ["ubiquity.path": "\(entry.path)"])
+            return
+        }
+        logger.notice("written where an evicted file was: the server's version is downloaded, what was written is kept as a conflict version",
+                      metadata: ["ubiquity.path": "\(entry.path)"])
+        try await keepConflict(item, record, localPath: entry.path, local: local)
     }
 
-    /// Whether the item now at `path` is the untouched placeholder of the evicted `entry` that
+    /// Before a remote change of an evicted item is judged: true when the local item changed
+    /// since the journal's stat and was settled (``settleEvicted(_:_:)``): judge again.
+    func placeholderWasTouched(_ entry: JournalEntry, _ local: LocalItem) async throws -> Bool {
+        guard local.stat.differs(from: entry.stat) || !local.isStub, try journal.isEvicted(entry.id) else { return false }
+        try await settleEvicted(entry, local)
+        return true
+    }
+
+    /// Writes the stub of the evicted `entry` again from what the journal knows (its stub was
+    /// renamed to a name that is not a stub's), and journals it.
+    func restoreStub(_ entry: JournalEntry) async throws {
+        guard let changeTag = entry.changeTag else { return }
+        let target = absolute(entry.path), path = entry.path
+        let marker = Placeholder(name: (entry.path as NSString).lastPathComponent, id: entry.id, changeTag: changeTag,
+                                 hash: entry.contentHash, size: entry.stat.size)
+        let mode = entry.stat.mode, modified = entry.stat.modifiedNanoseconds / 1_000_000
+        let stub = try await BlockingWork.run { () throws -> LocalItem? in
+            try marker.write(at: Placeholder.stubPath(for: target), mode: mode, modifiedMilliseconds: modified)
+            return SyncFiles.stubItem(path: path, absolute: target)
+        }
+        if let stub {
+            var updated = entry
+            updated.stat = stub.stat
+            try journal.put(updated)
+        }
+        logger.notice("an evicted file's stub was renamed to a document's name: the stub is written again, the renamed file is a new item",
+                      metadata: ["ubiquity.path": "\(entry.path)"])
+    }
+
+    /// Whether the item now at `local`'s path is the untouched stub of the evicted `entry` that
     /// moved there: its new path is sent, never its (absent) content.
-    func isMovedPlaceholder(_ entry: JournalEntry, at path: String, evicted: Set<String>) -> Bool {
-        evicted.contains(entry.id) && entry.stat.kind == .file && Placeholder.isHollow(absolute(path))
+    func isMovedPlaceholder(_ entry: JournalEntry, _ local: LocalItem, evicted: Set<String>) -> Bool {
+        evicted.contains(entry.id) && entry.stat.kind == .file && local.isStub
     }
 
-    /// A remote change of an evicted file's content updates its placeholder (size, marker,
+    /// A remote change of an evicted file's content rewrites its stub (size, marker,
     /// modification time, permissions) instead of downloading it. False when `item` is not
-    /// evicted here (or its placeholder was written into).
+    /// evicted here (or something was written at its name).
     func refreshesPlaceholder(_ item: RemoteItem, local: SyncStat) async throws -> Bool {
         guard item.kind == .file, let changeTag = item.changeTag, try journal.isEvicted(item.id) else { return false }
         let target = absolute(item.path)
-        guard Placeholder.isHollow(target) else { return false }
-        let marker = Placeholder(id: item.id, changeTag: changeTag, hash: item.contentHash, size: item.size)
+        let marker = Placeholder(name: (item.path as NSString).lastPathComponent, id: item.id, changeTag: changeTag,
+                                 hash: item.contentHash, size: item.size)
         let path = item.path
-        let stamp = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target)) { (url: URL) async throws -> FileStamp in
+        let stub = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target)) { (url: URL) async throws -> LocalItem? in
             try await BlockingWork.run {
-                guard let now = FileStamp.of(url.path), !SyncStat(now).differs(from: local) else { throw ChangedLocally(path: path) }
-                try marker.write(at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
-                guard let stamp = FileStamp.of(url.path) else { throw UbiquityError(.notFound, "'\(url.path)' vanished") }
-                return stamp
+                guard let now = SyncFiles.item(path: path, absolute: url.path) else { throw ChangedLocally(path: path) }
+                guard now.isStub else { return nil }
+                guard !now.stat.differs(from: local) else { throw ChangedLocally(path: path) }
+                try marker.write(at: Placeholder.stubPath(for: url.path), mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
+                return SyncFiles.stubItem(path: path, absolute: url.path)
             }
         }
-        try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: nil,
+        guard let stub else { return false }
+        try journal.put(JournalEntry(id: item.id, path: item.path, stat: stub.stat, contentHash: item.contentHash, target: nil,
                                      changeTag: item.changeTag))
         report(item.path, .uploaded)
-        logger.debug("placeholder updated", metadata: ["ubiquity.path": "\(item.path)"])
+        logger.debug("stub updated", metadata: ["ubiquity.path": "\(item.path)"])
         return true
     }
 
@@ -307,7 +406,7 @@ extension SyncEngine {
     public nonisolated func itemState(_ path: String) throws -> ItemSyncState {
         let relative = try relativePath(path)
         let target = relative.isEmpty ? folder : folder + "/" + relative
-        guard let stamp = FileStamp.of(target) else { throw UbiquityError(.notFound, "no item at '\(target)'") }
+        guard let stamp = Placeholder.stamp(ofItemAt: target) else { throw UbiquityError(.notFound, "no item at '\(target)'") }
         let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: URL(fileURLWithPath: target))?.count ?? 0
         let status = journal.status(relativePath: relative, canonical: target, stamp: stamp, conflicts: conflicts)
         return journal.itemState(relativePath: relative, absolute: target, status: status)

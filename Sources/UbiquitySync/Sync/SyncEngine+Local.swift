@@ -63,6 +63,7 @@ extension SyncEngine {
         var missing: [JournalEntry] = []
         var created: [LocalItem] = []
         let evicted = try journal.evicted()  // eviction: SyncEngine+Eviction.swift
+        var failedSettles = 0
 
         for entry in entries {
             guard let local = items[entry.path] else {
@@ -71,7 +72,20 @@ extension SyncEngine {
                 if scope.namesRemoval(of: entry.path) { missing.append(entry) }
                 continue
             }
-            if evicted.contains(entry.id), try keepsPlaceholder(entry, local) { continue }  // never uploaded (SyncEngine+Eviction.swift)
+            if evicted.contains(entry.id) {
+                // never uploaded: its stub stays, or what was written at its name is settled (SyncEngine+Eviction.swift)
+                if local.isStub && queued.contains(entry.path) {
+                    uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: false, hash: entry.contentHash))
+                    continue
+                }
+                do { try await settleEvicted(entry, local) } catch {
+                    failedSettles += 1
+                    logger.warning("could not settle what was written where an evicted file was; retried",
+                                   metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])
+                }
+                continue
+            }
+            if local.isStub { continue }  // a stub of an item not evicted here: never sent
             if local.excluded {
                 excludedNow.append((entry.path, entry))
                 continue
@@ -124,15 +138,25 @@ extension SyncEngine {
         var createdHashes: [String: String] = [:]
         if !missing.isEmpty {
             let vanishedFiles = Set(missing.lazy.filter { $0.stat.kind == .file }.map(\.stat.inode))
-            for local in created where local.stat.kind == .file && !vanishedFiles.contains(local.stat.inode) {
+            for local in created where local.stat.kind == .file && !local.isStub && !vanishedFiles.contains(local.stat.inode) {
                 createdHashes[local.path] = try? await hashOf(local, like: SyncFiles.hashKind(forSize: local.stat.size, among: missing))  // checksum kinds: SyncFiles+ChecksumKinds.swift
             }
         }
-        let moves = SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
+        var moves = SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
+        // an evicted file's stub renamed to a name of its own (not a stub's): the file stays
+        // evicted (its stub is written again) and what is there now is a new item
+        var restored = Set<String>()
+        for entry in missing where evicted.contains(entry.id) {
+            guard let path = moves[entry.id], items[path]?.isStub == false else { continue }
+            moves[entry.id] = nil
+            try await restoreStub(entry)
+            restored.insert(entry.id)
+        }
         let movedPaths = Set(moves.values)
         for entry in missing {
             guard let path = moves[entry.id], let local = items[path] else { continue }
-            if isMovedPlaceholder(entry, at: path, evicted: evicted) {  // only its path (SyncEngine+Eviction.swift)
+            if local.isStub && !evicted.contains(entry.id) { continue }  // a stub never takes a file's place
+            if isMovedPlaceholder(entry, local, evicted: evicted) {  // only its path (SyncEngine+Eviction.swift)
                 uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: false, hash: entry.contentHash))
                 continue
             }
@@ -144,7 +168,8 @@ extension SyncEngine {
         }
         // new items are journaled window by window, each just before it is read and sent
         // (``sendAll(_:)``): the first of 10,000 new files goes up without waiting for the rest
-        let new = created.filter { !movedPaths.contains($0.path) }
+        // (a stub nothing journaled moved to is left alone: its bytes are never a document's)
+        let new = created.filter { !movedPaths.contains($0.path) && !$0.isStub }
         for (local, id) in zip(new, RandomUUIDs.make(new.count)) {  // their records' IDs, made together
             uploads.append(Upload(id: id, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
@@ -167,7 +192,7 @@ extension SyncEngine {
         }
         var failed = try await sendAll(uploads)
 
-        let deletes = missing.filter { moves[$0.id] == nil }.sorted { Self.depth($0.path) > Self.depth($1.path) }
+        let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) }.sorted { Self.depth($0.path) > Self.depth($1.path) }
         if try deletesAllowed(deletes.count, total: synced) {
             failed += try await deleteAll(deletes)
             if !deletes.isEmpty { try clearMassDeleteConfirmation() }
@@ -179,6 +204,7 @@ extension SyncEngine {
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
         // the pass counts as failed, so retries back off instead of spinning
+        failed += failedSettles
         if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }
     }
 

@@ -92,9 +92,13 @@ extension SyncEngine {
 
     /// `item` was written here: it is no longer evicted (a placeholder's marker, copied with the
     /// user attributes of what the download replaced, is removed) and its download is over.
-    func noteDownloaded(_ item: RemoteItem) throws {
-        if try journal.isEvicted(item.id) { try journal.setEvicted(item.id, false) }
-        if item.kind == .file { Placeholder.unmark(absolute(item.path)) }
+    func noteDownloaded(_ item: RemoteItem, previousPath: String? = nil) throws {
+        if try journal.isEvicted(item.id) {
+            try journal.setEvicted(item.id, false)
+            // its stub goes once the file is in place (where it was, and where it is now)
+            Placeholder.removeStub(for: absolute(item.path))
+            if let previousPath, previousPath != item.path { Placeholder.removeStub(for: absolute(previousPath)) }
+        }
         noteTransfer(item.path) { transfer in
             transfer.isDownloading = false
             transfer.percentDownloaded = nil

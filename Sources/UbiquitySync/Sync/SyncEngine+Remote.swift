@@ -187,7 +187,7 @@ extension SyncEngine {
         let localAbsolute = absolute(localPath)
         let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
         if local?.excluded == true && entry == nil { return }  // kept back here: never replaced
-        if let journaled, let local, try placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
+        if let journaled, let local, try await placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         var localHash: String?
         if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
             localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute, like: item.contentHash) }
@@ -367,9 +367,10 @@ extension SyncEngine {
         }
         afterWrite?(item.path)  // tests: the file may be edited here
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
+        let previousPath = try journal.entry(id: item.id)?.path
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
-        try noteDownloaded(item)  // no longer evicted; progress over (SyncEngine+Progress.swift)
+        try noteDownloaded(item, previousPath: previousPath)  // no longer evicted; progress over (SyncEngine+Progress.swift)
         report(item.path, .uploaded)
         onEvent?(.didDownload(path: item.path))
     }
@@ -415,6 +416,12 @@ extension SyncEngine {
         }
         try await coordinator.coordinate(writingItemAt: source, options: .forMoving, writingItemAt: destination, options: .forReplacing) { (source: URL, destination: URL) async throws in
             if FileStamp.of(destination.path) != nil { throw UbiquityError(.alreadyExists, "cannot move '\(from)' to '\(to)': something is there") }
+            if FileStamp.of(source.path) == nil, SyncFiles.stubItem(path: from, absolute: source.path) != nil {
+                // an evicted file: its stub moves (the name inside it is informational)
+                let stub = Placeholder.stubPath(for: source.path)
+                guard rename(stub, Placeholder.stubPath(for: destination.path)) == 0 else { throw UbiquityError.posix("rename", path: stub) }
+                return
+            }
             guard rename(source.path, destination.path) == 0 else { throw UbiquityError.posix("rename", path: source.path) }
         }
         coordinator.item(at: source, didMoveTo: destination)
@@ -425,6 +432,15 @@ extension SyncEngine {
     func applyRemoteDeletion(_ entry: JournalEntry) async throws {
         let target = absolute(entry.path)
         let local = try await BlockingWork.run { SyncFiles.item(path: entry.path, absolute: target) }
+        if let local, local.isStub {
+            // an evicted file deleted elsewhere: its stub stands for nothing now
+            _ = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async in
+                Placeholder.removeStub(for: url.path)
+            }
+            try journal.remove(id: entry.id)
+            return
+        }
+        if try journal.isEvicted(entry.id) { Placeholder.removeStub(for: target) }  // something else is at its name: judged below
         switch SyncDecision.remoteDeletion(entry: entry, local: local?.stat) {
         case .forget:
             try journal.remove(id: entry.id)

@@ -170,7 +170,7 @@ extension SyncJournal {
     /// The state of the item at the absolute `path` for `ubiq status`: nil when no synced folder
     /// holds it or it does not exist.
     public static func itemState(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> ItemSyncState? {
-        guard let stamp = FileStamp.of(path), let canonical = try? CanonicalPath.canonicalize(path),
+        guard let stamp = Placeholder.stamp(ofItemAt: path), let canonical = try? CanonicalPath.canonicalize(path),
               let (journal, relative) = holding(canonical, directory: directory) else { return nil }
         let status = journal.status(relativePath: relative, canonical: canonical, stamp: stamp, conflicts: conflicts)
         return journal.itemState(relativePath: relative, absolute: canonical, status: status)

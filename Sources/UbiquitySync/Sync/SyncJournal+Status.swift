@@ -42,8 +42,10 @@ extension SyncJournal {
         if (try? excluded().contains(relative)) == true || (try? BackupExclusion.isExcluded(canonical)) == true { return .excluded }
         if conflicts > 0 { return .inConflict }
         guard let entry = try? entry(path: relative), entry.changeTag != nil else { return .uploading }
-        let now = SyncStat(stamp)
+        var now = SyncStat(stamp)
         if now.kind == .folder { return .uploaded }
+        // an evicted file: its stub (with the document's size) is what the journal has
+        if FileStamp.of(canonical) == nil, let stub = SyncFiles.stubItem(path: relative, absolute: canonical) { now = stub.stat }
         return now.differs(from: entry.stat) ? .uploading : .uploaded
     }
 }

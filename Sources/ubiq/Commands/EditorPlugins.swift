@@ -245,25 +245,35 @@ function! s:WriteSettled(buf, id) abort
   let session.writing = 0
 endfunction
 
-" BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
-" own) is downloaded before vim reads it, so the buffer holds the content, never the zeros.
-" Only a file whose first 4 KiB are zeros asks `ubiq download --only-evicted`, which checks
-" the placeholder marker and does nothing for any other file.
+" BufReadPre, FileReadPre: an evicted file (nothing at its name, its hidden stub .NAME.icloud
+" beside it) is downloaded before vim reads it, so the buffer holds the content instead of
+" a new, empty file. Only a missing file with a stub asks `ubiq download --only-evicted`.
 function! s:DownloadBeforeRead(file) abort
   let path = fnamemodify(a:file, ':p')
-  if path ==# '' || path =~# '^\a\+://' || getfsize(path) <= 0 || !filereadable(path) | return | endif
+  if path ==# '' || path =~# '^\a\+://' || getftype(path) !=# '' | return | endif
+  if !filereadable(fnamemodify(path, ':h') . '/.' . fnamemodify(path, ':t') . '.icloud') | return | endif
   if !executable(g:ubiquity_command) | return | endif
-  if len(filter(readblob(path, 0, 4096), 'v:val != 0')) > 0 | return | endif
   echo 'Ubiquity: downloading ' . fnamemodify(path, ':t') . ' (evicted)…'
   redraw
   let [status, output] = s:Run(['download', '--only-evicted', path])
   if status != 0
     echohl WarningMsg
-    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer shows the placeholder'
+    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer is empty'
     echohl None
   else
     echo ''
   endif
+endfunction
+
+" BufNewFile: vim reads no file that is not there, so an evicted file is downloaded here and
+" read into the new buffer, as if it had been there when it was opened.
+function! s:DownloadNewFile(file) abort
+  let path = fnamemodify(a:file, ':p')
+  call s:DownloadBeforeRead(path)
+  if getftype(path) !=# 'file' | return | endif
+  silent execute 'keepalt read ++edit ' . fnameescape(path)
+  silent 1delete _
+  setlocal nomodified
 endfunction
 
 " The status line part: '' outside synced folders.
@@ -350,6 +360,7 @@ command! -bar UbiquityDiff call s:Diff()
 augroup ubiquity
   autocmd!
   autocmd BufReadPre,FileReadPre * call s:DownloadBeforeRead(expand('<afile>'))
+  autocmd BufNewFile * call s:DownloadNewFile(expand('<afile>'))
   autocmd BufReadPost,BufNewFile * call s:Attach(expand('<abuf>'))
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))
@@ -581,27 +592,36 @@ local function run(arguments)
   return vim.v.shell_error, output
 end
 
--- BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
--- own) is downloaded before Neovim reads it. Only a file whose first 4 KiB are zeros asks
--- `ubiq download --only-evicted`, which checks the placeholder marker and leaves others alone.
+-- BufReadPre, FileReadPre: an evicted file (nothing at its name, its hidden stub .NAME.icloud
+-- beside it) is downloaded before Neovim reads it. Only a missing file with a stub asks
+-- `ubiq download --only-evicted`.
 local function download_before_read(file)
   if file == nil or file == '' or file:match('^%a+://') then return end
   local path = vim.fn.fnamemodify(file, ':p')
-  if vim.fn.getfsize(path) <= 0 or vim.fn.filereadable(path) ~= 1 or vim.fn.executable(command) ~= 1 then return end
-  local handle = io.open(path, 'rb')
-  if handle == nil then return end
-  local head = handle:read(4096) or ''
-  handle:close()
-  if head:find('[^%z]') then return end
+  if vim.fn.getftype(path) ~= '' or vim.fn.executable(command) ~= 1 then return end
+  local stub = vim.fn.fnamemodify(path, ':h') .. '/.' .. vim.fn.fnamemodify(path, ':t') .. '.icloud'
+  if vim.fn.filereadable(stub) ~= 1 then return end
   vim.api.nvim_echo({ { 'Ubiquity: downloading ' .. vim.fn.fnamemodify(path, ':t') .. ' (evicted)…' } }, false, {})
   vim.cmd('redraw')
   local status, output = run({ 'download', '--only-evicted', path })
   if status ~= 0 then
     vim.api.nvim_echo({ { 'Ubiquity: ' .. vim.fn.fnamemodify(path, ':t') .. ' is evicted and could not be downloaded ('
-      .. vim.trim(output) .. '); the buffer shows the placeholder', 'WarningMsg' } }, true, {})
+      .. vim.trim(output) .. '); the buffer is empty', 'WarningMsg' } }, true, {})
   else
     vim.api.nvim_echo({ { '' } }, false, {})
   end
+end
+
+-- BufNewFile: Neovim reads no file that is not there, so an evicted file is downloaded here
+-- and read into the new buffer, as if it had been there when it was opened.
+local function download_new_file(file)
+  if file == nil or file == '' then return end
+  local path = vim.fn.fnamemodify(file, ':p')
+  download_before_read(path)
+  if vim.fn.getftype(path) ~= 'file' then return end
+  vim.cmd('silent keepalt read ++edit ' .. vim.fn.fnameescape(path))
+  vim.cmd('silent 1delete _')
+  vim.bo.modified = false
 end
 
 _G.UbiquityStatus = function()
@@ -678,6 +698,7 @@ vim.api.nvim_create_user_command('UbiquityDiff', diff, {})
 
 local group = vim.api.nvim_create_augroup('ubiquity', { clear = true })
 vim.api.nvim_create_autocmd({ 'BufReadPre', 'FileReadPre' }, { group = group, callback = function(args) download_before_read(args.file) end })
+vim.api.nvim_create_autocmd('BufNewFile', { group = group, callback = function(args) download_new_file(args.file) end })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, callback = function(args) attach(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })
@@ -939,25 +960,21 @@ end
   (diff-buffer-with-file (current-buffer)))
 
 (defun ubiquity--download-before-visit (filename &rest _)
-  "Download FILENAME first when it is an evicted file (a placeholder).
-Runs before the file is read.  Only a file whose first 4 KiB are zeros
-asks `ubiq download --only-evicted', which checks the placeholder marker
-and leaves other files alone."
+  "Download FILENAME first when it is an evicted file.
+An evicted file has nothing at its name and its hidden stub .NAME.icloud
+beside it.  Runs before the file is read: only a missing file with a stub
+asks `ubiq download --only-evicted'."
   (let ((path (ignore-errors (expand-file-name filename))))
-    (when (and path (not (file-remote-p path)) (file-regular-p path) (file-readable-p path)
-               (> (or (file-attribute-size (file-attributes path)) 0) 0)
-               (executable-find ubiquity-command)
-               (with-temp-buffer
-                 (set-buffer-multibyte nil)
-                 (insert-file-contents-literally path nil 0 4096)
-                 (goto-char (point-min))
-                 (not (re-search-forward "[^\0]" nil t))))
+    (when (and path (not (file-remote-p path)) (not (file-exists-p path)) (not (file-symlink-p path))
+               (file-readable-p (expand-file-name (concat "." (file-name-nondirectory path) ".icloud")
+                                                  (file-name-directory path)))
+               (executable-find ubiquity-command))
       (message "Ubiquity: downloading %s (evicted)..." (file-name-nondirectory path))
       (redisplay)
       (let ((result (ubiquity--run "download" "--only-evicted" path)))
         (if (eq (car result) 0)
             (message nil)
-          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer shows the placeholder"
+          (display-warning 'ubiquity (format "%s is evicted and could not be downloaded (%s); the buffer is empty"
                                              (file-name-nondirectory path) (string-trim (cdr result)))))))))
 
 (advice-add 'find-file-noselect :before #'ubiquity--download-before-visit)

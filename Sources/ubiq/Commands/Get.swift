@@ -50,7 +50,7 @@ struct Get: ParsableCommand {
         try CLI.run("get") {
             let root = try folder.root()
             let source = try folder.resolve(self.source, name: "SRC", root: root)
-            guard let stamp = FileStamp.of(source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
+            guard let stamp = Placeholder.stamp(ofItemAt: source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
             if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; get copies one file") }
             try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
             let coordinator = FileCoordinator()

@@ -51,7 +51,7 @@ struct Put: ParsableCommand {
             let resolved = try folder.resolve(destination, name: "DEST", root: root)
             let source = self.source == "-" ? nil : try folder.local(self.source, name: "SRC")
             if let source {
-                guard let stamp = FileStamp.of(source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
+                guard let stamp = Placeholder.stamp(ofItemAt: source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
                 if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; put copies one file") }
                 try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
             }

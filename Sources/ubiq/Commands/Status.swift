@@ -127,7 +127,10 @@ struct Status: ParsableCommand {
 
     /// The item's state as the JSON object `--json` prints.
     static func state(of url: URL) -> [String: Any] {
-        let own = FileStamp.of(url.path)
+        // an evicted file: its stub stands for it (the stub's times, the document's size)
+        let own = FileStamp.of(url.path) ?? Placeholder.standingFor(url.path).flatMap { stub in
+            FileStamp.of(Placeholder.stubPath(for: url.path)).map { var stamp = $0; stamp.size = stub.size; return stamp }
+        }
         // A symbolic link is reported as one, with its target; size, date and the skip-backup
         // state are the target's (exclude and include act on the target too).
         let target = own?.isSymbolicLink == true ? try? CanonicalPath.canonicalize(url.path, resolveLast: true) : nil

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 import UbiquityCore
 
-/// Opening an evicted file (a placeholder) in an editor downloads it first: the buffer holds the
-/// content, never the placeholder's zeros. Real vim / nvim / emacs -nw in tmux with the plugin,
+/// Opening an evicted file (only its stub `.NAME.icloud` is there) in an editor downloads it
+/// first: the buffer holds the content, not an empty new file. Real vim / nvim / emacs -nw in tmux with the plugin,
 /// a real `ubiq daemon` and `ubiq serve`. The vim case runs by default; UBIQUITY_EDITOR_TESTS=1
 /// runs the others. Every wait is a hang guard, never a timing assertion.
 @Suite(.serialized) struct EditorPlaceholderTests {
@@ -39,13 +39,13 @@ import UbiquityCore
         let path = a.url("notes.txt").path
         let evict = try a.device.run(["evict", path])
         #expect(evict.status == 0, "\(evict)")
-        #expect(Placeholder.read(path) != nil && Placeholder.isHollow(path), "a placeholder")
+        #expect(Placeholder.isEvicted(path), "only its stub is there")
 
         try a.open(editor, "notes.txt")
         #expect(a.waitForDump("the plugin shows uploaded", EditorEndToEndTests.isState("uploaded")) != nil, "\(a.screen())")
         let probe = a.probe()
         #expect(probe?["text"] as? String == text, "the buffer holds the content: \(a.screen())")
         #expect(probe?["modified"] as? Int == 0)
-        #expect(Placeholder.read(path) == nil && a.read("notes.txt") == text + "\n", "downloaded in place")
+        #expect(!Placeholder.isEvicted(path) && a.read("notes.txt") == text + "\n", "downloaded in place")
     }
 }

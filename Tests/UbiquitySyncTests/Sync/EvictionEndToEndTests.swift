@@ -28,16 +28,15 @@ import UbiquityCore
         return data.prefix(size)
     }
 
-    /// No data of its own: no data extent, and at most one block (ext4 may keep the marker
-    /// attribute in a block of its own).
+    /// Evicted: nothing at the name (no program can read a placeholder as the document), and
+    /// the hidden stub `.NAME.icloud` beside it.
     static func hollow(_ path: String) -> Bool {
-        Placeholder.isHollow(path) && blocks(path) <= 8
+        FileStamp.of(path) == nil && stub(path) != nil
     }
 
-    static func blocks(_ path: String) -> Int {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return -1 }
-        return Int(st.st_blocks)
+    /// The stub standing for `path`.
+    static func stub(_ path: String) -> Placeholder? {
+        Placeholder.read(stubAt: Placeholder.stubPath(for: path))
     }
 
     static func status(_ device: SyncDevice, _ relative: String) -> [String: Any]? {
@@ -67,19 +66,24 @@ import UbiquityCore
         #expect(Self.eventually("A's files are uploaded") { Self.uploaded(a, "videos/movie.bin") && Self.uploaded(a, "videos/notes.txt") })
         let before = try await cloud.items()
 
-        // evict: a placeholder of the same name and size, no blocks, marked
+        // evict: the hidden stub `.movie.bin.icloud` with its name and size; nothing at the name
         let evict = try a.device.run(["evict", a.url("videos/movie.bin").path])
         #expect(evict.status == 0, "\(evict)")
         #expect(evict.stdout.contains("evicted \(a.url("videos/movie.bin").path)"), "\(evict)")
         let path = a.url("videos/movie.bin").path
-        #expect(FileStamp.of(path)?.size == 300_000)
+        #expect(Self.stub(path)?.size == 300_000)
         #expect(Self.hollow(path))
-        #expect(Placeholder.read(path)?.hash == SyncChecksumKindsTests.chunkListHash(data))  // a large file: its chunk-list checksum
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: path))) == nil, "reading it is an error, never zeros")
+        #expect(Self.stub(path)?.hash == SyncChecksumKindsTests.chunkListHash(data))  // a large file: its chunk-list checksum
         let state = try #require(Self.status(a, "videos/movie.bin"))
+        #expect(state["size"] as? Int == 300_000 && state["exists"] as? Bool == true, "\(state)")
         #expect(state["downloadingStatus"] as? String == "notDownloaded", "\(state)")
         #expect(state["sync"] as? String == "uploaded", "\(state)")
         #expect(state["downloadRequested"] as? Bool == false, "\(state)")
         #expect(Self.status(a, "videos/notes.txt")?["downloadingStatus"] as? String == "current")
+        // `ubiq ls` lists it under its own name, not its stub's
+        let listing = try a.device.run(["ls", "-l", a.url("videos").path])
+        #expect(listing.status == 0 && listing.stdout.contains("movie.bin") && !listing.stdout.contains(".icloud"), "\(listing)")
 
         // nothing was uploaded or deleted: the server and B are unaffected (a few passes later)
         try a.write("videos/later.txt", "a later change")
@@ -88,7 +92,7 @@ import UbiquityCore
         #expect(after["videos/movie.bin"]?.hash == before["videos/movie.bin"]?.hash)
         #expect(after["videos/movie.bin"]?.id == before["videos/movie.bin"]?.id)
         #expect((try? Data(contentsOf: b.url("videos/movie.bin"))) == data)
-        #expect(Self.hollow(path), "the placeholder is never downloaded by itself")
+        #expect(Self.hollow(path), "an evicted file is never downloaded by itself")
 
         // a metadata query sees it not downloaded
         #expect(Self.eventually("the index says not downloaded") {
@@ -101,13 +105,12 @@ import UbiquityCore
         // evicting the folder evicts what is left; download of the folder brings both back
         let folder = try a.device.run(["evict", a.url("videos").path, "--json"])
         #expect(folder.status == 0, "\(folder)")
-        #expect(Placeholder.read(a.url("videos/notes.txt").path) != nil)
+        #expect(Self.hollow(a.url("videos/notes.txt").path))
         let download = try a.device.run(["download", a.url("videos").path, "--json"], timeout: 120)
         #expect(download.status == 0, "\(download)")
         #expect((try? Data(contentsOf: a.url("videos/movie.bin"))) == data)
         #expect(a.read("videos/notes.txt") == "notes")
-        #expect(Self.blocks(path) > 8 && !Placeholder.isHollow(path))
-        #expect(Placeholder.read(path) == nil)
+        #expect(!Self.hollow(path) && Self.stub(path) == nil, "the stub is gone")
         #expect(Self.status(a, "videos/movie.bin")?["downloadingStatus"] as? String == "current")
         #expect(try await cloud.items()["videos/movie.bin"]?.hash == SyncChecksumKindsTests.chunkListHash(data))
 
@@ -124,7 +127,7 @@ import UbiquityCore
         b.stop()
     }
 
-    @Test func remoteEditUpdatesThePlaceholderAndAWriteIntoItIsAnEdit() async throws {
+    @Test func remoteEditUpdatesTheStubAndAppendingToItKeepsTheServersBytes() async throws {
         let cloud = try Cloud()
         let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
         try a.start()
@@ -140,34 +143,41 @@ import UbiquityCore
         #expect(values.ubiquitousItemDownloadingStatus == .notDownloaded)
         #expect(!values.ubiquitousItemIsDownloading && !values.ubiquitousItemDownloadRequested && values.ubiquitousItemIsUploaded)
         let path = a.url("doc.txt").path
-        let firstTag = Placeholder.read(path)?.changeTag
+        let firstTag = Self.stub(path)?.changeTag
 
-        // B edits it: A's placeholder follows (size, marker), nothing is downloaded
+        // B edits it: A's stub follows (size, marker), nothing is downloaded
         try b.write("doc.txt", "version two, which is longer")
-        #expect(Self.eventually("A's placeholder has the new size") {
-            FileStamp.of(path)?.size == Int64("version two, which is longer".utf8.count) && Placeholder.read(path)?.changeTag != firstTag
+        #expect(Self.eventually("A's stub has the new size") {
+            Self.stub(path)?.size == Int64("version two, which is longer".utf8.count) && Self.stub(path)?.changeTag != firstTag
         })
         #expect(Self.hollow(path))
-        #expect(Placeholder.read(path)?.hash == SyncEndToEndTests.sha("version two, which is longer"))
+        #expect(Self.stub(path)?.hash == SyncEndToEndTests.sha("version two, which is longer"))
         #expect(Self.status(a, "doc.txt")?["downloadingStatus"] as? String == "notDownloaded")
 
-        // A writes into the placeholder: a new version based on B's, uploaded as an edit
-        let handle = try #require(FileHandle(forWritingAtPath: path))
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: Data("version three, written into the placeholder".utf8))
-        try handle.close()
-        #expect(Self.eventually("B has A's edit") { b.read("doc.txt") == "version three, written into the placeholder" })
+        // `echo x >> doc.txt` on A, through a real shell: the server's bytes are never replaced;
+        // they come back under the name and what was written is kept as a conflict version
+        let append = Process()
+        append.executableURL = URL(fileURLWithPath: "/bin/sh")
+        append.arguments = ["-c", "echo x >> \"$0\"", path]
+        try append.run()
+        append.waitUntilExit()
+        #expect(append.terminationStatus == 0)
+        #expect(Self.eventually("A has the server's version back") { a.read("doc.txt") == "version two, which is longer" })
+        #expect(Self.eventually("A keeps what was written as a conflict version") {
+            FileVersion.unresolvedConflictVersionsOfItem(at: a.url("doc.txt"))?.contains {
+                FileManager.default.contents(atPath: $0.url.path) == Data("x\n".utf8)
+            } ?? false
+        })
+        #expect(Self.stub(path) == nil)
         let items = try await cloud.items()
-        #expect(items["doc.txt"]?.id == id, "an edit of the same record")
-        #expect(items["doc.txt"]?.hash == SyncEndToEndTests.sha("version three, written into the placeholder"))
-        #expect(Self.eventually("A says current") { Self.status(a, "doc.txt")?["downloadingStatus"] as? String == "current" })
-        #expect(Placeholder.read(path) == nil)
-        #expect(FileVersion.unresolvedConflictVersionsOfItem(at: a.url("doc.txt"))?.isEmpty ?? true, "not a conflict")
+        #expect(items["doc.txt"]?.id == id)
+        #expect(items["doc.txt"]?.hash == SyncEndToEndTests.sha("version two, which is longer"), "the server's content survives")
+        #expect(b.read("doc.txt") == "version two, which is longer", "and every other device's")
         a.stop()
         b.stop()
     }
 
-    @Test func aTouchedPlaceholderIsNotAnEditWhenTheServerChanged() async throws {
+    @Test func aTouchedStubIsNotAnEditWhenTheServerChanged() async throws {
         let cloud = try Cloud()
         let a = SyncDevice("alpha", cloud), b = SyncDevice("beta", cloud)
         try a.start()
@@ -177,22 +187,26 @@ import UbiquityCore
         #expect(Self.eventually("A uploaded it") { Self.uploaded(a, "touched.txt") })
         #expect(try a.device.run(["evict", a.url("touched.txt").path]).status == 0)
         a.stop()
-        // while A's daemon is stopped: the placeholder is touched there, and edited on B
+        // while A's daemon is stopped: the stub is touched there, and the file edited on B
         let path = a.url("touched.txt").path
         var times = [timespec(tv_sec: 1_500_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
-        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        #expect(utimensat(AT_FDCWD, Placeholder.stubPath(for: path), &times, 0) == 0)
         try b.write("touched.txt", "second, from B")
         #expect(await SyncEndToEndTests.eventuallyAsync("the server has B's edit") {
             try await cloud.items()["touched.txt"]?.hash == SyncEndToEndTests.sha("second, from B")
         })
         try a.start()
-        #expect(Self.eventually("A's placeholder follows B's version") {
-            Placeholder.read(path)?.hash == SyncEndToEndTests.sha("second, from B") && FileStamp.of(path)?.size == 14
+        #expect(Self.eventually("A's stub follows B's version") {
+            Self.stub(path)?.hash == SyncEndToEndTests.sha("second, from B") && Self.stub(path)?.size == 14
         })
         #expect(Self.hollow(path))
         #expect(FileVersion.unresolvedConflictVersionsOfItem(at: a.url("touched.txt"))?.isEmpty ?? true, "a touch is not an edit")
         #expect(b.read("touched.txt") == "second, from B")
         #expect(try await cloud.items()["touched.txt"]?.hash == SyncEndToEndTests.sha("second, from B"))
+        // the library's startDownloadingUbiquitousItem (the control socket) brings it back
+        let control = a.device.root.appendingPathComponent("run/ubiquity/control.sock").path
+        #expect(try UbiquitousItemControl.download(at: a.url("touched.txt"), wait: false, socketPath: control) == [path])
+        #expect(Self.eventually("A downloaded it") { a.read("touched.txt") == "second, from B" && Self.stub(path) == nil })
         a.stop()
         b.stop()
     }
@@ -209,10 +223,10 @@ import UbiquityCore
         Self.setAccessTime(a.url("old.bin").path, seconds: 1_000_000_000)
         Self.setAccessTime(a.url("mid.bin").path, seconds: 1_100_000_000)
         try Self.content("new", size: 1000).write(to: a.url("new.bin"))
-        #expect(Self.eventually("the least recently used is evicted") { Placeholder.read(a.url("old.bin").path) != nil })
+        #expect(Self.eventually("the least recently used is evicted") { Self.hollow(a.url("old.bin").path) })
         #expect(Self.eventually("new.bin is uploaded") { Self.uploaded(a, "new.bin") })
-        #expect(Placeholder.read(a.url("mid.bin").path) == nil)
-        #expect(Placeholder.read(a.url("new.bin").path) == nil)
+        #expect(Self.stub(a.url("mid.bin").path) == nil)
+        #expect(Self.stub(a.url("new.bin").path) == nil)
         #expect(Self.hollow(a.url("old.bin").path))
         #expect(try await cloud.items()["old.bin"]?.hash == SyncFiles.hash(Self.content("old", size: 1000)))
 

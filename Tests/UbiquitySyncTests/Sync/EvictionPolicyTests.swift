@@ -37,29 +37,33 @@ import UbiquityCore
         #expect(EvictionPolicy.victims(tie, budget: 100).map(\.id) == ["large"])
     }
 
-    @Test func placeholderHasTheSizeNoBlocksAndItsMarker() throws {
+    @Test func aStubHasApplesKeysTheDocumentsModeTimeAndAttributes() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-ph-" + UUID().uuidString.prefix(8))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("movie.bin").path
-        let marker = Placeholder(id: "ID", changeTag: "tag", hash: "abc", size: 5_000_000)
-        do {
-            try marker.write(at: path, mode: 0o640, modifiedMilliseconds: 1_600_000_000_123)
-        } catch let error as UbiquityError where error.code == .unsupported {
-            return  // no user extended attributes here: eviction is refused on such file systems
-        }
-        let stamp = try #require(FileStamp.of(path))
-        #expect(stamp.size == 5_000_000)
+        let document = folder.appendingPathComponent("movie.bin").path
+        try Data("the document".utf8).write(to: URL(fileURLWithPath: document))
+        let attributes = (try? ExtendedAttributes.setValue(Array("v".utf8), for: "user.test.kept", at: document)) != nil
+        let marker = Placeholder(name: "movie.bin", id: "ID", changeTag: "tag", hash: "abc", size: 5_000_000)
+        let stubPath = Placeholder.stubPath(for: document)
+        try marker.write(at: stubPath, mode: 0o640, modifiedMilliseconds: 1_600_000_000_123, attributesFrom: document)
+        let stamp = try #require(FileStamp.of(stubPath))
+        #expect(stamp.size < 1024, "a small file, whatever the document's size")
         #expect(stamp.mode == 0o640)
         #expect(stamp.modificationNanoseconds == 1_600_000_000_123_000_000)
-        #expect(Placeholder.isHollow(path))
-        #expect(Placeholder.read(path) == marker)
-        // a write into it gives it data of its own
-        let handle = try #require(FileHandle(forWritingAtPath: path))
-        try handle.write(contentsOf: Data("edit".utf8))
-        try handle.close()
-        #expect(!Placeholder.isHollow(path))
-        Placeholder.unmark(path)
-        #expect(Placeholder.read(path) == nil)
+        #expect(Placeholder.read(stubAt: stubPath) == marker)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stubPath))) as? [String: Any])
+        #expect(json["NSURLNameKey"] as? String == "movie.bin" && json["NSURLFileSizeKey"] as? Int == 5_000_000)
+        #expect(json["NSURLFileResourceTypeKey"] as? String == "NSURLFileResourceTypeRegular")
+        if attributes { #expect(try ExtendedAttributes.value("user.test.kept", at: stubPath) == Array("v".utf8)) }
+        // while the document is there it is not evicted; once it is gone, the stub stands for it
+        #expect(!Placeholder.isEvicted(document))
+        unlink(document)
+        #expect(Placeholder.isEvicted(document) && Placeholder.standingFor(document) == marker)
+        #expect(Placeholder.stamp(ofItemAt: document)?.inode == stamp.inode)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [".movie.bin.icloud"], "no temporary left")
+        // something that is not a stub's JSON is not read as one
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: stubPath))
+        #expect(Placeholder.read(stubAt: stubPath) == nil)
     }
 }

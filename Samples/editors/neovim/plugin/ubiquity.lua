@@ -212,27 +212,36 @@ local function run(arguments)
   return vim.v.shell_error, output
 end
 
--- BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
--- own) is downloaded before Neovim reads it. Only a file whose first 4 KiB are zeros asks
--- `ubiq download --only-evicted`, which checks the placeholder marker and leaves others alone.
+-- BufReadPre, FileReadPre: an evicted file (nothing at its name, its hidden stub .NAME.icloud
+-- beside it) is downloaded before Neovim reads it. Only a missing file with a stub asks
+-- `ubiq download --only-evicted`.
 local function download_before_read(file)
   if file == nil or file == '' or file:match('^%a+://') then return end
   local path = vim.fn.fnamemodify(file, ':p')
-  if vim.fn.getfsize(path) <= 0 or vim.fn.filereadable(path) ~= 1 or vim.fn.executable(command) ~= 1 then return end
-  local handle = io.open(path, 'rb')
-  if handle == nil then return end
-  local head = handle:read(4096) or ''
-  handle:close()
-  if head:find('[^%z]') then return end
+  if vim.fn.getftype(path) ~= '' or vim.fn.executable(command) ~= 1 then return end
+  local stub = vim.fn.fnamemodify(path, ':h') .. '/.' .. vim.fn.fnamemodify(path, ':t') .. '.icloud'
+  if vim.fn.filereadable(stub) ~= 1 then return end
   vim.api.nvim_echo({ { 'Ubiquity: downloading ' .. vim.fn.fnamemodify(path, ':t') .. ' (evicted)…' } }, false, {})
   vim.cmd('redraw')
   local status, output = run({ 'download', '--only-evicted', path })
   if status ~= 0 then
     vim.api.nvim_echo({ { 'Ubiquity: ' .. vim.fn.fnamemodify(path, ':t') .. ' is evicted and could not be downloaded ('
-      .. vim.trim(output) .. '); the buffer shows the placeholder', 'WarningMsg' } }, true, {})
+      .. vim.trim(output) .. '); the buffer is empty', 'WarningMsg' } }, true, {})
   else
     vim.api.nvim_echo({ { '' } }, false, {})
   end
+end
+
+-- BufNewFile: Neovim reads no file that is not there, so an evicted file is downloaded here
+-- and read into the new buffer, as if it had been there when it was opened.
+local function download_new_file(file)
+  if file == nil or file == '' then return end
+  local path = vim.fn.fnamemodify(file, ':p')
+  download_before_read(path)
+  if vim.fn.getftype(path) ~= 'file' then return end
+  vim.cmd('silent keepalt read ++edit ' .. vim.fn.fnameescape(path))
+  vim.cmd('silent 1delete _')
+  vim.bo.modified = false
 end
 
 _G.UbiquityStatus = function()
@@ -309,6 +318,7 @@ vim.api.nvim_create_user_command('UbiquityDiff', diff, {})
 
 local group = vim.api.nvim_create_augroup('ubiquity', { clear = true })
 vim.api.nvim_create_autocmd({ 'BufReadPre', 'FileReadPre' }, { group = group, callback = function(args) download_before_read(args.file) end })
+vim.api.nvim_create_autocmd('BufNewFile', { group = group, callback = function(args) download_new_file(args.file) end })
 vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, { group = group, callback = function(args) attach(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePre', { group = group, callback = function(args) before_write(args.buf) end })
 vim.api.nvim_create_autocmd('BufWritePost', { group = group, callback = function(args) after_write(args.buf) end })

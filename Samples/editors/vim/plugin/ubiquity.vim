@@ -238,25 +238,35 @@ function! s:WriteSettled(buf, id) abort
   let session.writing = 0
 endfunction
 
-" BufReadPre, FileReadPre: an evicted file (a placeholder: its size in zeros, no data of its
-" own) is downloaded before vim reads it, so the buffer holds the content, never the zeros.
-" Only a file whose first 4 KiB are zeros asks `ubiq download --only-evicted`, which checks
-" the placeholder marker and does nothing for any other file.
+" BufReadPre, FileReadPre: an evicted file (nothing at its name, its hidden stub .NAME.icloud
+" beside it) is downloaded before vim reads it, so the buffer holds the content instead of
+" a new, empty file. Only a missing file with a stub asks `ubiq download --only-evicted`.
 function! s:DownloadBeforeRead(file) abort
   let path = fnamemodify(a:file, ':p')
-  if path ==# '' || path =~# '^\a\+://' || getfsize(path) <= 0 || !filereadable(path) | return | endif
+  if path ==# '' || path =~# '^\a\+://' || getftype(path) !=# '' | return | endif
+  if !filereadable(fnamemodify(path, ':h') . '/.' . fnamemodify(path, ':t') . '.icloud') | return | endif
   if !executable(g:ubiquity_command) | return | endif
-  if len(filter(readblob(path, 0, 4096), 'v:val != 0')) > 0 | return | endif
   echo 'Ubiquity: downloading ' . fnamemodify(path, ':t') . ' (evicted)…'
   redraw
   let [status, output] = s:Run(['download', '--only-evicted', path])
   if status != 0
     echohl WarningMsg
-    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer shows the placeholder'
+    echomsg 'Ubiquity: ' . fnamemodify(path, ':t') . ' is evicted and could not be downloaded (' . trim(output) . '); the buffer is empty'
     echohl None
   else
     echo ''
   endif
+endfunction
+
+" BufNewFile: vim reads no file that is not there, so an evicted file is downloaded here and
+" read into the new buffer, as if it had been there when it was opened.
+function! s:DownloadNewFile(file) abort
+  let path = fnamemodify(a:file, ':p')
+  call s:DownloadBeforeRead(path)
+  if getftype(path) !=# 'file' | return | endif
+  silent execute 'keepalt read ++edit ' . fnameescape(path)
+  silent 1delete _
+  setlocal nomodified
 endfunction
 
 " The status line part: '' outside synced folders.
@@ -343,6 +353,7 @@ command! -bar UbiquityDiff call s:Diff()
 augroup ubiquity
   autocmd!
   autocmd BufReadPre,FileReadPre * call s:DownloadBeforeRead(expand('<afile>'))
+  autocmd BufNewFile * call s:DownloadNewFile(expand('<afile>'))
   autocmd BufReadPost,BufNewFile * call s:Attach(expand('<abuf>'))
   autocmd BufWritePre * call s:BeforeWrite(str2nr(expand('<abuf>')))
   autocmd BufWritePost * call s:AfterWrite(str2nr(expand('<abuf>')))

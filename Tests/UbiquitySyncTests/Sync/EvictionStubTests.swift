@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Testing
+import Ubiquity
+import UbiquityCore
+@testable import UbiquitySync
+
+/// An evicted file is a hidden stub `.NAME.icloud` (``Placeholder``), and nothing written where
+/// it was ever replaces the server's content: two devices on one real server (in process), each
+/// pass run by hand, so every case is one interleaving, reproducible.
+@Suite(.serialized) struct EvictionStubTests {
+    typealias Harness = SyncBatchTests.Harness
+    typealias Device = SyncBatchTests.Device
+
+    static func path(_ device: Device, _ relative: String) -> String { device.folder.appendingPathComponent(relative).path }
+    static func stub(_ device: Device, _ relative: String) -> Placeholder? {
+        Placeholder.read(stubAt: Placeholder.stubPath(for: path(device, relative)))
+    }
+    static func unresolved(_ device: Device, _ relative: String) -> [FileVersion] {
+        FileVersion.unresolvedConflictVersionsOfItem(at: device.folder.appendingPathComponent(relative)) ?? []
+    }
+    static func serverHash(_ device: Device, _ relative: String) async throws -> String? {
+        try await device.engine.journal.entry(path: relative).map(\.contentHash)
+    }
+
+    /// A and B with `doc.txt` ("the server's bytes") synced, then evicted on A.
+    static func evictedOnA(_ harness: Harness, content: String = "the server's bytes") async throws -> (Device, Device) {
+        let a = try await harness.device("a"), b = try await harness.device("b")
+        try a.write("doc.txt", Data(content.utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        #expect(b.read("doc.txt") == Data(content.utf8))
+        #expect(try await a.engine.evict(path(a, "doc.txt")) == [path(a, "doc.txt")])
+        return (a, b)
+    }
+
+    @Test func anEvictedFileIsAStubAndItsNameIsFree() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            let file = Self.path(a, "doc.txt")
+            #expect(FileStamp.of(file) == nil, "nothing at the name: no program reads a placeholder as the document")
+            #expect(open(file, O_RDONLY) == -1 && errno == ENOENT)
+            let stub = try #require(Self.stub(a, "doc.txt"))
+            #expect(stub.name == "doc.txt" && stub.size == 18 && stub.hash == SyncEndToEndTests.sha("the server's bytes"))
+            #expect(Placeholder.isEvicted(file))
+            let state = try a.engine.itemState(file)
+            #expect(state.downloadingStatus == .notDownloaded && state.sync == "uploaded")
+            // passes on both sides change nothing, upload nothing
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("doc.txt") == Data("the server's bytes".utf8))
+            #expect(a.read(".doc.txt.icloud") != nil && a.read("doc.txt") == nil)
+            // and the download brings it back, the stub goes
+            #expect(try await a.engine.startDownloading(file) == [file])
+            #expect(a.read("doc.txt") == Data("the server's bytes".utf8))
+            #expect(Self.stub(a, "doc.txt") == nil && a.read(".doc.txt.icloud") == nil)
+            #expect(try a.engine.itemState(file).downloadingStatus == .current)
+        }
+    }
+
+    @Test func appendingToAnEvictedFileKeepsTheServersBytesAndWhatWasWritten() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            // `echo x >> doc.txt`
+            let fd = open(Self.path(a, "doc.txt"), O_WRONLY | O_APPEND | O_CREAT, 0o644)
+            #expect(fd >= 0)
+            _ = "x\n".withCString { write(fd, $0, 2) }
+            close(fd)
+            try await a.engine.pass()
+            #expect(a.read("doc.txt") == Data("the server's bytes".utf8), "the server's version is back under the name")
+            let versions = Self.unresolved(a, "doc.txt")
+            #expect(versions.count == 1)
+            #expect(versions.first.flatMap { FileManager.default.contents(atPath: $0.url.path) } == Data("x\n".utf8), "what was written is a conflict version")
+            #expect(Self.stub(a, "doc.txt") == nil)
+            try await b.engine.pass()
+            #expect(b.read("doc.txt") == Data("the server's bytes".utf8), "every other device keeps the content")
+            #expect(try await Self.serverHash(b, "doc.txt") == SyncEndToEndTests.sha("the server's bytes"))
+            #expect(Self.unresolved(b, "doc.txt").count == 1, "the conflict version is shared")
+        }
+    }
+
+    @Test func aNewFileAtAnEvictedNameIsAConflictVersionAndTheSameContentIsAdopted() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            // `> doc.txt` / a program writing a new file of that name
+            try a.write("doc.txt", Data("something else".utf8))
+            try await a.engine.pass()
+            #expect(a.read("doc.txt") == Data("the server's bytes".utf8))
+            #expect(Self.unresolved(a, "doc.txt").count == 1)
+            try await b.engine.pass()
+            #expect(b.read("doc.txt") == Data("the server's bytes".utf8))
+
+            // the same content written back: simply downloaded, no conflict
+            try a.write("same.txt", Data("same".utf8))
+            try await a.engine.pass()
+            #expect(try await a.engine.evict(Self.path(a, "same.txt")).count == 1)
+            try a.write("same.txt", Data("same".utf8))
+            try await a.engine.pass()
+            #expect(Self.unresolved(a, "same.txt").isEmpty)
+            #expect(Self.stub(a, "same.txt") == nil)
+            #expect(try a.engine.itemState(Self.path(a, "same.txt")).downloadingStatus == .current)
+        }
+    }
+
+    @Test func theStubFollowsRemoteEditsRenamesAndDeletes() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            // B edits: A's stub follows, nothing is downloaded
+            try b.write("doc.txt", Data("version two, longer".utf8))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("doc.txt") == nil)
+            #expect(Self.stub(a, "doc.txt")?.hash == SyncEndToEndTests.sha("version two, longer"))
+            #expect(Self.stub(a, "doc.txt")?.size == 19)
+            // B renames: the stub moves
+            try FileManager.default.moveItem(atPath: Self.path(b, "doc.txt"), toPath: Self.path(b, "renamed.txt"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            #expect(Self.stub(a, "doc.txt") == nil && Self.stub(a, "renamed.txt") != nil)
+            #expect(a.read("renamed.txt") == nil)
+            #expect(try a.engine.itemState(Self.path(a, "renamed.txt")).downloadingStatus == .notDownloaded)
+            // B deletes: the stub goes
+            try FileManager.default.removeItem(atPath: Self.path(b, "renamed.txt"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            #expect(Self.stub(a, "renamed.txt") == nil && a.read("renamed.txt") == nil)
+        }
+    }
+
+    @Test func localChangesToTheStubAreMovesTouchesAndDeletesNeverContent() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            // a touched stub is not an edit
+            var times = [timespec(tv_sec: 1_500_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, Placeholder.stubPath(for: Self.path(a, "doc.txt")), &times, 0) == 0)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("doc.txt") == Data("the server's bytes".utf8))
+            // a stub renamed as a stub: the file is renamed everywhere, its content untouched
+            try FileManager.default.moveItem(atPath: Placeholder.stubPath(for: Self.path(a, "doc.txt")),
+                                             toPath: Placeholder.stubPath(for: Self.path(a, "moved.txt")))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("doc.txt") == nil && b.read("moved.txt") == Data("the server's bytes".utf8))
+            // a stub renamed to a document's name: the file stays evicted, what was renamed is new
+            try FileManager.default.moveItem(atPath: Placeholder.stubPath(for: Self.path(a, "moved.txt")), toPath: Self.path(a, "copy.json"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(Self.stub(a, "moved.txt") != nil, "its stub is written again")
+            #expect(b.read("moved.txt") == Data("the server's bytes".utf8), "never replaced by the stub's bytes")
+            // the stub deleted: the file is deleted, as any file deleted here
+            try FileManager.default.removeItem(atPath: Placeholder.stubPath(for: Self.path(a, "moved.txt")))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("moved.txt") == nil)
+        }
+    }
+
+    @Test func aFileWrittenOverAnEvictedOneThatTheServerDeletedIsNew() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            try FileManager.default.removeItem(atPath: Self.path(b, "doc.txt"))
+            try await b.engine.pass()
+            // before A hears of the delete, something is written at the name
+            try a.write("doc.txt", Data("new here".utf8))
+            try await a.engine.pass()
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(a.read("doc.txt") == Data("new here".utf8))
+            #expect(b.read("doc.txt") == Data("new here".utf8))
+            #expect(Self.stub(a, "doc.txt") == nil)
+        }
+    }
+
+    @Test func stubNamesAreReserved() {
+        #expect(Placeholder.isStubName(".a.icloud") && !Placeholder.isStubName(".icloud") && !Placeholder.isStubName("a.icloud"))
+        #expect(Placeholder.stubPath(for: "/f/x/notes.txt") == "/f/x/.notes.txt.icloud")
+        #expect(Placeholder.stubPath(for: "notes.txt") == ".notes.txt.icloud")
+        #expect(Placeholder.documentPath(ofStub: "/f/.notes.txt.icloud") == "/f/notes.txt")
+        #expect(Placeholder.documentPath(ofStub: "/f/notes.txt") == nil)
+        #expect(!SyncFiles.isValid(relativePath: "x/.notes.txt.icloud"), "a record never takes a stub's name")
+        #expect(!Placeholder.canStand(forName: String(repeating: "n", count: 250)))
+    }
+}

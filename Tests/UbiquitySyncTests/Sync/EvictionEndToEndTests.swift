@@ -164,9 +164,10 @@ import UbiquityCore
         #expect(append.terminationStatus == 0)
         #expect(Self.eventually("A has the server's version back") { a.read("doc.txt") == "version two, which is longer" })
         #expect(Self.eventually("A keeps what was written as a conflict version") {
-            FileVersion.unresolvedConflictVersionsOfItem(at: a.url("doc.txt"))?.contains {
-                FileManager.default.contents(atPath: $0.url.path) == Data("x\n".utf8)
-            } ?? false
+            guard let run = try? a.device.run(["versions", path, "--json"]), run.status == 0,
+                  let json = try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+                  let versions = json["versions"] as? [[String: Any]] else { return false }
+            return versions.contains { $0["conflict"] as? Bool == true && ($0["url"] as? String).flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } == "x\n" }
         })
         #expect(Self.stub(path) == nil)
         let items = try await cloud.items()

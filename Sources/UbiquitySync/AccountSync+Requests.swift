@@ -9,6 +9,8 @@ extension AccountSync {
     /// - `download` PATH: downloads the evicted files PATH names; `progress` lines (path,
     ///   percent) come before `done` (with `wait: false`, `done` comes at once and the download
     ///   goes on).
+    /// - `pin` PATH / `unpin` PATH: keeps the item (a folder: everything in it) downloaded, or
+    ///   no longer; `pin`'s `done` lists what it downloaded.
     /// - `item` PATH: the item's sync state (`item`).
     /// - `confirm-deletes`: sends the deletes the mass-delete guard paused (``confirmDeletes()``);
     ///   `done` says what happened in `message`.
@@ -47,6 +49,11 @@ extension AccountSync {
                 line.percent = percent
                 send(line)
             }
+        case "pin":
+            reply.paths = try await engine.pin(path)
+        case "unpin":
+            try await engine.unpin(path)
+            reply.paths = [path]
         case "item":
             reply = ControlWire.Reply(event: "item")
             reply.item = try await BlockingWork.run { try engine.itemState(path) }

@@ -95,11 +95,11 @@ public final class ControlService: Sendable {
             }
             done.wait()
             send(result.withLock { $0 }, on: socket)
-        case "evict", "download", "item", "confirm-deletes":
+        case "evict", "download", "pin", "unpin", "item", "confirm-deletes":
             serveSync(request, on: socket)
         default:
             send(ControlWire.Reply(error: UbiquityError(.invalidArgument,
-                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download, item or confirm-deletes")), on: socket)
+                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download, pin, unpin, item or confirm-deletes")), on: socket)
         }
     }
 

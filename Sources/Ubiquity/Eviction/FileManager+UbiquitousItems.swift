@@ -59,6 +59,17 @@ public enum UbiquitousItemControl {
         }.paths ?? []
     }
 
+    /// Pins the item at `url` (Apple's "Keep Downloaded"; a folder: everything in it): it is
+    /// downloaded and never evicted. Returns the paths downloaded.
+    public static func pin(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> [String] {
+        try request(ControlWire.Request(op: "pin", path: try absolutePath(url)), socketPath: socketPath).paths ?? []
+    }
+
+    /// Unpins the item at `url`: it may be evicted again.
+    public static func unpin(at url: URL, socketPath: String = ControlWire.socketPath()) throws {
+        _ = try request(ControlWire.Request(op: "unpin", path: try absolutePath(url)), socketPath: socketPath)
+    }
+
     /// The daemon's sync state of the item at `url`.
     public static func state(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> ItemSyncState {
         guard let item = try request(ControlWire.Request(op: "item", path: try absolutePath(url)), socketPath: socketPath).item else {

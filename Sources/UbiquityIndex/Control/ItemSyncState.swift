@@ -25,6 +25,9 @@ public struct ItemSyncState: Codable, Sendable, Hashable {
     public var uploadError: String?
     /// Why the last download failed, until one succeeds.
     public var downloadError: String?
+    /// Whether the item is pinned (Apple's "Keep Downloaded": `ubiq pin`), itself or through a
+    /// folder above it; nil from a daemon that predates pinning.
+    public var isPinned: Bool?
 
     /// A state from its parts.
     public init(sync: String, downloadingStatus: UbiquitousDownloadingStatus = .current, isDownloading: Bool = false,

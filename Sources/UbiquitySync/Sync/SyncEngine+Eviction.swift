@@ -78,6 +78,9 @@ extension SyncEngine {
             throw UbiquityError(.notFound, "no item at '\(target)'")
         }
         if try journal.isEvicted(entry.id), local.isStub { return false }
+        if isPinned(entry.path) {  // SyncEngine+Pinning.swift
+            throw UbiquityError(.conflict, "'\(target)' is pinned (kept downloaded): 'ubiq unpin' it first")
+        }
         if try local.excluded || journal.excluded().contains(entry.path) {
             throw UbiquityError(.invalidArgument, "'\(target)' is excluded from sync: it is not on the server")
         }
@@ -125,6 +128,8 @@ extension SyncEngine {
         guard let now = FileStamp.of(path), !SyncStat(now).differs(from: base) else {
             throw UbiquityError(.conflict, "'\(path)' changed while it was evicted: not evicted")
         }
+        // a program that has it open could still write to it: what it wrote would be lost
+        if SyncFiles.isOpenElsewhere(path) { throw UbiquityError(.conflict, "'\(path)' is open in another program: not evicted") }
         let stubPath = Placeholder.stubPath(for: path)
         try marker.write(at: stubPath, mode: now.mode, modifiedMilliseconds: now.modificationNanoseconds / 1_000_000, attributesFrom: path)
         let aside = SyncFiles.temporaryPath(near: path)
@@ -367,14 +372,14 @@ extension SyncEngine {
 
     // MARK: Budget
 
-    /// Evicts the least recently used uploaded files while the downloaded content exceeds
-    /// ``evictionBudget``.
+    /// Evicts the least recently used uploaded files, never pinned or open ones, while the
+    /// downloaded content (pinned files included) exceeds ``evictionBudget``.
     func enforceEvictionBudget() async {
         guard let budget = evictionBudget,
               let entries = try? journal.entries(), let evicted = try? journal.evicted() else { return }
         let root = folder
         let files = entries.filter { $0.stat.kind == .file && !evicted.contains($0.id) }
-        let candidates = (try? await BlockingWork.run {
+        let downloaded = (try? await BlockingWork.run {
             files.compactMap { entry -> EvictionPolicy.Candidate? in
                 var st = stat()
                 guard lstat(root + "/" + entry.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
@@ -382,7 +387,10 @@ extension SyncEngine {
                 return EvictionPolicy.Candidate(id: entry.id, path: entry.path, size: Int64(st.st_size), lastUsed: used)
             }
         }) ?? []
-        var total = candidates.reduce(Int64(0)) { $0 + $1.size }
+        // pinned files count towards the budget and are never evicted (SyncEngine+Pinning.swift)
+        let pinned = (try? journal.pinnedPaths()) ?? []
+        let candidates = downloaded.filter { !SyncJournal.isPinned($0.path, among: pinned) }
+        var total = downloaded.reduce(Int64(0)) { $0 + $1.size }
         guard total > budget else { return }
         for candidate in EvictionPolicy.order(candidates) {
             guard total > budget else { break }

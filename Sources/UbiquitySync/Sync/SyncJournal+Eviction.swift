@@ -152,6 +152,7 @@ extension SyncJournal {
         state.percentUploaded = state.isUploading ? transfer.percentUploaded ?? 0 : nil
         state.uploadError = transfer.uploadError
         state.downloadError = transfer.downloadError
+        state.isPinned = (try? isPinned(path: relative)) ?? false
         return state
     }
 

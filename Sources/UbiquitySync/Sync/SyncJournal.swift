@@ -49,6 +49,8 @@ public final class SyncJournal: Sendable {
                 try db.execute(sql: Self.conflictSchema)
                 // added with kept chunk lists, migration v-chunk-lists (SyncJournal+ChunkLists.swift)
                 try db.execute(sql: Self.chunkListSchema)
+                // added with pinning (SyncJournal+Pinning.swift)
+                try db.execute(sql: Self.pinningSchema)
             }
         } catch {
             throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)
@@ -156,6 +158,7 @@ public final class SyncJournal: Sendable {
         try write { db in
             try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM pinned WHERE id = ?", arguments: [id])
         }
     }
 

@@ -19,10 +19,11 @@ struct Status: ParsableCommand {
             otherwise). A missing item is reported with "exists": false, not as an error.
 
             For an item of a synced folder also: downloadingStatus (current, downloaded — a newer \
-            version is coming — or notDownloaded: evicted, a placeholder), isDownloading, \
-            percentDownloaded, downloadRequested, isUploading, percentUploaded (0…100 while a \
-            transfer runs, else null), uploadError and downloadError (the last failure's message \
-            until a transfer succeeds, else null).
+            version is coming — or notDownloaded: evicted, only its stub .NAME.icloud is here), \
+            isDownloading, percentDownloaded, downloadRequested, isUploading, percentUploaded \
+            (0…100 while a transfer runs, else null), uploadError and downloadError (the last \
+            failure's message until a transfer succeeds, else null), and pinned (true when it, or \
+            a folder above it, is kept downloaded: ubiq pin).
 
             For a folder also what is below it, from the daemon's index (--index): how many items \
             are uploaded, not uploaded, uploading, downloading, not downloaded (evicted), in \
@@ -162,6 +163,7 @@ struct Status: ParsableCommand {
             state["percentUploaded"] = sync.percentUploaded.map { $0.rounded() } ?? NSNull()
             state["uploadError"] = sync.uploadError ?? NSNull()
             state["downloadError"] = sync.downloadError ?? NSNull()
+            state["pinned"] = sync.isPinned ?? false
         }
         return state
     }
@@ -179,7 +181,8 @@ struct Status: ParsableCommand {
         print("sync:      \(sync)\((state["percentUploaded"] as? Double).map { " (\(Int($0))%)" } ?? "")")
         let downloading = state["downloadingStatus"] as? String ?? "current"
         print("download:  \(downloading == "notDownloaded" ? "not downloaded (evicted)" : downloading)"
-              + ((state["percentDownloaded"] as? Double).map { ", downloading \(Int($0))%" } ?? ""))
+              + ((state["percentDownloaded"] as? Double).map { ", downloading \(Int($0))%" } ?? "")
+              + (state["pinned"] as? Bool == true ? ", pinned (kept downloaded)" : ""))
         if let error = state["uploadError"] as? String { print("upload error:   \(error)") }
         if let error = state["downloadError"] as? String { print("download error: \(error)") }
     }

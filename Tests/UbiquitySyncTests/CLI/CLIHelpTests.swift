@@ -8,7 +8,7 @@ struct CLIHelpTests {
     /// Every command path (space-separated), the top level as "".
     static let commands = [
         "", "ls", "cat", "put", "get", "mv", "rm", "mkdir", "daemon", "present", "coordinate", "container", "container url", "container list",
-        "versions", "resolve", "exclude", "include", "status", "evict", "download", "query", "index", "index status",
+        "versions", "resolve", "exclude", "include", "status", "evict", "download", "pin", "unpin", "query", "index", "index status",
         "index scan", "index rescan",
         "records", "records save", "records fetch", "records delete", "records query", "records zones",
         "records zones list", "records zones create", "records zones delete", "records changes",

@@ -173,6 +173,46 @@ import UbiquityCore
         }
     }
 
+    @Test func aPinnedItemIsDownloadedAndNeverEvicted() async throws {
+        try await Harness.with { harness in
+            let (a, _) = try await Self.evictedOnA(harness)
+            let file = Self.path(a, "doc.txt")
+            #expect(try await a.engine.pin(file) == [file], "pinning downloads it")
+            #expect(a.read("doc.txt") == Data("the server's bytes".utf8))
+            #expect(try a.engine.itemState(file).isPinned == true)
+            await #expect(throws: UbiquityError.self) { try await a.engine.evict(file) }
+            try await a.engine.unpin(file)
+            #expect(try a.engine.itemState(file).isPinned == false)
+            #expect(try await a.engine.evict(file) == [file])
+
+            // a folder: everything in it, also what is renamed into it; its items are unpinned with it
+            try a.write("keep/one.txt", Data("one".utf8))
+            try await a.engine.pass()
+            _ = try await a.engine.pin(Self.path(a, "keep"))
+            #expect(try a.engine.itemState(Self.path(a, "keep/one.txt")).isPinned == true)
+            #expect(try await a.engine.evict(Self.path(a, "keep")).isEmpty, "a pinned folder's files stay")
+            #expect(a.read("keep/one.txt") == Data("one".utf8))
+            await #expect(throws: UbiquityError.self) { try await a.engine.unpin(Self.path(a, "keep/one.txt")) }
+            try await a.engine.unpin(Self.path(a, "keep"))
+            #expect(try await a.engine.evict(Self.path(a, "keep")).count == 1)
+            await #expect(throws: UbiquityError.self) { try await a.engine.pin(a.folder.path) }
+        }
+    }
+
+    @Test func aFileOpenInAnotherProgramIsNotEvicted() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            try a.write("open.txt", Data("being read".utf8))
+            try await a.engine.pass()
+            let fd = open(Self.path(a, "open.txt"), O_RDONLY)
+            #expect(fd >= 0)
+            await #expect(throws: UbiquityError.self) { try await a.engine.evict(Self.path(a, "open.txt")) }
+            #expect(a.read("open.txt") == Data("being read".utf8) && Self.stub(a, "open.txt") == nil)
+            close(fd)
+            #expect(try await a.engine.evict(Self.path(a, "open.txt")).count == 1)
+        }
+    }
+
     @Test func stubNamesAreReserved() {
         #expect(Placeholder.isStubName(".a.icloud") && !Placeholder.isStubName(".icloud") && !Placeholder.isStubName("a.icloud"))
         #expect(Placeholder.stubPath(for: "/f/x/notes.txt") == "/f/x/.notes.txt.icloud")

@@ -30,7 +30,14 @@ extension AccountSync {
         var reply = ControlWire.Reply(event: "done")
         switch request.op {
         case "evict":
-            reply.paths = try await engine.evict(path)
+            reply.paths = try await engine.evict(path) { done, total in
+                var line = ControlWire.Reply(event: "progress")
+                line.path = path
+                line.bytes = done
+                line.total = total
+                line.percent = total > 0 ? Double(done) * 100 / Double(total) : 100
+                send(line)
+            }
         case "download":
             let targets = try await engine.downloadTargets(path)
             guard request.wait ?? true else {

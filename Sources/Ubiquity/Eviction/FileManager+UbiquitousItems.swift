@@ -44,9 +44,13 @@ extension FileManager {
 
 /// The requests behind eviction and download, with what the daemon answers (for the CLI).
 public enum UbiquitousItemControl {
-    /// Evicts the item at `url`; returns the paths evicted.
-    public static func evict(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> [String] {
-        try request(ControlWire.Request(op: "evict", path: try absolutePath(url)), socketPath: socketPath).paths ?? []
+    /// Evicts the item at `url`; returns the paths evicted. `progress` hears a folder's bytes
+    /// looked at so far, of all.
+    public static func evict(at url: URL, socketPath: String = ControlWire.socketPath(),
+                             progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> [String] {
+        try request(ControlWire.Request(op: "evict", path: try absolutePath(url)), socketPath: socketPath) { line in
+            if line.event == "progress", let done = line.bytes, let total = line.total { progress?(done, total) }
+        }.paths ?? []
     }
 
     /// Downloads the evicted item(s) at `url`; with `wait`, returns when they are here

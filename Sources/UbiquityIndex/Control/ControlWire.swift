@@ -58,6 +58,8 @@ public enum ControlWire {
         public var path: String?
         /// Percent done, 0…100 (for `progress`).
         public var percent: Double?
+        /// Bytes done and in all (for `progress` of `evict`: the bytes freed of all to free).
+        public var bytes: Int64?, total: Int64?
         /// An item's sync state (for `item`).
         public var item: ItemSyncState?
         /// The error code name (for `error`).

@@ -28,11 +28,12 @@ extension SyncEngine {
     /// Evicts the item at the absolute `path`: a file is replaced by its placeholder (name, size,
     /// permissions and modification time kept; no blocks); a folder (or the sync folder) has
     /// every file in it that can be evicted evicted, the others left as they are. Returns the
-    /// absolute paths evicted (a file already evicted counts).
+    /// absolute paths evicted (a file already evicted counts). `progress` hears the bytes of a
+    /// folder's files looked at so far, of all.
     /// - Throws: `invalidArgument` (not in the sync folder, excluded from sync, not a file),
     ///   `notFound`, `conflict` (not uploaded yet, has unsaved conflict versions, changed while
     ///   it was evicted).
-    public func evict(_ path: String) async throws -> [String] {
+    public func evict(_ path: String, progress: (@Sendable (_ done: Int64, _ total: Int64) -> Void)? = nil) async throws -> [String] {
         let relative = try relativePath(path)
         return try await exclusively {
             let entry = relative.isEmpty ? nil : try journal.entry(path: relative)
@@ -40,7 +41,13 @@ extension SyncEngine {
             if isFolder {
                 var evicted: [String] = []
                 let files = try journal.entries().filter { $0.stat.kind == .file && (relative.isEmpty || $0.path.hasPrefix(relative + "/")) }
+                let total = files.reduce(Int64(0)) { $0 + $1.stat.size }
+                var done: Int64 = 0
                 for file in files.sorted(by: { $0.path < $1.path }) {
+                    defer {
+                        done += file.stat.size
+                        progress?(done, total)
+                    }
                     do {
                         _ = try await evictFile(file)
                         evicted.append(absolute(file.path))

@@ -10,13 +10,14 @@ struct Download: ParsableCommand {
         abstract: "Download an evicted file (or every evicted file in a folder) again.",
         discussion: """
             Asks `ubiq daemon` (its control socket) to fetch the current version of each evicted \
-            file and put it in place of its placeholder (a temporary file, checked against the \
-            content hash, renamed in under a coordinated write). Waits until done, showing progress \
-            on a terminal (JSON lines {"path":…,"percent":…} with --json); --no-wait returns once \
-            the download started. An item that is here already is left alone.
+            file and put it at its name in place of its stub .NAME.icloud (a temporary file, \
+            checked against the content hash, renamed in under a coordinated write). Waits until \
+            done, showing each file's progress on a terminal (bytes, rate, time left; JSON lines \
+            {"path":…,"percent":…} with --json); --no-wait returns once the download started. An \
+            item that is here already is left alone.
 
             --only-evicted (for editor plugins opening a file): when PATH is not an evicted file \
-            (no placeholder marker, or data written into it), exit 0 at once without asking the \
+            (something is at its name, or no stub is beside it), exit 0 at once without asking the \
             daemon — so a file outside the synced folders, or with no daemon running, is no error.
 
             Examples:
@@ -34,7 +35,7 @@ struct Download: ParsableCommand {
     @Flag(help: "Print progress and the result as JSON lines.")
     var json = false
 
-    @Flag(help: "Do nothing (exit 0) unless PATH is an evicted file (a placeholder).")
+    @Flag(help: "Do nothing (exit 0) unless PATH is an evicted file (only its stub is there).")
     var onlyEvicted = false
 
     func run() throws {
@@ -44,16 +45,17 @@ struct Download: ParsableCommand {
                 if json { CLI.printLine(#"{"done":true,"paths":[]}"#) }
                 return
             }
-            let terminal = isatty(STDOUT_FILENO) == 1 && !json
-            let json = self.json
-            let paths = try UbiquitousItemControl.download(at: url, wait: wait) { path, percent in
-                if json {
+            let paths: [String]
+            if json {
+                paths = try UbiquitousItemControl.download(at: url, wait: wait) { path, percent in
                     CLI.printLine(CLI.jsonObject([("path", path), ("percent", Int(percent.rounded(.down)))]))
-                } else if terminal {
-                    CLI.printRaw("\r\u{1B}[K" + StatusLine.progress((path as NSString).lastPathComponent, percent: percent))
                 }
+            } else if wait {
+                // a bar per file on a terminal: bytes, rate, time left
+                paths = try PlaceholderDownload.download(url.path, display: ProgressDisplay())
+            } else {
+                paths = try UbiquitousItemControl.download(at: url, wait: false)
             }
-            if terminal { CLI.printRaw("\r\u{1B}[K") }
             if json {
                 let data = try JSONSerialization.data(withJSONObject: ["done": wait, "paths": paths], options: [.sortedKeys, .withoutEscapingSlashes])
                 CLI.printLine(String(decoding: data, as: UTF8.self))

@@ -52,7 +52,8 @@ struct Get: ParsableCommand {
             let source = try folder.resolve(self.source, name: "SRC", root: root)
             guard let stamp = Placeholder.stamp(ofItemAt: source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
             if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; get copies one file") }
-            try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
+            let display = ProgressDisplay(quiet: json || destination == "-")  // stdout carries the file with -
+            try PlaceholderDownload.ensureContent(source, argument: "SRC", display: display)  // an evicted file: downloaded first
             let coordinator = FileCoordinator()
             let url = URL(fileURLWithPath: source)
             if destination == "-" {
@@ -69,10 +70,10 @@ struct Get: ParsableCommand {
             if CanonicalPath.isSameOrDescendant(target, of: root) {
                 // A copy within the folder: its presenters hear of the new file too.
                 written = try coordinator.coordinate(readingItemAt: url, options: [], writingItemAt: URL(fileURLWithPath: target), options: []) {
-                    try FileTransfer.save(from: $0.path, to: $1.path)
+                    try FileTransfer.save(from: $0.path, to: $1.path, display: display)
                 }
             } else {
-                written = try coordinator.coordinate(readingItemAt: url, options: []) { try FileTransfer.save(from: $0.path, to: target) }
+                written = try coordinator.coordinate(readingItemAt: url, options: []) { try FileTransfer.save(from: $0.path, to: target, display: display) }
             }
             folder.noteCoordination("get")
             if json { CLI.printLine(CLI.jsonObject([("path", target), ("size", Int(written.bytes))])) }

@@ -50,10 +50,11 @@ struct Put: ParsableCommand {
             let root = try folder.root()
             let resolved = try folder.resolve(destination, name: "DEST", root: root)
             let source = self.source == "-" ? nil : try folder.local(self.source, name: "SRC")
+            let display = ProgressDisplay(quiet: json)
             if let source {
                 guard let stamp = Placeholder.stamp(ofItemAt: source) else { throw UbiquityError(.notFound, "SRC '\(self.source)' does not exist (\(source))") }
                 if stamp.isDirectory { throw UbiquityError(.invalidArgument, "SRC '\(self.source)' is a folder; put copies one file") }
-                try PlaceholderDownload.ensureContent(source, argument: "SRC")  // an evicted file: its content, never zeros
+                try PlaceholderDownload.ensureContent(source, argument: "SRC", display: display)  // an evicted file: downloaded first
             }
             let target = try FileTransfer.target(resolved, name: source.map(CanonicalPath.lastComponent), argument: "DEST")
             if target == root { throw ValidationError("DEST '\(destination)' is the folder itself; give a file name") }
@@ -65,7 +66,7 @@ struct Put: ParsableCommand {
             // A read and a write of DEST: presenters save first (the read), then relinquish to the
             // writer and hear of the change (the write).
             let written = try FileCoordinator().coordinate(readingItemAt: url, options: [], writingItemAt: url, options: []) { _, to in
-                try FileTransfer.save(from: source, to: to.path)
+                try FileTransfer.save(from: source, to: to.path, display: display)
             }
             folder.noteCoordination("put")
             if json {

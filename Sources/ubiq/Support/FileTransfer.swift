@@ -9,8 +9,10 @@ enum FileTransfer {
     static let chunkSize = 256 * 1024
 
     /// Copies everything readable from `source` to `destination`; returns the number of bytes.
+    /// `progress` hears the bytes copied so far after each piece.
     @discardableResult
-    static func copy(from source: Int32, sourcePath: String, to destination: Int32, destinationPath: String) throws -> Int64 {
+    static func copy(from source: Int32, sourcePath: String, to destination: Int32, destinationPath: String,
+                     progress: ((Int64) -> Void)? = nil) throws -> Int64 {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var total: Int64 = 0
@@ -23,6 +25,7 @@ enum FileTransfer {
             if n == 0 { return total }
             try SafeSave.writeAll(destination, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), path: destinationPath)
             total += Int64(n)
+            progress?(total)
         }
     }
 
@@ -49,13 +52,18 @@ enum FileTransfer {
         try SafeSave.write(to: destination, mode: .overwrite, fill)
     }
 
-    /// Safe-saves the file at `source` (or stdin when nil) as `destination`.
-    static func save(from source: String?, to destination: String) throws -> (stamp: FileStamp, bytes: Int64) {
+    /// Safe-saves the file at `source` (or stdin when nil) as `destination`; `display` shows
+    /// the copy of a file (its name, bytes, rate, time left) on a terminal.
+    static func save(from source: String?, to destination: String, display: ProgressDisplay? = nil) throws -> (stamp: FileStamp, bytes: Int64) {
         var bytes: Int64 = 0
         if let source {
             let fd = try openForReading(source)
             defer { close(fd) }
-            let stamp = try save(to: destination) { bytes = try copy(from: fd, sourcePath: source, to: $0, destinationPath: destination) }
+            let total = FileStamp.of(descriptor: fd)?.size ?? 0
+            let name = CanonicalPath.lastComponent(of: source)
+            let progress: ((Int64) -> Void)? = display.map { display in { display.update(name, done: $0, total: total) } }
+            defer { display?.finish() }
+            let stamp = try save(to: destination) { bytes = try copy(from: fd, sourcePath: source, to: $0, destinationPath: destination, progress: progress) }
             return (stamp, bytes)
         }
         let stamp = try save(to: destination) { bytes = try copy(from: STDIN_FILENO, sourcePath: "stdin", to: $0, destinationPath: destination) }

@@ -19,16 +19,31 @@ enum PlaceholderDownload {
     /// cannot be reached, or the file is still evicted afterwards.
     /// Must run before a coordinated read of the file is taken (the download is a coordinated
     /// write by the daemon).
-    static func ensureContent(_ path: String, argument: String, socketPath: String = ControlWire.socketPath()) throws {
+    static func ensureContent(_ path: String, argument: String, socketPath: String = ControlWire.socketPath(),
+                              display: ProgressDisplay? = nil) throws {
         guard isPlaceholder(path) else { return }
         do {
-            _ = try UbiquitousItemControl.download(at: URL(fileURLWithPath: path), wait: true, socketPath: socketPath)
+            try download(path, socketPath: socketPath, display: display)
         } catch let error as UbiquityError {
             throw UbiquityError(error.code, "\(argument) '\(path)' is evicted (only its stub is here) and could not be downloaded: \(error.message)",
                                 underlying: error)
         }
         if isPlaceholder(path) {
             throw UbiquityError(.io, "\(argument) '\(path)' is still evicted after the download; try 'ubiq download \(path)'")
+        }
+    }
+
+    /// Downloads what `path` names (waiting), showing each file's bytes, rate and time left on
+    /// `display` (the sizes are the stubs'); returns the paths downloaded.
+    @discardableResult
+    static func download(_ path: String, socketPath: String = ControlWire.socketPath(), display: ProgressDisplay?) throws -> [String] {
+        var sizes: [String: Int64] = [:]
+        defer { display?.finish() }
+        return try UbiquitousItemControl.download(at: URL(fileURLWithPath: path), wait: true, socketPath: socketPath) { file, percent in
+            guard let display, display.enabled else { return }
+            if sizes[file] == nil { sizes[file] = Placeholder.standingFor(file)?.size ?? 0 }
+            let total = sizes[file] ?? 0
+            display.update((file as NSString).lastPathComponent, done: Int64(Double(total) * percent / 100), total: total)
         }
     }
 }

@@ -72,9 +72,9 @@ struct TransferProgress: Sendable {
     }
 }
 
-/// Draws ``TransferProgress`` lines on stdout when it is a terminal (`TERM` not `dumb`), and
-/// nothing otherwise, as the CLI's conventions say (`docs/cli.md`). One line, redrawn in place,
-/// cleared at the end.
+/// Draws ``TransferProgress`` lines on stdout when it is a terminal (with `NO_COLOR` unset and
+/// `TERM` not `dumb`, ``Terminal``'s rule), and nothing otherwise, as the CLI's conventions say
+/// (`docs/cli.md`). One line, redrawn in place, cleared at the end.
 final class ProgressDisplay: @unchecked Sendable {
     /// Whether progress is drawn: stdout is a terminal.
     let enabled: Bool
@@ -83,7 +83,7 @@ final class ProgressDisplay: @unchecked Sendable {
 
     /// A display; `quiet` (JSON output, stdout carrying data) turns it off.
     init(quiet: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment) {
-        enabled = !quiet && isatty(STDOUT_FILENO) == 1 && environment["TERM"] != "dumb"
+        enabled = !quiet && Terminal.colorEnabled(environment: environment)
     }
 
     /// Shows that `name` moved `done` of `total` bytes (a new name starts a new transfer).

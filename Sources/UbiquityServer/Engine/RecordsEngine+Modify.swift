@@ -248,10 +248,16 @@ struct ModifyBatch {
         }
         let needsTag: Bool = [.update, .replace, .delete].contains(type)
         if let existing {
+            // a record the caller may not read is answered as `records/lookup` answers it: its
+            // fields are never shown, and a change tag check tells nothing about it
+            let readable = try access.canRead(existing, tx: tx)
             if type == .create {
                 var error = WireError(.exists, "record \(incoming.recordName) already exists")
-                error.serverRecord = serverRecord(existing)
+                if readable { error.serverRecord = serverRecord(existing) }
                 throw error
+            }
+            if !readable, [.update, .replace, .delete, .forceDelete].contains(type) {
+                throw WireError(.notFound, "record \(incoming.recordName) does not exist")
             }
             if needsTag {
                 guard let tag = incoming.recordChangeTag else {
@@ -443,7 +449,8 @@ struct ModifyBatch {
                 let targetZoneName = reference.zoneID?.zoneName ?? zone.name
                 let targetZone = targetZoneName == zone.name ? zone : try tx.zone(database: database.id, name: targetZoneName)
                 let target = try targetZone.flatMap { try tx.record(zone: $0.id, name: reference.recordName) }
-                guard let target, !target.deleted else {
+                // one the caller may not read is refused as a missing one is (no existence oracle)
+                guard let target, !target.deleted, try access.canRead(target, tx: tx) else {
                     throw WireError(.validatingReferenceError, "\(path).record.fields.\(name): the referenced record \(reference.recordName) does not exist in zone \(targetZoneName)")
                 }
             }

@@ -415,10 +415,23 @@ struct ModifyBatch {
         let key = database.key
         let existing = try access.recordType(recordType, tx: tx)
         var type = existing ?? RecordTypeSchema(name: recordType)
-        // System types grow just in time in both environments: user records, key-value entries.
-        let locked = key.environment == .production && recordType != UserDirectory.recordType
-            && !(isKeyValueZone && recordType == KeyValueRecord.recordType)
-        if locked, existing == nil {
+        if SystemRecordTypes.isDeclared(recordType) {
+            // declared, never inferred: checked against the declaration, whatever the schema
+            // says; only declared fields with their declared types are ever recorded
+            let declared = try SystemRecordTypes.check(recordType, fields: fields, path: path)
+            let added = declared.filter { type.fields[$0.key] == nil }.reduce(into: [String: SchemaField]()) {
+                $0[$1.key] = SchemaField.justInTime(name: $1.key, type: $1.value)
+            }
+            guard existing == nil || !added.isEmpty else { return }
+            try tx.schemas().addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+            type.fields.merge(added) { first, _ in first }
+            access.cache(type)
+            return
+        }
+        // Users exists in both environments (the server makes user records); its fields, as
+        // any type's, grow just in time in development only: production changes only by deploy.
+        let locked = key.environment == .production
+        if locked, existing == nil, recordType != UserDirectory.recordType {
             throw WireError(.badRequest, "\(path).record.recordType: record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
         }
         var added: [String: SchemaField] = [:]

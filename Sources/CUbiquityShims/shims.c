@@ -7,6 +7,7 @@
 #include <sys/vfs.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include "CUbiquityShims.h"
 
@@ -56,4 +57,12 @@ int ub_set_thread_nice(int nice) {
 }
 int ub_thread_nice(void) {
     return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+}
+
+int ub_peer_uid(int fd, unsigned int *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = (unsigned int)credentials.uid;
+    return 0;
 }

@@ -28,6 +28,12 @@ public final class UnixSocket: @unchecked Sendable {  // @unchecked because fd i
             Glibc.close(fd)
             throw UbiquityError.posix("connect", path: path, errno: err)
         }
+        // only this user's own processes (or root's) are answered: another local user who made
+        // the socket's folder first could serve a socket of the same name
+        if let peer = PrivateFolder.peerUser(of: fd), peer != getuid(), peer != 0 {
+            Glibc.close(fd)
+            throw UbiquityError(.permissionDenied, "the socket '\(path)' is served by user \(peer), not by you (user \(getuid())): refusing to talk to it")
+        }
         return UnixSocket(fd: fd)
     }
 

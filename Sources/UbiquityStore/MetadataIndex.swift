@@ -41,6 +41,8 @@ public final class MetadataIndex: Sendable {
                 throw UbiquityError(.io, "Cannot create the folder of the metadata index '\(path)'", underlying: error)
             }
         }
+        // private whatever the umask: names, sizes and times of the user's files
+        try? PrivateFolder.prepareFile(path)
         do {
             writer = try Self.openPool(path: path)
             wasRebuilt = false

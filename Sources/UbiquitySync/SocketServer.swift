@@ -14,11 +14,11 @@ final class SocketServer: Sendable {
     private let connections = Mutex<[ObjectIdentifier: UnixSocket]>([:])
 
     /// Binds `path` (creating its folder, mode 0700). Fails with `alreadyExists` when another
-    /// process serves the path.
+    /// process serves the path, `accessDenied` when its folder is not this user's private one.
     init(path: String, name: String) throws {
         self.path = path
         self.name = name
-        try UbiquityPaths.ensureDirectory(URL(fileURLWithPath: CanonicalPath.parentPath(of: path)))
+        try PrivateFolder.ensure(CanonicalPath.parentPath(of: path), strict: true)  // never in another user's folder
         listener = try UnixSocket.listen(at: path)
     }
 

@@ -31,4 +31,8 @@ int ub_set_thread_nice(int nice);
 /// The nice value of the calling thread.
 int ub_thread_nice(void);
 
+/// The user ID of the process at the other end of the connected Unix socket `fd`
+/// (SO_PEERCRED) in `*uid`; returns -1 and sets errno on failure.
+int ub_peer_uid(int fd, unsigned int *uid);
+
 #endif

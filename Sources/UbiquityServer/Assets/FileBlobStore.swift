@@ -105,7 +105,10 @@ public final class FileBlobStore: BlobStore {
         uploadsRoot = root + "/uploads"
         verifyingRoot = root + "/verifying"
         temporaryRoot = root + "/tmp"
-        for folder in [chunksRoot, manifestsRoot, uploadsRoot, verifyingRoot, temporaryRoot] { try BlobFiles.makeDirectories(folder) }
+        for folder in [chunksRoot, manifestsRoot, uploadsRoot, verifyingRoot, temporaryRoot] {
+            try BlobFiles.makeDirectories(folder)
+            try PrivateFolder.ensure(folder)  // 0700 whatever the umask: the content of every asset
+        }
         resumeVerifications()
     }
 

@@ -100,7 +100,7 @@ final class SQLitePushSignal: PushSignal {
     init(dataDirectory: URL, logger: Logger) throws {
         directory = dataDirectory.appendingPathComponent("push", isDirectory: true)
         self.logger = logger
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try PrivateFolder.ensure(directory.path)  // 0700 whatever the umask
         namespace = String(SecretToken.digest(directory.standardizedFileURL.path).prefix(16))
         name = "\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
         socket = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

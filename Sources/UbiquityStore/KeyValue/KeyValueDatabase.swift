@@ -84,6 +84,7 @@ public final class KeyValueDatabase: Sendable {
         if !folder.isEmpty {
             try UbiquityPaths.ensureDirectory(URL(fileURLWithPath: folder, isDirectory: true))
         }
+        try? PrivateFolder.prepareFile(path)  // private whatever the umask
         do {
             writer = try Self.open(path)
             wasRebuilt = false

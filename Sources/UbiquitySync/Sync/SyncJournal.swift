@@ -19,7 +19,8 @@ public final class SyncJournal: Sendable {
     /// Opens (creating) the journal at `path`.
     public init(path: String) throws {
         self.path = path
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // private whatever the umask: paths and content hashes of the user's files
+        try PrivateFolder.prepareFile(path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         do {

@@ -148,6 +148,10 @@ struct Daemon: AsyncParsableCommand {
             let database = try index.map(CLI.absolutePath) ?? environment["UBIQUITY_INDEX_DATABASE"].flatMap { $0.hasPrefix("/") ? $0 : nil }
                 ?? paths.stateDirectory.appendingPathComponent("index.sqlite").path
             try UbiquityPaths.ensureDirectory(paths.containersDirectory)
+            // the daemon's own state and configuration (journals, index, account): 0700 whatever
+            // the umask (issue 24, finding 8)
+            try PrivateFolder.ensure(paths.stateDirectory.path)
+            try PrivateFolder.ensure(paths.configDirectory.path)
             let configuration = try syncConfiguration(environment: environment, paths: paths)
             indexService = try IndexService(
                 databasePath: database,

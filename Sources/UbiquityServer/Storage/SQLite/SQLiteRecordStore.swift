@@ -14,8 +14,10 @@ public final class SQLiteRecordStore: RecordStore {
 
     /// Opens (creating or migrating) the store in `directory` (`records.sqlite`).
     public init(directory: URL, logger: Logger) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if FileStamp.of(directory.path) == nil { try PrivateFolder.ensure(directory.path) }
         path = directory.appendingPathComponent("records.sqlite").path
+        // private whatever the umask: every record, password hashes, the asset signing key
+        try PrivateFolder.prepareFile(path)
         self.logger = logger
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)

@@ -33,6 +33,7 @@ extension AssetRoutes {
                     throw WireError(.badRequest, "the upload ended after \(received) of the \(declared) bytes announced; nothing was stored")
                 }
                 let info = try await writer.finish()
+                try await noteSent(info, session: session)  // its bytes were shown: its list may name them
                 service.logger.debug("asset uploaded", metadata: ["asset.checksum": "\(info.fileChecksum)", "asset.size": "\(info.size)"])
                 return Self.json(singleFile(info, binding: upload.binding))
             } catch {
@@ -78,6 +79,7 @@ extension AssetRoutes {
             }
             if now == range.total {
                 let info = try await writer.finish()
+                try await noteSent(info, session: session)  // its bytes were shown: its list may name them
                 service.logger.debug("asset uploaded", metadata: ["asset.checksum": "\(info.fileChecksum)", "asset.size": "\(info.size)", "asset.session": "\(session)"])
                 return Self.json(singleFile(info, binding: binding), headers: [HTTPField.Name(AssetUploadStatus.offsetHeader)!: String(now)])
             }

@@ -10,11 +10,27 @@ extension AssetService {
 
     /// The service of a records server: a `FileBlobStore` in `blobsDirectory`, signing with the
     /// key kept in `recordStore` (made on first use; every server process on one store shares it,
-    /// and it survives restarts).
+    /// and it survives restarts). Uploads deduplicate only against content the uploader can read
+    /// already (``readableContent(in:)``).
     public static func open(recordStore: any RecordStore, blobsDirectory: URL, configuration: AssetConfiguration = AssetConfiguration(),
                             blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration(), logger: Logger) async throws -> AssetService {
         let blobs = try FileBlobStore(directory: blobsDirectory, configuration: blobConfiguration, logger: logger)
-        return AssetService(store: blobs, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger)
+        return AssetService(store: blobs, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger,
+                            canDeduplicate: readableContent(in: recordStore))
+    }
+
+    /// Content the uploader can already read: an asset some record of the uploader's own
+    /// private database refers to (an upload token for a private database is only ever issued
+    /// to its owner). Nothing in the public database, whose records roles may hide, counts.
+    static func readableContent(in recordStore: any RecordStore) -> ContentAccess {
+        { binding, fileChecksum in
+            guard binding.scope == .private, !binding.owner.isEmpty else { return false }
+            let key = DatabaseKey(container: binding.container, environment: binding.environment, scope: .private, owner: binding.owner)
+            return try await recordStore.read { tx in
+                guard let database = try tx.database(key) else { return false }
+                return !(try tx.referencedAssets(database: database.id, checksums: [fileChecksum])).isEmpty
+            }
+        }
     }
 
     /// The asset signing key kept in `store`: 256 random bits stored by the first caller (an

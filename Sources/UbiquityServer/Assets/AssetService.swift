@@ -50,14 +50,24 @@ public struct AssetService: Sendable {
     public let signer: AssetSigner
     /// Limits.
     public let configuration: AssetConfiguration
+    /// Whether an upload for `binding` may be answered from the stored asset `fileChecksum`
+    /// without its bytes (deduplication): only when the caller can already read that content
+    /// (issue 24, finding 1). Knowing a checksum is never enough.
+    public let canDeduplicate: ContentAccess
     let logger: Logger
 
+    /// Whether the uploader of `binding` can already read the stored asset `fileChecksum`.
+    public typealias ContentAccess = @Sendable (_ binding: AssetBinding, _ fileChecksum: String) async throws -> Bool
+
     /// A service over `store`, signing with `key` (keep it secret and stable: tokens and
-    /// receipts made with another key are refused as forged).
-    public init(store: any BlobStore, key: SymmetricKey, configuration: AssetConfiguration = AssetConfiguration(), logger: Logger) {
+    /// receipts made with another key are refused as forged). `canDeduplicate` says which stored
+    /// content an upload may be answered from (by default none: every upload sends its bytes).
+    public init(store: any BlobStore, key: SymmetricKey, configuration: AssetConfiguration = AssetConfiguration(), logger: Logger,
+                canDeduplicate: @escaping ContentAccess = { _, _ in false }) {
         self.store = store
         self.signer = AssetSigner(key: key)
         self.configuration = configuration
+        self.canDeduplicate = canDeduplicate
         self.logger = logger
     }
 

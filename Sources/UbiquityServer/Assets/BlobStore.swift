@@ -140,6 +140,14 @@ public protocol BlobStore: Sendable {
     /// The base remembered for session `id`, if any.
     func pendingBase(session id: String) async throws -> String?
 
+    /// Notes that upload session `id` sent the bytes of the chunks `hashes` (checked against
+    /// them): the session has shown that content, so its chunk list may name it (issue 24,
+    /// finding 1).
+    func noteSentChunks(_ hashes: [String], session id: String) async throws
+
+    /// The chunks upload session `id` sent (``noteSentChunks(_:session:)``).
+    func sentChunks(session id: String) async throws -> Set<String>
+
     /// The asset's description, or nil when the store does not hold it.
     func info(fileChecksum: String) async throws -> BlobInfo?
 
@@ -226,6 +234,12 @@ extension BlobStore {
 
     /// None.
     public func pendingBase(session id: String) async throws -> String? { nil }
+
+    /// Forgets it.
+    public func noteSentChunks(_ hashes: [String], session id: String) async throws {}
+
+    /// None.
+    public func sentChunks(session id: String) async throws -> Set<String> { [] }
 
     /// Stores `bytes` as an asset in one call (tests and small assets).
     public func write(_ bytes: some Sequence<UInt8>) async throws -> BlobInfo {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Glibc
 import NIOCore
 import UbiquityCore
 
@@ -155,6 +156,32 @@ extension FileBlobStore {
         return try await BlockingWork.run {
             guard let buffer = try BlobFiles.read(files.folder + "/pending-base") else { return nil }
             return String(buffer: buffer)
+        }
+    }
+
+    /// Appends `hashes` to the session's list of chunks it sent (`sent-chunks`, a line each; the
+    /// session's folder is made when new); see ``BlobStore/noteSentChunks(_:session:)``.
+    public func noteSentChunks(_ hashes: [String], session id: String) async throws {
+        let files = try sessionFiles(id)
+        guard !hashes.isEmpty else { return }
+        for hash in hashes where !AssetChunkRef.isValidHash(hash) { throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash") }
+        try await BlockingWork.run {
+            try BlobFiles.makeDirectories(files.folder)
+            let path = files.folder + "/sent-chunks"
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw UbiquityError.posix("open", path: path) }
+            defer { close(fd) }
+            let line = Array(hashes.map { $0 + "\n" }.joined().utf8)  // one write: appends never interleave
+            guard line.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == line.count else { throw UbiquityError.posix("write", path: path) }
+        }
+    }
+
+    /// The chunks the session sent; see ``BlobStore/sentChunks(session:)``.
+    public func sentChunks(session id: String) async throws -> Set<String> {
+        let files = try sessionFiles(id)
+        return try await BlockingWork.run {
+            guard let buffer = try BlobFiles.read(files.folder + "/sent-chunks") else { return [] }
+            return Set(String(buffer: buffer).split(separator: "\n").map(String.init).filter(AssetChunkRef.isValidHash))
         }
     }
 

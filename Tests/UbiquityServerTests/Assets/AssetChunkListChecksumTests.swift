@@ -76,8 +76,10 @@ struct AssetChunkListChecksumTests {
         #expect(honestCommit.status == 200 && honestCommit.singleFile?.fileChecksum == claimed)
         #expect(try await server.store.readAll(fileChecksum: claimed) == honest)
         // a claim that is neither kind is refused too
+        let otherToken = AssetTestServer.token(of: server.uploadURL())
+        _ = try await AssetManifestVerificationTests.sendChunks(honest, server: server, token: otherToken)
         let other = try await server.post("/assets/1/manifest", json: .object([
-            "token": .string(AssetTestServer.token(of: server.uploadURL())), "fileChecksum": .string(Data(repeating: 2, count: 33).base64EncodedString()),
+            "token": .string(otherToken), "fileChecksum": .string(Data(repeating: 2, count: 33).base64EncodedString()),
             "packedChunks": .string(AssetChunkRef.packed(honestChunks)),
         ]))
         #expect(other.status == 400)

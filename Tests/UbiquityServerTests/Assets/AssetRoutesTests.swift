@@ -202,17 +202,19 @@ struct AssetRoutesTests {
             "token": .string(token), "fileChecksum": .string(AssetTestSupport.checksum([1])), "size": .integer(1),
         ]))
         #expect(unknown.status == 404)
-        // Without the checksum, nothing is missing either.
+        // A whole list without the checksum: every chunk this upload has not sent is missing (a
+        // list is never answered from what the store holds: issue 24, finding 1)
         let listed = try await server.post("/assets/1/chunks/missing", json: .object(["token": .string(token), "chunks": .array(chunks.map(\.ref.json))]))
-        #expect(listed.json.objectValue?["missing"] == .array([]))
+        #expect(listed.json.objectValue?["missing"]?.arrayValue?.count == Set(chunks.map(\.ref.hash)).count)
 
-        // One byte changed in the middle.
+        // One byte changed in the middle: the list relative to the stored version
         var edited = original
         edited[original.count / 2] ^= 0x5A
         token = AssetTestServer.token(of: server.uploadURL())
         let editedChunks = AssetTestSupport.chunks(edited)
+        let delta = AssetChunkListDelta.make(base: chunks.map(\.ref), new: editedChunks.map(\.ref))
         let question = try await server.post("/assets/1/chunks/missing", json: .object([
-            "token": .string(token), "packedChunks": .string(AssetChunkRef.packed(editedChunks.map(\.ref))),
+            "token": .string(token), "base": .string(AssetTestSupport.checksum(original)), "edits": delta.json(),
         ]))
         let missing = question.json.objectValue?["missing"]?.arrayValue?.compactMap(\.stringValue) ?? []
         #expect(missing.count >= 1 && missing.count <= 2)

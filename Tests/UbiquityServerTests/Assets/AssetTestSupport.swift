@@ -95,7 +95,10 @@ final class AssetTestServer: Sendable {
     static func start(configuration: AssetConfiguration = AssetConfiguration(maximumAssetSize: 64 << 20),
                       store configure: (inout FileBlobStore.Configuration) -> Void = { _ in }) async throws -> AssetTestServer {
         let (store, folder) = try AssetTestSupport.makeStore(configure)
-        let service = AssetService(store: store, key: SymmetricKey(size: .bits256), configuration: configuration, logger: AssetTestSupport.logger)
+        // (no records here: every stored asset counts as one the uploader can read, so the
+        // deduplication mechanics are tested; who may deduplicate is UploadDeduplicationHTTPTests')
+        let service = AssetService(store: store, key: SymmetricKey(size: .bits256), configuration: configuration, logger: AssetTestSupport.logger,
+                                   canDeduplicate: { _, _ in true })
         let router = Router(context: BasicRequestContext.self)
         AssetRoutes(service: service).register(on: router)
         let (stream, continuation) = AsyncStream<String>.makeStream()

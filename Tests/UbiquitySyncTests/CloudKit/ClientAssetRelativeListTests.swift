@@ -23,7 +23,8 @@ import UbiquityServer
         return try #require(URL(string: text))
     }
 
-    /// A server and a file whose first version (`size` random bytes from `seed`) is uploaded.
+    /// A server and a file whose first version (`size` random bytes from `seed`) is uploaded and
+    /// saved in a record.
     struct Rig {
         let directory: URL
         let database: CloudDatabase
@@ -80,6 +81,11 @@ import UbiquityServer
         try Data(first).write(to: file)
         let firstScan = try AssetFileScan.scan(file, identity: identity)
         let uploadedFirst = try await transfer.upload(fileURL: file, to: try await uploadURL(database), scan: firstScan)
+        // saved in its record, as a device saves every version it uploads: only content one's
+        // own records refer to is a base later uploads may be sent relative to
+        var record = Record(recordType: "Blob")
+        record["content"] = .asset(uploadedFirst.asset)
+        _ = try await database.save(record)
         try await body(Rig(directory: directory, database: database, transfer: transfer, file: file, first: first, firstScan: firstScan,
                            uploadedFirst: uploadedFirst, identity: identity))
     }

@@ -117,9 +117,7 @@ public struct Placeholder: Codable, Sendable, Hashable {
 
     /// The stamp of the item at `path`, or of its stub when it is evicted (nil when neither is there).
     public static func stamp(ofItemAt path: String) -> FileStamp? {
-        if let stamp = FileStamp.of(path) { return stamp }
-        guard errno == ENOENT || errno == ENOTDIR else { return nil }
-        return FileStamp.of(stubPath(for: path))
+        FileStamp.of(path) ?? FileStamp.of(stubPath(for: path))
     }
 
     /// Writes this stub at `stubPath` atomically (a temporary file in the same folder, fsynced,

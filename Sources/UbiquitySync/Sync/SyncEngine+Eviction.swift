@@ -25,14 +25,14 @@ extension SyncEngine {
 
     // MARK: Evict
 
-    /// Evicts the item at the absolute `path`: a file is replaced by its placeholder (name, size,
-    /// permissions and modification time kept; no blocks); a folder (or the sync folder) has
+    /// Evicts the item at the absolute `path`: a file is replaced by its hidden stub (name, size,
+    /// permissions, modification time and user attributes kept; the name itself is free); a folder (or the sync folder) has
     /// every file in it that can be evicted evicted, the others left as they are. Returns the
     /// absolute paths evicted (a file already evicted counts). `progress` hears the bytes of a
     /// folder's files looked at so far, of all.
-    /// - Throws: `invalidArgument` (not in the sync folder, excluded from sync, not a file),
-    ///   `notFound`, `conflict` (not uploaded yet, has unsaved conflict versions, changed while
-    ///   it was evicted).
+    /// - Throws: `invalidArgument` (not in the sync folder, excluded from sync, not a file, a
+    ///   name too long for its stub), `notFound`, `conflict` (not uploaded yet, has unsaved
+    ///   conflict versions, pinned, open in another program, changed while it was evicted).
     public func evict(_ path: String, progress: (@Sendable (_ done: Int64, _ total: Int64) -> Void)? = nil) async throws -> [String] {
         let relative = try relativePath(path)
         return try await exclusively {
@@ -146,8 +146,10 @@ extension SyncEngine {
             throw error
         }
         guard let moved = FileStamp.of(aside), !SyncStat(moved).differs(from: base) else {
-            // written between the check and the move: the file stays, the stub goes
-            if putBack(aside, at: path) { unlink(stubPath) }
+            // written between the check and the move: the file stays (or, if a new file took
+            // its name meanwhile, beside it as a conflicted copy), the stub goes
+            _ = putBack(aside, at: path)
+            unlink(stubPath)
             throw UbiquityError(.conflict, "'\(path)' changed while it was evicted: not evicted")
         }
         unlink(aside)

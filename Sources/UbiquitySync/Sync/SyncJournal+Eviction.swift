@@ -41,12 +41,18 @@ extension SyncJournal {
 
     /// Records whether item `id` is evicted (a placeholder stands for it).
     public func setEvicted(_ id: String, _ evicted: Bool) throws {
+        try setMarked(id, evicted, in: "evicted")
+    }
+
+    /// Adds item `id` to, or removes it from, one of the tables of marked IDs (`evicted`,
+    /// `pinned`: `id` and the time it was marked).
+    func setMarked(_ id: String, _ marked: Bool, in table: StaticString) throws {
         try write { db in
-            if evicted {
-                try db.execute(sql: "INSERT OR REPLACE INTO evicted (id, since) VALUES (?, ?)",
+            if marked {
+                try db.execute(sql: "INSERT OR REPLACE INTO \(table) (id, since) VALUES (?, ?)",
                                arguments: [id, Int64(Date().timeIntervalSince1970 * 1000)])
             } else {
-                try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM \(table) WHERE id = ?", arguments: [id])
             }
         }
     }

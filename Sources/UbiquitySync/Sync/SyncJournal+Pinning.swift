@@ -10,14 +10,7 @@ extension SyncJournal {
 
     /// Records whether item `id` is pinned: it (a folder: everything in it) stays downloaded.
     public func setPinned(_ id: String, _ pinned: Bool) throws {
-        try write { db in
-            if pinned {
-                try db.execute(sql: "INSERT OR REPLACE INTO pinned (id, since) VALUES (?, ?)",
-                               arguments: [id, Int64(Date().timeIntervalSince1970 * 1000)])
-            } else {
-                try db.execute(sql: "DELETE FROM pinned WHERE id = ?", arguments: [id])
-            }
-        }
+        try setMarked(id, pinned, in: "pinned")
     }
 
     /// The paths of the pinned items (where their entries are now: a pin follows renames).

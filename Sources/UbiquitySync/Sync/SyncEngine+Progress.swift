@@ -90,14 +90,14 @@ extension SyncEngine {
         }
     }
 
-    /// `item` was written here: it is no longer evicted (a placeholder's marker, copied with the
-    /// user attributes of what the download replaced, is removed) and its download is over.
-    func noteDownloaded(_ item: RemoteItem, previousPath: String? = nil) throws {
-        if try journal.isEvicted(item.id) {
+    /// `item` was written here: when it was evicted (its stub at `evictedAt`), it no longer is and
+    /// its stub goes; its download is over.
+    func noteDownloaded(_ item: RemoteItem, evictedAt: String?) throws {
+        if let evictedAt {
             try journal.setEvicted(item.id, false)
             // its stub goes once the file is in place (where it was, and where it is now)
             Placeholder.removeStub(for: absolute(item.path))
-            if let previousPath, previousPath != item.path { Placeholder.removeStub(for: absolute(previousPath)) }
+            if evictedAt != item.path { Placeholder.removeStub(for: absolute(evictedAt)) }
         }
         noteTransfer(item.path) { transfer in
             transfer.isDownloading = false

@@ -367,10 +367,11 @@ extension SyncEngine {
         }
         afterWrite?(item.path)  // tests: the file may be edited here
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
-        let previousPath = try journal.entry(id: item.id)?.path
+        // (where its stub was, when it was evicted: asked once, as before)
+        let evictedAt = try journal.isEvicted(item.id) ? try journal.entry(id: item.id)?.path ?? item.path : nil
         try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
                                      changeTag: item.changeTag))
-        try noteDownloaded(item, previousPath: previousPath)  // no longer evicted; progress over (SyncEngine+Progress.swift)
+        try noteDownloaded(item, evictedAt: evictedAt)  // no longer evicted; progress over (SyncEngine+Progress.swift)
         report(item.path, .uploaded)
         onEvent?(.didDownload(path: item.path))
     }

@@ -213,7 +213,8 @@ import UbiquityIndex
                 for (index, operation) in operations.enumerated() {
                     guard var record = operation["record"] as? [String: Any], var fields = record["fields"] as? [String: Any],
                           (fields["path"] as? [String: Any])?["value"] as? String == "refused.txt" else { continue }
-                    fields["padding"] = ["value": String(repeating: "x", count: 1_100_000), "type": "STRING"]
+                    // (a declared field of UbiquityItem: an undeclared one is refused for what it is)
+                    fields["target"] = ["value": String(repeating: "x", count: 1_100_000), "type": "STRING"]
                     record["fields"] = fields
                     var changed = operation
                     changed["record"] = record

@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "UbiquityStore", targets: ["UbiquityStore"]),
         .library(name: "UbiquityIndex", targets: ["UbiquityIndex"]),
         .library(name: "UbiquityServer", targets: ["UbiquityServer"]),
+        .library(name: "UbiquityMount", targets: ["UbiquityMount"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,6 +77,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libfuse3 (fuse3, libfuse3-dev): the mounted folder's low-level file system.
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // `ubiq daemon --mount`: the synced folder served through FUSE, over itself.
+        .target(
+            name: "UbiquityMount",
+            dependencies: ["UbiquityCore", "CFuse", "CUbiquityShims", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "UbiquitySync",
             dependencies: [
@@ -114,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "ubiq",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer",
+                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "UbiquityMount",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -44,6 +44,13 @@ int ub_rename(const char *from, const char *to, int noreplace, int exchange) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
 }
 
+int ub_renameat(int fromdir, const char *from, int todir, const char *to, int noreplace, int exchange) {
+    unsigned int flags = 0;
+    if (noreplace) flags |= RENAME_NOREPLACE;
+    if (exchange) flags |= RENAME_EXCHANGE;
+    return renameat2(fromdir, from, todir, to, flags);
+}
+
 int ub_fs_type(const char *path, long long *type) {
     struct statfs info;
     if (statfs(path, &info) != 0) return -1;

@@ -21,6 +21,8 @@ int ub_ofd_lock(int fd, int wait, short type, long long start, long long len);
 
 /// renameat2(2) with RENAME_NOREPLACE (noreplace = 1) or RENAME_EXCHANGE (exchange = 1).
 int ub_rename(const char *from, const char *to, int noreplace, int exchange);
+/// renameat2(2) relative to folder descriptors, with the same flags.
+int ub_renameat(int fromdir, const char *from, int todir, const char *to, int noreplace, int exchange);
 
 /// The file-system type (statfs(2) f_type) of `path` in `*type`; returns -1 and sets errno on failure.
 int ub_fs_type(const char *path, long long *type);

@@ -5,13 +5,13 @@ import UbiquityCore
 
 /// An exclusive `flock` on a file, held for as long as the value lives: one sync engine per
 /// folder (a second daemon on the same folder is refused).
-final class FolderLock: Sendable {
+package final class FolderLock: Sendable {
     /// The lock file.
-    let path: String
+    package let path: String
     private let descriptor: Int32
 
     /// Takes the lock or throws `alreadyExists` naming the file.
-    init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw UbiquityError.posix("open", path: path) }

@@ -118,6 +118,12 @@ struct Daemon: AsyncParsableCommand {
           help: "Sync the app containers' documents too, each shown as a subfolder (a link) of the sync folder (overrides $UBIQUITY_APP_FOLDERS=0|1).")
     var appFolders: Bool?
 
+    @Flag(help: "Serve the folder through FUSE (libfuse3, fusermount3): evicted files keep their names and sizes, and their content arrives when a program opens them (docs/folder.md).")
+    var mount = false
+
+    @Option(help: "With --mount: the seconds an open of an evicted file waits for its content before failing with EIO (offline, say).")
+    var mountFetchTimeout: Double = 60
+
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -139,6 +145,7 @@ struct Daemon: AsyncParsableCommand {
         let path: String
         let sync: AccountSync
         let hooks = HookRunner(logger: logger)
+        var mounted: FolderMount?
         do {
             guard rescanInterval > 0, rescanInterval.isFinite else {
                 throw UbiquityError(.invalidArgument, "--rescan-interval \(rescanInterval): expected a number of seconds > 0")
@@ -172,7 +179,16 @@ struct Daemon: AsyncParsableCommand {
                 coordination.socketPath = path
                 FileCoordinator.configure(coordination)
             }
+            if mount {
+                guard mountFetchTimeout > 0, mountFetchTimeout.isFinite else {
+                    throw UbiquityError(.invalidArgument, "--mount-fetch-timeout \(mountFetchTimeout): expected a number of seconds > 0")
+                }
+                // before sync and the index look at the folder: they see it through the mount
+                mounted = try FolderMount.mount(folder: configuration.folder, sync: sync,
+                                                fetchTimeout: .milliseconds(Int64(mountFetchTimeout * 1000)), logger: logger)
+            }
         } catch {
+            mounted?.unmount()
             await embedded?.stop()
             throw CLI.report(error, command: "daemon")
         }
@@ -184,12 +200,14 @@ struct Daemon: AsyncParsableCommand {
         } catch {
             coordinationService.stop()
             indexService.stop()
+            mounted?.unmount()
             await embedded?.stop()
             throw CLI.report(error, command: "daemon")
         }
         if let engine = await sync.currentEngine {
             CLI.printLine("syncing \(engine.folder) with \(await sync.serverDescription)")
         }
+        if let mounted { CLI.printLine("serving \(mounted.fileSystem.folder) through FUSE") }
         if let readyFile, let file = try? CLI.absolutePath(readyFile) { try? Data(path.utf8).write(to: URL(fileURLWithPath: file)) }
         CLI.printLine("coordination service listening on \(path)")
         logger.notice("daemon ready", metadata: ["ubiquity.socket": "\(path)"])
@@ -201,6 +219,7 @@ struct Daemon: AsyncParsableCommand {
             indexService.stop()
         }
         await sync.stop()
+        mounted?.unmount()
         await hooks.stop()
         await embedded?.stop()
         logger.notice("daemon stopped")

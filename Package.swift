@@ -194,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "UbiquitySyncTests",
             dependencies: [
-                "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "ubiq", "MonkeyDocument",
+                "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "UbiquityMount", "ubiq", "MonkeyDocument",
                 "CloudKitAtlas", "UbiquityBench", "KeyValue",
             ],
             swiftSettings: swiftSettings

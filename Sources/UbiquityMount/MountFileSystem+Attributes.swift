@@ -18,7 +18,7 @@ extension MountFileSystem {
         var st = stat()
         guard fstat(fd, &st) == 0 else { return -Int(errno) }
         if (st.st_mode & S_IFMT) == S_IFLNK { return body(nil) }
-        return body("/proc/self/fd/\(fd)")
+        return body("/proc/thread-self/fd/\(fd)")  // this thread's table (the file system's own)
     }
 
     /// The path on disk an attribute request of node `id` reads (`changes`: writes, which bring

@@ -115,7 +115,8 @@ package final class MountFileSystem: Sendable {
             let result = ub_fuse_loop(made, threads, 4)
             if result != 0 { logger.debug("the FUSE loop ended", metadata: ["ubiquity.result": "\(result)"]) }
             invalidations.stop()
-            fuse_session_unmount(made)
+            // unmounted already by ``unmount(timeout:)`` (or by hand): libfuse would only complain
+            if MountPoint.state(of: folder, probe: false) != .none { fuse_session_unmount(made) }
             fuse_session_destroy(made)
             finished.signal()
         }

@@ -18,7 +18,9 @@ package enum MountPoint: Sendable, Equatable {
     package static let fileSystemType = "fuse.ubiquity"
 
     /// What is mounted at `path` (absolute, links resolved), the last mount there winning.
-    package static func state(of path: String, mountInfo: String? = nil) -> MountPoint {
+    /// `probe`: whether a Ubiquity mount is asked if it is live (a statfs; never from the file
+    /// system's own threads, which would wait for themselves); without, it counts as live.
+    package static func state(of path: String, probe: Bool = true, mountInfo: String? = nil) -> MountPoint {
         guard let info = mountInfo ?? (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) else { return .none }
         var found: String?
         for line in info.split(separator: "\n") {
@@ -29,6 +31,7 @@ package enum MountPoint: Sendable, Equatable {
         }
         guard let found else { return .none }
         guard found == fileSystemType else { return .other(type: found) }
+        guard probe else { return .ubiquity(live: true) }
         // statfs always asks the file system (a stat may be answered from the kernel's cache)
         var st = statvfs()
         let live = statvfs(path, &st) == 0 || errno != ENOTCONN

@@ -17,6 +17,11 @@ struct FolderMount: Sendable {
     /// - Throws: `alreadyExists` when another daemon serves or syncs the folder; `io` when
     ///   FUSE is missing or the mount fails.
     static func mount(folder requested: String, sync: AccountSync, fetchTimeout: Duration, logger: Logger) throws -> FolderMount {
+        // a stale mount first: nothing can be looked up at it (ENOTCONN) until it is cleared
+        if MountPoint.state(of: requested) == .ubiquity(live: false) {
+            logger.notice("clearing the stale mount of a daemon that was stopped", metadata: ["ubiquity.folder": "\(requested)"])
+            try MountPoint.detach(requested)
+        }
         try FileManager.default.createDirectory(atPath: requested, withIntermediateDirectories: true)
         let folder = try CanonicalPath.canonicalize(requested, resolveLast: true)
         switch MountPoint.state(of: folder) {

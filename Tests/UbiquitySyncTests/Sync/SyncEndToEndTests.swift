@@ -85,18 +85,21 @@ import UbiquityCore
         let name: String
         let cloud: Cloud
         private let daemon = LockedProcess()
+        /// More arguments of its daemon (`--mount`, say).
+        let extra: [String]
         var folder: URL { device.root.appendingPathComponent("home/Ubiquity") }
 
-        init(_ name: String, _ cloud: Cloud) {
+        init(_ name: String, _ cloud: Cloud, extra: [String] = []) {
             self.name = name
             self.cloud = cloud
+            self.extra = extra
         }
 
         var arguments: [String] {
             ["daemon", "--log-level", ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"] ?? "warning", "--server", cloud.url,
              // tokens are base64url and may start with '-': always pass them attached
              "--api-token=" + cloud.apiToken, "--web-auth-token=" + cloud.webToken,
-             "--folder", folder.path, "--device-name", name]
+             "--folder", folder.path, "--device-name", name] + extra
         }
 
         func start() throws {

@@ -85,6 +85,28 @@ public enum Doctor {
         }
     }
 
+    /// The mounted folder (`ubiq daemon --mount`): whether FUSE can be used here (`/dev/fuse`
+    /// readable and writable, `fusermount3` installed) and, when the folder is mounted,
+    /// whether a daemon still serves it (`live` false: a stale mount of a killed daemon).
+    public static func mount(_ path: String, devFuse: Bool, fusermount: Bool, mounted live: Bool?) -> [DoctorFinding] {
+        var findings: [DoctorFinding] = []
+        if devFuse && fusermount {
+            findings.append(DoctorFinding("fuse", .ok, "/dev/fuse and fusermount3 are there (`ubiq daemon --mount` can serve the folder)"))
+        } else {
+            let missing = [devFuse ? nil : "/dev/fuse (not there, or not readable and writable)", fusermount ? nil : "fusermount3"].compactMap { $0 }
+            findings.append(DoctorFinding("fuse", live == nil ? .warning : .failure, "`ubiq daemon --mount` cannot work: missing \(missing.joined(separator: " and "))",
+                                          fix: "apt-get install fuse3 (and load the fuse module: modprobe fuse)"))
+        }
+        switch live {
+        case nil: break
+        case true?: findings.append(DoctorFinding("mount", .ok, "\(path) is served through FUSE by `ubiq daemon --mount`"))
+        case false?:
+            findings.append(DoctorFinding("mount", .failure, "\(path) is a stale mount (its daemon was killed): every access fails with ENOTCONN",
+                                          fix: "start `ubiq daemon --mount` again (it clears the stale mount), or `fusermount3 -u -z '\(path)'`"))
+        }
+        return findings
+    }
+
     /// The file system of `path` (statfs), or nil.
     public static func fileSystem(of path: String) -> String? {
         var type: Int64 = 0

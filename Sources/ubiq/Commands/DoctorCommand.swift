@@ -4,6 +4,7 @@ import Foundation
 import Ubiquity
 import UbiquityCore
 import UbiquityIndex
+import UbiquityMount
 import UbiquitySync
 
 /// `ubiq doctor`: checks what Ubiquity depends on and says exactly what to fix.
@@ -35,13 +36,22 @@ struct DoctorCommand: AsyncParsableCommand {
         let folderPath = try folder.map(CLI.absolutePath) ?? environment["UBIQUITY_FOLDER"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? paths.home.appendingPathComponent("Ubiquity").path
         var isDirectory: ObjCBool = false
-        let folderExists = FileManager.default.fileExists(atPath: folderPath, isDirectory: &isDirectory) && isDirectory.boolValue
+        let mounted: Bool? = switch MountPoint.state(of: folderPath) {
+        case .ubiquity(let live): live
+        default: nil
+        }
+        let folderExists = mounted != false && FileManager.default.fileExists(atPath: folderPath, isDirectory: &isDirectory) && isDirectory.boolValue
         var findings: [DoctorFinding] = []
 
         let walk = folderExists ? Doctor.walk(folderPath) : nil
         findings += Doctor.inotify(limits: Doctor.readInotifyLimits(), directories: walk?.directories)
         findings.append(daemonFinding())
-        findings.append(Doctor.folder(folderPath, fileSystem: folderExists ? Doctor.fileSystem(of: folderPath) : nil, exists: folderExists))
+        if mounted == nil {
+            findings.append(Doctor.folder(folderPath, fileSystem: folderExists ? Doctor.fileSystem(of: folderPath) : nil, exists: folderExists))
+        }
+        findings += Doctor.mount(folderPath, devFuse: access("/dev/fuse", R_OK | W_OK) == 0,
+                                 fusermount: ["/usr/bin/fusermount3", "/bin/fusermount3"].contains { FileManager.default.isExecutableFile(atPath: $0) },
+                                 mounted: mounted)
         if let walk { findings.append(Doctor.names(invalid: walk.invalidNames)) }
         let probeDirectory = folderExists ? folderPath : paths.dataDirectory.path
         if FileManager.default.fileExists(atPath: probeDirectory) {

@@ -40,7 +40,9 @@ struct Daemon: AsyncParsableCommand {
             running `ubiq daemon` with the other flags given, enables and starts it. Hooks in $XDG_CONFIG_HOME/ubiquity/hooks run on sync events \
             (`ubiq hooks list`). With --evict-budget SIZE, the least recently used uploaded files \
             are evicted (kept as placeholders, `ubiq download` brings them back) while the downloaded \
-            content exceeds SIZE. Every root is rescanned every --rescan-interval seconds; \
+            content exceeds SIZE. With --mount, the folder is served through FUSE, mounted over itself \
+            (fuse3): evicted files are listed under their names with their sizes and downloaded when \
+            a program opens them; a stale mount left by a killed daemon is cleared first. Every root is rescanned every --rescan-interval seconds; \
             a deleted or corrupt index file is rebuilt from a full scan (and `ubiq index status` \
             says so). Each app container's documents (every container in $UBIQUITY_HOME/containers, and \
             those the account has from other devices) are synced with that container's private \
@@ -56,6 +58,7 @@ struct Daemon: AsyncParsableCommand {
               ubiq daemon --local-server                      # first run: a server here, a local account, ~/Ubiquity
               ubiq daemon --local-server --install-service    # the same as a systemd user unit, started at login
               ubiq daemon --evict-budget 10G
+              ubiq daemon --mount --evict-budget 10G         # evicted files download when opened
             """
     )
 

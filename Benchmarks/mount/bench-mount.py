@@ -493,6 +493,11 @@ class Ubiq:
     def rss(self):
         return rss_kib(self.process.pid)
 
+    def cpu_seconds(self):
+        """User + system CPU time the daemon has used."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def reset_peak(self):
         try:
             with open(f"/proc/{self.process.pid}/clear_refs", "w") as f:
@@ -849,7 +854,10 @@ class Bench:
             for target in self.order(run):
                 folder = {"disk": self.disk, "ubiq": self.ubiq.folder, "rclone": self.rclone.mount_point}[target] / f"untar-{run}"
                 folder.mkdir()
+                cpu = self.ubiq.cpu_seconds()
                 self.record("untar", target, timed_command(["tar", "-xf", str(tarball), "-C", str(folder)], self.args.op_timeout))
+                if target == "ubiq":
+                    self.record("untar_daemon_cpu", target, self.ubiq.cpu_seconds() - cpu)
                 n = count_files(folder)
                 if n != files:
                     raise BenchError(f"untar into {target}: {n} files, not {files}")
@@ -911,6 +919,7 @@ class Bench:
                 getattr(self, f"phase_{phase}")()
                 self.info[f"phase_seconds_{phase}"] = round(time.perf_counter() - t, 1)
                 self.ubiq.check_alive()
+                self.info[f"daemon_rss_after_{phase}_kib"] = self.ubiq.rss()["VmRSS"]
         self.info["daemon_rss_end_kib"] = self.ubiq.rss()["VmRSS"]
         self.ubiq.stop()
         self.rclone.unmount()
@@ -1007,9 +1016,14 @@ class Bench:
                          f"(copy: {info['big_copy_into_mount_seconds']:.1f} s)")
         if info.get("write_upload_seconds_after_close"):
             extra.append("written files uploaded after close: " + ", ".join(f"{s:.1f}" for s in info["write_upload_seconds_after_close"]) + " s")
+        if "untar_daemon_cpu" in r:
+            extra.append(f"daemon CPU time during the ubiq `tar -xf`: median {median(r['untar_daemon_cpu']['ubiq']):.2f} s "
+                         f"(tar's wall time {median(r['untar']['ubiq']):.2f} s)")
         if info.get("untar_upload_seconds_after_tar"):
             extra.append("untarred trees uploaded after tar ended: " + ", ".join(f"{s:.1f}" for s in info["untar_upload_seconds_after_tar"]) + " s")
-        extra.append(f"daemon RSS at start {info['daemon_rss_start_kib'] / 1024:.0f} MiB, at the end {info['daemon_rss_end_kib'] / 1024:.0f} MiB")
+        extra.append(f"daemon RSS at start {info['daemon_rss_start_kib'] / 1024:.0f} MiB, after each phase: "
+                     + ", ".join(f"{p} {info[f'daemon_rss_after_{p}_kib'] / 1024:.0f}" for p in PHASES if f"daemon_rss_after_{p}_kib" in info)
+                     + " MiB")
         extra.append(f"daemon log: {info['daemon_log_problems']} warning/error lines; unclean stops: {info['daemon_unclean_stops']}")
         extra.append("phases: " + ", ".join(f"{p} {info[f'phase_seconds_{p}']:.0f} s" for p in PHASES if f"phase_seconds_{p}" in info)
                      + f"; total {info['total_seconds']:.0f} s")

@@ -22,13 +22,13 @@ struct FolderHandles: Sendable {
             self.path = path
             self.view = view
             entries = view.entries(names.map(\.name))
-            var byName: [String: UInt8] = [:]
-            if view == .documents { for (name, type) in names { byName[name] = type } }
-            types = entries.map { entry in
-                if entry.isDataless { return UInt8(DT_REG) }
-                return view == .documents ? byName[entry.name] ?? 0 : 0
+            guard view == .documents else {
+                types = names.map(\.type)  // the names as on disk, in their order
+                return
             }
-            if view == .raw { types = names.map(\.type) }
+            var byName: [String: UInt8] = [:]
+            for (name, type) in names { byName[name] = type }
+            types = entries.map { $0.isDataless ? UInt8(DT_REG) : byName[$0.name] ?? 0 }
         }
     }
 

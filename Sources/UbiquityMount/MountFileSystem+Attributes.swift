@@ -22,21 +22,24 @@ extension MountFileSystem {
     }
 
     /// The path on disk an attribute request of node `id` reads (`changes`: writes, which bring
-    /// an evicted file's content first), or errno.
-    private func attributePath(_ request: fuse_req_t, _ id: UInt64, changes: Bool) -> Result<String, Errno> {
-        guard let path = nodes.withLock({ $0.path(of: id) }) else { return .failure(Errno(ESTALE)) }
-        guard case .dataless = resolve(path, in: view(request)) else { return .success(path) }
-        if !changes { return .success(Placeholder.stubPath(for: path)) }
+    /// an evicted file's content first), or nil once the request is answered with the error.
+    private func attributePath(_ request: fuse_req_t, _ id: UInt64, changes: Bool) -> String? {
+        guard let path = nodes.withLock({ $0.path(of: id) }) else {
+            _ = fuse_reply_err(request, ESTALE)
+            return nil
+        }
+        guard case .dataless = resolve(path, in: view(request)) else { return path }
+        if !changes { return Placeholder.stubPath(for: path) }
         let error = materialize(path)
-        return error == 0 ? .success(path) : .failure(Errno(error))
+        guard error == 0 else {
+            _ = fuse_reply_err(request, error)
+            return nil
+        }
+        return path
     }
 
     func getxattr(_ request: fuse_req_t, _ id: UInt64, _ name: String, size: Int) {
-        let path: String
-        switch attributePath(request, id, changes: false) {
-        case .failure(let error): return _ = fuse_reply_err(request, error.rawValue)
-        case .success(let found): path = found
-        }
+        guard let path = attributePath(request, id, changes: false) else { return }
         var buffer = [UInt8](repeating: 0, count: size)
         let result = withItem(path) { item in
             guard let item else { return -Int(ENODATA) }
@@ -49,11 +52,7 @@ extension MountFileSystem {
     }
 
     func listxattr(_ request: fuse_req_t, _ id: UInt64, size: Int) {
-        let path: String
-        switch attributePath(request, id, changes: false) {
-        case .failure(let error): return _ = fuse_reply_err(request, error.rawValue)
-        case .success(let found): path = found
-        }
+        guard let path = attributePath(request, id, changes: false) else { return }
         var buffer = [CChar](repeating: 0, count: size)
         let result = withItem(path) { item in
             guard let item else { return 0 }
@@ -66,11 +65,7 @@ extension MountFileSystem {
     }
 
     func setxattr(_ request: fuse_req_t, _ id: UInt64, _ name: String, _ value: UnsafePointer<CChar>?, size: Int, flags: Int32) {
-        let path: String
-        switch attributePath(request, id, changes: true) {
-        case .failure(let error): return _ = fuse_reply_err(request, error.rawValue)
-        case .success(let found): path = found
-        }
+        guard let path = attributePath(request, id, changes: true) else { return }
         let result = withItem(path) { item in
             guard let item else { return -Int(EPERM) }
             return ub_setxattr(item, name, value, size, flags) == 0 ? 0 : -Int(errno)
@@ -79,11 +74,7 @@ extension MountFileSystem {
     }
 
     func removexattr(_ request: fuse_req_t, _ id: UInt64, _ name: String) {
-        let path: String
-        switch attributePath(request, id, changes: true) {
-        case .failure(let error): return _ = fuse_reply_err(request, error.rawValue)
-        case .success(let found): path = found
-        }
+        guard let path = attributePath(request, id, changes: true) else { return }
         let result = withItem(path) { item in
             guard let item else { return -Int(ENODATA) }
             return ub_removexattr(item, name) == 0 ? 0 : -Int(errno)

@@ -209,7 +209,6 @@ struct MountEndToEndTests {
         #expect(Self.downloading(a, "shared.txt") == "notDownloaded")
         #expect(a.read("shared.txt") == "a much longer second version")
         #expect(Self.conflicts(a, a.url("shared.txt").path) == 0)
-        _ = st
     }
 
     // MARK: Faults

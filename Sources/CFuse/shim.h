@@ -1,14 +1,10 @@
 // libfuse3's low-level API (Debian: libfuse3-dev), version 3.12, and the helpers Swift cannot
 // write itself: libfuse's buffer vectors are initialised by a macro, its loop configuration
-// is versioned by macros.
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+// is versioned by macros. No feature macro (_GNU_SOURCE) is defined here: the system headers
+// this includes must read as they do in Swift's Glibc module, or their types clash; the GNU
+// calls the mount needs are in CUbiquityShims.
 #define FUSE_USE_VERSION 312
 #include <stddef.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <unistd.h>
 #include <fuse_lowlevel.h>
 #include <sys/types.h>
 
@@ -49,24 +45,4 @@ static inline struct fuse_session *ub_fuse_session_new(int argc, char **argv, co
     struct fuse_session *session = fuse_session_new(&args, ops, sizeof(*ops), userdata);
     fuse_opt_free_args(&args);
     return session;
-}
-
-/// O_PATH (a GNU flag Swift's Glibc module does not show).
-static const int UB_O_PATH = O_PATH;
-
-/// fallocate(2) (a GNU call Swift's Glibc module does not show).
-static inline int ub_fallocate(int fd, int mode, off_t offset, off_t length) {
-    return fallocate(fd, mode, offset, length);
-}
-
-/// Gives the calling thread (and the threads it starts) a file descriptor table of its own,
-/// with only 0, 1, 2 and `keep` open in it: /dev/fuse is then open only in the file system's
-/// threads, so when a killed daemon's threads go, the kernel ends the connection (every access
-/// answers ENOTCONN) even while another of its threads waits for an answer from the mount.
-/// 0 or -1 (errno).
-static inline int ub_private_descriptors(int keep) {
-    if (unshare(CLONE_FILES) != 0) return -1;
-    if (keep > 3) close_range(3, (unsigned)keep - 1, 0);
-    close_range((unsigned)keep + 1, ~0U, 0);
-    return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -71,5 +72,18 @@ int ub_peer_uid(int fd, unsigned int *uid) {
     socklen_t length = sizeof(credentials);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
     *uid = (unsigned int)credentials.uid;
+    return 0;
+}
+
+const int UB_O_PATH = O_PATH;
+
+int ub_fallocate(int fd, int mode, off_t offset, off_t length) {
+    return fallocate(fd, mode, offset, length);
+}
+
+int ub_private_descriptors(int keep) {
+    if (unshare(CLONE_FILES) != 0) return -1;
+    if (keep > 3) close_range(3, (unsigned)keep - 1, 0);
+    close_range((unsigned)keep + 1, ~0U, 0);
     return 0;
 }

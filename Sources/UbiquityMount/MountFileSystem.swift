@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CFuse
+import CUbiquityShims
 import Dispatch
 import Foundation
 import Glibc

@@ -37,4 +37,17 @@ int ub_thread_nice(void);
 /// (SO_PEERCRED) in `*uid`; returns -1 and sets errno on failure.
 int ub_peer_uid(int fd, unsigned int *uid);
 
+/// O_PATH (a GNU flag Swift's Glibc module does not show).
+extern const int UB_O_PATH;
+
+/// fallocate(2) (a GNU call Swift's Glibc module does not show).
+int ub_fallocate(int fd, int mode, off_t offset, off_t length);
+
+/// Gives the calling thread (and the threads it starts) a file descriptor table of its own,
+/// with only 0, 1, 2 and `keep` open in it: /dev/fuse is then open only in the file system's
+/// threads, so when a killed daemon's threads go, the kernel ends the connection (every access
+/// answers ENOTCONN) even while another of its threads waits for an answer from the mount.
+/// 0 or -1 (errno).
+int ub_private_descriptors(int keep);
+
 #endif

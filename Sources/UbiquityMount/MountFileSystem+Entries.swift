@@ -47,6 +47,8 @@ extension MountFileSystem {
         if let file, file.pointee.fh < FolderHandles.firstHandle {
             var st = stat()
             guard fstat(Int32(file.pointee.fh), &st) == 0 else { return _ = fuse_reply_err(request, errno) }
+            // a file still downloading has its whole size already (the kernel reads up to it)
+            if let total = arriving.withLock({ $0[Int32(file.pointee.fh)] })?.total { st.st_size = Int(total) }
             return _ = fuse_reply_attr(request, &st, configuration.cacheSeconds)
         }
         guard let path = nodes.withLock({ $0.path(of: id) }) else { return _ = fuse_reply_err(request, ESTALE) }

@@ -5,7 +5,7 @@ import Glibc
 import UbiquityCore
 
 /// Files: open, create, read, write, flush, release, fsync; and what opening an evicted file
-/// asks of sync.
+/// asks of sync (reading one while it downloads: MountFileSystem+Arrivals.swift).
 extension MountFileSystem {
     // MARK: Evicted files
 
@@ -82,6 +82,9 @@ extension MountFileSystem {
         guard let path = nodes.withLock({ $0.path(of: id) }) else { return _ = fuse_reply_err(request, ESTALE) }
         let flags = file.pointee.flags
         if case .dataless(let st, _) = resolve(path, in: view(request)) {
+            if flags & O_ACCMODE == O_RDONLY {
+                return replyArriving(request, path, file)  // read while it downloads (MountFileSystem+Arrivals.swift)
+            }
             // the content is put in place under the name (a new node), then the kernel is told
             // its node is stale: it looks the name up again and opens the file itself, so no
             // two nodes of the kernel stand for one file
@@ -132,7 +135,10 @@ extension MountFileSystem {
     // MARK: Bytes
 
     func read(_ request: fuse_req_t, size: Int, offset: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
-        _ = ub_fuse_reply_fd(request, Int32(file.pointee.fh), offset, size)
+        let fd = Int32(file.pointee.fh)
+        let error = awaitBytes(fd, offset: offset, size: size)
+        guard error == 0 else { return _ = fuse_reply_err(request, error) }
+        _ = ub_fuse_reply_fd(request, fd, offset, size)
     }
 
     func write(_ request: fuse_req_t, _ buffers: UnsafeMutablePointer<fuse_bufvec>, offset: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
@@ -149,7 +155,7 @@ extension MountFileSystem {
     }
 
     func release(_ request: fuse_req_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
-        close(Int32(file.pointee.fh))
+        closeHandle(Int32(file.pointee.fh))
         _ = fuse_reply_err(request, 0)
     }
 

@@ -52,6 +52,8 @@ package final class MountFileSystem: Sendable {
     let session = Mutex<SessionPointer?>(nil)
     let finished = DispatchSemaphore(value: 0)
     let invalidations: MountInvalidations
+    /// The downloads that open handles read while their bytes arrive, by descriptor.
+    let arriving = Mutex<[Int32: ByteArrival]>([:])
 
     /// A file system for `folder` (an existing folder), not mounted yet.
     /// - Throws: `io` when the folder cannot be opened.

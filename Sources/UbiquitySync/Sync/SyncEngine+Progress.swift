@@ -51,6 +51,7 @@ extension SyncEngine {
     nonisolated func downloadProgress(for relative: String) -> @Sendable (AssetTransferProgress) -> Void {
         let throttle = progressThrottle
         return { [self] progress in
+            arrivals.report(relative, progress)  // every report: a reader may wait for these bytes
             let fraction = progress.fractionCompleted
             guard throttle.admits("down:" + relative, fraction: fraction) else { return }
             let percent = min(100, max(0, fraction * 100))

@@ -90,6 +90,8 @@ public actor SyncEngine {
     nonisolated let progressThrottle = ProgressThrottle()
     /// Who hears an item's download progress besides the index (`ubiq download`), by path.
     nonisolated let progressListeners = Mutex<[String: @Sendable (Double) -> Void]>([:])
+    /// On-demand downloads whose bytes readers follow as they arrive (SyncEngine+Streaming.swift).
+    nonisolated let arrivals = DownloadArrivals()
     /// The most downloaded content (bytes) kept before the least recently used files are
     /// evicted; nil: no limit (`ubiq daemon --evict-budget`).
     public nonisolated let evictionBudget: Int64?

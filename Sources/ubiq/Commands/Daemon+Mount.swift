@@ -62,6 +62,11 @@ struct SyncMountDelegate: MountDelegate {
         _ = try await engine.startDownloading(engine.folder + "/" + path)
     }
 
+    func stream(_ path: String) async throws -> ByteArrival {
+        let engine = try await engine()
+        return try engine.streamEvicted(engine.folder + "/" + path)
+    }
+
     func replacePlaceholder(_ path: String, by replace: @escaping @Sendable () throws -> Void) async throws {
         let engine = try await engine()
         try await engine.replacePlaceholder(engine.folder + "/" + path, by: replace)

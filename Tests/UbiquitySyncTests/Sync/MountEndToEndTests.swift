@@ -118,6 +118,40 @@ struct MountEndToEndTests {
         #expect(Self.conflicts(a, path) == 0)
     }
 
+    @Test func readersOfAnEvictedFileGetItsBytesAsTheyArrive() async throws {
+        let cloud = try Cloud()
+        let a = Self.mounted("alpha", cloud), b = SyncDevice("beta", cloud)
+        defer { Self.cleanUp(a, b) }
+        try a.start()
+        try b.start()
+        let data = Self.content("stream", size: 48 << 20)
+        try data.write(to: a.url("big.bin"))
+        #expect(Self.eventually("B has it") { (try? FileHandle(forReadingFrom: b.url("big.bin")).seekToEnd()) == UInt64(data.count) })
+        try Self.evict(a, "big.bin")
+
+        // three programs at once, one download: the first bytes, a range from the middle
+        // (read while the download has not reached it), the whole file; each its own bytes
+        let path = a.url("big.bin").path
+        let root = a.device.root.path
+        let readers = Self.shell("""
+            head -c 4096 "$0" > "$1/head.bin" & first=$!
+            dd if="$0" of="$1/middle.bin" bs=65536 skip=500 count=16 status=none & second=$!
+            stat -c %s "$0" > "$1/size.txt"
+            cat "$0" > "$1/whole.bin" && wait $first && wait $second
+            """, path, root, seconds: 120)
+        #expect(readers.status == 0, "\(readers)")
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/head.bin"))) == data.prefix(4096))
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/middle.bin"))) == data.subdata(in: (500 * 65536)..<(516 * 65536)))
+        #expect((try? String(contentsOfFile: root + "/size.txt", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "\(data.count)")
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/whole.bin"))) == data)
+        #expect(Self.eventually("A says downloaded") { Self.downloading(a, "big.bin") == "current" })
+        // the file is the document under its name now, read again from its own node
+        #expect((try? Data(contentsOf: a.url("big.bin"))) == data)
+        let names = try FileManager.default.contentsOfDirectory(atPath: a.folder.path).filter { !$0.hasPrefix(".ubiquity") }
+        #expect(names == ["big.bin"], "no partial file or stub is left: \(names)")
+        #expect(Self.conflicts(a, path) == 0)
+    }
+
     @Test func replacingAppendingAndSavingOverAnEvictedFileAreOrdinaryEdits() async throws {
         let cloud = try Cloud()
         let a = Self.mounted("alpha", cloud), b = SyncDevice("beta", cloud)

@@ -29,6 +29,9 @@ final class AssetDownloadFile: @unchecked Sendable {
 
     deinit { close(descriptor) }
 
+    /// The partial file (as progress reports name it).
+    var url: URL { URL(fileURLWithPath: path) }
+
     func append(_ buffer: ByteBuffer) throws {
         try buffer.withUnsafeReadableBytes { bytes in
             try Self.write(bytes, to: descriptor, at: length, path: path)
@@ -171,7 +174,8 @@ extension AssetTransfer {
                             pending = ByteBuffer()
                             try await BlockingWork.run { try file.append(chunk) }
                             received += Int64(chunk.readableBytes)
-                            report(AssetTransferProgress(phase: .downloading, completedBytes: file.length, totalBytes: expected ?? file.length))
+                            report(AssetTransferProgress(phase: .downloading, completedBytes: file.length, totalBytes: expected ?? file.length,
+                                                         prefixFile: file.url))
                         }
                     }
                 } catch let error as CloudKitError {
@@ -190,7 +194,7 @@ extension AssetTransfer {
                     try await BlockingWork.run { try file.append(chunk) }
                     received += Int64(chunk.readableBytes)
                 }
-                report(AssetTransferProgress(phase: .downloading, completedBytes: file.length, totalBytes: expected ?? file.length))
+                report(AssetTransferProgress(phase: .downloading, completedBytes: file.length, totalBytes: expected ?? file.length, prefixFile: file.url))
                 if total == nil { total = file.length }
                 if file.length != total {
                     throw CloudKitError(.networkFailure, "the download of \(url.absoluteString) ended after \(file.length) of \(total ?? 0) bytes")

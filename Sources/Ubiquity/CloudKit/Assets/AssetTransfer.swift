@@ -23,12 +23,19 @@ public struct AssetTransferProgress: Sendable, Hashable {
     public var completedBytes: Int64
     /// Bytes in all.
     public var totalBytes: Int64
+    /// While a download writes the content in order: the partial file, whose first
+    /// `completedBytes` bytes are the content's (nil when the bytes arrive out of order, as a
+    /// download assembled from a previous version's chunks does, and for uploads). It is
+    /// renamed into place when complete and checked, so a descriptor opened on it now reads
+    /// the finished file.
+    public var prefixFile: URL?
 
     /// Makes a progress report.
-    public init(phase: Phase, completedBytes: Int64, totalBytes: Int64) {
+    public init(phase: Phase, completedBytes: Int64, totalBytes: Int64, prefixFile: URL? = nil) {
         self.phase = phase
         self.completedBytes = completedBytes
         self.totalBytes = totalBytes
+        self.prefixFile = prefixFile
     }
 
     /// `completedBytes / totalBytes` (1 for empty files).

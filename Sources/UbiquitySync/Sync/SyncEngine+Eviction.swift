@@ -176,11 +176,12 @@ extension SyncEngine {
     /// - Throws: `invalidArgument` when it is not in the sync folder, `notFound` when nothing is there.
     public func downloadTargets(_ path: String) throws -> [String] {
         let relative = try relativePath(path)
+        if let entry = try journal.entry(path: relative), entry.stat.kind != .folder {
+            // one file (an open of it through the mount waits for this): no walk of the journal
+            return try journal.isEvicted(entry.id) ? [absolute(entry.path)] : []
+        }
         let evicted = try journal.evicted()
         let entries = try journal.entries()
-        if let entry = entries.first(where: { $0.path == relative }), entry.stat.kind != .folder {
-            return evicted.contains(entry.id) ? [absolute(entry.path)] : []
-        }
         if !relative.isEmpty && Placeholder.stamp(ofItemAt: absolute(relative)) == nil {
             throw UbiquityError(.notFound, "no item at '\(absolute(relative))'")
         }

@@ -111,6 +111,9 @@ extension AssetTransfer {
         }
     }
 
+    /// The bytes written before the first progress report of a download (then `pieceSize`).
+    static let firstPieceSize = 64 << 10
+
     private struct Received {
         var size: Int64
         var checksum: String
@@ -169,7 +172,8 @@ extension AssetTransfer {
                     for try await piece in response.body {
                         var piece = piece
                         pending.writeBuffer(&piece)
-                        if pending.readableBytes >= options.pieceSize {
+                        // the first bytes go to the file early (a reader may wait for them), then whole pieces
+                        if pending.readableBytes >= (file.length == 0 ? min(Self.firstPieceSize, options.pieceSize) : options.pieceSize) {
                             let chunk = pending
                             pending = ByteBuffer()
                             try await BlockingWork.run { try file.append(chunk) }

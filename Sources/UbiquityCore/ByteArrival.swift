@@ -24,8 +24,12 @@ package final class ByteArrival: @unchecked Sendable {
         case stalled
     }
 
+    /// Fetches bytes out of order, for a reader far ahead of the arrival.
+    package typealias RangeReader = @Sendable (Range<Int64>) async throws -> Data
+
     private struct State {
         var file: String?
+        var rangeReader: RangeReader?
         var available: Int64 = 0
         var total: Int64?
         var finished = false
@@ -47,6 +51,14 @@ package final class ByteArrival: @unchecked Sendable {
         state.available = available
         state.total = total
         condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Readers far ahead of the arrival may fetch their bytes with `reader` instead of
+    /// waiting for them.
+    package func offerRanges(_ reader: @escaping RangeReader) {
+        condition.lock()
+        state.rangeReader = reader
         condition.unlock()
     }
 
@@ -74,6 +86,20 @@ package final class ByteArrival: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return state.file
+    }
+
+    /// How many bytes from the front are there.
+    package var available: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.available
+    }
+
+    /// How bytes far ahead of the arrival can be fetched, when the writer offered a way.
+    package var rangeReader: RangeReader? {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.rangeReader
     }
 
     /// The size of the content, once known.

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import CFuse
+import Foundation
 import Glibc
 import Synchronization
 import UbiquityCore
 
 /// Reading an evicted file while it downloads: an open for reading answers as soon as the
-/// download's partial file exists, and each read waits only for its own bytes.
+/// download's partial file has its first bytes, and each read waits only for its own bytes
+/// (or, far ahead of the download, fetches them by range).
 extension MountFileSystem {
     /// What opening an evicted file for reading found.
     enum ArrivingOpen {
@@ -73,17 +75,39 @@ extension MountFileSystem {
         }
     }
 
-    /// Waits until the bytes `[offset, offset + size)` of the file open as `fd` are there,
-    /// when it is still downloading: 0 or errno.
-    func awaitBytes(_ fd: Int32, offset: off_t, size: Int) -> Int32 {
-        guard let arrival = arriving.withLock({ $0[fd] }) else { return 0 }
-        switch arrival.wait(through: Int64(offset) + Int64(size), stall: configuration.fetchTimeout) {
-        case .ready: return 0
+    /// How far ahead of a download a read fetches its own bytes instead of waiting (the
+    /// download covers less in the time of one request).
+    static let farAhead: Int64 = 4 << 20
+
+    /// Answers a read of `[offset, offset + size)` of the file open as `fd` while it downloads:
+    /// far ahead of the download with the bytes fetched for it, else once the download has
+    /// them; false when the file is complete (the caller reads it as any other).
+    func answerArriving(_ request: fuse_req_t, _ fd: Int32, offset: off_t, size: Int) -> Bool {
+        guard let arrival = arriving.withLock({ $0[fd] }) else { return false }
+        let range = Int64(offset)..<(Int64(offset) + Int64(size))
+        if range.lowerBound > arrival.available + Self.farAhead, let reader = arrival.rangeReader {
+            let fetched = Mutex<Data?>(nil)
+            let error = wait(configuration.fetchTimeout) {
+                let bytes = try await reader(range)
+                fetched.withLock { $0 = bytes }
+            }
+            if error == 0, let bytes = fetched.withLock({ $0 }) {
+                bytes.withUnsafeBytes { _ = fuse_reply_buf(request, $0.baseAddress, $0.count) }
+                return true
+            }
+            // the range failed: the read waits for the download as any other
+        }
+        switch arrival.wait(through: range.upperBound, stall: configuration.fetchTimeout) {
+        case .ready: return false
         case .finished:
             arriving.withLock { _ = $0.removeValue(forKey: fd) }
-            return 0
-        case .failed(let error): return error
-        case .stalled: return EIO
+            return false
+        case .failed(let error):
+            _ = fuse_reply_err(request, error)
+            return true
+        case .stalled:
+            _ = fuse_reply_err(request, EIO)
+            return true
         }
     }
 

@@ -136,8 +136,7 @@ extension MountFileSystem {
 
     func read(_ request: fuse_req_t, size: Int, offset: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
         let fd = Int32(file.pointee.fh)
-        let error = awaitBytes(fd, offset: offset, size: size)
-        guard error == 0 else { return _ = fuse_reply_err(request, error) }
+        if answerArriving(request, fd, offset: offset, size: size) { return }  // still downloading (MountFileSystem+Arrivals.swift)
         _ = ub_fuse_reply_fd(request, fd, offset, size)
     }
 

@@ -27,6 +27,11 @@ final class DownloadArrivals: Sendable {
         arrival.advance(file: file.path, available: progress.completedBytes, total: progress.totalBytes)
     }
 
+    /// Readers of `relative` far ahead of its download may fetch their bytes with `reader`.
+    func offerRanges(_ relative: String, _ reader: @escaping ByteArrival.RangeReader) {
+        arrivals.withLock { $0[relative] }?.offerRanges(reader)
+    }
+
     /// `relative`'s download ended: finished, or failed with `errorNumber`.
     func end(_ relative: String, failure errorNumber: Int32?) {
         guard let arrival = arrivals.withLock({ $0.removeValue(forKey: relative) }) else { return }

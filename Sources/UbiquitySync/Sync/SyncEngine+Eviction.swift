@@ -250,6 +250,11 @@ extension SyncEngine {
             // name, what was written is kept as a conflict version
             return try await settleWrittenOverStub(entry, local, item: item, record: record)
         }
+        if let url = record[SyncRecord.Field.content]?.assetValue?.downloadURL {
+            // a reader through the mount far ahead of the download fetches its own bytes
+            let name = (item.path as NSString).lastPathComponent
+            arrivals.offerRanges(item.path) { range in try await AssetTransfer().bytes(in: range, from: url, name: name) }
+        }
         try await download(item, record, expected: nil)
         // used now, for the least-recently-used policy (the modification time is the record's)
         var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 1), timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)]  // UTIME_NOW, UTIME_OMIT

@@ -129,19 +129,22 @@ struct MountEndToEndTests {
         #expect(Self.eventually("B has it") { (try? FileHandle(forReadingFrom: b.url("big.bin")).seekToEnd()) == UInt64(data.count) })
         try Self.evict(a, "big.bin")
 
-        // three programs at once, one download: the first bytes, a range from the middle
-        // (read while the download has not reached it), the whole file; each its own bytes
+        // four programs at once, one download: the first bytes, a range from the middle and
+        // the last bytes (an archive's index: far ahead of the download, fetched by range),
+        // the whole file; each gets its own bytes
         let path = a.url("big.bin").path
         let root = a.device.root.path
         let readers = Self.shell("""
             head -c 4096 "$0" > "$1/head.bin" & first=$!
             dd if="$0" of="$1/middle.bin" bs=65536 skip=500 count=16 status=none & second=$!
+            tail -c 100000 "$0" > "$1/tail.bin" & third=$!
             stat -c %s "$0" > "$1/size.txt"
-            cat "$0" > "$1/whole.bin" && wait $first && wait $second
+            cat "$0" > "$1/whole.bin" && wait $first && wait $second && wait $third
             """, path, root, seconds: 120)
         #expect(readers.status == 0, "\(readers)")
         #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/head.bin"))) == data.prefix(4096))
         #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/middle.bin"))) == data.subdata(in: (500 * 65536)..<(516 * 65536)))
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/tail.bin"))) == data.suffix(100_000))
         #expect((try? String(contentsOfFile: root + "/size.txt", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "\(data.count)")
         #expect((try? Data(contentsOf: URL(fileURLWithPath: root + "/whole.bin"))) == data)
         #expect(Self.eventually("A says downloaded") { Self.downloading(a, "big.bin") == "current" })

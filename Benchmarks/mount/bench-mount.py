@@ -9,6 +9,7 @@ an rclone mount: issue 23's figures.
   firstbyte open() + read(1 byte) of a --size-mib file that is not here: evicted
             (`ubiq evict`) for ubiq, not in the VFS cache (fresh mount, empty cache dir) for
             rclone; the rest of the file is read after it (the time to the last byte too).
+            Then, the file not here again, open() + pread() of its last 64 KiB.
   read      sequential read with 1 MiB buffers of a downloaded --size-mib file: warm (page
             cache) and cold (caches dropped).
   write     sequential write of --size-mib (1 MiB writes, fsync at the end) to a new file; the
@@ -99,6 +100,16 @@ def child_main(argv):
         end = time.perf_counter()
         os.close(fd)
         result = {"seconds": first_at - start, "all": end - start, "bytes": total, "size": size, "first": len(first)}
+    elif op == "lastbytes":
+        path = argv[1]
+        size = os.stat(path).st_size  # untimed, as for firstbyte
+        count = min(size, 64 * 1024)
+        start = time.perf_counter()
+        fd = os.open(path, os.O_RDONLY)
+        data = os.pread(fd, count, size - count)
+        end = time.perf_counter()
+        os.close(fd)
+        result = {"seconds": end - start, "bytes": len(data), "size": size}
     elif op == "read":
         path = argv[1]
         buffer = bytearray(MiB)
@@ -748,6 +759,21 @@ class Bench:
                     raise BenchError(f"firstbyte {target}: read {result['bytes']} bytes of {result['size']}, not {self.size}")
                 self.record("firstbyte", target, result["seconds"])
                 self.record("firstbyte_all", target, result["all"])
+                # the last 64 KiB of the file not here (an archive's index, a video's moov)
+                if target == "ubiq":
+                    self.ubiq.evict(path)
+                    self.settle()
+                    result = run_child("lastbytes", path, timeout=self.args.op_timeout)
+                elif target == "rclone":
+                    self.rclone.remount(clear_cache=True)
+                    result = run_child("lastbytes", self.rclone.mount_point / name, timeout=self.args.op_timeout)
+                else:
+                    if self.drop:
+                        drop_caches()
+                    result = run_child("lastbytes", self.disk / name, timeout=self.args.op_timeout)
+                if result["bytes"] != min(self.size, 64 * 1024):
+                    raise BenchError(f"lastbytes {target}: read {result['bytes']} bytes")
+                self.record("lastbytes", target, result["seconds"])
         state = self.ubiq.status(path)
         if state.get("downloadingStatus") != "current":
             self.notes.append(f"after reading it, the evicted file's status is {state.get('downloadingStatus')}")
@@ -977,6 +1003,8 @@ class Bench:
         row(f"first byte of a not-downloaded {size_text} file (disk: cold cache)", "firstbyte", "≤ 50 ms",
             lambda m, rd, rr: m["ubiq"] is not None and m["ubiq"] <= 0.05)
         row(f"  the same open → last byte", "firstbyte_all", "", lambda m, rd, rr: None)
+        if "lastbytes" in r:
+            row(f"  open + read of its last 64 KiB (by range)", "lastbytes", "", lambda m, rd, rr: None)
         row(f"sequential read {size_text}, warm (MiB/s)", "read_warm", "≥ 0.7× disk", lambda m, rd, rr: rd is not None and rd >= 0.7, rate=True)
         row(f"sequential read {size_text}, cold (MiB/s)", "read_cold", "≥ 0.7× disk", lambda m, rd, rr: rd is not None and rd >= 0.7, rate=True)
         row(f"sequential write {size_text} + fsync (MiB/s)", "write", "≥ 0.5× disk", lambda m, rd, rr: rd is not None and rd >= 0.5, rate=True)

@@ -6,6 +6,26 @@ import NIOCore
 import UbiquityCore
 
 extension AssetRoutes {
+    /// The upload token of a JSON request's URL (`?token=`, which the upload status's URLs
+    /// carry), verified before the body is read; nil when the URL has none (older clients: the
+    /// body, at most `maximumChunkListBytes`, is then read before its token is checked).
+    func earlyAuthorization(_ request: Request) async throws -> (token: AssetUploadToken, session: String, text: String)? {
+        guard let value = request.uri.queryParameters.get("token"), !value.isEmpty else { return nil }
+        let text = String(value)
+        let (token, session) = try await authorizeUpload(text)
+        return (token, session, text)
+    }
+
+    /// The upload a JSON body's `token` names, or the one its URL named (then a `token` in the
+    /// body must be the same).
+    func authorize(_ body: WireReader, early: (token: AssetUploadToken, session: String, text: String)?) async throws -> (token: AssetUploadToken, session: String) {
+        guard let early else { return try await authorizeUpload(try body.requiredString("token")) }
+        if let inBody = try body.string("token"), inBody != early.text {
+            throw WireError(.badRequest, "token: the body names another upload token than the URL")
+        }
+        return (early.token, early.session)
+    }
+
     /// Checks a chunk list against the limits: sizes add up to at most the maximum asset size,
     /// no chunk is longer than the store's maximum chunk.
     private func checkList(_ chunks: [AssetChunkRef]) throws -> Int64 {
@@ -93,32 +113,34 @@ extension AssetRoutes {
     /// other content, stored or not, the answer is 404.
     func missingChunks(_ request: Request) async -> Response {
         do {
-            let body = try await jsonBody(request)
-            let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
-            if let checksum = try body.string("fileChecksum"), let size = try body.integer("size"),
-               let info = try await service.store.info(fileChecksum: checksum), info.size == size, info.verified,
-               try await service.canDeduplicate(upload.binding, info.fileChecksum) {
-                // (an unverified asset — a claimed checksum not yet checked — is no target, and
-                // neither is content the uploader cannot read already)
-                _ = try await service.store.touch(fileChecksum: checksum)
-                var answer = singleFile(info, binding: upload.binding).objectValue ?? [:]
-                answer["missing"] = .array([])
-                return Self.json(.object(answer))
-            }
-            guard let requested = try await requestedListAndLiterals(body, binding: upload.binding) else {
-                if try body.string("fileChecksum") != nil {
-                    throw WireError(.notFound, "no stored asset has this fileChecksum and size; send the chunk list")
+            let early = try await earlyAuthorization(request)
+            return try await jsonBody(request) { body in
+                let (upload, session) = try await authorize(body, early: early)
+                if let checksum = try body.string("fileChecksum"), let size = try body.integer("size"),
+                   let info = try await service.store.info(fileChecksum: checksum), info.size == size, info.verified,
+                   try await service.canDeduplicate(upload.binding, info.fileChecksum) {
+                    // (an unverified asset — a claimed checksum not yet checked — is no target, and
+                    // neither is content the uploader cannot read already)
+                    _ = try await service.store.touch(fileChecksum: checksum)
+                    var answer = singleFile(info, binding: upload.binding).objectValue ?? [:]
+                    answer["missing"] = .array([])
+                    return Self.json(.object(answer))
                 }
-                throw WireError(.badRequest, "chunks: required, the asset's chunks in order ([{hash, size}] or packedChunks)")
+                guard let requested = try await requestedListAndLiterals(body, binding: upload.binding) else {
+                    if try body.string("fileChecksum") != nil {
+                        throw WireError(.notFound, "no stored asset has this fileChecksum and size; send the chunk list")
+                    }
+                    throw WireError(.badRequest, "chunks: required, the asset's chunks in order ([{hash, size}] or packedChunks)")
+                }
+                let chunks = requested.chunks
+                let total = try checkList(chunks)
+                // a relative list: the base's chunks are its manifest's (if one went since, the
+                // commit's retain finds it and answers 404 with it, and the client sends it)
+                let unique = try await unshown((requested.literals ?? chunks).map(\.hash), session: session, baseHashes: requested.baseHashes)
+                try await service.store.setPendingChunks(chunks, session: session, totalSize: total)
+                try await service.store.setPendingBase(requested.literals == nil ? nil : try body.string("base"), session: session)
+                return Self.json(.object(["missing": .array(unique.map { .string($0) })]))
             }
-            let chunks = requested.chunks
-            let total = try checkList(chunks)
-            // a relative list: the base's chunks are its manifest's (if one went since, the
-            // commit's retain finds it and answers 404 with it, and the client sends it)
-            let unique = try await unshown((requested.literals ?? chunks).map(\.hash), session: session, baseHashes: requested.baseHashes)
-            try await service.store.setPendingChunks(chunks, session: session, totalSize: total)
-            try await service.store.setPendingBase(requested.literals == nil ? nil : try body.string("base"), session: session)
-            return Self.json(.object(["missing": .array(unique.map { .string($0) })]))
         } catch {
             return errorResponse(error)
         }
@@ -132,18 +154,14 @@ extension AssetRoutes {
                 throw WireError(.badRequest, "the chunk's path must end with its SHA-256 as 64 hex digits")
             }
             let largest = service.store.chunking.maximumSize
-            if let declared = request.headers[.contentLength].flatMap(Int.init), declared > largest {
-                throw AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: a chunk is at most \(largest) bytes"))
+            // (the upload token was checked first: a bad one is refused before the chunk is read)
+            return try await bodyBudget.collect(request, upTo: largest, tooLarge: {
+                AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: a chunk is at most \(largest) bytes"))
+            }) { bytes in
+                try await service.store.putChunk(hash: hash, bytes: bytes)
+                try await service.store.noteSentChunks([hash], session: session)  // this upload has shown it
+                return Self.json(.object(["hash": .string(hash), "size": .integer(Int64(bytes.readableBytes))]))
             }
-            let bytes: ByteBuffer
-            do {
-                bytes = try await request.body.collect(upTo: largest)
-            } catch {
-                throw AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: a chunk is at most \(largest) bytes"))
-            }
-            try await service.store.putChunk(hash: hash, bytes: bytes)
-            try await service.store.noteSentChunks([hash], session: session)  // this upload has shown it
-            return Self.json(.object(["hash": .string(hash), "size": .integer(Int64(bytes.readableBytes))]))
         } catch {
             return errorResponse(error)
         }
@@ -156,41 +174,43 @@ extension AssetRoutes {
     /// When chunks are missing: 404 `NOT_FOUND` with `missing: [hash]`.
     func commitManifest(_ request: Request) async -> Response {
         do {
-            let body = try await jsonBody(request)
-            let (upload, session) = try await authorizeUpload(try body.requiredString("token"))
-            let requested = try await requestedListAndLiterals(body, binding: upload.binding)
-            var listed = requested?.chunks
-            var baseHashes = requested?.baseHashes ?? []
-            // the stored version a relative list was built from: its chunks need no retain
-            var base = listed == nil ? nil : try body.string("base")
-            if listed == nil {
-                listed = try await service.store.pendingChunks(session: session)
-                base = try await service.store.pendingBase(session: session)
-                if let base { baseHashes = Set(try await readableChunkList(base, binding: upload.binding)?.map(\.hash) ?? []) }
+            let early = try await earlyAuthorization(request)
+            return try await jsonBody(request) { body in
+                let (upload, session) = try await authorize(body, early: early)
+                let requested = try await requestedListAndLiterals(body, binding: upload.binding)
+                var listed = requested?.chunks
+                var baseHashes = requested?.baseHashes ?? []
+                // the stored version a relative list was built from: its chunks need no retain
+                var base = listed == nil ? nil : try body.string("base")
+                if listed == nil {
+                    listed = try await service.store.pendingChunks(session: session)
+                    base = try await service.store.pendingBase(session: session)
+                    if let base { baseHashes = Set(try await readableChunkList(base, binding: upload.binding)?.map(\.hash) ?? []) }
+                }
+                guard let chunks = listed else {
+                    throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")
+                }
+                // every chunk shown by this upload or its readable base: never content it only named
+                let unshown = try await unshown(chunks.map(\.hash), session: session, baseHashes: baseHashes)
+                if !unshown.isEmpty {
+                    throw AssetHTTPError(status: 404, wire: WireError(.notFound, "\(unshown.count) chunk(s) of the list were not sent by this upload; send them first (PUT chunks/HASH)"),
+                                         extra: ["missing": .array(unshown.map { .string($0) })])
+                }
+                let total = try checkList(chunks)
+                let claimed = try body.string("fileChecksum")
+                if let size = try body.integer("size"), size != total {
+                    throw WireError(.badRequest, "size: the chunks add up to \(total) bytes, not \(size)")
+                }
+                let info: BlobInfo
+                do {
+                    info = try await service.store.commitManifest(chunks, claimedChecksum: claimed, base: base)
+                } catch let error as UbiquityError where error.code == .notFound {
+                    let missing = (error.underlying as? BlobMissingChunks)?.hashes ?? []
+                    throw AssetHTTPError(status: 404, wire: WireError(.notFound, error.message), extra: ["missing": .array(missing.map { .string($0) })])
+                }
+                try? await service.store.discardUploadSession(id: session)
+                return Self.json(singleFile(info, binding: upload.binding))
             }
-            guard let chunks = listed else {
-                throw WireError(.badRequest, "chunks: required (or call chunks/missing with the list first)")
-            }
-            // every chunk shown by this upload or its readable base: never content it only named
-            let unshown = try await unshown(chunks.map(\.hash), session: session, baseHashes: baseHashes)
-            if !unshown.isEmpty {
-                throw AssetHTTPError(status: 404, wire: WireError(.notFound, "\(unshown.count) chunk(s) of the list were not sent by this upload; send them first (PUT chunks/HASH)"),
-                                     extra: ["missing": .array(unshown.map { .string($0) })])
-            }
-            let total = try checkList(chunks)
-            let claimed = try body.string("fileChecksum")
-            if let size = try body.integer("size"), size != total {
-                throw WireError(.badRequest, "size: the chunks add up to \(total) bytes, not \(size)")
-            }
-            let info: BlobInfo
-            do {
-                info = try await service.store.commitManifest(chunks, claimedChecksum: claimed, base: base)
-            } catch let error as UbiquityError where error.code == .notFound {
-                let missing = (error.underlying as? BlobMissingChunks)?.hashes ?? []
-                throw AssetHTTPError(status: 404, wire: WireError(.notFound, error.message), extra: ["missing": .array(missing.map { .string($0) })])
-            }
-            try? await service.store.discardUploadSession(id: session)
-            return Self.json(singleFile(info, binding: upload.binding))
         } catch {
             return errorResponse(error)
         }

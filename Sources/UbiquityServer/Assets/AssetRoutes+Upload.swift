@@ -103,9 +103,11 @@ extension AssetRoutes {
         do {
             let (_, session) = try await authorizeUpload(token)
             let info = try await service.store.uploadSession(id: session)
+            // the JSON endpoints' URLs carry the token, so it is checked before their bodies are read
+            let query = "?token=" + (token ?? "").addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))!
             let status = AssetUploadStatus(received: info?.received ?? 0, size: info?.totalSize, maximumSize: service.configuration.maximumAssetSize,
-                                           chunking: service.store.chunking, missingURL: "../chunks/missing", chunkURL: "../chunks/",
-                                           manifestURL: "../manifest")
+                                           chunking: service.store.chunking, missingURL: "../chunks/missing" + query, chunkURL: "../chunks/",
+                                           manifestURL: "../manifest" + query)
             var headers: HTTPFields = [HTTPField.Name(AssetUploadStatus.offsetHeader)!: String(status.received), .cacheControl: "no-store"]
             if head {
                 headers[.contentType] = "application/json; charset=UTF-8"

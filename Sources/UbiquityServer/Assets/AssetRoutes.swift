@@ -20,6 +20,9 @@ import UbiquityCore
 public struct AssetRoutes: Sendable {
     /// The service whose URLs these routes serve.
     public let service: AssetService
+    /// The server-wide limit on collected request bodies (the JSON bodies and chunks; uploads
+    /// are streamed and not counted); unlimited unless the server sets its own.
+    package var bodyBudget = RequestBodyBudget(limit: 0)
 
     /// Routes for `service`.
     public init(service: AssetService) {
@@ -126,6 +129,12 @@ public struct AssetRoutes: Sendable {
         case let error as AssetSignatureError:
             wire = Self.wire(error)
             status = wire.code.httpStatus
+        case let error as RequestBodyBudget.Exhausted:
+            wire = error.wire
+            status = 503
+        case let error as RequestBodyBudget.BrokenBody:
+            wire = error.wire
+            status = 400
         case let error as UbiquityError where error.code == .invalidArgument:
             wire = WireError(.badRequest, error.message)
             status = 400
@@ -142,6 +151,8 @@ public struct AssetRoutes: Sendable {
             wire.uuid = id
             status = 500
         }
+        var headers = headers
+        if let retryAfter = wire.retryAfter, status == 503 || status == 429 { headers[.retryAfter] = String(retryAfter) }
         var body = wire.json()
         if case .object(var members) = body, let extra = (error as? AssetHTTPError)?.extra {
             for (key, value) in extra { members[key] = value }
@@ -150,19 +161,19 @@ public struct AssetRoutes: Sendable {
         return Self.json(body, status: status, headers: headers)
     }
 
-    /// Collects a small JSON body.
-    func jsonBody(_ request: Request) async throws -> WireReader {
+    /// Collects a small JSON body (within ``bodyBudget``) and reads it with `use`.
+    func jsonBody<Result>(_ request: Request, _ use: (WireReader) async throws -> Result) async throws -> Result {
         let limit = service.configuration.maximumChunkListBytes
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch {
-            throw AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: the request body is larger than \(limit) bytes"))
-        }
-        do {
-            return try WireReader(JSONValue.parse(Data(buffer.readableBytesView)), path: "")
-        } catch {
-            throw WireError.badRequest(error)
+        return try await bodyBudget.collect(request, upTo: limit, tooLarge: {
+            AssetHTTPError(status: 413, wire: WireError(.badRequest, "limit exceeded: the request body is larger than \(limit) bytes"))
+        }) { buffer in
+            let reader: WireReader
+            do {
+                reader = try WireReader(JSONValue.parse(Data(buffer.readableBytesView)), path: "")
+            } catch {
+                throw WireError.badRequest(error)
+            }
+            return try await use(reader)
         }
     }
 }

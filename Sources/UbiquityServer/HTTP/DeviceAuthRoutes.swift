@@ -19,11 +19,13 @@ import UbiquityCore
 struct DeviceAuthRoutes: Sendable {
     let admin: RecordsAdmin
     let signInGuard: SignInGuard
+    /// The server-wide limit on collected request bodies (the JSON is read before any check).
+    let bodyBudget: RequestBodyBudget
 
     func register<Context: RequestContext>(on router: Router<Context>) {
-        let admin = self.admin, signInGuard = self.signInGuard
+        let admin = self.admin, signInGuard = self.signInGuard, budget = self.bodyBudget
         router.post("/auth/device") { request, context -> Response in
-            guard let body = try await Self.body(request) else { return Self.malformed() }
+            guard let body = try await Self.body(request, budget: budget) else { return Self.malformed() }
             guard let user = body["userName"]?.stringValue, !user.isEmpty, let password = body["password"]?.stringValue else {
                 return PushRoutes.error(WireError(.badRequest, "expected JSON {\"userName\": …, \"password\": …, \"deviceName\": …}"), status: .badRequest)
             }
@@ -44,23 +46,24 @@ struct DeviceAuthRoutes: Sendable {
             return PushRoutes.json(.object(["webAuthToken": .string(token), "userName": .string(user), "deviceName": .string(device)]), status: .ok)
         }
         router.post("/auth/device/verify") { request, _ -> Response in
-            guard let body = try await Self.body(request), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
+            guard let body = try await Self.body(request, budget: budget), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
             guard let account = try await admin.account(forToken: token) else {
                 return PushRoutes.error(WireError(.authenticationFailed, "the token is not valid (expired, revoked or unknown)"), status: .unauthorized)
             }
             return PushRoutes.json(.object(["userName": .string(account.name)]), status: .ok)
         }
         router.post("/auth/device/signout") { request, _ -> Response in
-            guard let body = try await Self.body(request), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
+            guard let body = try await Self.body(request, budget: budget), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
             try await admin.revokeToken(token)
             return PushRoutes.json(.object([:]), status: .ok)
         }
     }
 
-    /// The request's JSON object, or nil when the body is not one (at most 64 KiB).
-    static func body(_ request: Request) async throws -> [String: JSONValue]? {
-        let buffer = try await request.body.collect(upTo: 64 * 1024)
-        return (try? JSONValue.parse(Data(buffer: buffer)))?.objectValue
+    /// The request's JSON object, or nil when the body is not one (at most 64 KiB, within `budget`).
+    static func body(_ request: Request, budget: RequestBodyBudget) async throws -> [String: JSONValue]? {
+        try await budget.collect(request, upTo: 64 * 1024, tooLarge: { HTTPError(.contentTooLarge) }) { buffer in
+            (try? JSONValue.parse(Data(buffer: buffer)))?.objectValue
+        }
     }
 
     static func malformed() -> Response {

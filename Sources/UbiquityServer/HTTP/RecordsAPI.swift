@@ -19,6 +19,8 @@ struct RecordsAPI: Sendable {
     let users: UserDirectory
     /// Per-caller request limits (nil: unlimited).
     let limiter: RateLimiter?
+    /// The server-wide limit on request bodies in memory.
+    let bodyBudget: RequestBodyBudget
     // push: `subscriptions/*` and `tokens/*` (nil: not offered).
     var subscriptions: SubscriptionsEndpoint? = nil
 
@@ -43,41 +45,40 @@ struct RecordsAPI: Sendable {
             let rawPath = request.uri.path
             let path = try DatabasePath(rawPath: rawPath)
             operation = RecordsAPI.operations.contains(path.operation) ? path.operation : "unsupported"
-            let buffer: ByteBuffer
-            do {
-                buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
-            } catch {
-                throw WireError(.badRequest, "limit exceeded: the request body is larger than \(configuration.maximumBodySize) bytes")
-            }
-            let body = Array(buffer.readableBytesView)
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             let rawPathWithQuery = request.uri.query.map { "\(rawPath)?\($0)" } ?? rawPath
-            let outcome = try await authenticator.authenticate(
-                path: path, query: query, header: { name in HTTPField.Name(name).flatMap { request.headers[$0] } }, body: body,
-                rawPath: rawPath, rawPathWithQuery: rawPathWithQuery, signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"]))
-            rotated = outcome.rotatedToken
-            try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: requestContext)
-            let json: JSONValue
-            do {
-                json = body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) ? .object([:]) : try JSONValue.parse(Data(body))
-            } catch {
-                throw WireError.badRequest(error)
+            // authenticated before the body is read (issue 24, finding 4): a bad token is refused
+            // with nothing collected; a signature covers the body, so only a registered key with
+            // a current date gets its body (at most maximumBodySize, within the budget) read
+            let stage = try await authenticator.authenticateBeforeBody(
+                path: path, query: query, header: { name in HTTPField.Name(name).flatMap { request.headers[$0] } },
+                signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"]))
+            if case .authenticated(let outcome) = stage {
+                rotated = outcome.rotatedToken
+                try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: requestContext)
             }
-            let context = RecordsEngine.Context(container: path.container, environment: path.environment, scope: path.scope, caller: outcome.caller,
-                                                baseURL: baseURL(request: request))
-            do {
-                try await users.ensure(caller: outcome.caller, container: path.container, environment: path.environment)
-            } catch {
-                logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
-            }
+            let maximum = configuration.maximumBodySize
             let reply: [UInt8]
-            if path.operation == "changes/zone" {
-                // written as bytes: the stored fields go out as they are (RecordsEngine+Changes.swift)
-                reply = try await engine.zoneChangesBody(WireZoneChangesRequest(json: json), context: context)
-            } else {
-                reply = try await dispatch(path: path, body: json, context: context,
-                                           signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"])).serializedBytes()
+            do {
+                reply = try await bodyBudget.collect(request, upTo: maximum, tooLarge: {
+                    WireError(.badRequest, "limit exceeded: the request body is larger than \(maximum) bytes")
+                }) { buffer in
+                    let body = Array(buffer.readableBytesView)
+                    let outcome: RecordsAuthenticator.Outcome
+                    switch stage {
+                    case .authenticated(let authenticated):
+                        outcome = authenticated
+                    case .signature(let pending):
+                        outcome = try authenticator.verify(pending, body: body, rawPath: rawPath, rawPathWithQuery: rawPathWithQuery)
+                        try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: requestContext)
+                    }
+                    return try await handle(path: path, body: body, caller: outcome.caller, request: request, query: query, requestID: requestID)
+                }
+            } catch let error as RequestBodyBudget.Exhausted {
+                throw error.wire
+            } catch let error as RequestBodyBudget.BrokenBody {
+                throw error.wire
             }
             response = RecordsAPI.json(bytes: reply, status: .ok, requestID: requestID, rotatedToken: rotated)
         } catch var error as WireError {
@@ -103,6 +104,30 @@ struct RecordsAPI: Sendable {
         Timer(label: "ubiquity_records_request_duration", dimensions: [("operation", operation)]).recordNanoseconds(Int64(elapsed))
         Counter(label: "ubiquity_records_requests_total", dimensions: [("operation", operation), ("status", String(response.status.code))]).increment()
         return response
+    }
+
+    /// Runs an authenticated request whose body is `body`: decodes the JSON, notes the user, runs
+    /// the operation and returns the reply's JSON text.
+    func handle(path: DatabasePath, body: [UInt8], caller: RecordsCaller, request: Request, query: [String: String], requestID: String) async throws -> [UInt8] {
+        let json: JSONValue
+        do {
+            json = body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) ? .object([:]) : try JSONValue.parse(Data(body))
+        } catch {
+            throw WireError.badRequest(error)
+        }
+        let context = RecordsEngine.Context(container: path.container, environment: path.environment, scope: path.scope, caller: caller,
+                                            baseURL: baseURL(request: request))
+        do {
+            try await users.ensure(caller: caller, container: path.container, environment: path.environment)
+        } catch {
+            logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
+        }
+        if path.operation == "changes/zone" {
+            // written as bytes: the stored fields go out as they are (RecordsEngine+Changes.swift)
+            return try await engine.zoneChangesBody(WireZoneChangesRequest(json: json), context: context)
+        }
+        return try await dispatch(path: path, body: json, context: context,
+                                  signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"])).serializedBytes()
     }
 
     /// Takes a token from the caller's bucket; over the limit, THROTTLED with `retryAfter`. The

@@ -34,9 +34,29 @@ final class RecordsAuthenticator: Sendable {
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Authenticates a request to `path`. `query` is the decoded query string.
-    func authenticate(path: DatabasePath, query: [String: String], header: (String) -> String?, body: [UInt8],
-                      rawPath: String, rawPathWithQuery: String, signInURL: String) async throws -> Outcome {
+    /// What can be known of a request's caller before its body is read.
+    enum Stage: Sendable {
+        /// Token authentication (API, web-auth or device token) is done: the body is not needed.
+        case authenticated(Outcome)
+        /// A server-to-server request with a registered key and a date within the skew: its
+        /// signature covers the body, so it is verified once the body is in (``verify(_:body:rawPath:rawPathWithQuery:)``).
+        case signature(PendingSignature)
+    }
+
+    /// A server-to-server request waiting for its body to be verified.
+    struct PendingSignature: Sendable {
+        var keyID: String
+        var date: String
+        var signature: String
+        var publicKeyPEM: String
+        var deviceID: String?
+    }
+
+    /// Authenticates a request to `path` before its body is read (issue 24, finding 4): a bad
+    /// or missing token, an unknown server-to-server key or a date outside the allowed skew is
+    /// refused here, so such a request never has its body collected. `query` is the decoded
+    /// query string.
+    func authenticateBeforeBody(path: DatabasePath, query: [String: String], header: (String) -> String?, signInURL: String) async throws -> Stage {
         let keyID = header(CloudKitAuthHeaders.keyID)
         if let keyID {
             guard query["ckAPIToken"] == nil else {
@@ -49,14 +69,39 @@ final class RecordsAuthenticator: Sendable {
             guard let pem = try await store.read({ tx in try tx.serverKey(container: container, keyID: keyID) }) else {
                 throw WireError(.authenticationFailed, "unknown server-to-server key ID for container \(container)")
             }
-            let verdict = ServerToServerSignature.verify(
-                keyID: keyID, date: date, signature: signature, body: body, path: rawPath, pathWithQuery: rawPathWithQuery,
-                publicKeyPEM: pem, now: Date(), allowedClockSkew: configuration.signatureSkew)
-            if let failure = verdict.failure {
-                throw WireError(.authenticationFailed, "Authentication failed: \(failure.reason)")
+            guard let signedAt = ServerToServerSignature.parseDate(date) else {
+                throw WireError(.authenticationFailed, "Authentication failed: the request date is not an ISO 8601 date-time with a time zone, like 2016-01-25T22:15:43Z")
             }
-            return Outcome(caller: RecordsCaller(identity: .serverKey(keyID: keyID), deviceID: header("X-Ubiquity-Device-ID")))
+            guard abs(Date().timeIntervalSince(signedAt)) <= configuration.signatureSkew else {
+                throw WireError(.authenticationFailed, "Authentication failed: the request date is further from the server's clock than the allowed \(Int(configuration.signatureSkew)) s; sign each request with the current time")
+            }
+            return .signature(PendingSignature(keyID: keyID, date: date, signature: signature, publicKeyPEM: pem, deviceID: header("X-Ubiquity-Device-ID")))
         }
+        return .authenticated(try await authenticateToken(path: path, query: query, header: header, signInURL: signInURL))
+    }
+
+    /// Verifies a server-to-server signature over the body as received.
+    func verify(_ pending: PendingSignature, body: [UInt8], rawPath: String, rawPathWithQuery: String) throws -> Outcome {
+        let verdict = ServerToServerSignature.verify(
+            keyID: pending.keyID, date: pending.date, signature: pending.signature, body: body, path: rawPath, pathWithQuery: rawPathWithQuery,
+            publicKeyPEM: pending.publicKeyPEM, now: Date(), allowedClockSkew: configuration.signatureSkew)
+        if let failure = verdict.failure {
+            throw WireError(.authenticationFailed, "Authentication failed: \(failure.reason)")
+        }
+        return Outcome(caller: RecordsCaller(identity: .serverKey(keyID: pending.keyID), deviceID: pending.deviceID))
+    }
+
+    /// Authenticates a request to `path` whose body is in hand (both stages at once).
+    func authenticate(path: DatabasePath, query: [String: String], header: (String) -> String?, body: [UInt8],
+                      rawPath: String, rawPathWithQuery: String, signInURL: String) async throws -> Outcome {
+        switch try await authenticateBeforeBody(path: path, query: query, header: header, signInURL: signInURL) {
+        case .authenticated(let outcome): return outcome
+        case .signature(let pending): return try verify(pending, body: body, rawPath: rawPath, rawPathWithQuery: rawPathWithQuery)
+        }
+    }
+
+    /// API-token, web-auth-token and device-token authentication (none needs the body).
+    private func authenticateToken(path: DatabasePath, query: [String: String], header: (String) -> String?, signInURL: String) async throws -> Outcome {
         if query["ckAPIToken"].map(\.isEmpty) ?? true, let deviceToken = query["ckWebAuthToken"], SecretToken.isDeviceToken(deviceToken) {
             return try await authenticateDevice(token: deviceToken, path: path, deviceID: header("X-Ubiquity-Device-ID"), signInURL: signInURL)
         }

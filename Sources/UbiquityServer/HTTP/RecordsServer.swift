@@ -87,13 +87,18 @@ public struct RecordsServer: Sendable {
             maxAge: .seconds(3600)))
         router.add(middleware: MetricsMiddleware())
         let limiter = configuration.rateLimit > 0 ? RateLimiter(rate: configuration.rateLimit, burst: configuration.rateLimitBurst) : nil
+        // every collected request body counts against one budget (issue 24, finding 4)
+        let bodyBudget = RequestBodyBudget(limit: configuration.maximumBodyBytesInFlight)
         let api = RecordsAPI(engine: engine, authenticator: RecordsAuthenticator(store: store, configuration: configuration, logger: logger),
                              configuration: configuration, logger: logger, users: UserDirectory(store: store, engine: engine, logger: logger),
-                             limiter: limiter, subscriptions: push.endpoint)
+                             limiter: limiter, bodyBudget: bodyBudget, subscriptions: push.endpoint)
         // push: long-poll on the HTTP router, WebSocket on the upgrade router.
         let pushRoutes = PushRoutes(push: push, logger: logger)
         pushRoutes.register(on: router)
-        assets?.routes.register(on: router)
+        if var assetRoutes = assets?.routes {
+            assetRoutes.bodyBudget = bodyBudget
+            assetRoutes.register(on: router)
+        }
         router.get("/database/**") { request, context in await api.respond(to: request, context: context) }
         router.post("/database/**") { request, context in await api.respond(to: request, context: context) }
         let store = self.store
@@ -113,8 +118,8 @@ public struct RecordsServer: Sendable {
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
         }
         let signInGuard = SignInGuard()
-        SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard).register(on: router)
-        DeviceAuthRoutes(admin: admin, signInGuard: signInGuard).register(on: router)
+        SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
+        DeviceAuthRoutes(admin: admin, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
 
         var services: [any Service] = [push]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {
@@ -142,17 +147,29 @@ public struct RecordsServer: Sendable {
         }
         let webSocketResponder = pushRoutes.webSocketRouter().buildResponder()
         let gracePeriod = configuration.shutdownGracePeriod
-        let server = HTTPServerBuilder { [tls] responder -> any ServerChildChannel in
-            let channel = QuiescingChildChannel(
-                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init()),
-                gracePeriod: gracePeriod)
+        // Connection limits (issue 24, finding 5): a cap with a clear refusal, a header-read
+        // deadline, Hummingbird's idle timeout, and the handler that closes a connection whose
+        // request was answered before its body was read.
+        let cap = configuration.maximumConnections > 0 ? ConnectionCap(limit: configuration.maximumConnections, logger: logger) : nil
+        let headerTimeout = configuration.requestHeaderTimeout > 0 ? TimeAmount.nanoseconds(Int64(configuration.requestHeaderTimeout * 1e9)) : nil
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [HTTPRequestProgressHandler()],
+            idleTimeout: configuration.idleTimeout > 0 ? .nanoseconds(Int64(configuration.idleTimeout * 1e9)) : nil)
+        let server = HTTPServerBuilder { [tls, logger] responder -> any ServerChildChannel in
+            let channel = LimitedChildChannel(
+                base: QuiescingChildChannel(
+                    base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init(http1: http1)),
+                    gracePeriod: gracePeriod),
+                cap: cap, headerTimeout: headerTimeout, logger: logger)
             if let tls { return try TLSChannel(channel, tlsConfiguration: tls) }
             return channel
         }
+        if let cap { RecordsServer.warnAboutFileLimit(connections: cap.acceptLimit, logger: logger) }
         return Application(
             router: router,
             server: server,
-            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "ubiquity"),
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "ubiquity",
+                                 availableConnectionsDelegate: cap?.availableConnections),
             services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -160,6 +177,18 @@ public struct RecordsServer: Sendable {
                 await onListening("\(scheme)://\(shownHost):\(port)")
             },
             logger: logger)
+    }
+
+    /// Logs a warning when the process may open fewer files than `connections` connections
+    /// need (with room for the stores and logs): raise `ulimit -n` or systemd's `LimitNOFILE`.
+    static func warnAboutFileLimit(connections: Int, logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return }
+        let needed = connections + 256
+        if Int(limit.rlim_cur) < needed {
+            logger.warning("the open-file limit (\(limit.rlim_cur)) is low for \(connections) connections and the stores; raise it (ulimit -n, LimitNOFILE) or lower --max-connections",
+                           metadata: ["limit": "\(limit.rlim_cur)", "needed": "\(needed)"])
+        }
     }
 
     /// Runs until SIGTERM or SIGINT (or cancellation), finishing requests in flight, then closes

@@ -53,6 +53,24 @@ public struct RecordsServerConfiguration: Sendable {
     /// On graceful shutdown, connections still open this many seconds after it began (a
     /// request whose client stopped sending halfway) are closed (30 by default).
     public var shutdownGracePeriod: Double
+    /// The most bytes of request bodies held in memory at once, over all requests (256 MiB by
+    /// default; 0: unlimited). A body that would go over it is refused unread with HTTP 503
+    /// `TRY_AGAIN_LATER` (`retryAfter` 1). Each route's own cap (``maximumBodySize``, the asset
+    /// limits) still applies; streamed asset uploads are not held in memory and not counted.
+    public var maximumBodyBytesInFlight: Int
+    /// Connections served at once (512 by default; 0: unlimited). One over it is answered
+    /// HTTP 503 `TRY_AGAIN_LATER` with `Connection: close` and closed; the server stops
+    /// accepting while an eighth more (at least 8) are open, so file descriptors never run out.
+    /// Keep it well under the process's open-file limit (`ulimit -n`, systemd's `LimitNOFILE`).
+    public var maximumConnections: Int
+    /// Seconds a connection may stay idle — between requests, or in the middle of a request
+    /// whose client stopped sending — before it is closed (60 by default; 0: never). A response
+    /// being written (a download, a long-poll) is not idle. Hummingbird's HTTP/1 `idleTimeout`.
+    public var idleTimeout: Double
+    /// Seconds within which a request's head (request line and headers) must arrive whole,
+    /// counted from the connection's start (TLS handshake included) or, on a kept-alive
+    /// connection, from the next request's first byte (30 by default; 0: no limit).
+    public var requestHeaderTimeout: Double
 
     /// The quotas of `privateQuotaBytes` and `publicQuotaBytes`.
     public var quotas: StorageQuotas { StorageQuotas(privateBytes: privateQuotaBytes, publicBytes: publicQuotaBytes) }
@@ -64,7 +82,13 @@ public struct RecordsServerConfiguration: Sendable {
                 rateLimit: Double = 100, rateLimitBurst: Int = 200, unavailableRetryAfter: Int = 5, blobsDirectory: String? = nil,
                 assets: AssetConfiguration = AssetConfiguration(), privateQuotaBytes: Int64? = 5 << 30, publicQuotaBytes: Int64? = 100 << 30,
                 assetGarbageCollectionInterval: Double = 6 * 3600, assetGarbageMinimumAge: Double = 48 * 3600,
-                shutdownGracePeriod: Double = 30, deviceTokenLifetime: Int64 = 365 * 24 * 3600) {
+                shutdownGracePeriod: Double = 30, deviceTokenLifetime: Int64 = 365 * 24 * 3600,
+                maximumBodyBytesInFlight: Int = 256 << 20, maximumConnections: Int = 512, idleTimeout: Double = 60,
+                requestHeaderTimeout: Double = 30) {
+        self.maximumBodyBytesInFlight = maximumBodyBytesInFlight
+        self.maximumConnections = maximumConnections
+        self.idleTimeout = idleTimeout
+        self.requestHeaderTimeout = requestHeaderTimeout
         self.deviceTokenLifetime = deviceTokenLifetime
         self.shutdownGracePeriod = shutdownGracePeriod
         self.blobsDirectory = blobsDirectory

@@ -15,6 +15,8 @@ struct SignInRoutes: Sendable {
     let store: any RecordStore
     let configuration: RecordsServerConfiguration
     let signInGuard: SignInGuard
+    /// The server-wide limit on collected request bodies (the form is read before any check).
+    let bodyBudget: RequestBodyBudget
 
     func register<Context: RequestContext>(on router: Router<Context>) {
         let routes = self
@@ -26,8 +28,9 @@ struct SignInRoutes: Sendable {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: token, callbackURL: callback, message: nil), status: .ok)
         }
         router.post("/auth/signin") { request, context -> Response in
-            let buffer = try await request.body.collect(upTo: 64 * 1024)
-            let form = SignInRoutes.parseForm(String(buffer: buffer))
+            let form = try await routes.bodyBudget.collect(request, upTo: 64 * 1024, tooLarge: { HTTPError(.contentTooLarge) }) { buffer in
+                SignInRoutes.parseForm(String(buffer: buffer))
+            }
             let address = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
             return try await routes.signIn(form: form, request: request, address: address)
         }

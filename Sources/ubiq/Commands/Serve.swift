@@ -30,6 +30,7 @@ struct Serve: AsyncParsableCommand {
                   --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
               ubiq serve --data ~/ubiquity-server --private-quota 20G --public-quota 1T --gc-interval 12
               ubiq serve --port 8080 --install-service    # a systemd user unit, started at login
+              ubiq serve --max-connections 2000 --idle-timeout 120 --max-body-memory 1G   # with LimitNOFILE=8192
             """
     )
 
@@ -77,6 +78,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "On SIGTERM/SIGINT, seconds to let requests in flight finish before their connections are closed.")
     var shutdownGrace: Double = 30
 
+    @Option(help: "Connections served at once; one more is answered 503 TRY_AGAIN_LATER and closed; 0 for no limit. Keep it well under the open-file limit (ulimit -n, LimitNOFILE).")
+    var maxConnections: Int = 512
+
+    @Option(help: "Seconds a connection may stay idle (between requests, or a client that stopped sending) before it is closed; 0 never.")
+    var idleTimeout: Double = 60
+
+    @Option(help: "Seconds a request's head (request line and headers) may take to arrive, from the connection's start or the next request's first byte; 0 no limit.")
+    var headerTimeout: Double = 30
+
+    @Option(help: "Request bodies held in memory at once, over all requests; suffixes K, M, G, T; over it: 503 TRY_AGAIN_LATER; 0 for no limit.")
+    var maxBodyMemory: String = "256M"
+
     @OptionGroup var service: ServiceInstallOptions
 
     @Flag(help: "With --install-service or --uninstall-service: print the result as JSON.")
@@ -96,6 +109,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard gcInterval >= 0, gcInterval.isFinite else { throw ValidationError("--gc-interval \(gcInterval): expected a number of hours, 0 or more") }
         guard shutdownGrace >= 0, shutdownGrace.isFinite else { throw ValidationError("--shutdown-grace \(shutdownGrace): expected a number of seconds, 0 or more") }
+        guard maxConnections >= 0 else { throw ValidationError("--max-connections \(maxConnections): expected a number of connections, 0 or more") }
+        guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout \(idleTimeout): expected a number of seconds, 0 or more") }
+        guard headerTimeout >= 0, headerTimeout.isFinite else { throw ValidationError("--header-timeout \(headerTimeout): expected a number of seconds, 0 or more") }
         guard gcOlderThan >= 0, gcOlderThan.isFinite else { throw ValidationError("--gc-older-than \(gcOlderThan): expected a number of hours, 0 or more") }
         do {
             _ = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
@@ -103,6 +119,11 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--max-asset-size \(maxAssetSize): expected a size above 0, e.g. 16G")
             }
             _ = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
+            let bodyMemory = try StorageQuotas.parseBytes(maxBodyMemory, argument: "--max-body-memory")
+            // the largest body a route collects (a records request) must fit, or it is never accepted
+            guard bodyMemory == 0 || bodyMemory >= Int64(RecordsServerConfiguration().maximumBodySize) else {
+                throw ValidationError("--max-body-memory \(maxBodyMemory): expected 0 or at least 32M (the largest request body)")
+            }
         } catch let error as UbiquityError {
             throw ValidationError(error.message)
         }
@@ -135,7 +156,9 @@ struct Serve: AsyncParsableCommand {
                 publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: try store.blobsDirectory(),
                 privateQuotaBytes: privateBytes == 0 ? nil : privateBytes, publicQuotaBytes: publicBytes == 0 ? nil : publicBytes,
                 assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600,
-                shutdownGracePeriod: shutdownGrace)
+                shutdownGracePeriod: shutdownGrace,
+                maximumBodyBytesInFlight: Int(try StorageQuotas.parseBytes(maxBodyMemory, argument: "--max-body-memory")),
+                maximumConnections: maxConnections, idleTimeout: idleTimeout, requestHeaderTimeout: headerTimeout)
             configuration.assets.maximumAssetSize = try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size")
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
                                                   registry: registry)

@@ -75,6 +75,9 @@ struct SystemdUnit {
         RestartSec=5
         # Requests in flight finish on SIGTERM (--shutdown-grace, 30 s by default).
         TimeoutStopSec=60
+        # Each connection is an open file (at most --max-connections, 512 by default, plus an eighth
+        # being refused), beside the stores' files: well above the usual 1024.
+        LimitNOFILE=65536
 
         [Install]
         WantedBy=default.target

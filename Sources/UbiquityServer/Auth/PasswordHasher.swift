@@ -87,6 +87,16 @@ public struct PasswordHasher: Sendable, Hashable {
         return AuthEncoding.constantTimeEquals(key, parsed.key)
     }
 
+    /// Does the work of ``verify(_:against:)`` with this hasher's parameters and answers false:
+    /// for a user name that has no password, so that its answer takes as long as a wrong
+    /// password's and timing does not tell existing names from unknown ones.
+    public func rejectWithoutHash(_ password: String) -> Bool {
+        let bytes = (try? Self.passwordBytes(password)) ?? Array("-".utf8)
+        _ = try? Self.derive(bytes, salt: [UInt8](repeating: 0, count: Self.saltByteCount), keyByteCount: Self.keyByteCount,
+                             cost: cost, blockSize: blockSize, parallelism: parallelism)
+        return false
+    }
+
     /// Whether `hashed` should be replaced by a fresh ``hash(_:)`` (after the password verified):
     /// true when it is malformed or was made with other parameters or lengths than this hasher's.
     public func needsRehash(_ hashed: String) -> Bool {

@@ -34,12 +34,12 @@ struct DeviceAuthRoutes: Sendable {
                 return PushRoutes.error(WireError(.badRequest, "deviceName: expected one line of at most 255 bytes"), status: .badRequest)
             }
             let address = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
-            if let seconds = signInGuard.wait(user: user, address: address) {
+            if let seconds = signInGuard.begin(user: user, address: address) {
                 return PushRoutes.error(WireError(.throttled, "too many wrong passwords: try again in \(seconds) s", retryAfter: seconds),
                                         status: .tooManyRequests)
             }
             let token = try await admin.signInDevice(user: user, password: password)
-            signInGuard.record(user: user, address: address, success: token != nil)
+            signInGuard.finish(user: user, address: address, success: token != nil)
             guard let token else {
                 return PushRoutes.error(WireError(.authenticationFailed, "the user name or password is wrong"), status: .unauthorized)
             }

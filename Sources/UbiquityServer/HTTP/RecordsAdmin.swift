@@ -87,12 +87,22 @@ public struct RecordsAdmin: Sendable {
         return token
     }
 
+    /// The account `name` when `password` is its password, else nil. An unknown name, or one
+    /// without a password, costs the same key derivation as a wrong password (no timing oracle).
+    func account(named name: String, password: String) async throws -> StoredAccount? {
+        let hasher = passwordHasher
+        let account = try await store.read { tx in try tx.account(named: name) }
+        guard let account, let hash = account.passwordHash else {
+            _ = try await BlockingWork.run { hasher.rejectWithoutHash(password) }
+            return nil
+        }
+        return try await BlockingWork.run({ hasher.verify(password, against: hash) }) ? account : nil
+    }
+
     /// Checks a password and issues a token (the sign-in page's and `ubiq account login`'s path).
     /// Returns nil when the name or password is wrong.
     public func signIn(user name: String, password: String, lifetime: Int64) async throws -> String? {
-        let hasher = passwordHasher
-        guard let account = try await store.read({ tx in try tx.account(named: name) }), let hash = account.passwordHash,
-              try await BlockingWork.run({ hasher.verify(password, against: hash) }) else { return nil }
+        guard let account = try await account(named: name, password: password) else { return nil }
         let token = SecretToken.generate()
         let digest = SecretToken.digest(token)
         try await store.write { tx in
@@ -104,9 +114,7 @@ public struct RecordsAdmin: Sendable {
     /// Checks a password and issues a device token (`POST /auth/device`, `ubiq account login`).
     /// Returns nil when the name or password is wrong.
     public func signInDevice(user name: String, password: String) async throws -> String? {
-        let hasher = passwordHasher
-        guard let account = try await store.read({ tx in try tx.account(named: name) }), let hash = account.passwordHash,
-              try await BlockingWork.run({ hasher.verify(password, against: hash) }) else { return nil }
+        guard let account = try await account(named: name, password: password) else { return nil }
         let token = SecretToken.generateDeviceToken()
         let digest = SecretToken.digest(token)
         let expires = RecordsAdmin.now + configuration.deviceTokenLifetime * 1000

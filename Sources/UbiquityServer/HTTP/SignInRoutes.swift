@@ -48,7 +48,7 @@ struct SignInRoutes: Sendable {
         }
         let lifetime = form[SignInPage.Field.keepSignedIn] != nil ? configuration.longWebAuthTokenLifetime : configuration.webAuthTokenLifetime
         let user = form[SignInPage.Field.userName] ?? ""
-        if let seconds = signInGuard.wait(user: user, address: address) {
+        if let seconds = signInGuard.begin(user: user, address: address) {
             var response = SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
                                                              message: "Too many wrong passwords: try again in \(seconds) s.", userName: user),
                                              status: .tooManyRequests)
@@ -58,7 +58,7 @@ struct SignInRoutes: Sendable {
         var token: String?
         if let password = form[SignInPage.Field.password] {
             token = try await admin.signIn(user: user, password: password, lifetime: lifetime)
-            signInGuard.record(user: user, address: address, success: token != nil)
+            signInGuard.finish(user: user, address: address, success: token != nil)
         }
         guard let token else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,

@@ -54,6 +54,19 @@ public struct SignInBackoff: Sendable {
         entries[key] = nil
     }
 
+    /// Takes back one failure recorded for `key` before its outcome was known (the attempt
+    /// turned out right), lifting the block that failure set.
+    public mutating func forgive(_ key: String) {
+        guard var entry = entries[key] else { return }
+        entry.failures -= 1
+        if entry.failures <= 0 {
+            entries[key] = nil
+            return
+        }
+        if entry.failures <= freeFailures { entry.blockedUntil = 0 }
+        entries[key] = entry
+    }
+
     /// The number of keys tracked.
     public var count: Int { entries.count }
 
@@ -67,9 +80,19 @@ public struct SignInBackoff: Sendable {
 
 /// The sign-in endpoints' guard against password guessing: per account name and address
 /// (5 free failures), and per address for any account (20).
+///
+/// An attempt counts as a failure from the moment it is let through (``begin(user:address:)``,
+/// one check-and-count under one lock) until its outcome is known (``finish(user:address:success:)``):
+/// concurrent guesses cannot all pass the check before any is counted, so no more than the free
+/// failures are ever evaluated at once. The state is this process's memory: a restart forgets
+/// it, and each server process keeps its own.
 public final class SignInGuard: Sendable {
-    let perAccount = Mutex(SignInBackoff(freeFailures: 5))
-    let perAddress = Mutex(SignInBackoff(freeFailures: 20))
+    struct Backoffs: Sendable {
+        var perAccount = SignInBackoff(freeFailures: 5)
+        var perAddress = SignInBackoff(freeFailures: 20)
+    }
+
+    let state = Mutex(Backoffs())
     let clock: @Sendable () -> Double
 
     /// A guard; `clock` gives seconds on a monotonic clock (injectable for tests).
@@ -77,24 +100,42 @@ public final class SignInGuard: Sendable {
         self.clock = clock
     }
 
+    static func key(_ user: String, _ address: String) -> String { address + "\u{0}" + user }
+
     /// Whole seconds to wait before `user` may try again from `address`, or nil.
     public func wait(user: String, address: String) -> Int? {
         let now = clock()
-        let seconds = max(perAccount.withLock { $0.wait(address + "\u{0}" + user, now: now) } ?? 0,
-                          perAddress.withLock { $0.wait(address, now: now) } ?? 0)
+        return state.withLock { Self.wait(in: $0, key: Self.key(user, address), address: address, now: now) }
+    }
+
+    static func wait(in backoffs: Backoffs, key: String, address: String, now: Double) -> Int? {
+        let seconds = max(backoffs.perAccount.wait(key, now: now) ?? 0, backoffs.perAddress.wait(address, now: now) ?? 0)
         return seconds > 0 ? Int(seconds.rounded(.up)) : nil
     }
 
-    /// Records the outcome of a password check.
-    public func record(user: String, address: String, success: Bool) {
+    /// Lets an attempt of `user` from `address` through and counts it as a failure until
+    /// ``finish(user:address:success:)`` says otherwise; or, when they must wait, the whole
+    /// seconds to wait (nothing counted).
+    public func begin(user: String, address: String) -> Int? {
         let now = clock()
-        let key = address + "\u{0}" + user
-        if success {
-            // (the address's count stays: a guesser's own account must not reset it)
-            perAccount.withLock { $0.succeeded(key) }
-        } else {
-            perAccount.withLock { $0.failed(key, now: now) }
-            perAddress.withLock { $0.failed(address, now: now) }
+        let key = Self.key(user, address)
+        return state.withLock { backoffs in
+            if let seconds = Self.wait(in: backoffs, key: key, address: address, now: now) { return seconds }
+            backoffs.perAccount.failed(key, now: now)
+            backoffs.perAddress.failed(address, now: now)
+            return nil
+        }
+    }
+
+    /// The outcome of an attempt let through by ``begin(user:address:)``: a right password
+    /// forgets the account's failures and takes back the address's count of this attempt (a
+    /// guesser's own account must not reset the address's other failures).
+    public func finish(user: String, address: String, success: Bool) {
+        guard success else { return }
+        let key = Self.key(user, address)
+        state.withLock { backoffs in
+            backoffs.perAccount.succeeded(key)
+            backoffs.perAddress.forgive(address)
         }
     }
 }

@@ -112,7 +112,15 @@ public struct RecordsServer: Sendable {
             }
         }
         let registry = self.registry
-        router.get("/metrics") { _, _ -> Response in
+        let metricsAccess = MetricsAccess(token: configuration.metricsToken)
+        router.get("/metrics") { request, context -> Response in
+            guard metricsAccess.allows(address: context.remoteAddress?.ipAddress, authorization: request.headers[.authorization]) else {
+                let reason = metricsAccess.token == nil
+                    ? "/metrics answers clients on this machine only; set a metrics token (ubiq serve --metrics-token-file) to scrape it from elsewhere\n"
+                    : "/metrics needs Authorization: Bearer with the server's metrics token\n"
+                return Response(status: .unauthorized, headers: [.contentType: "text/plain", .wwwAuthenticate: "Bearer"],
+                                body: .init(byteBuffer: ByteBuffer(string: reason)))
+            }
             var buffer: [UInt8] = []
             registry?.emit(into: &buffer)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))

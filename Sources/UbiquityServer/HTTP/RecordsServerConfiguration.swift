@@ -71,6 +71,9 @@ public struct RecordsServerConfiguration: Sendable {
     /// counted from the connection's start (TLS handshake included) or, on a kept-alive
     /// connection, from the next request's first byte (30 by default; 0: no limit).
     public var requestHeaderTimeout: Double
+    /// The token `/metrics` asks for (`Authorization: Bearer TOKEN`); nil (the default): only
+    /// clients on this machine (loopback) may read it.
+    public var metricsToken: String? = nil
 
     /// The quotas of `privateQuotaBytes` and `publicQuotaBytes`.
     public var quotas: StorageQuotas { StorageQuotas(privateBytes: privateQuotaBytes, publicBytes: publicQuotaBytes) }

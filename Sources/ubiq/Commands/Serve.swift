@@ -90,6 +90,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Request bodies held in memory at once, over all requests; suffixes K, M, G, T; over it: 503 TRY_AGAIN_LATER; 0 for no limit.")
     var maxBodyMemory: String = "256M"
 
+    @Option(help: "A file holding the token /metrics asks for (Authorization: Bearer TOKEN), for scraping from other machines; without it, /metrics answers this machine's clients only.")
+    var metricsTokenFile: String?
+
     @OptionGroup var service: ServiceInstallOptions
 
     @Flag(help: "With --install-service or --uninstall-service: print the result as JSON.")
@@ -129,6 +132,20 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
+    /// The metrics token in `file` (its first line, without surrounding spaces).
+    /// - Throws: `invalidArgument` naming `--metrics-token-file` when the file cannot be read or
+    ///   holds no token.
+    static func metricsToken(file: String) throws -> String {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw UbiquityError(.invalidArgument, "--metrics-token-file \(file): cannot read it")
+        }
+        let token = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard token.utf8.count >= 16, !token.contains(where: \.isWhitespace) else {
+            throw UbiquityError(.invalidArgument, "--metrics-token-file \(file): expected a token of at least 16 characters without spaces on its first line")
+        }
+        return token
+    }
+
     /// `N` or `N/s` (N ≥ 0, may have a fraction) as requests per second.
     static func requestsPerSecond(_ text: String) throws -> Double {
         let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
@@ -160,6 +177,7 @@ struct Serve: AsyncParsableCommand {
                 maximumBodyBytesInFlight: Int(try StorageQuotas.parseBytes(maxBodyMemory, argument: "--max-body-memory")),
                 maximumConnections: maxConnections, idleTimeout: idleTimeout, requestHeaderTimeout: headerTimeout)
             configuration.assets.maximumAssetSize = try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size")
+            configuration.metricsToken = try metricsTokenFile.map(Serve.metricsToken(file:))
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
                                                   registry: registry)
         } catch {

@@ -87,6 +87,8 @@ import UbiquityServer
         let query = Array(#"{"query":{"recordType":"Note"}}"#.utf8)
 
         // one request announces 80 000 bytes and sends them slowly: they count from its head on
+        // (no idle or head timeout here: however slow a loaded machine makes the probes below,
+        // nothing but its own end may release the first request's bytes)
         let first = try RawConnection.to(server.url)
         try first.send(head(server, token, length: 80_000))
         try first.send(query)

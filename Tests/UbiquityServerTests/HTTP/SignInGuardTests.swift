@@ -36,8 +36,8 @@ import UbiquityServer
         #expect(signInGuard.wait(user: "ravi", address: "10.0.0.2") == nil)
     }
 
-    /// Thirty wrong passwords sent at once to a real server: at most six are evaluated (401),
-    /// the rest wait (429).
+    /// Thirty wrong passwords sent at once to a real server: a few are evaluated (401; before the
+    /// fix all thirty were), the rest wait (429).
     @Test func concurrentGuessesOverHTTPAreSlowed() async throws {
         let server = try await ServerFixture.start(.sqlite)
         defer { Task { await server.stop() } }
@@ -47,8 +47,10 @@ import UbiquityServer
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
-        #expect(statuses.filter { $0 == 401 }.count <= 6)
-        #expect(statuses.filter { $0 == 429 }.count >= 24)
+        // 6 at most when the 30 arrive within the first block (1 s); on a loaded machine a block
+        // can end before the last arrive and one more is let through per block: still far from 30
+        #expect(statuses.filter { $0 == 401 }.count <= 12)
+        #expect(statuses.filter { $0 == 429 }.count >= 18)
         #expect(statuses.allSatisfy { $0 == 401 || $0 == 429 })
     }
 

@@ -34,7 +34,7 @@ final class ConnectionRefusalHandler: ChannelInboundHandler, RemovableChannelHan
         answered = true
         context.writeAndFlush(NIOAny(answer), promise: nil)
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.linger) {
-            Self.end(context)
+            context.closeAsClientGone()
         }
     }
 
@@ -43,16 +43,10 @@ final class ConnectionRefusalHandler: ChannelInboundHandler, RemovableChannelHan
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
-            Self.end(context)
+            context.closeAsClientGone()
         } else {
             context.fireUserInboundEventTriggered(event)
         }
-    }
-
-    /// Closes as a client that went away would, so the upgrade handler behind ends quietly.
-    private static func end(_ context: ChannelHandlerContext) {
-        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -71,21 +71,14 @@ final class QuiesceGuardHandler: ChannelInboundHandler, RemovableChannelHandler 
             quiescing = true
             let seconds = max(0, gracePeriod)
             deadline = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
-                Self.end(context)
+                context.closeAsClientGone()
             }
         }
         if !received {
-            Self.end(context)
+            context.closeAsClientGone()
         } else {
             context.fireUserInboundEventTriggered(event)
         }
-    }
-
-    /// Closes the connection as a client that went away would: the upgrade handler (when still
-    /// there) ends its negotiation as "input closed", which Hummingbird does not log as an error.
-    private static func end(_ context: ChannelHandlerContext) {
-        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -88,9 +88,7 @@ final class RequestHeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
             logger.debug("closing a connection whose request head did not arrive in time",
                          metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")",
                                     "timeout": "\(Double(timeout.nanoseconds) / 1e9) s"])
-            // as a client that went away: the upgrade handler (when there) ends quietly
-            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-            context.close(promise: nil)
+            context.closeAsClientGone()
         })
     }
 

@@ -75,6 +75,32 @@ int ub_peer_uid(int fd, unsigned int *uid) {
     return 0;
 }
 
+int ub_pass_credentials(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+}
+
+ssize_t ub_recv_with_uid(int fd, void *buffer, size_t length, unsigned int *uid) {
+    struct iovec vector = { .iov_base = buffer, .iov_len = length };
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(sizeof(struct ucred))]; } control;
+    struct msghdr message = { 0 };
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof(control.bytes);
+    ssize_t count = recvmsg(fd, &message, MSG_DONTWAIT);
+    if (count < 0) return count;
+    *uid = (unsigned int)-1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_CREDENTIALS) {
+            struct ucred credentials;
+            memcpy(&credentials, CMSG_DATA(header), sizeof(credentials));
+            *uid = (unsigned int)credentials.uid;
+        }
+    }
+    return count;
+}
+
 const int UB_O_PATH = O_PATH;
 
 int ub_fallocate(int fd, int mode, off_t offset, off_t length) {

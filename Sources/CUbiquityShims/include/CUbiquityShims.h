@@ -37,6 +37,15 @@ int ub_thread_nice(void);
 /// (SO_PEERCRED) in `*uid`; returns -1 and sets errno on failure.
 int ub_peer_uid(int fd, unsigned int *uid);
 
+/// Asks the kernel to attach the sender's credentials to each datagram `fd` receives
+/// (SO_PASSCRED); returns -1 and sets errno on failure.
+int ub_pass_credentials(int fd);
+
+/// Receives one datagram without waiting (recvmsg, MSG_DONTWAIT) and puts the user ID the kernel
+/// vouches for (SCM_CREDENTIALS, with ub_pass_credentials) in `*uid`, or (unsigned)-1 when none
+/// came; returns the byte count, or -1 with errno set.
+ssize_t ub_recv_with_uid(int fd, void *buffer, size_t length, unsigned int *uid);
+
 /// O_PATH (a GNU flag Swift's Glibc module does not show).
 extern const int UB_O_PATH;
 

@@ -131,30 +131,13 @@ public enum RecordFilter {
         return nil
     }
 
-    /// Sorts records by the descriptors (missing values last, then zone and record name so pages
-    /// are stable); location sorts by distance from `relativeLocation`.
-    public static func sort(_ records: [(record: StoredRecord, zoneName: String)], by descriptors: [WireSort]) -> [(record: StoredRecord, zoneName: String)] {
+    /// `records` in the order of `descriptors` (then zone and record name: a total order), each
+    /// with its position in it.
+    static func ordered(_ records: [(record: StoredRecord, zoneName: String)], by descriptors: [WireSort])
+        -> [(item: (record: StoredRecord, zoneName: String), position: QueryPosition)] {
         // Sorts positions with their keys computed once, so the comparisons copy no records.
-        let keys: [[WireFieldValue?]] = records.map { item in
-            descriptors.map { descriptor -> WireFieldValue? in
-                guard let first = values(of: descriptor.key, in: item.record, zoneName: item.zoneName)?.values.first else { return nil }
-                if let center = descriptor.relativeLocation, case .location(let point) = first { return .double(point.distance(to: center)) }
-                return first
-            }
-        }
-        let order = records.indices.sorted { lhs, rhs in
-            for (index, descriptor) in descriptors.enumerated() {
-                switch (keys[lhs][index], keys[rhs][index]) {
-                case (nil, nil): continue
-                case (nil, _): return false
-                case (_, nil): return true
-                case (let a?, let b?):
-                    guard let order = compare(a, b), order != 0 else { continue }
-                    return descriptor.ascending ? order < 0 : order > 0
-                }
-            }
-            return (records[lhs].zoneName, records[lhs].record.recordName) < (records[rhs].zoneName, records[rhs].record.recordName)
-        }
-        return order.map { records[$0] }
+        let positions = records.map { QueryPosition(of: $0, by: descriptors) }
+        let order = records.indices.sorted { positions[$0].precedes(positions[$1], by: descriptors) }
+        return order.map { (records[$0], positions[$0]) }
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import UbiquityCore
 
 extension RecordsEngine {
-    /// The matches of a query in `zones`, sorted, from `offset`, at most `limit`, and how many
-    /// there are in all.
+    /// A page of a query's matches: at most `limit`, sorted, from `start`; the position of its
+    /// last record when more matches follow.
     ///
     /// When every field the query filters or sorts on is one whose whole value the index holds
     /// (a scalar STRING, INT64, DOUBLE or TIMESTAMP field; a LOCATION under NEAR or a distance
@@ -14,7 +14,7 @@ extension RecordsEngine {
     /// an integer past 2⁵³) — every candidate is decoded and filtered.
     /// `type` is the query's record type in the environment's schema (nil when it has none).
     static func queryPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
-                          conditions: [IndexCondition], offset: Int, limit: Int) throws -> (page: [(record: StoredRecord, zoneName: String)], total: Int) {
+                          conditions: [IndexCondition], start: QueryStart, limit: Int) throws -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
         let names = Dictionary(uniqueKeysWithValues: zones.map { ($0.id, $0.name) })
         let zoneIDs = zones.map(\.id)
         let schema = type?.fields.mapValues(\.type) ?? [:]
@@ -35,11 +35,11 @@ extension RecordsEngine {
                 ids[zoneName + RecordIndexEntry.referenceSeparator + item.recordName] = item.id
             }
             if whole {
-                let page = RecordFilter.sort(light, by: query.sortBy).dropFirst(offset).prefix(limit)
+                let (page, next) = Self.page(of: light, query: query, start: start, limit: limit)
                 let pageIDs = page.compactMap { ids[$0.zoneName + RecordIndexEntry.referenceSeparator + $0.record.recordName] }
                 let records = try tx.records(ids: pageIDs)
                 let full = zip(page, pageIDs).compactMap { item, id in records[id].map { (record: $0, zoneName: item.zoneName) } }
-                return (full, light.count)
+                return (full, next)
             }
         }
         let candidates = try tx.candidates(zones: zoneIDs, recordType: query.recordType, conditions: conditions)
@@ -47,7 +47,24 @@ extension RecordsEngine {
             let zoneName = names[record.zone] ?? WireZoneID.defaultZoneName
             return query.filterBy.allSatisfy { RecordFilter.matches($0, record: record, zoneName: zoneName) } ? (record, zoneName) : nil
         }
-        return (Array(RecordFilter.sort(matched, by: query.sortBy).dropFirst(offset).prefix(limit)), matched.count)
+        return Self.page(of: matched, query: query, start: start, limit: limit)
+    }
+
+    /// The page of `matches` from `start`, sorted, and the position of its last record when
+    /// more follow.
+    static func page(of matches: [(record: StoredRecord, zoneName: String)], query: WireQuery, start: QueryStart, limit: Int)
+        -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
+        let ordered = RecordFilter.ordered(matches, by: query.sortBy)
+        let from: Int
+        switch start {
+        case .first: from = 0
+        case .offset(let offset): from = min(offset, ordered.count)
+        case .after(let position):
+            from = ordered.firstIndex { position.precedes($0.position, by: query.sortBy) } ?? ordered.count
+        }
+        let page = ordered[from...].prefix(limit)
+        let more = from + page.count < ordered.count
+        return (page.map(\.item), more ? page.last?.position : nil)
     }
 
     /// The custom fields to read keys of, or nil when the query needs whole records.

@@ -49,16 +49,20 @@ extension RecordsEngine {
         if !zoneWide { try context.checkOwner(zoneID) }
         let limit = min(request.resultsLimit ?? WireLimits.recordsPerResponse, WireLimits.recordsPerResponse)
         let fingerprint = RecordsEngine.fingerprint(request, key: key)
-        var offset = 0
+        var begin = QueryStart.first
         if let marker = request.continuationMarker {
-            guard let (print, value) = SyncToken.decode(marker, kind: "q1"), print == fingerprint else {
+            if let (print, text) = SyncToken.decodeMarker(marker), print == fingerprint,
+               let position = QueryPosition(encoded: text, count: request.query.sortBy.count) {
+                begin = .after(position)
+            } else if let (print, value) = SyncToken.decode(marker, kind: "q1"), print == fingerprint {
+                begin = .offset(Int(clamping: value))
+            } else {
                 throw WireError(.badRequest, "continuationMarker: not a marker of this query (a marker is valid only with the query, zone and database it came from)")
             }
-            offset = Int(value)
         }
-        let start = offset
+        let start = begin
         let caller = context.caller
-        let (page, total): ([(record: StoredRecord, zoneName: String)], Int) = try await store.read { tx in
+        let (page, next): ([(record: StoredRecord, zoneName: String)], QueryPosition?) = try await store.read { tx in
             var access = RecordAccess(key: key, caller: caller)
             var query = request.query
             let type = try access.recordType(query.recordType, tx: tx)
@@ -67,7 +71,7 @@ extension RecordsEngine {
             case .all: break
             case .own(let name):
                 query.filterBy.append(WireFilter(comparator: .equals, key: .system(.createdUserRecordName), fieldValue: .reference(WireReference(recordName: name))))
-            case .nothing: return ([], 0)
+            case .nothing: return ([], nil)
             }
             let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
             var zones: [StoredZone] = []
@@ -76,7 +80,7 @@ extension RecordsEngine {
             } else if let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
                 zones = [zone]
             }
-            return try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, offset: start, limit: limit)
+            return try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
         }
         var body: [String: JSONValue] = [
             "records": .array(page.map { item in
@@ -84,8 +88,8 @@ extension RecordsEngine {
                     .json(desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
             }),
         ]
-        if offset + page.count < total {
-            body["continuationMarker"] = .string(SyncToken.marker(fingerprint: fingerprint, offset: offset + page.count))
+        if let next {
+            body["continuationMarker"] = .string(SyncToken.marker(fingerprint: fingerprint, after: next))
         }
         return .object(body)
     }

@@ -10,18 +10,33 @@ enum SyncToken {
     static func zone(id: Int64, sequence: Int64) -> String { encode("z1:\(id):\(sequence)") }
     /// A database change token.
     static func database(id: Int64, sequence: Int64) -> String { encode("d1:\(id):\(sequence)") }
-    /// A continuation marker: an offset into a query's results.
-    static func marker(fingerprint: String, offset: Int) -> String { encode("q1:\(fingerprint):\(offset)") }
+    /// A continuation marker: the position of a page's last record in its query's sort order
+    /// (``QueryPosition``). (`q1` markers, offsets, are still read: ``decode(_:kind:)``.)
+    static func marker(fingerprint: String, after position: QueryPosition) -> String { encode("q2:\(fingerprint):\(position.encoded)") }
+
+    /// The fingerprint and position of a `q2` marker; nil when malformed or of another kind.
+    static func decodeMarker(_ marker: String) -> (fingerprint: String, position: String)? {
+        guard let plain = decodeText(marker) else { return nil }
+        let parts = plain.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "q2" else { return nil }
+        return (String(parts[1]), String(parts[2]))
+    }
 
     /// Decodes a token of the given kind (`z1`, `d1`, `q1`) into its two parts; nil when malformed
     /// or of another kind.
     static func decode(_ token: String, kind: String) -> (String, Int64)? {
-        var text = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.utf8.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text), let plain = String(data: data, encoding: .utf8) else { return nil }
+        guard let plain = decodeText(token) else { return nil }
         let parts = plain.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == kind, let number = Int64(parts[2]), number >= 0 else { return nil }
         return (String(parts[1]), number)
+    }
+
+    /// The text of a base64url token; nil when it is not base64url UTF-8.
+    static func decodeText(_ token: String) -> String? {
+        var text = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.utf8.count % 4 != 0 { text += "=" }
+        guard let data = Data(base64Encoded: text) else { return nil }
+        return String(data: data, encoding: .utf8)
     }
 
     static func encode(_ text: String) -> String {

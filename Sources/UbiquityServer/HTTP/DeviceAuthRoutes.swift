@@ -34,12 +34,21 @@ struct DeviceAuthRoutes: Sendable {
                 return PushRoutes.error(WireError(.badRequest, "deviceName: expected one line of at most 255 bytes"), status: .badRequest)
             }
             let address = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress ?? "?"
-            if let seconds = signInGuard.begin(user: user, address: address) {
+            if let seconds = try await signInGuard.begin(user: user, address: address) {
                 return PushRoutes.error(WireError(.throttled, "too many wrong passwords: try again in \(seconds) s", retryAfter: seconds),
                                         status: .tooManyRequests)
             }
-            let token = try await admin.signInDevice(user: user, password: password)
-            signInGuard.finish(user: user, address: address, success: token != nil)
+            let token: String?
+            do {
+                token = try await admin.signInDevice(user: user, password: password)
+                try await signInGuard.finish(user: user, address: address, success: token != nil)
+            } catch let error as UbiquityError where error.code == .permissionDenied {
+                try await signInGuard.finish(user: user, address: address, success: true)  // the password was right
+                return PushRoutes.error(WireError(.authenticationFailed, error.message), status: .unauthorized)
+            } catch {
+                try await signInGuard.finish(user: user, address: address, success: false)
+                throw error
+            }
             guard let token else {
                 return PushRoutes.error(WireError(.authenticationFailed, "the user name or password is wrong"), status: .unauthorized)
             }

@@ -53,42 +53,60 @@ public struct RecordsAdmin: Sendable {
         try await store.read { tx in try tx.containers() }
     }
 
-    /// Creates an account and returns a web-auth token (`ckWebAuthToken`) for it.
+    /// Creates an account and returns a web-auth token (`ckWebAuthToken`) for it, valid in any
+    /// container.
     public func addUser(_ name: String, email: String?, password: String?) async throws -> String {
         try RecordsAdmin.validate(userName: name)
         if let email, !(email.contains("@") && email.utf8.count <= 254 && !email.contains(where: \.isWhitespace)) {
             throw UbiquityError(.invalidArgument, "e-mail \(email.debugDescription) is not an e-mail address")
         }
-        let hasher = passwordHasher
-        // scrypt takes ~0.1 s and 32 MiB: off the cooperative pool.
-        var hashed: String?
-        if let password { hashed = try await BlockingWork.run { try hasher.hash(password) } }
-        let hash = hashed
-        let token = SecretToken.generate()
-        let digest = SecretToken.digest(token)
+        let hash = try await hashed(password)
         let lifetime = configuration.longWebAuthTokenLifetime
-        try await store.write { tx in
+        return try await store.write { tx in
             let account = try tx.addAccount(name: name, email: email, passwordHash: hash, createdAt: RecordsAdmin.now)
-            try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: RecordsAdmin.now + lifetime * 1000)
+            return try RecordsAdmin.issue(to: account.id, device: false, container: nil, lifetime: lifetime, in: tx)
         }
-        return token
     }
 
     /// Issues another web-auth token for an account (valid for the long lifetime), or a device
-    /// token (valid for the device lifetime; see ``SecretToken/generateDeviceToken()``).
-    public func issueToken(forUser name: String, lifetime: Int64? = nil, device: Bool = false) async throws -> String {
-        let token = device ? SecretToken.generateDeviceToken() : SecretToken.generate()
-        let digest = SecretToken.digest(token)
+    /// token (valid for the device lifetime; see ``SecretToken/generateDeviceToken()``). A web-auth
+    /// token issued with a `container` is valid only there (a device token is valid in any).
+    public func issueToken(forUser name: String, lifetime: Int64? = nil, device: Bool = false, container: String? = nil) async throws -> String {
+        if let container { try RecordsAdmin.validate(container: container) }
         let seconds = lifetime ?? (device ? configuration.deviceTokenLifetime : configuration.longWebAuthTokenLifetime)
-        try await store.write { tx in
-            guard let account = try tx.account(named: name) else { throw UbiquityError(.notFound, "no account is named \(name); add it with `ubiq admin user add \(name)`") }
-            try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: RecordsAdmin.now + seconds * 1000)
+        return try await store.write { tx in
+            let account = try RecordsAdmin.account(named: name, in: tx)
+            return try RecordsAdmin.issue(to: account.id, device: device, container: device ? nil : container, lifetime: seconds, in: tx)
         }
+    }
+
+    /// Stores a new token for the account `accountID` and returns it.
+    static func issue(to accountID: Int64, device: Bool, container: String?, lifetime seconds: Int64, in tx: any RecordStoreTransaction) throws -> String {
+        let token = device ? SecretToken.generateDeviceToken() : SecretToken.generate()
+        try tx.addWebAuthToken(StoredWebAuthToken(digest: SecretToken.digest(token), accountID: accountID, container: container, isDevice: device,
+                                                  createdAt: now, expiresAt: now + seconds * 1000))
         return token
+    }
+
+    /// The account named `name`, or `notFound` with how to add it.
+    static func account(named name: String, in tx: any RecordStoreTransaction) throws -> StoredAccount {
+        guard let account = try tx.account(named: name) else {
+            throw UbiquityError(.notFound, "no account is named \(name); add it with `ubiq admin user add \(name)`")
+        }
+        return account
+    }
+
+    /// `password`'s KDF string (scrypt takes ~0.1 s and 32 MiB: off the cooperative pool).
+    func hashed(_ password: String?) async throws -> String? {
+        guard let password else { return nil }
+        let hasher = passwordHasher
+        return try await BlockingWork.run { try hasher.hash(password) }
     }
 
     /// The account `name` when `password` is its password, else nil. An unknown name, or one
     /// without a password, costs the same key derivation as a wrong password (no timing oracle).
+    /// - Throws: `permissionDenied` when the password is right but an administrator disabled
+    ///   the account.
     func account(named name: String, password: String) async throws -> StoredAccount? {
         let hasher = passwordHasher
         let account = try await store.read { tx in try tx.account(named: name) }
@@ -96,45 +114,47 @@ public struct RecordsAdmin: Sendable {
             _ = try await BlockingWork.run { hasher.rejectWithoutHash(password) }
             return nil
         }
-        return try await BlockingWork.run({ hasher.verify(password, against: hash) }) ? account : nil
+        guard try await BlockingWork.run({ hasher.verify(password, against: hash) }) else { return nil }
+        guard account.disabledAt == nil else {
+            throw UbiquityError(.permissionDenied, "the account \(name) is disabled; ask the server's administrator")
+        }
+        return account
     }
 
-    /// Checks a password and issues a token (the sign-in page's and `ubiq account login`'s path).
-    /// Returns nil when the name or password is wrong.
-    public func signIn(user name: String, password: String, lifetime: Int64) async throws -> String? {
+    /// Checks a password and issues a web-auth token valid in `container` only (the sign-in
+    /// page's path). Returns nil when the name or password is wrong.
+    /// - Throws: `permissionDenied` when the account is disabled.
+    public func signIn(user name: String, password: String, lifetime: Int64, container: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
-        let token = SecretToken.generate()
-        let digest = SecretToken.digest(token)
-        try await store.write { tx in
-            try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: RecordsAdmin.now + lifetime * 1000)
-        }
-        return token
+        return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: false, container: container, lifetime: lifetime, in: tx) }
     }
 
     /// Checks a password and issues a device token (`POST /auth/device`, `ubiq account login`).
     /// Returns nil when the name or password is wrong.
+    /// - Throws: `permissionDenied` when the account is disabled.
     public func signInDevice(user name: String, password: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
-        let token = SecretToken.generateDeviceToken()
-        let digest = SecretToken.digest(token)
-        let expires = RecordsAdmin.now + configuration.deviceTokenLifetime * 1000
-        try await store.write { tx in
-            try tx.addWebAuthToken(accountID: account.id, digest: digest, createdAt: RecordsAdmin.now, expiresAt: expires)
-        }
-        return token
+        let lifetime = configuration.deviceTokenLifetime
+        return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: true, container: nil, lifetime: lifetime, in: tx) }
     }
 
-    /// The account a live web-auth or device token belongs to, or nil.
+    /// The account a live web-auth or device token belongs to, or nil (also when the account is
+    /// disabled).
     public func account(forToken token: String) async throws -> StoredAccount? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
         let digest = SecretToken.digest(token)
-        return try await store.read { tx in try tx.account(forWebAuthTokenDigest: digest, now: RecordsAdmin.now) }
+        return try await store.read { tx in try tx.webAuthToken(digest: digest, now: RecordsAdmin.now)?.account }
     }
 
-    /// Deletes a web-auth or device token (signing a device out); no error when it is unknown.
-    public func revokeToken(_ token: String) async throws {
+    /// Revokes a web-auth or device token and every token of its session (signing a device or
+    /// a web app out); no error when it is unknown. Returns how many tokens were revoked.
+    @discardableResult
+    public func revokeToken(_ token: String) async throws -> Int {
         let digest = SecretToken.digest(token)
-        try await store.write { tx in try tx.revokeWebAuthToken(digest: digest) }
+        return try await store.write { tx in
+            guard let live = try tx.webAuthToken(digest: digest, now: 0) else { return 0 }
+            return try tx.revokeWebAuthSession(live.token.session)
+        }
     }
 
     /// Registers a server-to-server public key (PEM, P-256) for a container; returns its key ID.

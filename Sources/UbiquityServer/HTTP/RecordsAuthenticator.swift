@@ -112,26 +112,37 @@ final class RecordsAuthenticator: Sendable {
         let webToken = query["ckWebAuthToken"].flatMap { $0.isEmpty ? nil : $0 }
         let webDigest = webToken.map(SecretToken.digest)
         let now = RecordsAuthenticator.now
-        let (container, account): (String?, StoredAccount?) = try await store.read { tx in
+        let (container, live): (String?, (token: StoredWebAuthToken, account: StoredAccount)?) = try await store.read { tx in
             let container = try tx.container(forAPITokenDigest: apiDigest)
-            let account = try webDigest.flatMap { try tx.account(forWebAuthTokenDigest: $0, now: now) }
-            return (container, account)
+            let live = try webDigest.flatMap { try tx.webAuthToken(digest: $0, now: now) }
+            return (container, live)
         }
         guard let container, container == path.container else {
             throw WireError(.authenticationFailed, "the API token is not valid for container \(path.container)")
         }
         let deviceID = header("X-Ubiquity-Device-ID")
-        guard let webToken, let webDigest else {
+        guard let webToken else {
             return Outcome(caller: RecordsCaller(identity: .anonymous, deviceID: deviceID))
         }
-        guard let account else {
+        guard let live else {
             var error = WireError(.authenticationRequired, "the web auth token is not valid (expired, revoked or unknown); sign in again")
             error.redirectURL = signInURL
             throw error
         }
+        try Self.check(live.token, in: container, signInURL: signInURL)
+        let account = live.account
         let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
                                    deviceID: deviceID)
-        return Outcome(caller: caller, rotatedToken: try await rotate(token: webToken, digest: webDigest, account: account))
+        return Outcome(caller: caller, rotatedToken: try await rotate(token: webToken, live: live.token))
+    }
+
+    /// Refuses a token bound to another container (issue 24, finding 9: a token a web app
+    /// obtained opens only that app's container).
+    static func check(_ token: StoredWebAuthToken, in container: String, signInURL: String) throws {
+        guard let bound = token.container, bound != container else { return }
+        var error = WireError(.authenticationRequired, "the web auth token was issued for another container, not \(container); sign in to this one")
+        error.redirectURL = signInURL
+        throw error
     }
 
     /// A device token (`ubiq account login`) without an API token: the signed-in user in any
@@ -141,14 +152,16 @@ final class RecordsAuthenticator: Sendable {
         let digest = SecretToken.digest(token)
         let now = RecordsAuthenticator.now
         let container = path.container
-        let (account, exists) = try await store.read { tx in
-            (try tx.account(forWebAuthTokenDigest: digest, now: now), try tx.containerExists(container))
+        let (live, exists) = try await store.read { tx in
+            (try tx.webAuthToken(digest: digest, now: now), try tx.containerExists(container))
         }
-        guard let account else {
+        guard let live else {
             var error = WireError(.authenticationRequired, "the device token is not valid (expired, revoked or unknown); sign in again with `ubiq account login`")
             error.redirectURL = signInURL
             throw error
         }
+        try Self.check(live.token, in: container, signInURL: signInURL)
+        let account = live.account
         if !exists {
             do {
                 try RecordsAdmin.validate(container: container)
@@ -163,24 +176,25 @@ final class RecordsAuthenticator: Sendable {
     }
 
     /// The token to hand back: a fresh one every five minutes per token (the old stays valid
-    /// until it expires, as CloudKit's live servers do).
-    func rotate(token: String, digest: String, account: StoredAccount) async throws -> String {
+    /// until it expires, as CloudKit's live servers do). The fresh token continues the
+    /// presented one's session: the same container, the same expiry (rotation never extends a
+    /// sign-in), revoked with it.
+    func rotate(token: String, live: StoredWebAuthToken) async throws -> String {
         let now = RecordsAuthenticator.now
-        if let current = rotations.withLock({ $0[digest] }), now - current.issuedAt < 5 * 60 * 1000 { return current.token }
+        if let current = rotations.withLock({ $0[live.digest] }), now - current.issuedAt < 5 * 60 * 1000 { return current.token }
         let fresh = SecretToken.generate()
         let freshDigest = SecretToken.digest(fresh)
-        let expires = now + configuration.longWebAuthTokenLifetime * 1000
+        let row = StoredWebAuthToken(digest: freshDigest, accountID: live.accountID, container: live.container, session: live.session,
+                                     isDevice: live.isDevice, createdAt: now, expiresAt: live.expiresAt)
         do {
-            try await store.write { tx in
-                try tx.addWebAuthToken(accountID: account.id, digest: freshDigest, createdAt: now, expiresAt: expires)
-            }
+            try await store.write { tx in try tx.addWebAuthToken(row) }
         } catch {
             logger.warning("could not store a rotated web auth token", metadata: ["error": "\(error)"])
             return token
         }
         rotations.withLock { table in
             if table.count > 10_000 { table.removeAll() }
-            table[digest] = Rotation(token: fresh, issuedAt: now)
+            table[live.digest] = Rotation(token: fresh, issuedAt: now)
             table[freshDigest] = Rotation(token: fresh, issuedAt: now)
         }
         return fresh

@@ -125,7 +125,7 @@ public struct RecordsServer: Sendable {
             registry?.emit(into: &buffer)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
         }
-        let signInGuard = SignInGuard()
+        let signInGuard = SignInGuard(store: store)
         SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
         DeviceAuthRoutes(admin: admin, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
 

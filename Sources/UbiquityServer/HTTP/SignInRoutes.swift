@@ -48,7 +48,7 @@ struct SignInRoutes: Sendable {
         }
         let lifetime = form[SignInPage.Field.keepSignedIn] != nil ? configuration.longWebAuthTokenLifetime : configuration.webAuthTokenLifetime
         let user = form[SignInPage.Field.userName] ?? ""
-        if let seconds = signInGuard.begin(user: user, address: address) {
+        if let seconds = try await signInGuard.begin(user: user, address: address) {
             var response = SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
                                                              message: "Too many wrong passwords: try again in \(seconds) s.", userName: user),
                                              status: .tooManyRequests)
@@ -56,13 +56,23 @@ struct SignInRoutes: Sendable {
             return response
         }
         var token: String?
+        var refusal = "The user name or password is wrong."
         if let password = form[SignInPage.Field.password] {
-            token = try await admin.signIn(user: user, password: password, lifetime: lifetime)
-            signInGuard.finish(user: user, address: address, success: token != nil)
+            do {
+                // the token opens the API token's container only (issue 24, finding 9)
+                token = try await admin.signIn(user: user, password: password, lifetime: lifetime, container: tokenContainer)
+                try await signInGuard.finish(user: user, address: address, success: token != nil)
+            } catch let error as UbiquityError where error.code == .permissionDenied {
+                try await signInGuard.finish(user: user, address: address, success: true)  // the password was right
+                refusal = "This account is disabled: ask the server's administrator."
+            } catch {
+                try await signInGuard.finish(user: user, address: address, success: false)
+                throw error
+            }
         }
         guard let token else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
-                                                     message: "The user name or password is wrong.", userName: user), status: .unauthorized)
+                                                     message: refusal, userName: user), status: .unauthorized)
         }
         if let callback, let url = URL(string: callback), SignInRoutes.sameHost(url, request: request),
            let location = SignInPage.callbackRedirect(callbackURL: callback, token: token) {

@@ -44,12 +44,29 @@ public protocol RecordStoreTransaction {
     func account(named name: String) throws -> StoredAccount?
     /// The account with this id.
     func account(id: Int64) throws -> StoredAccount?
-    /// Stores a web-auth token's digest for an account.
-    func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws
-    /// The account a live web-auth token digest belongs to (not expired at `now`).
-    func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount?
-    /// Deletes a web-auth token (signing a device out); no error when there is none.
-    func revokeWebAuthToken(digest: String) throws
+    /// Stores a web-auth or device token (its digest) for an account.
+    func addWebAuthToken(_ token: StoredWebAuthToken) throws
+    /// The live token with this digest (not expired at `now`) and its account, unless the
+    /// account is disabled.
+    func webAuthToken(digest: String, now: Int64) throws -> (token: StoredWebAuthToken, account: StoredAccount)?
+    /// An account's tokens not expired at `now`, oldest first.
+    func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken]
+    /// Deletes the tokens of a session (``StoredWebAuthToken/session``); how many.
+    func revokeWebAuthSession(_ session: String) throws -> Int
+    /// Deletes all of an account's tokens; how many.
+    func revokeWebAuthTokens(accountID: Int64) throws -> Int
+    /// Replaces an account's password hash (nil: no password, token sign-in only).
+    func setPasswordHash(accountID: Int64, _ hash: String?) throws
+    /// Disables an account from `at` (milliseconds since 1970), or enables it (nil).
+    func setAccountDisabled(accountID: Int64, at: Int64?) throws
+    /// The sign-in backoff entry of `key` (``SignInGuard``), or nil; with `forUpdate`, locked
+    /// for the rest of the write transaction (PostgreSQL: across processes).
+    func signInBackoff(_ key: String, forUpdate: Bool) throws -> SignInBackoff.Entry?
+    /// Stores the sign-in backoff entry of `key`; nil forgets it.
+    func setSignInBackoff(_ key: String, _ entry: SignInBackoff.Entry?) throws
+    /// Forgets the sign-in backoff entries not blocked at `now` and without a failure since
+    /// `quietSince`.
+    func pruneSignInBackoffs(quietSince: Double, now: Double) throws
     /// Registers a server-to-server public key (SPKI PEM) under a key ID.
     func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws
     /// The PEM of a server-to-server key of a container.
@@ -280,14 +297,52 @@ public struct StoredAccount: Sendable, Hashable {
     public var passwordHash: String?
     /// Milliseconds since 1970.
     public var createdAt: Int64
+    /// When an administrator disabled the account (milliseconds since 1970); nil when enabled.
+    /// A disabled account's tokens are refused and it cannot sign in.
+    public var disabledAt: Int64?
     /// Makes a row.
-    public init(id: Int64, name: String, email: String?, passwordHash: String?, createdAt: Int64) {
+    public init(id: Int64, name: String, email: String?, passwordHash: String?, createdAt: Int64, disabledAt: Int64? = nil) {
         self.id = id
         self.name = name
         self.email = email
         self.passwordHash = passwordHash
         self.createdAt = createdAt
+        self.disabledAt = disabledAt
     }
+}
+
+/// A web-auth or device token as the store keeps it: its digest, never the token.
+public struct StoredWebAuthToken: Sendable, Hashable {
+    /// The token's digest (``SecretToken/digest(_:)``).
+    public var digest: String
+    /// The account it signs in.
+    public var accountID: Int64
+    /// The only container it is valid in; nil for any container (device tokens, and tokens an
+    /// administrator issued without a container).
+    public var container: String?
+    /// The digest of the session's first token: a rotated token carries its predecessor's
+    /// session (and expiry), and revoking a session revokes every token of it.
+    public var session: String
+    /// Whether it is a device token (``SecretToken/generateDeviceToken()``).
+    public var isDevice: Bool
+    /// Milliseconds since 1970.
+    public var createdAt: Int64
+    /// Milliseconds since 1970; the token is refused from then on.
+    public var expiresAt: Int64
+    /// Makes a row; `session` defaults to a new session started by this token.
+    public init(digest: String, accountID: Int64, container: String?, session: String? = nil, isDevice: Bool, createdAt: Int64, expiresAt: Int64) {
+        self.digest = digest
+        self.accountID = accountID
+        self.container = container
+        self.session = session ?? digest
+        self.isDevice = isDevice
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+
+    /// The session's short name for administrators (`ubiq admin user tokens`): the first 16
+    /// hex digits of its digest.
+    public var sessionID: String { String(session.prefix(16)) }
 }
 
 /// A record as stored: the wire record's content plus its zone, change sequence and tombstone flag.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import CUbiquityShims
 import Foundation
 import Logging
 import PostgresNIO
@@ -79,6 +80,11 @@ final class PostgresPushSignal: PushSignal {
 /// every other process listed there (non-blocking sends; the list is re-read once a second by
 /// the receiving thread, which also removes the files of processes that refused a datagram).
 /// A datagram lost (a full receive buffer) costs at most the hub's sweep interval.
+///
+/// Abstract sockets have no file permissions: any local user could send to one. The kernel
+/// attaches each sender's credentials (`SO_PASSCRED`), and datagrams from users other than the
+/// server's own (or root) are dropped (issue 24): another user can neither announce fake
+/// heads nor register itself as a peer to be told of commits.
 final class SQLitePushSignal: PushSignal {
     private struct State {
         var peers: [String] = []
@@ -92,7 +98,8 @@ final class SQLitePushSignal: PushSignal {
     let logger: Logger
     /// This process's peer name (its file name in `directory` and part of its socket address).
     let name: String
-    private let namespace: String
+    /// The data directory's part of the socket addresses (its path's digest).
+    let namespace: String
     private let socket: Int32
     private let state = Mutex(State())
 
@@ -110,7 +117,7 @@ final class SQLitePushSignal: PushSignal {
         let bound = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, length) }
         }
-        guard bound == 0 else {
+        guard bound == 0, ub_pass_credentials(socket) == 0 else {
             let code = errno
             Glibc.close(socket)
             throw UbiquityError(.io, "cannot bind the push datagram socket (errno \(code))")
@@ -168,11 +175,18 @@ final class SQLitePushSignal: PushSignal {
     private func receive(_ continuation: AsyncStream<[NotificationLogKey: Int64]>.Continuation) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var refreshed = ContinuousClock.now
+        var rejected = 0
         while !state.withLock({ $0.stopped }) {
             var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
             if Glibc.poll(&descriptor, 1, 500) > 0 {
-                let count = buffer.withUnsafeMutableBytes { Glibc.recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                if count > 0 {
+                var sender: UInt32 = .max
+                let count = buffer.withUnsafeMutableBytes { ub_recv_with_uid(socket, $0.baseAddress, $0.count, &sender) }
+                if count > 0, !Self.accepts(sender: sender) {
+                    rejected += 1
+                    if rejected == 1 || rejected.isMultiple(of: 1000) {
+                        logger.warning("dropped push datagrams from another local user", metadata: ["ubiquity.uid": "\(sender)", "ubiquity.count": "\(rejected)"])
+                    }
+                } else if count > 0 {
                     let text = String(decoding: buffer[0..<count], as: UTF8.self)
                     if text.hasPrefix(Self.helloPrefix) {
                         let peer = String(text.dropFirst(Self.helloPrefix.count))
@@ -190,6 +204,9 @@ final class SQLitePushSignal: PushSignal {
         continuation.finish()
         closeSocket()
     }
+
+    /// Whether a datagram from the user `sender` is heard: this process's user or root.
+    static func accepts(sender: UInt32) -> Bool { sender == getuid() || sender == 0 }
 
     func announce(_ heads: [NotificationLogKey: Int64]) {
         guard !heads.isEmpty else { return }

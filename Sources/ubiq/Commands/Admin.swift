@@ -21,6 +21,10 @@ struct Admin: AsyncParsableCommand {
               WEB=$(ubiq admin --data srv user add mei --email mei@example.org)
               printf '%s' "$PASSWORD" | ubiq admin --data srv user add mei --password-stdin
               ubiq admin --data srv user token mei
+              ubiq admin --data srv user tokens mei
+              ubiq admin --data srv user revoke mei --all
+              printf '%s' "$NEW" | ubiq admin --data srv user password mei --password-stdin
+              ubiq admin --data srv user disable mei
               ubiq admin --data srv user set mei --given-name Mei --family-name Chen --discoverable iCloud.com.example.Notes
               ubiq admin --data srv key add iCloud.com.example.Notes --public-key eckey.pub
               ubiq admin --data srv schema deploy iCloud.com.example.Notes
@@ -115,9 +119,21 @@ struct ContainerAdmin: AsyncParsableCommand {
 struct UserAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
-    static let configuration = CommandConfiguration(commandName: "user", abstract: "Add and change accounts, issue web-auth tokens.",
+    static let configuration = CommandConfiguration(commandName: "user", abstract: "Add and change accounts, issue and revoke tokens, disable accounts.",
                                                     discussion: "Examples:\n  ubiq admin --data srv user add mei --email mei@example.org",
-                                                    subcommands: [Add.self, SetUser.self, Token.self])
+                                                    subcommands: [Add.self, SetUser.self, Token.self, Tokens.self, Revoke.self, Password.self,
+                                                                  Disable.self, Enable.self])
+
+    /// A password read whole from stdin (`--password-stdin`), without one trailing newline.
+    static func passwordFromStdin() throws -> String {
+        let data = FileHandle.standardInput.readDataToEndOfFile()
+        guard var text = String(data: data, encoding: .utf8) else {
+            throw ValidationError("--password-stdin: the password is not UTF-8")
+        }
+        if text.hasSuffix("\n") { text.removeLast() }
+        guard !text.isEmpty else { throw ValidationError("--password-stdin: the password is empty") }
+        return text
+    }
 
     /// `ubiq admin user add NAME`.
     struct Add: AsyncParsableCommand {
@@ -132,16 +148,7 @@ struct UserAdmin: AsyncParsableCommand {
         @Flag(help: "Read a password from stdin (for the sign-in page), without a trailing newline.") var passwordStdin = false
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
-            var password: String?
-            if passwordStdin {
-                let data = FileHandle.standardInput.readDataToEndOfFile()
-                guard var text = String(data: data, encoding: .utf8) else {
-                    throw ValidationError("--password-stdin: the password is not UTF-8")
-                }
-                if text.hasSuffix("\n") { text.removeLast() }
-                guard !text.isEmpty else { throw ValidationError("--password-stdin: the password is empty") }
-                password = text
-            }
+            let password = passwordStdin ? try UserAdmin.passwordFromStdin() : nil
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user add") { admin in
                 let token = try await admin.addUser(name, email: email, password: password)
                 CLI.printLine(json ? CLI.jsonObject([("user", name), ("webAuthToken", token)]) : token)
@@ -213,19 +220,26 @@ struct UserAdmin: AsyncParsableCommand {
             abstract: "Issue another web-auth token for an account (valid two weeks), or a device token (--device, valid a year).",
             discussion: """
                 A device token signs a device in without a password: \
-                `ubiq account login --server URL --token TOKEN`.
+                `ubiq account login --server URL --token TOKEN`. A web-auth token is valid in \
+                every container unless --container names the one it is for (tokens from the \
+                sign-in page are always bound to the app's container).
                 Examples:
                   ubiq admin --data srv user token mei
+                  ubiq admin --data srv user token mei --container iCloud.com.example.Notes
                   ubiq admin --data srv user token mei --device
                 """)
         @OptionGroup var store: ServerStoreOptions
         @ParentCommand var group: UserAdmin
         @Argument(help: "The account name.") var name: String
         @Flag(help: "Issue a device token (for `ubiq account login --token`).") var device = false
+        @Option(help: "The only container the web-auth token is valid in.") var container: String?
         @Flag(help: "Print JSON.") var json = false
+        func validate() throws {
+            if device, container != nil { throw ValidationError("--container: a device token is valid in every container; leave out --device or --container") }
+        }
         func run() async throws {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "user token") { admin in
-                let token = try await admin.issueToken(forUser: name, device: device)
+                let token = try await admin.issueToken(forUser: name, device: device, container: container)
                 CLI.printLine(json ? CLI.jsonObject([("user", name), ("kind", device ? "device" : "webAuth"), ("token", token)]) : token)
             }
         }

@@ -128,6 +128,53 @@ import UbiquityServer
         #expect(foreign.errorCode == "BAD_REQUEST")
     }
 
+    /// Issue 24 (Low): a marker is a position in the sort order, not an offset, so records
+    /// saved or deleted between pages neither repeat records nor skip them.
+    @Test(arguments: StoreKind.available)
+    func pagingWhileRecordsAreWrittenNeitherRepeatsNorSkips(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        let creates = (0..<30).map { index in operation("create", String(format: "item%03d", index * 2), recordType: "Item", fields: ["rank": .integer(Int64(index * 2))]) }
+        _ = try await server.modify(creates, token: server.userToken)
+        func page(_ marker: JSONValue, sort: [JSONValue] = [["fieldName": "rank"]]) async throws -> (names: [String], marker: JSONValue) {
+            let reply = try await server.send("private", "records/query", ["query": ["recordType": "Item", "sortBy": .array(sort)],
+                                                                           "resultsLimit": 10, "continuationMarker": marker], token: server.userToken)
+            #expect(reply.status == 200, "\(reply.body)")
+            return (reply.items().compactMap { $0["recordName"]?.stringValue }, reply.json["continuationMarker"] ?? .null)
+        }
+        let first = try await page(.null)
+        #expect(first.names == (0..<10).map { String(format: "item%03d", $0 * 2) })
+        // before the next page: two records before the position go, one comes; one comes after it
+        _ = try await server.modify([operation("forceDelete", "item000", recordType: "Item"), operation("forceDelete", "item004", recordType: "Item"),
+                                     operation("create", "item001", recordType: "Item", fields: ["rank": 1]),
+                                     operation("create", "item021", recordType: "Item", fields: ["rank": 21])], token: server.userToken)
+        let second = try await page(first.marker)
+        // an offset (10) would have started at item021 and skipped item020; a position starts after item018
+        #expect(second.names == ["item020", "item021"] + (11..<19).map { String(format: "item%03d", $0 * 2) })
+        var rest = second
+        var seen = first.names + second.names
+        while rest.marker != .null {
+            rest = try await page(rest.marker)
+            seen += rest.names
+        }
+        #expect(Set(seen).count == seen.count)
+        #expect(seen.last == "item058")
+        // descending, with ties on the key: the record name orders them
+        _ = try await server.modify([operation("create", "tie-a", recordType: "Item", fields: ["rank": 40]),
+                                     operation("create", "tie-b", recordType: "Item", fields: ["rank": 40])], token: server.userToken)
+        var down: [String] = []
+        var marker: JSONValue = .null
+        repeat {
+            let next = try await page(marker, sort: [["fieldName": "rank", "ascending": false]])
+            down += next.names
+            marker = next.marker
+        } while marker != .null
+        #expect(down.count == 32)
+        #expect(Set(down).count == down.count)
+        let ties = down.firstIndex(of: "item040").map { Array(down[$0...($0 + 2)]) }
+        #expect(ties == ["item040", "tie-a", "tie-b"])
+    }
+
     @Test(arguments: StoreKind.available)
     func zoneWideQueriesSearchEveryZone(kind: StoreKind) async throws {
         let server = try await ServerFixture.start(kind)

@@ -170,7 +170,7 @@ import Testing
             // quietly roll back, so the store reports the error instead.
             await #expect(throws: UbiquityError.self) {
                 try await store.write { tx throws in
-                    try? tx.addWebAuthToken(accountID: 987_654, digest: "orphan", createdAt: 1, expiresAt: 2) // no such account
+                    try? tx.addWebAuthToken(StoredWebAuthToken(digest: "orphan", accountID: 987_654, container: nil, isDevice: false, createdAt: 1, expiresAt: 2)) // no such account
                     try? tx.addContainer("iCloud.after-error", createdAt: 1)
                 }
             }

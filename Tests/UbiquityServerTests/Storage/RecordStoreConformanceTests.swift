@@ -96,17 +96,63 @@ import UbiquityServer
     @Test(arguments: StoreKind.available)
     func webAuthTokensExpire(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in
-            let account = try await store.write { tx throws in
+            let token = StoredWebAuthToken(digest: "token", accountID: 0, container: "iCloud.a", isDevice: false, createdAt: 100, expiresAt: 1_000)
+            let (account, stored) = try await store.write { tx throws in
                 let account = try tx.addAccount(name: "alice", email: nil, passwordHash: nil, createdAt: 1)
-                try tx.addWebAuthToken(accountID: account.id, digest: "token", createdAt: 100, expiresAt: 1_000)
-                return account
+                var stored = token
+                stored.accountID = account.id
+                try tx.addWebAuthToken(stored)
+                return (account, stored)
+            }
+            #expect(stored.session == "token")  // a token issued alone starts its session
+            try await StoreFixture.read(store) { tx, check throws in
+                check.equal(try tx.webAuthToken(digest: "token", now: 100)?.account, account)
+                check.equal(try tx.webAuthToken(digest: "token", now: 999)?.token, stored)
+                check.equal(try tx.webAuthToken(digest: "token", now: 1_000)?.account, nil)
+                check.equal(try tx.webAuthToken(digest: "other", now: 100)?.account, nil)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func webAuthSessionsRevokeAndDisabledAccounts(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let (alice, bob) = try await store.write { tx throws in
+                let alice = try tx.addAccount(name: "alice", email: nil, passwordHash: "$scrypt$old", createdAt: 1)
+                let bob = try tx.addAccount(name: "bob", email: nil, passwordHash: nil, createdAt: 1)
+                try tx.addWebAuthToken(StoredWebAuthToken(digest: "a1", accountID: alice.id, container: "iCloud.a", isDevice: false, createdAt: 10, expiresAt: 1_000))
+                try tx.addWebAuthToken(StoredWebAuthToken(digest: "a1-rotated", accountID: alice.id, container: "iCloud.a", session: "a1",
+                                                          isDevice: false, createdAt: 20, expiresAt: 1_000))
+                try tx.addWebAuthToken(StoredWebAuthToken(digest: "a2", accountID: alice.id, container: nil, isDevice: true, createdAt: 30, expiresAt: 5_000))
+                try tx.addWebAuthToken(StoredWebAuthToken(digest: "b1", accountID: bob.id, container: nil, isDevice: false, createdAt: 40, expiresAt: 1_000))
+                return (alice, bob)
             }
             try await StoreFixture.read(store) { tx, check throws in
-                check.equal(try tx.account(forWebAuthTokenDigest: "token", now: 100), account)
-                check.equal(try tx.account(forWebAuthTokenDigest: "token", now: 999), account)
-                check.equal(try tx.account(forWebAuthTokenDigest: "token", now: 1_000), nil)
-                check.equal(try tx.account(forWebAuthTokenDigest: "other", now: 100), nil)
+                check.equal(try tx.webAuthTokens(accountID: alice.id, now: 15).map(\.digest), ["a1", "a1-rotated", "a2"])
+                check.equal(try tx.webAuthTokens(accountID: alice.id, now: 2_000).map(\.digest), ["a2"])
+                check.equal(try tx.webAuthToken(digest: "a2", now: 50)?.token.isDevice, true)
+                check.equal(try tx.webAuthToken(digest: "a1-rotated", now: 50)?.token.session, "a1")
             }
+            // revoking a session takes its rotations with it, and nothing else
+            #expect(try await store.write { tx throws in try tx.revokeWebAuthSession("a1") } == 2)
+            try await StoreFixture.read(store) { tx, check throws in
+                check.equal(try tx.webAuthTokens(accountID: alice.id, now: 0).map(\.digest), ["a2"])
+                check.equal(try tx.webAuthToken(digest: "b1", now: 50)?.account, bob)
+            }
+            // a disabled account's tokens are refused; enabling it again brings them back
+            try await store.write { tx throws in
+                try tx.setAccountDisabled(accountID: alice.id, at: 77)
+                try tx.setPasswordHash(accountID: alice.id, "$scrypt$new")
+            }
+            try await StoreFixture.read(store) { tx, check throws in
+                check.equal(try tx.webAuthToken(digest: "a2", now: 50)?.account, nil)
+                check.equal(try tx.account(id: alice.id)?.disabledAt, 77)
+                check.equal(try tx.account(id: alice.id)?.passwordHash, "$scrypt$new")
+            }
+            try await store.write { tx throws in try tx.setAccountDisabled(accountID: alice.id, at: nil) }
+            #expect(try await store.read { tx throws in try tx.webAuthToken(digest: "a2", now: 50)?.account.disabledAt } == .some(nil))
+            #expect(try await store.write { tx throws in try tx.revokeWebAuthTokens(accountID: alice.id) } == 1)
+            #expect(try await store.read { tx throws in try tx.webAuthTokens(accountID: bob.id, now: 0).count } == 1)
         }
     }
 

@@ -67,4 +67,68 @@ import UbiquityServer
         #expect(bad.stderr.contains("--rate-limit"))
         #expect(try device.run(["serve", "--burst", "0", "--port", "0"]).status == 64)
     }
+
+    /// Issue 24, finding 10: listing and revoking tokens, changing a password, disabling an
+    /// account, as an administrator scripts them.
+    @Test func userTokensRevokePasswordAndDisable() async throws {
+        let device = Device()
+        let data = device.root.appendingPathComponent("server").path
+        func admin(_ arguments: [String], input: String? = nil) throws -> UbiqRun {
+            try device.run(["admin", "--data", data, "user"] + arguments, input: input)
+        }
+        let first = try admin(["add", "mei", "--password-stdin"], input: "old password")
+        #expect(first.status == 0, "\(first)")
+        let web = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try admin(["token", "mei", "--device"]).status == 0)
+        #expect(try admin(["token", "mei", "--container", "iCloud.org.example.Notes"]).status == 0)
+
+        let listed = try admin(["tokens", "mei", "--json"])
+        #expect(listed.status == 0, "\(listed)")
+        let lines = listed.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.count == 3)
+        #expect(lines.map { $0["kind"] as? String } == ["webAuth", "device", "webAuth"])
+        #expect(lines.map { $0["container"] as? String } == [nil, nil, "iCloud.org.example.Notes"])
+        #expect(!listed.stdout.contains(web))  // never the token itself
+        let session = try #require(lines.last?["session"] as? String)
+
+        let one = try admin(["revoke", "mei", "--session", session])
+        #expect(one.status == 0, "\(one)")
+        #expect(one.stdout.contains("revoked 1 token of mei"))
+        let leaked = try admin(["revoke", "mei", "--token-stdin"], input: web + "\n")
+        #expect(leaked.stdout.contains("revoked 1 token"), "\(leaked)")
+        #expect(try admin(["tokens", "mei"]).stdout.split(separator: "\n").count == 1)
+
+        // errors say which argument and what was expected; nothing is revoked by a bad one
+        let none = try admin(["revoke", "mei"])
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("--all, --session ID or --token-stdin"))
+        let short = try admin(["revoke", "mei", "--session", "ab"])
+        #expect(short.status == 64)
+        #expect(short.stderr.contains("at least 8"))
+        let unknown = try admin(["revoke", "mei", "--session", "0123456789abcdef"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no session"))
+        #expect(try admin(["token", "mei", "--device", "--container", "iCloud.x"]).status == 64)
+
+        let password = try admin(["password", "mei", "--password-stdin"], input: "new password")
+        #expect(password.status == 0, "\(password)")
+        #expect(password.stdout.contains("changed the password of mei; revoked 1 token"))
+        #expect(try admin(["password", "mei"]).status == 64)
+
+        #expect(try admin(["token", "mei"]).status == 0)
+        let disabled = try admin(["disable", "mei", "--json"])
+        #expect(disabled.stdout.contains("\"disabled\":true"), "\(disabled)")
+        #expect(disabled.stdout.contains("\"revoked\":1"))
+        #expect(try admin(["enable", "mei"]).stdout.contains("enabled mei"))
+        #expect(try admin(["disable", "nobody"]).status == 1)
+
+        // what the store now has: the new password, enabled
+        var logger = Logger(label: "test.admin-sessions")
+        logger.logLevel = .warning
+        let store = try SQLiteRecordStore(directory: URL(fileURLWithPath: data), logger: logger)
+        defer { Task { try? await store.close() } }
+        let records = RecordsAdmin(store: store)
+        #expect(try await records.signInDevice(user: "mei", password: "new password") != nil)
+        #expect(try await records.signInDevice(user: "mei", password: "old password") == nil)
+    }
 }

@@ -98,6 +98,23 @@ extension PostgresRecordStore {
             #"CREATE TABLE role_members (container TEXT COLLATE "C" NOT NULL, role TEXT COLLATE "C" NOT NULL, user_record_name TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, role, user_record_name))"#,
             "CREATE INDEX role_members_user ON role_members(container, user_record_name)",
         ]),
+        // Tokens bound to a container, grouped in sessions that rotation carries on, and
+        // accounts an administrator disabled (issue 24, findings 9 and 10). Earlier tokens stay
+        // valid in any container, each its own session; those issued for a year are devices'.
+        Migration(identifier: "v7-token-sessions", statements: [
+            #"ALTER TABLE web_auth_tokens ADD COLUMN container TEXT COLLATE "C""#,
+            #"ALTER TABLE web_auth_tokens ADD COLUMN session TEXT COLLATE "C""#,
+            "ALTER TABLE web_auth_tokens ADD COLUMN device BOOLEAN NOT NULL DEFAULT FALSE",
+            "UPDATE web_auth_tokens SET session = digest, device = (expires_at - created_at > 30 * 86400000::BIGINT)",
+            "CREATE INDEX web_auth_tokens_session ON web_auth_tokens(session)",
+            "CREATE INDEX web_auth_tokens_account ON web_auth_tokens(account)",
+            "ALTER TABLE accounts ADD COLUMN disabled_at BIGINT",
+        ]),
+        // The sign-in guard's counts, shared by the server's processes and kept across restarts
+        // (issue 24, finding 6). Times are seconds since 1970.
+        Migration(identifier: "v8-sign-in-backoffs", statements: [
+            #"CREATE TABLE sign_in_backoffs (key TEXT COLLATE "C" PRIMARY KEY, failures BIGINT NOT NULL, blocked_until DOUBLE PRECISION NOT NULL, last_failure DOUBLE PRECISION NOT NULL)"#,
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

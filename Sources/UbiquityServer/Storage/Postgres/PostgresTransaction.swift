@@ -49,37 +49,22 @@ final class PostgresTransaction: RecordStoreTransaction {
         return StoredAccount(id: try row.value("id"), name: name, email: email, passwordHash: passwordHash, createdAt: createdAt)
     }
 
-    private func account(_ row: PostgresRandomAccessRow?) throws -> StoredAccount? {
+    /// The columns ``account(_:)`` decodes.
+    static let accountColumns = "accounts.id, accounts.name, accounts.email, accounts.password_hash, accounts.created_at, accounts.disabled_at"
+
+    func account(_ row: PostgresRandomAccessRow?) throws -> StoredAccount? {
         guard let row else { return nil }
         return StoredAccount(id: try row.value("id"), name: try row.value("name"), email: try row.value("email"),
-                             passwordHash: try row.value("password_hash"), createdAt: try row.value("created_at"))
+                             passwordHash: try row.value("password_hash"), createdAt: try row.value("created_at"),
+                             disabledAt: try row.value("disabled_at"))
     }
 
     func account(named name: String) throws -> StoredAccount? {
-        try account(session.row("SELECT id, name, email, password_hash, created_at FROM accounts WHERE name = $1", [.text(name)]))
+        try account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE name = $1", [.text(name)]))
     }
 
     func account(id: Int64) throws -> StoredAccount? {
-        try account(session.row("SELECT id, name, email, password_hash, created_at FROM accounts WHERE id = $1", [.int(id)]))
-    }
-
-    func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws {
-        let inserted = try session.row("""
-            INSERT INTO web_auth_tokens (digest, account, created_at, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
-            """, [.text(digest), .int(accountID), .int(createdAt), .int(expiresAt)])
-        if inserted == nil { throw UbiquityError(.alreadyExists, "the web-auth token exists") }
-    }
-
-    func revokeWebAuthToken(digest: String) throws {
-        try session.execute("DELETE FROM web_auth_tokens WHERE digest = $1", [.text(digest)])
-    }
-
-    func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
-        try account(session.row("""
-            SELECT accounts.id, accounts.name, accounts.email, accounts.password_hash, accounts.created_at
-            FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
-            WHERE web_auth_tokens.digest = $1 AND web_auth_tokens.expires_at > $2
-            """, [.text(digest), .int(now)]))
+        try account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE id = $1", [.int(id)]))
     }
 
     func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws {

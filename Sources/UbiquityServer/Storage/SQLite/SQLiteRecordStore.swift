@@ -148,6 +148,27 @@ public final class SQLiteRecordStore: RecordStore {
                 CREATE INDEX role_members_user ON role_members(container, user_record_name);
                 """)
         }
+        // Tokens bound to a container, grouped in sessions that rotation carries on, and
+        // accounts an administrator disabled (issue 24, findings 9 and 10). Earlier tokens stay
+        // valid in any container, each its own session; those issued for a year are devices'.
+        migrator.registerMigration("v7-token-sessions") { db in
+            try db.execute(sql: """
+                ALTER TABLE web_auth_tokens ADD COLUMN container TEXT;
+                ALTER TABLE web_auth_tokens ADD COLUMN session TEXT;
+                ALTER TABLE web_auth_tokens ADD COLUMN device INTEGER NOT NULL DEFAULT 0;
+                UPDATE web_auth_tokens SET session = digest, device = (expires_at - created_at > 30 * 86400000);
+                CREATE INDEX web_auth_tokens_session ON web_auth_tokens(session);
+                CREATE INDEX web_auth_tokens_account ON web_auth_tokens(account);
+                ALTER TABLE accounts ADD COLUMN disabled_at INTEGER;
+                """)
+        }
+        // The sign-in guard's counts, shared by the server's processes and kept across restarts
+        // (issue 24, finding 6). Times are seconds since 1970.
+        migrator.registerMigration("v8-sign-in-backoffs") { db in
+            try db.execute(sql: """
+                CREATE TABLE sign_in_backoffs (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, blocked_until REAL NOT NULL, last_failure REAL NOT NULL);
+                """)
+        }
         return migrator
     }
 }

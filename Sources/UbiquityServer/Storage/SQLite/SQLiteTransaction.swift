@@ -38,8 +38,9 @@ struct SQLiteTransaction: RecordStoreTransaction {
         return StoredAccount(id: db.lastInsertedRowID, name: name, email: email, passwordHash: passwordHash, createdAt: createdAt)
     }
 
-    private func account(_ row: Row?) -> StoredAccount? {
-        row.map { StoredAccount(id: $0["id"], name: $0["name"], email: $0["email"], passwordHash: $0["password_hash"], createdAt: $0["created_at"]) }
+    func account(_ row: Row?) -> StoredAccount? {
+        row.map { StoredAccount(id: $0["id"], name: $0["name"], email: $0["email"], passwordHash: $0["password_hash"], createdAt: $0["created_at"],
+                                disabledAt: $0["disabled_at"]) }
     }
 
     func account(named name: String) throws -> StoredAccount? {
@@ -48,23 +49,6 @@ struct SQLiteTransaction: RecordStoreTransaction {
 
     func account(id: Int64) throws -> StoredAccount? {
         account(try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id]))
-    }
-
-    func addWebAuthToken(accountID: Int64, digest: String, createdAt: Int64, expiresAt: Int64) throws {
-        try db.execute(sql: "INSERT INTO web_auth_tokens (digest, account, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                       arguments: [digest, accountID, createdAt, expiresAt])
-    }
-
-    func revokeWebAuthToken(digest: String) throws {
-        try db.execute(sql: "DELETE FROM web_auth_tokens WHERE digest = ?", arguments: [digest])
-    }
-
-    func account(forWebAuthTokenDigest digest: String, now: Int64) throws -> StoredAccount? {
-        // (the statements of every request are compiled once: `cachedStatement`)
-        account(try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT accounts.* FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
-            WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ?
-            """), arguments: [digest, now]))
     }
 
     func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws {

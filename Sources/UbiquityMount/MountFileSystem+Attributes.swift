@@ -70,6 +70,7 @@ extension MountFileSystem {
             guard let item else { return -Int(EPERM) }
             return ub_setxattr(item, name, value, size, flags) == 0 ? 0 : -Int(errno)
         }
+        if result == 0 { told(.modified, path) }
         _ = fuse_reply_err(request, Int32(-result))
     }
 
@@ -79,6 +80,7 @@ extension MountFileSystem {
             guard let item else { return -Int(ENODATA) }
             return ub_removexattr(item, name) == 0 ? 0 : -Int(errno)
         }
+        if result == 0 { told(.modified, path) }
         _ = fuse_reply_err(request, Int32(-result))
     }
 }

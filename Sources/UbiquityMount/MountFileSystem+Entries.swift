@@ -105,6 +105,7 @@ extension MountFileSystem {
             guard result == 0 else { return _ = fuse_reply_err(request, errno) }
         }
         if target != path { forgetOnDisk(target) }  // the stub changed: the daemon's view may have cached it
+        told(.modified, path, isDirectory: rawStat(target).map { ($0.st_mode & S_IFMT) == S_IFDIR } ?? false)
         getattr(request, id, file)
     }
 

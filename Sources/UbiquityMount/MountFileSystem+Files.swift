@@ -93,6 +93,7 @@ extension MountFileSystem {
         }
         let fd = openat(root, Self.at(path), Self.diskFlags(flags))
         guard fd >= 0 else { return _ = fuse_reply_err(request, errno) }
+        if flags & O_TRUNC != 0, flags & O_ACCMODE != O_RDONLY { told(.modified, path) }
         file.pointee.fh = UInt64(fd)
         // every change reaches the file through the mount: what the kernel cached is still true
         file.pointee.keep_cache = 1
@@ -119,6 +120,7 @@ extension MountFileSystem {
             return _ = fuse_reply_err(request, error == 0 ? ESTALE : error)
         }
         noteOwnStubChange(name, in: parent, view: view)
+        told(.created, path)
         var entry = fuse_entry_param()
         entry.ino = id
         entry.attr = st
@@ -140,9 +142,10 @@ extension MountFileSystem {
         _ = ub_fuse_reply_fd(request, fd, offset, size)
     }
 
-    func write(_ request: fuse_req_t, _ buffers: UnsafeMutablePointer<fuse_bufvec>, offset: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
+    func write(_ request: fuse_req_t, _ id: UInt64, _ buffers: UnsafeMutablePointer<fuse_bufvec>, offset: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
         let written = ub_fuse_write_to_fd(buffers, Int32(file.pointee.fh), offset)
         if written < 0 { return _ = fuse_reply_err(request, Int32(-written)) }
+        told(.modified, node: id)
         _ = fuse_reply_write(request, written)
     }
 
@@ -153,8 +156,10 @@ extension MountFileSystem {
         _ = fuse_reply_err(request, result == 0 ? 0 : errno)
     }
 
-    func release(_ request: fuse_req_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
+    func release(_ request: fuse_req_t, _ id: UInt64, _ file: UnsafeMutablePointer<fuse_file_info>) {
         closeHandle(Int32(file.pointee.fh))
+        // as IN_CLOSE_WRITE: the last close of a file opened for writing
+        if file.pointee.flags & O_ACCMODE != O_RDONLY { told(.closedAfterWriting, node: id) }
         _ = fuse_reply_err(request, 0)
     }
 
@@ -164,8 +169,9 @@ extension MountFileSystem {
         _ = fuse_reply_err(request, result == 0 ? 0 : errno)
     }
 
-    func fallocate(_ request: fuse_req_t, mode: Int32, offset: off_t, length: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
+    func fallocate(_ request: fuse_req_t, _ id: UInt64, mode: Int32, offset: off_t, length: off_t, _ file: UnsafeMutablePointer<fuse_file_info>) {
         let result = ub_fallocate(Int32(file.pointee.fh), mode, offset, length)
+        if result == 0 { told(.modified, node: id) }
         _ = fuse_reply_err(request, result == 0 ? 0 : errno)
     }
 }

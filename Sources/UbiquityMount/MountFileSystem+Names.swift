@@ -15,17 +15,18 @@ extension MountFileSystem {
     }
 
     /// Runs `make` on the path of `name` in `parent` and answers with the new entry.
-    private func makeName(_ request: fuse_req_t, _ parent: UInt64, _ name: String, _ make: (String) -> Int32) {
+    private func makeName(_ request: fuse_req_t, _ parent: UInt64, _ name: String, folder: Bool = false, _ make: (String) -> Int32) {
         guard let path = nodes.withLock({ $0.path(of: name, in: parent) }) else { return _ = fuse_reply_err(request, ESTALE) }
         let view = view(request)
         if view == .documents, case .dataless = resolve(path, in: view) { return _ = fuse_reply_err(request, EEXIST) }
         guard make(Self.at(path)) == 0 else { return _ = fuse_reply_err(request, errno) }
         noteOwnStubChange(name, in: parent, view: view)
+        told(.created, path, isDirectory: folder)
         replyEntry(request, name, in: parent, view: view)
     }
 
     func mkdir(_ request: fuse_req_t, _ parent: UInt64, _ name: String, _ mode: mode_t) {
-        makeName(request, parent, name) { at in
+        makeName(request, parent, name, folder: true) { at in
             guard mkdirat(root, at, mode & 0o7777) == 0 else { return -1 }
             return fchmodat(root, at, mode & 0o7777, 0)
         }
@@ -66,6 +67,7 @@ extension MountFileSystem {
         nodes.withLock { $0.remove(name, in: parent) }
         if target != path { forgetOnDisk(target) }  // the stub, which the daemon's view may have cached
         noteOwnStubChange(name, in: parent, view: view)
+        told(.deleted, path, isDirectory: folder)
         _ = fuse_reply_err(request, 0)
     }
 
@@ -96,6 +98,7 @@ extension MountFileSystem {
             forgetOnDisk(Placeholder.stubPath(for: from))
             forgetOnDisk(Placeholder.stubPath(for: to))
             nodes.withLock { $0.move(name, in: parent, to: newName, in: newParent) }
+            toldRename(from: from, to: to, exchange: false)
             return _ = fuse_reply_err(request, 0)
         }
         if case .dataless = target {
@@ -105,6 +108,7 @@ extension MountFileSystem {
             }
             guard error == 0 else { return _ = fuse_reply_err(request, error) }
             nodes.withLock { $0.move(name, in: parent, to: newName, in: newParent) }
+            toldRename(from: from, to: to, exchange: false)
             return _ = fuse_reply_err(request, 0)
         }
         guard ub_renameat(root, Self.at(from), root, Self.at(to), noReplace ? 1 : 0, exchange ? 1 : 0) == 0 else {
@@ -113,6 +117,7 @@ extension MountFileSystem {
         nodes.withLock { $0.move(name, in: parent, to: newName, in: newParent, exchange: exchange) }
         noteOwnStubChange(name, in: parent, view: view)
         noteOwnStubChange(newName, in: newParent, view: view)
+        toldRename(from: from, to: to, exchange: exchange)
         _ = fuse_reply_err(request, 0)
     }
 }

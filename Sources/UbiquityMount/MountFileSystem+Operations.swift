@@ -48,11 +48,11 @@ extension MountFileSystem {
         ops.open = { request, id, file in MountFileSystem.of(request).open(request!, id, file!) }
         ops.create = { request, parent, name, mode, file in MountFileSystem.of(request).create(request!, parent, String(cString: name!), mode, file!) }
         ops.read = { request, _, size, offset, file in MountFileSystem.of(request).read(request!, size: size, offset: offset, file!) }
-        ops.write_buf = { request, _, buffers, offset, file in MountFileSystem.of(request).write(request!, buffers!, offset: offset, file!) }
+        ops.write_buf = { request, id, buffers, offset, file in MountFileSystem.of(request).write(request!, id, buffers!, offset: offset, file!) }
         ops.flush = { request, _, file in MountFileSystem.of(request).flush(request!, file!) }
-        ops.release = { request, _, file in MountFileSystem.of(request).release(request!, file!) }
+        ops.release = { request, id, file in MountFileSystem.of(request).release(request!, id, file!) }
         ops.fsync = { request, _, dataOnly, file in MountFileSystem.of(request).fsync(request!, dataOnly: dataOnly != 0, file!) }
-        ops.fallocate = { request, _, mode, offset, length, file in MountFileSystem.of(request).fallocate(request!, mode: mode, offset: offset, length: length, file!) }
+        ops.fallocate = { request, id, mode, offset, length, file in MountFileSystem.of(request).fallocate(request!, id, mode: mode, offset: offset, length: length, file!) }
         ops.opendir = { request, id, file in MountFileSystem.of(request).opendir(request!, id, file!) }
         ops.readdir = { request, id, size, offset, file in MountFileSystem.of(request).readdir(request!, id, size: size, offset: Int(offset), file: file!, plus: false) }
         ops.readdirplus = { request, id, size, offset, file in MountFileSystem.of(request).readdir(request!, id, size: size, offset: Int(offset), file: file!, plus: true) }

@@ -114,10 +114,12 @@ package final class MountFileSystem: Sendable {
             }
             session.withLock { $0 = SessionPointer(made) }
             invalidations.start(session: SessionPointer(made))  // its thread shares this table
+            FolderChangeFeed.shared.open(folder)  // the mount is the folder's watcher (MountFileSystem+Changes.swift)
             started.signal()
             let result = ub_fuse_loop(made, threads, 4)
             if result != 0 { logger.debug("the FUSE loop ended", metadata: ["ubiquity.result": "\(result)"]) }
             invalidations.stop()
+            FolderChangeFeed.shared.close(folder)
             // unmounted already by ``unmount(timeout:)`` (or by hand): libfuse would only complain
             if MountPoint.state(of: folder, probe: false) != .none { fuse_session_unmount(made) }
             fuse_session_destroy(made)

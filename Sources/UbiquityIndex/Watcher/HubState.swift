@@ -20,6 +20,8 @@ struct HubWatcher: Sendable {
     struct Root: Sendable {
         var rules: IgnoreRules
         var wd: Int32 = -1
+        /// The feed that tells this root's changes (no inotify watches), if any.
+        var feed: String?
     }
 
     var coalescer: WatchCoalescer
@@ -71,10 +73,13 @@ struct HubState: Sendable {
     var cookiesToCreate: [String] = []
     var pendingUnlinks: [String] = []
     var drainedToEmpty = true
+    /// The roots fed by a ``FolderChangeFeed`` (by feed), which have no inotify watches.
+    var fedOwners: [String: Set<RootKey>] = [:]
 
-    /// Whether a reader thread is needed (some root is watched or a sync waits).
+    /// Whether a reader thread is needed (some root is watched, a sync waits, or a batch is
+    /// still to be delivered: a root that went away leaves its rescan request).
     var needsReader: Bool {
-        !cookies.isEmpty || watchers.values.contains { !$0.roots.isEmpty }
+        !cookies.isEmpty || watchers.values.contains { !$0.roots.isEmpty || $0.coalescer.hasPending }
     }
 
     // MARK: Library
@@ -214,6 +219,7 @@ struct HubState: Sendable {
 
     /// Stops watching `root` for `watcher`.
     mutating func removeRoot(_ root: String, of watcher: UInt64, keepPending: Bool) {
+        if let feed = watchers[watcher]?.roots[root]?.feed { fedOwners[feed]?.remove(RootKey(watcher: watcher, root: root)) }
         removeOwner(RootKey(watcher: watcher, root: root), under: nil)
         watchers[watcher]?.roots[root] = nil
         if !keepPending { watchers[watcher]?.coalescer.removeRoot(root) }

@@ -18,6 +18,8 @@ final class InotifyHub: Sendable {
 
     /// Events applied per lock hold, so callers of `watch` are not starved during a burst.
     private static let drainChunk = 4096
+    /// The numbers of sync markers put in feeds.
+    private static let markers = Atomic<UInt64>(1)
 
     private let state = Mutex(HubState())
     private let wakeRead: Int32
@@ -49,20 +51,29 @@ final class InotifyHub: Sendable {
         }
     }
 
-    /// Watches `root` (a canonical folder path) and every folder below it for `id`.
+    /// Watches `root` (a canonical folder path) and every folder below it for `id`: with
+    /// inotify, or, when a ``FolderChangeFeed`` tells the changes of a folder that is or holds
+    /// `root` (the mounted folder), from that feed alone.
     func watch(_ id: UInt64, root: String, rules: IgnoreRules) throws {
+        let feed = FolderChangeFeed.shared.feed(containing: root)
         let startReader = try state.withLock { state -> Bool in
             guard state.watchers[id] != nil else {
                 throw UbiquityError(.invalidArgument, "the file watcher was stopped")
             }
             try state.initializeLibrary()
-            state.watchers[id]!.roots[root] = HubWatcher.Root(rules: rules)
+            state.watchers[id]!.roots[root] = HubWatcher.Root(rules: rules, feed: feed)
             state.watchers[id]!.coalescer.addRoot(root, rules: rules)
+            if let feed { state.fedOwners[feed, default: []].insert(RootKey(watcher: id, root: root)) }
             guard !state.readerRunning else { return false }
             state.readerRunning = true
             return true
         }
         if startReader { startReaderThread() }
+        if let feed {
+            FolderChangeFeed.shared.subscribe(feed) { [self] in wake() }
+            wake()  // what was posted before
+            return
+        }
 
         let owner = RootKey(watcher: id, root: root)
         let result = FolderWalk.run(start: root, root: root, rules: rules) { folder in
@@ -123,24 +134,30 @@ final class InotifyHub: Sendable {
         state.withLock { $0.watchers[id]?.roots[root] != nil }
     }
 
-    /// Waits until the reader has seen a new cookie file in `root` (and delivered what preceded it).
+    /// Waits until the reader has seen a new cookie file in `root` (and delivered what preceded
+    /// it); in a fed root, a marker put in its feed's queue instead of a file.
     func sync(_ id: UInt64, root: String, timeout: Duration) async throws {
-        let path = WatchPaths.join(root, WatchPaths.cookiePrefix + UUID().uuidString.lowercased())
+        let feed = state.withLock { $0.watchers[id]?.roots[root]?.feed }
+        let number = Self.markers.wrappingAdd(1, ordering: .relaxed).oldValue
+        let key = feed.map { HubState.markerKey($0, number) } ?? WatchPaths.join(root, WatchPaths.cookiePrefix + UUID().uuidString.lowercased())
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let error = state.withLock { state -> UbiquityError? in
                     guard state.watchers[id]?.roots[root] != nil else {
                         return UbiquityError(.invalidArgument, "\(root) is not watched by this file watcher")
                     }
-                    state.cookies[path] = CookieWaiter(watcher: id, deadline: WatchPaths.now() &+ timeout.watchNanoseconds,
-                                                       continuation: continuation)
-                    state.cookiesToCreate.append(path)
+                    state.cookies[key] = CookieWaiter(watcher: id, deadline: WatchPaths.now() &+ timeout.watchNanoseconds,
+                                                      continuation: continuation)
+                    if feed == nil { state.cookiesToCreate.append(key) }
                     return nil
                 }
-                if let error { continuation.resume(throwing: error) } else { wake() }
+                if let error { return continuation.resume(throwing: error) }
+                // in the feed's own queue: seen once everything posted before it is in
+                if let feed { FolderChangeFeed.shared.post(FolderChangeFeed.Change(.marker(number), feed), in: feed) }
+                wake()
             }
         } onCancel: {
-            cancelCookie(path)
+            cancelCookie(key)
         }
     }
 
@@ -213,6 +230,7 @@ final class InotifyHub: Sendable {
             let outbox = state.withLock { state -> HubOutbox in
                 var outbox = HubOutbox()
                 state.drain(now: WatchPaths.now(), limit: Self.drainChunk, outbox: &outbox)
+                state.drainFeeds(now: WatchPaths.now(), outbox: &outbox)
                 state.flushDue(now: WatchPaths.now(), outbox: &outbox)
                 return outbox
             }

@@ -1,3 +1,4 @@
+import UbiquityCore
 import Foundation
 
 /// What the watcher tells the user when events were or may have been lost.
@@ -29,6 +30,10 @@ enum WatchMessages {
     }
 
     /// The message of a root that was deleted or moved away.
+    static func feedOverflow(root: String) -> String {
+        "more changes than the mount's change queue holds (\(FolderChangeFeed.capacity)): rescanning \(root)"
+    }
+
     static func rootChanged(root: String) -> String {
         "\(root) was deleted or moved: it is no longer watched; watch it again once it is back"
     }

@@ -81,6 +81,36 @@ struct MountEndToEndTests {
         #expect(downloading(device, relative) == "notDownloaded")
     }
 
+    /// How many inotify watches the daemon serving `folder` holds on the file system `path` is
+    /// on (from /proc: the daemon's inotify descriptors' `fdinfo`, whose `sdev` is the kernel's
+    /// device number); nil when the daemon is not found.
+    static func inotifyWatches(ofDaemonFor folder: String, onDeviceOf path: String) -> Int? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let dev = UInt64(st.st_dev)
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff))
+        let minor = (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff))
+        let kernelDevice = (major << 20) | minor
+        guard let pids = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
+        for pid in pids where Int(pid) != nil {
+            guard let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { continue }
+            let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard arguments.contains("daemon"), let index = arguments.firstIndex(of: "--folder"), index + 1 < arguments.count,
+                  arguments[index + 1] == folder else { continue }
+            var count = 0
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fdinfo")) ?? [] {
+                guard let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8) else { continue }
+                for line in info.split(separator: "\n") where line.hasPrefix("inotify wd:") {
+                    guard let field = line.split(separator: " ").first(where: { $0.hasPrefix("sdev:") }),
+                          let value = UInt64(field.dropFirst(5), radix: 16) else { continue }
+                    if value == kernelDevice { count += 1 }
+                }
+            }
+            return count
+        }
+        return nil
+    }
+
     // MARK: Evicted files through the mount
 
     @Test func anEvictedFileKeepsItsNameAndSizeAndOpeningItBringsTheContent() async throws {
@@ -90,6 +120,10 @@ struct MountEndToEndTests {
         try a.start()
         try b.start()
         #expect(MountPoint.state(of: a.folder.path) == .ubiquity(live: true))
+        // the mount is the watcher: A's daemon holds no inotify watch on its mount (B's, on a
+        // plain folder, does: the count is read right)
+        #expect(Self.inotifyWatches(ofDaemonFor: a.folder.path, onDeviceOf: a.folder.path) == 0)
+        #expect((Self.inotifyWatches(ofDaemonFor: b.folder.path, onDeviceOf: b.folder.path) ?? 0) > 0)
         let data = Self.content("movie", size: 600_000)
         try FileManager.default.createDirectory(at: a.url("videos"), withIntermediateDirectories: true)
         try data.write(to: a.url("videos/movie.bin"))

@@ -46,9 +46,7 @@ extension RecordsAdmin {
             }
             var recordName = user
             if !isRecordName {
-                guard let account = try tx.account(named: user) else {
-                    throw UbiquityError(.notFound, "no account is named \(user); add it with `ubiq admin user add \(user)`")
-                }
+                let account = try RecordsAdmin.account(named: user, in: tx)
                 recordName = RecordsCaller.userRecordName(accountID: account.id, container: container)
             }
             try schemas.setRoleMember(member, container: container, role: role, userRecordName: recordName)

@@ -57,9 +57,7 @@ extension RecordsAdmin {
         for container in update.discoverable.keys { try RecordsAdmin.validate(container: container) }
         let now = RecordsAdmin.now
         return try await store.write { tx in
-            guard let account = try tx.account(named: name) else {
-                throw UbiquityError(.notFound, "no account is named \(name); add it with `ubiq admin user add \(name)`")
-            }
+            let account = try RecordsAdmin.account(named: name, in: tx)
             let users = try tx.users()
             func merged(_ old: String?, _ new: String?) -> String? {
                 guard let new else { return old }

@@ -5,9 +5,15 @@ import UbiquityCore
 /// Web-auth and device tokens, the account changes that end their sessions, and the sign-in
 /// guard's counts.
 extension SQLiteTransaction {
+    /// The columns ``token(_:)`` decodes (the creation time aliased: a join with accounts has its own).
+    private static let tokenColumns = """
+        web_auth_tokens.digest, web_auth_tokens.account, web_auth_tokens.container, web_auth_tokens.session, web_auth_tokens.device,
+        web_auth_tokens.created_at AS token_created_at, web_auth_tokens.expires_at
+        """
+
     private static func token(_ row: Row) -> StoredWebAuthToken {
         StoredWebAuthToken(digest: row["digest"], accountID: row["account"], container: row["container"], session: row["session"],
-                           isDevice: row["device"], createdAt: row["created_at"], expiresAt: row["expires_at"])
+                           isDevice: row["device"], createdAt: row["token_created_at"], expiresAt: row["expires_at"])
     }
 
     func addWebAuthToken(_ token: StoredWebAuthToken) throws {
@@ -18,18 +24,15 @@ extension SQLiteTransaction {
     func webAuthToken(digest: String, now: Int64) throws -> (token: StoredWebAuthToken, account: StoredAccount)? {
         // (the statements of every request are compiled once: `cachedStatement`)
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT accounts.*, web_auth_tokens.digest, web_auth_tokens.account, web_auth_tokens.container, web_auth_tokens.session,
-                   web_auth_tokens.device, web_auth_tokens.created_at AS token_created_at, web_auth_tokens.expires_at
+            SELECT accounts.*, \(Self.tokenColumns)
             FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
             WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ? AND accounts.disabled_at IS NULL
             """), arguments: [digest, now]), let account = account(row) else { return nil }
-        let token = StoredWebAuthToken(digest: row["digest"], accountID: row["account"], container: row["container"], session: row["session"],
-                                       isDevice: row["device"], createdAt: row["token_created_at"], expiresAt: row["expires_at"])
-        return (token, account)
+        return (Self.token(row), account)
     }
 
     func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken] {
-        try Row.fetchAll(db, sql: "SELECT * FROM web_auth_tokens WHERE account = ? AND expires_at > ? ORDER BY created_at, digest",
+        try Row.fetchAll(db, sql: "SELECT \(Self.tokenColumns) FROM web_auth_tokens WHERE account = ? AND expires_at > ? ORDER BY created_at, digest",
                          arguments: [accountID, now]).map(Self.token)
     }
 

@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "CUbiquityShims"),
         .target(
             name: "UbiquityCore",
-            dependencies: ["CUbiquityShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CUbiquityShims", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // libinotifytools (libinotifytools0-dev): the watcher's one inotify instance per process.
@@ -165,7 +165,7 @@ let package = Package(
             path: "Benchmarks/UbiquityBench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "UbiquityCoreTests", dependencies: ["UbiquityCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "UbiquityCoreTests", dependencies: ["UbiquityCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
         .testTarget(
             name: "UbiquityStoreTests",
             dependencies: ["UbiquityStore", "UbiquityCore", .product(name: "GRDB", package: "GRDB.swift")],

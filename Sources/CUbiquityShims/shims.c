@@ -113,3 +113,7 @@ int ub_private_descriptors(int keep) {
     close_range((unsigned)keep + 1, ~0U, 0);
     return 0;
 }
+
+int ub_contains_bytes(const void *haystack, size_t haystack_len, const void *needle, size_t needle_len) {
+    return memmem(haystack, haystack_len, needle, needle_len) != NULL;
+}

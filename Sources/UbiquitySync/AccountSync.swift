@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Glibc
 import Logging
 import Ubiquity
 import UbiquityCore
+import UbiquityIndex
 import UbiquityStore
 
 /// What the daemon syncs for the signed-in account: the folder (``SyncEngine`` with the drive
@@ -103,6 +105,11 @@ public actor AccountSync {
     /// The running folder sync, if any.
     public var currentEngine: SyncEngine? { engine }
 
+    /// The folder sync's health (nil when nothing is synced).
+    public func healthReport() async -> SyncHealthReport? {
+        await engine?.healthReport()
+    }
+
     /// Confirms the local deletes the folder's engine paused (``SyncEngine/confirmDeletes()``)
     /// and says what happened, for `ubiq sync confirm-deletes`.
     public func confirmDeletes() async throws -> String {
@@ -127,7 +134,7 @@ public actor AccountSync {
         }
         let monitor = UbiquityIdentityMonitor(paths: configuration.paths)
         self.monitor = monitor
-        let changes = monitor.changes()
+        let changes = monitor.accountFileRewrites()
         if let account = try? UbiquityAccountFile(paths: configuration.paths).read() {
             try startSyncing(for: account)
         } else {
@@ -213,9 +220,14 @@ public actor AccountSync {
         if let folder { await Self.waitForLock(folder + "/.ubiquity-sync.lock") }
     }
 
-    /// The account file changed: stop, keep the old account's data aside, start for the new one.
+    /// The account file was rewritten: nothing to do when it names the same account with the
+    /// same token; a new token for the same account restarts the sync with it; another account
+    /// (or none) stops, keeps the old account's data aside and starts for the new one.
     func accountChanged() async {
         let next = try? UbiquityAccountFile(paths: configuration.paths).read()
+        if next?.server == active?.server, next?.user == active?.user, next?.deviceToken == active?.deviceToken {
+            return
+        }
         if let next, let active, next.server == active.server, next.user == active.user {
             // The same account signed in again (a new device token): carry on with it.
             await stopSyncing()
@@ -299,7 +311,7 @@ public actor AccountSync {
             return SyncEngine.defaultJournalPath(folder: folder, containerIdentifier: containerIdentifier, paths: paths)
         }
         let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
-        let digest = SHA256Digest.hexHash("\(canonical)\n\(account.server)\n\(account.user)".utf8).prefix(16)
+        let digest = SHA256.hexHash("\(canonical)\n\(account.server)\n\(account.user)".utf8).prefix(16)
         return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
     }
 

@@ -24,10 +24,16 @@ public final class ControlService: Sendable {
     private let server: SocketServer
     private let databasePath: String?
     private let syncRequests = Mutex<SyncRequestHandler?>(nil)
+    private let syncHealth = Mutex<(@Sendable () async -> SyncHealthReport?)?>(nil)
 
     /// Sets who answers `evict`, `download` and `item` (the daemon's folder sync).
     public func setSyncRequests(_ handler: @escaping SyncRequestHandler) {
         syncRequests.withLock { $0 = handler }
+    }
+
+    /// Sets who tells the folder sync's health for `status` (the daemon's folder sync).
+    public func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
+        syncHealth.withLock { $0 = provider }
     }
 
     /// Binds the socket (creating its folder, mode 0700).
@@ -57,6 +63,21 @@ public final class ControlService: Sendable {
         try host.statusReport(database: databasePath)
     }
 
+    /// The folder sync's health, nil without a folder sync. Blocks until the sync answers: only
+    /// for a connection's own thread.
+    private func waitForSyncHealth() -> SyncHealthReport? {
+        guard let provider = syncHealth.withLock({ $0 }) else { return nil }
+        let done = DispatchSemaphore(value: 0)
+        let health = Mutex<SyncHealthReport?>(nil)
+        Task {
+            let report = await provider()
+            health.withLock { $0 = report }
+            done.signal()
+        }
+        done.wait()
+        return health.withLock { $0 }
+    }
+
     private func serve(_ socket: UnixSocket) {
         defer { socket.shutdown() }
         guard let line = socket.readLine() else { return }
@@ -76,7 +97,12 @@ public final class ControlService: Sendable {
             serveQuery(query, on: socket)
         case "status":
             var reply = ControlWire.Reply(event: "status")
-            do { reply.status = try statusReport() } catch { reply = ControlWire.Reply(error: .wrapping(error, "status failed")) }
+            do {
+                reply.status = try statusReport()
+                reply.status?.sync = waitForSyncHealth()
+            } catch {
+                reply = ControlWire.Reply(error: .wrapping(error, "status failed"))
+            }
             send(reply, on: socket)
         case "rescan", "sync":
             guard let path = request.path else {

@@ -196,6 +196,8 @@ final class SyncStatusApplier: Sendable {
             attributes.isExcludedFromBackup = true
             attributes.isUploaded = false
             attributes.isUploading = false
+        case .unknown:
+            break
         }
     }
 }
@@ -221,5 +223,10 @@ extension IndexService {
     /// (the daemon's folder sync); without one they fail with `serviceUnavailable`.
     public func setSyncRequests(_ handler: @escaping ControlService.SyncRequestHandler) {
         control.setSyncRequests(handler)
+    }
+
+    /// Sets who tells the folder sync's health in the control socket's `status`.
+    public func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
+        control.setSyncHealth(provider)
     }
 }

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquityCore
 
 /// `ubiq`: Ubiquity's one executable. Subcommands are thin wiring over the libraries.
 @main
@@ -30,6 +31,7 @@ struct Ubiq: AsyncParsableCommand {
               ubiq coordinate write notes.txt -- sh -c 'date > notes.txt'
               ubiq exclude cache.db && ubiq status cache.db --json
             """,
+        version: "ubiq \(UbiquityVersion.current)",
         subcommands: [
             ListItems.self, Cat.self, Put.self, Get.self, Move.self, Remove.self, MakeDirectory.self,
             Daemon.self, Present.self, Coordinate.self,

@@ -59,4 +59,8 @@ int ub_fallocate(int fd, int mode, off_t offset, off_t length);
 /// 0 or -1 (errno).
 int ub_private_descriptors(int keep);
 
+/// Whether `haystack` (`haystack_len` bytes) holds `needle` (`needle_len` bytes): memmem(3),
+/// a GNU extension Swift's Glibc module does not expose. Returns 1 or 0.
+int ub_contains_bytes(const void *haystack, size_t haystack_len, const void *needle, size_t needle_len);
+
 #endif

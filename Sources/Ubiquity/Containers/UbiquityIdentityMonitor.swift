@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Synchronization
+import UbiquityCore
 
 /// Watches the account file and reports identity changes made by any process: it posts
 /// `NSUbiquityIdentityDidChange` and feeds the streams from ``changes()``.
@@ -20,6 +21,10 @@ public final class UbiquityIdentityMonitor: Sendable {
     public let interval: Duration
     private let notificationCenter: NotificationCenter
     private let state = Mutex(State())
+    /// The streams of ``changes()``.
+    private let identityChanges = Broadcaster<UbiquityIdentityToken?>(bufferingPolicy: .bufferingNewest(64))
+    /// The streams of ``accountFileRewrites()``.
+    private let rewrites = Broadcaster<Void>(bufferingPolicy: .bufferingNewest(1))
     /// Serialises reads of the file, so that a slow reader cannot overwrite a newer result.
     private let refreshLock = Mutex(())
 
@@ -31,8 +36,6 @@ public final class UbiquityIdentityMonitor: Sendable {
         var started = false
         var stamp: FileStamp?
         var token: UbiquityIdentityToken?
-        var continuations: [UInt64: AsyncStream<UbiquityIdentityToken?>.Continuation] = [:]
-        var nextContinuation: UInt64 = 0
         var pending: [UbiquityIdentityToken?] = []
         var delivering = false
     }
@@ -43,10 +46,6 @@ public final class UbiquityIdentityMonitor: Sendable {
         accountFile = UbiquityAccountFile(paths: paths)
         self.notificationCenter = notificationCenter
         self.interval = interval
-    }
-
-    deinit {
-        for continuation in state.withLock({ $0.continuations.values }) { continuation.finish() }
     }
 
     /// The signed-in account's token, nil when nobody is signed in. Starts watching.
@@ -61,17 +60,16 @@ public final class UbiquityIdentityMonitor: Sendable {
     /// the monitor alive while iterating: the stream finishes when the monitor is released.
     public func changes() -> AsyncStream<UbiquityIdentityToken?> {
         startIfNeeded()
-        let (stream, continuation) = AsyncStream.makeStream(of: UbiquityIdentityToken?.self,
-                                                            bufferingPolicy: .bufferingNewest(64))
-        let id = state.withLock { state -> UInt64 in
-            state.nextContinuation += 1
-            state.continuations[state.nextContinuation] = continuation
-            return state.nextContinuation
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
-        }
-        return stream
+        return identityChanges.subscribe()
+    }
+
+    /// A stream with an element after every rewrite of the account file, whether or not the
+    /// identity changed: a new device token for the same account (signing in again) is one, so a
+    /// daemon picks up new credentials without a restart. Elements coalesce (the newest one is
+    /// kept); read the file after each. Starts watching, and finishes with the monitor.
+    public func accountFileRewrites() -> AsyncStream<Void> {
+        startIfNeeded()
+        return rewrites.subscribe()
     }
 
     private func startIfNeeded() {
@@ -98,20 +96,22 @@ public final class UbiquityIdentityMonitor: Sendable {
         }
     }
 
-    /// Re-reads the file if its stamp changed and queues a change if the token differs.
+    /// Re-reads the file if its stamp changed, tells the rewrite streams, and queues a change if
+    /// the token differs.
     private func refresh() {
-        let changed = refreshLock.withLock { _ -> Bool in
+        let (rewritten, changed) = refreshLock.withLock { _ -> (Bool, Bool) in
             let stamp = FileStamp.of(accountFile.url.path)
-            guard state.withLock({ $0.stamp != stamp }) else { return false }
+            guard state.withLock({ $0.stamp != stamp }) else { return (false, false) }
             let token = accountFile.identityToken
-            return state.withLock { state -> Bool in
+            return state.withLock { state -> (Bool, Bool) in
                 state.stamp = stamp
-                guard state.token != token else { return false }
+                guard state.token != token else { return (true, false) }
                 state.token = token
                 state.pending.append(token)
-                return true
+                return (true, true)
             }
         }
+        if rewritten { rewrites.yield(()) }
         if changed { deliver() }
     }
 
@@ -124,15 +124,15 @@ public final class UbiquityIdentityMonitor: Sendable {
         }
         guard owner else { return }
         while true {
-            let next = state.withLock { state -> (UbiquityIdentityToken?, [AsyncStream<UbiquityIdentityToken?>.Continuation])? in
+            let next = state.withLock { state -> UbiquityIdentityToken?? in
                 guard !state.pending.isEmpty else {
                     state.delivering = false
                     return nil
                 }
-                return (state.pending.removeFirst(), Array(state.continuations.values))
+                return .some(state.pending.removeFirst())
             }
-            guard let (token, continuations) = next else { return }
-            for continuation in continuations { continuation.yield(token) }
+            guard let next else { return }
+            identityChanges.yield(next)
             notificationCenter.post(name: .NSUbiquityIdentityDidChange, object: nil)
         }
     }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
+import UbiquityCore
 
 /// An opaque token for the signed-in Ubiquity account, the counterpart of Apple's
 /// `FileManager.ubiquityIdentityToken`: equal tokens mean the same account, a different token
@@ -14,7 +16,7 @@ public struct UbiquityIdentityToken: Hashable, Sendable, Codable, CustomStringCo
     package init(server: String, user: String) {
         // Length-prefixed so that no two (server, user) pairs hash the same input.
         let input = "ubiquity-identity-v1:\(server.utf8.count):\(server):\(user.utf8.count):\(user)"
-        digest = SHA256Digest.hexHash(input.utf8)
+        digest = SHA256.hexHash(input.utf8)
     }
 
     /// The token of `account`.

@@ -92,16 +92,7 @@ extension Document {
     /// The state after every change of ``documentState`` (each access makes a new stream; it
     /// ends when the stream is dropped or cancelled).
     public var stateChanges: AsyncStream<State> {
-        let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .unbounded)
-        let id = storage.withLock { storage in
-            defer { storage.nextObserver += 1 }
-            storage.stateObservers[storage.nextObserver] = continuation
-            return storage.nextObserver
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.storage.withLock { $0.stateObservers.removeValue(forKey: id) }
-        }
-        return stream
+        stateStreams.subscribe()
     }
 
     static func fileType(of url: URL) -> String? {
@@ -111,15 +102,15 @@ extension Document {
 
     /// Changes the state; when it differs, posts the notification and feeds the streams.
     func updateState(_ change: (inout State) -> Void) {
-        let changed = storage.withLock { storage -> (State, [AsyncStream<State>.Continuation])? in
+        let changed = storage.withLock { storage -> Bool in
             var state = storage.state
             change(&state)
-            guard state != storage.state else { return nil }
+            guard state != storage.state else { return false }
             storage.state = state
-            return (state, Array(storage.stateObservers.values))
+            stateStreams.yield(state)  // under the lock: the streams see the states in order
+            return true
         }
-        guard let (state, observers) = changed else { return }
-        for observer in observers { observer.yield(state) }
+        guard changed else { return }
         NotificationCenter.default.post(name: Document.stateChangedNotification, object: self)
     }
 

@@ -66,8 +66,6 @@ open class Document: FilePresenter, @unchecked Sendable {
         var checkPending = false
         var lastError: (any Error)?
         var operation: FileOperation?
-        var stateObservers: [UInt64: AsyncStream<State>.Continuation] = [:]
-        var nextObserver: UInt64 = 1
     }
 
     /// What the file-access queue is doing (so that ``handleError(_:userInteractionPermitted:)``
@@ -75,6 +73,8 @@ open class Document: FilePresenter, @unchecked Sendable {
     enum FileOperation { case open, save, revert, check }
 
     let storage: Mutex<Storage>
+    /// The streams of ``stateChanges``.
+    let stateStreams = Broadcaster<State>()
     /// The serial queue of all file access (``performAsynchronousFileAccess(_:)``).
     let fileAccessQueue = DispatchQueue(label: "ubiquity.document.file-access")
     /// Where completion handlers run.

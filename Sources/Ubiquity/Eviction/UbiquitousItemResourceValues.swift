@@ -32,7 +32,7 @@ public struct UbiquitousItemResourceValues: Sendable, Hashable {
         ubiquitousItemDownloadingStatus = state.downloadingStatus
         ubiquitousItemIsDownloading = state.isDownloading
         ubiquitousItemDownloadRequested = state.downloadRequested
-        ubiquitousItemIsUploaded = state.sync == "uploaded" || state.sync == "in conflict"
+        ubiquitousItemIsUploaded = state.sync == .uploaded || state.sync == .inConflict
         ubiquitousItemIsUploading = state.isUploading
         ubiquitousItemDownloadingError = state.downloadError
         ubiquitousItemUploadingError = state.uploadError
@@ -52,7 +52,7 @@ extension URL {
             return UbiquitousItemResourceValues(try UbiquitousItemControl.state(at: self))
         } catch let error as UbiquityError where error.code == .serviceUnavailable {
             let evicted = Placeholder.isEvicted(path)
-            return UbiquitousItemResourceValues(ItemSyncState(sync: "unknown", downloadingStatus: evicted ? .notDownloaded : .current,
+            return UbiquitousItemResourceValues(ItemSyncState(sync: .unknown, downloadingStatus: evicted ? .notDownloaded : .current,
                                                               downloadRequested: !evicted))
         }
     }

@@ -62,16 +62,7 @@ extension KeyValueStore {
     /// changes ``didChangeExternallyNotification`` posts, in order). The stream finishes when the
     /// store is released.
     public func changes() -> AsyncStream<Change> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(1024))
-        let id = state.withLock { state -> UInt64 in
-            state.nextContinuation += 1
-            state.continuations[state.nextContinuation] = continuation
-            return state.nextContinuation
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
-        }
-        return stream
+        changeStreams.subscribe()
     }
 
     func startPolling() {
@@ -150,15 +141,15 @@ extension KeyValueStore {
         }
         guard owner else { return }
         while true {
-            let next = state.withLock { state -> (Change, [AsyncStream<Change>.Continuation])? in
+            let next = state.withLock { state -> Change? in
                 guard !state.pending.isEmpty else {
                     state.delivering = false
                     return nil
                 }
-                return (state.pending.removeFirst(), Array(state.continuations.values))
+                return state.pending.removeFirst()
             }
-            guard let (change, continuations) = next else { return }
-            for continuation in continuations { continuation.yield(change) }
+            guard let change = next else { return }
+            changeStreams.yield(change)
             notificationCenter.post(name: Self.didChangeExternallyNotification, object: self,
                                     userInfo: [Self.changeReasonKey: change.reason.rawValue, Self.changedKeysKey: change.changedKeys])
         }

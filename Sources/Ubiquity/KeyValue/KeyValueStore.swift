@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Synchronization
+import UbiquityCore
 import UbiquityStore
 
 /// The iCloud key-value store (`NSUbiquitousKeyValueStore`): small values by key, the same on
@@ -59,6 +60,8 @@ public final class KeyValueStore: Sendable {
     let notificationCenter: NotificationCenter
     let logger: Logger
     let state: Mutex<State>
+    /// The streams of ``changes()``.
+    let changeStreams = Broadcaster<Change>(bufferingPolicy: .bufferingNewest(1024))
     /// Serialises refreshes, so that two threads never process one logged change twice.
     let refreshLock = Mutex(())
     /// One timer thread for every store's polling.
@@ -70,8 +73,6 @@ public final class KeyValueStore: Sendable {
         var dataVersion: Int64
         var lastSequence: Int64
         var polling = false
-        var continuations: [UInt64: AsyncStream<Change>.Continuation] = [:]
-        var nextContinuation: UInt64 = 0
         var pending: [Change] = []
         var delivering = false
     }
@@ -107,10 +108,6 @@ public final class KeyValueStore: Sendable {
         }
         state = Mutex(State(values: values, dataVersion: version, lastSequence: sequence))
         startPolling()
-    }
-
-    deinit {
-        for continuation in state.withLock({ $0.continuations.values }) { continuation.finish() }
     }
 
     static func visible(_ entries: [String: KeyValueDatabase.Entry]) -> [String: Value] {

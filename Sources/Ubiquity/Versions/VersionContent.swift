@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Glibc
 import UbiquityCore
@@ -57,7 +58,7 @@ enum VersionContent {
 
     /// Reads `input` to its end, hashing, and writes the bytes to `output` when given.
     private static func pump(from input: Int32, path: String, to output: Int32?, destinationPath: String?) throws -> Summary {
-        var digest = SHA256Digest()
+        var digest = SHA256()
         var size: Int64 = 0
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -69,11 +70,11 @@ enum VersionContent {
             if count == 0 { break }
             try buffer.withUnsafeBytes { raw in
                 let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<count])
-                digest.update(chunk)
+                digest.update(bufferPointer: chunk)
                 if let output { try SafeSave.writeAll(output, chunk, path: destinationPath ?? path) }
             }
             size += Int64(count)
         }
-        return Summary(size: size, sha256: digest.hexDigest())
+        return Summary(size: size, sha256: digest.finalize().hex)
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 
 /// The two kinds of asset identity (`fileChecksum`) this project uses, and the pure functions
@@ -87,23 +88,14 @@ public enum AssetChecksum {
     }
 
     /// The version-1 chunk-list checksum (standard base64 of 33 bytes) of content whose FastCDC
-    /// (``chunking``) chunks are `chunks` (whole hashes, in order). `sha256` computes a digest
-    /// (the caller's fast one; by default this module's portable one).
-    public static func chunkList(_ chunks: [AssetChunkRef], sha256: ([UInt8]) -> [UInt8] = AssetChecksum.portableSHA256) -> String {
-        let digest = sha256(chunkListPreimage(chunks))
-        return Data([chunkListVersion] + digest).base64EncodedString()
+    /// (``chunking``) chunks are `chunks` (whole hashes, in order).
+    public static func chunkList(_ chunks: [AssetChunkRef]) -> String {
+        let digest = SHA256.hash(data: chunkListPreimage(chunks))
+        return Data([chunkListVersion] + Array(digest)).base64EncodedString()
     }
 
     /// Whether `chunks` (whole hashes) are the list `checksum` (a chunk-list checksum) names.
-    public static func chunkList(_ chunks: [AssetChunkRef], matches checksum: String,
-                                 sha256: ([UInt8]) -> [UInt8] = AssetChecksum.portableSHA256) -> Bool {
-        kind(of: checksum) == .chunkList && chunkList(chunks, sha256: sha256) == checksum
-    }
-
-    /// SHA-256 by this module's portable implementation (no crypto dependency here).
-    public static func portableSHA256(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = SHA256Digest()
-        bytes.withUnsafeBytes { digest.update($0) }
-        return Hex.decode(digest.hexDigest()) ?? []
+    public static func chunkList(_ chunks: [AssetChunkRef], matches checksum: String) -> Bool {
+        kind(of: checksum) == .chunkList && chunkList(chunks) == checksum
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 
 /// A chunk list written relative to an earlier one (the previous version's, which the other side
@@ -146,7 +147,7 @@ public struct AssetChunkListDelta: Sendable, Hashable {
     /// (``AssetChunkList/pack(_:hashBytes:)`` before base64). An integrity check against a
     /// mismatched base, not an identity: the content's checksum is still what is trusted.
     public static func listChecksum(_ chunks: [AssetChunkRef], hashBytes: Int = 32) -> String {
-        var digest = SHA256Digest()
+        var digest = SHA256()
         var record = [UInt8](repeating: 0, count: hashBytes + 4)
         for chunk in chunks {
             let hash = Hex.decode(String(chunk.hash.prefix(hashBytes * 2))) ?? []
@@ -156,8 +157,8 @@ public struct AssetChunkListDelta: Sendable, Hashable {
             record[hashBytes + 1] = UInt8(size >> 16 & 0xFF)
             record[hashBytes + 2] = UInt8(size >> 8 & 0xFF)
             record[hashBytes + 3] = UInt8(size & 0xFF)
-            record.withUnsafeBytes { digest.update($0) }
+            record.withUnsafeBytes { digest.update(bufferPointer: $0) }
         }
-        return digest.hexDigest()
+        return digest.finalize().hex
     }
 }

@@ -159,6 +159,8 @@ public struct IndexStatusReport: Codable, Sendable {
     public var rebuilt: Bool
     /// Warnings for the user (overflow, watch limit), most recent last.
     public var messages: [String]
+    /// The daemon's folder sync, when it syncs one (nil from a daemon that predates it).
+    public var sync: SyncHealthReport?
 
     /// One indexed root.
     public struct Root: Codable, Sendable {

@@ -6,8 +6,8 @@ import UbiquityCore
 /// and the library's ubiquitous resource values are made of (Apple's `NSURLUbiquitousItem…`
 /// keys).
 public struct ItemSyncState: Codable, Sendable, Hashable {
-    /// `uploaded`, `uploading`, `in conflict` or `excluded`.
-    public var sync: String
+    /// Uploaded, uploading, in conflict, excluded (or unknown).
+    public var sync: SyncItemStatus
     /// `NSMetadataUbiquitousItemDownloadingStatusCurrent`, `…Downloaded` or `…NotDownloaded`.
     public var downloadingStatus: UbiquitousDownloadingStatus
     /// Whether a download runs.
@@ -30,7 +30,7 @@ public struct ItemSyncState: Codable, Sendable, Hashable {
     public var isPinned: Bool?
 
     /// A state from its parts.
-    public init(sync: String, downloadingStatus: UbiquitousDownloadingStatus = .current, isDownloading: Bool = false,
+    public init(sync: SyncItemStatus, downloadingStatus: UbiquitousDownloadingStatus = .current, isDownloading: Bool = false,
                 percentDownloaded: Double? = nil, downloadRequested: Bool = true, isUploading: Bool = false, percentUploaded: Double? = nil,
                 uploadError: String? = nil, downloadError: String? = nil) {
         self.sync = sync

@@ -19,7 +19,7 @@ public actor Indexer {
     private var roots: [String: IgnoreRules] = [:]
     private var warnings: [String: [ScanWarning]] = [:]
     private let worker = BackgroundThread(name: "ubiquity.indexer", nice: Indexer.niceness)
-    private nonisolated let subscribers = DeltaSubscribers()
+    private nonisolated let subscribers = Broadcaster<IndexDelta>()
 
     /// An indexer writing `index` with `scanner`.
     public init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
@@ -32,7 +32,7 @@ public actor Indexer {
     /// (the daemon's threads run at 0, the indexer's at 10).
     public static let niceness: Int32 = 10
 
-    deinit { subscribers.finishAll() }  // (the worker's thread ends with it: BackgroundThread.deinit)
+    deinit { subscribers.finish() }  // (the worker's thread ends with it: BackgroundThread.deinit)
 
     /// A new subscription to the deltas this indexer writes, from now on: each access of this
     /// property makes one more subscriber, and every subscriber gets every non-empty delta.

@@ -8,7 +8,7 @@ struct IndexerJob: Sendable {
     let scanner: TreeScanner
     let logger: Logger
     let roots: [String: IgnoreRules]
-    let subscribers: DeltaSubscribers
+    let subscribers: Broadcaster<IndexDelta>
 
     /// Publishes a step's delta and keeps it for the job's merged result.
     func publish(_ delta: IndexDelta, into steps: inout [IndexDelta]) {
@@ -214,4 +214,15 @@ struct IndexerJob: Sendable {
     private func descendantsOnly(_ path: String) throws -> [String] {
         try index.records(under: path).map(\.path)
     }
+}
+
+extension Broadcaster where Element == IndexDelta {
+    /// Hands `delta` to every subscriber, unless it is empty.
+    func publish(_ delta: IndexDelta) {
+        guard !delta.isEmpty else { return }
+        yield(delta)
+    }
+
+    /// Whether nobody subscribes now.
+    var isEmpty: Bool { subscriberCount == 0 }
 }

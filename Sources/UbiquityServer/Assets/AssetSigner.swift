@@ -261,7 +261,7 @@ public struct AssetSigner: Sendable {
 
     private func sign(_ payload: [UInt8]) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: payload, using: key)
-        return Self.base64URL(payload + Array(mac))
+        return Base64URL.encode(payload + Array(mac))
     }
 
     /// Decodes, checks the MAC, version and kind, and returns a reader after the header.
@@ -272,11 +272,11 @@ public struct AssetSigner: Sendable {
         case .receipt: what = "receipt"
         case .download: what = "download URL"
         }
-        guard let bytes = Self.decodeBase64URL(token), bytes.count > 34 else { throw Self.malformed(what) }
+        guard let bytes = Base64URL.decode(token), bytes.count > 34 else { throw Self.malformed(what) }
         let payload = Array(bytes[..<(bytes.count - 32)])
         let mac = Array(bytes[(bytes.count - 32)...])
         let expected = Array(HMAC<SHA256>.authenticationCode(for: payload, using: key))
-        guard Self.constantTimeEqual(mac, expected) else {
+        guard AuthEncoding.constantTimeEquals(mac, expected) else {
             throw AssetSignatureError(reason: .forged, message: "the \(what) was not issued by this server or was altered")
         }
         guard payload[0] == Self.version else { throw Self.malformed(what) }
@@ -290,30 +290,7 @@ public struct AssetSigner: Sendable {
         AssetSignatureError(reason: .malformed, message: "the \(what) is malformed")
     }
 
-    /// Whether two byte strings are equal, in time that depends only on their lengths.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
-    }
-
     private static func format(_ date: Date) -> String { date.formatted(.iso8601) }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.last == "=" { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-    }
-
-    static func decodeBase64URL(_ text: String) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }) else {
-            return nil
-        }
-        var standard = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map { [UInt8]($0) }
-    }
 }
 
 /// Appends token fields.

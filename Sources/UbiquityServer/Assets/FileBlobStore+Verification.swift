@@ -49,7 +49,7 @@ extension FileBlobStore {
         try Self.checkChunkRefs(chunks)
         let listChecksum = AssetChecksum.kind(of: claimed) == .chunkList
         if listChecksum {
-            let actual = AssetChecksum.chunkList(chunks, sha256: { Array(SHA256.hash(data: $0)) })
+            let actual = AssetChecksum.chunkList(chunks)
             guard actual == claimed else {
                 throw UbiquityError(.invalidArgument, "fileChecksum: the chunk list's checksum is \(actual), not the claimed \(claimed)")
             }

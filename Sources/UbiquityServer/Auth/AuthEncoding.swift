@@ -48,17 +48,6 @@ enum AuthEncoding {
         return text
     }
 
-    /// base64url (RFC 4648 §5) without padding: safe in URLs, query strings and cookies.
-    static func base64URL<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        var out = Array(Data(bytes).base64EncodedString().utf8)
-        while out.last == UInt8(ascii: "=") { out.removeLast() }
-        for index in out.indices {
-            if out[index] == UInt8(ascii: "+") { out[index] = UInt8(ascii: "-") }
-            else if out[index] == UInt8(ascii: "/") { out[index] = UInt8(ascii: "_") }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Decodes base64 in either alphabet (standard or URL-safe), with or without padding, ignoring
     /// surrounding whitespace. Nil when the text is not base64.
     static func decodeBase64(lenient text: String) -> [UInt8]? {

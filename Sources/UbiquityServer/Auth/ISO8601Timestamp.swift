@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 
-/// A small, allocation-light ISO 8601 date-time parser and formatter for signing dates
-/// (no `DateFormatter`, no `Calendar`: pure and safe from any thread).
+/// A strict ISO 8601 date-time parser for the dates of signed requests. Formatting is
+/// Foundation's (`ServerToServerSignature.formatDate(_:)`); parsing is not, because Foundation's
+/// `ISO8601FormatStyle` is lenient where a signature check must not be: it takes 2016-02-30 as
+/// March 1st, 24:00 as the next day, and ignores text after the time zone.
 enum ISO8601Timestamp {
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM|±HH)`; `T` and `Z` in either case.
     /// Nil for anything else, including out-of-range fields and missing time zones.
@@ -81,20 +83,6 @@ enum ISO8601Timestamp {
         return Date(timeIntervalSince1970: Double(seconds)).addingTimeInterval(fraction)
     }
 
-    /// `YYYY-MM-DDTHH:MM:SSZ` in UTC, whole seconds (fractions dropped), as CloudKit signs.
-    static func format(_ date: Date) -> String {
-        let total = Int(date.timeIntervalSince1970.rounded(.down))
-        let days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
-        let secondOfDay = total - days * 86_400
-        let (year, month, day) = civilFromDays(days)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))Z"
-    }
-
     private static func isLeap(_ year: Int) -> Bool {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
     }
@@ -115,18 +103,5 @@ enum ISO8601Timestamp {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The proleptic Gregorian date of a day count since 1970-01-01.
-    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

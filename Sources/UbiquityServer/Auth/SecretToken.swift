@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import UbiquityCore
 
 /// Random bearer secrets (API tokens, web-auth tokens, session IDs) and what the store keeps of
 /// them.
@@ -17,7 +18,7 @@ public enum SecretToken {
 
     /// A fresh token: 32 bytes from the system's secure random generator, unpadded base64url.
     public static func generate() -> String {
-        AuthEncoding.base64URL(AuthEncoding.randomBytes(count: byteCount))
+        Base64URL.encode(AuthEncoding.randomBytes(count: byteCount))
     }
 
     /// The lowercase hex SHA-256 of the token's UTF-8: what the store keeps and looks tokens up by.

@@ -176,10 +176,11 @@ public enum ServerToServerSignature {
 
     /// The date as clients sign it: UTC, whole seconds, `Z` (`2016-01-25T22:15:43Z`).
     public static func formatDate(_ date: Date) -> String {
-        ISO8601Timestamp.format(date)
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)).formatted(.iso8601)
     }
 
-    /// Parses a signing date: ISO 8601 with `Z` or an offset, optional fractional seconds.
+    /// Parses a signing date: ISO 8601 with `Z` or an offset, optional fractional seconds;
+    /// nothing else (``ISO8601Timestamp``).
     public static func parseDate(_ text: String) -> Date? {
         ISO8601Timestamp.parse(text)
     }

@@ -143,6 +143,6 @@ extension RecordsEngine {
     /// Whether stored fields JSON may hold an asset (type `ASSETID` or `ASSETID_LIST`): any
     /// text naming it, a string value included (then the record just takes the longer way).
     static func mayHoldAssets(_ fieldsText: String) -> Bool {
-        fieldsText.utf8.contains("ASSETID".utf8)
+        ByteSearch.contains(fieldsText, "ASSETID")
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import UbiquityCore
 
@@ -136,6 +137,6 @@ extension RecordsEngine {
             members["db"] = .string(key.description)
             identity = .object(members)
         }
-        return String(SHA256Digest.hexHash(identity.serialized()).prefix(24))
+        return String(SHA256.hexHash(identity.serialized()).prefix(24))
     }
 }

@@ -33,14 +33,11 @@ enum SyncToken {
 
     /// The text of a base64url token; nil when it is not base64url UTF-8.
     static func decodeText(_ token: String) -> String? {
-        var text = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.utf8.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text) else { return nil }
-        return String(data: data, encoding: .utf8)
+        guard let bytes = Base64URL.decode(token) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     static func encode(_ text: String) -> String {
-        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(text.utf8)
     }
 }

@@ -56,6 +56,12 @@ struct DeviceAuthRoutes: Sendable {
         }
         router.post("/auth/device/verify") { request, _ -> Response in
             guard let body = try await Self.body(request, budget: budget), let token = body["webAuthToken"]?.stringValue else { return Self.malformed() }
+            // a web-auth token opens one container and only with its API token: it cannot sync a
+            // device, so a sign-in with it must fail here, not at every sync pass after it
+            guard SecretToken.isDeviceToken(token) else {
+                return PushRoutes.error(WireError(.authenticationFailed, "not a device token: a web-auth token signs a web app in to one container (with its API token); a device signs in with a password or a device token"),
+                                        status: .unauthorized)
+            }
             guard let account = try await admin.account(forToken: token) else {
                 return PushRoutes.error(WireError(.authenticationFailed, "the token is not valid (expired, revoked or unknown)"), status: .unauthorized)
             }

@@ -53,11 +53,24 @@ public struct SignInBackoff: Sendable {
         if entry.blockedUntil <= now, now - entry.lastFailure >= maximumDelay { entry.failures = 0 }
         entry.failures += 1
         entry.lastFailure = now
-        if entry.failures > freeFailures {
-            let exponent = min(entry.failures - freeFailures - 1, 30)
-            entry.blockedUntil = now + min(maximumDelay, Double(1 << exponent))
-        }
+        if entry.failures > freeFailures { entry.blockedUntil = now + delay(afterFailures: entry.failures) }
         return entry
+    }
+
+    /// `entry`, counted as failing when its attempt began, once the password is known to be
+    /// wrong at `now`: its wait runs from the answer, not from the start of a check that may
+    /// take seconds (scrypt on a busy machine); nil stays nil.
+    public func confirmingFailure(_ entry: Entry?, now: Double) -> Entry? {
+        guard var entry else { return nil }
+        entry.lastFailure = max(entry.lastFailure, now)
+        if entry.failures > freeFailures { entry.blockedUntil = max(entry.blockedUntil, now + delay(afterFailures: entry.failures)) }
+        return entry
+    }
+
+    /// The wait after `failures` failures in a row (more than the free ones): 1 s, doubling, at
+    /// most ``maximumDelay``.
+    func delay(afterFailures failures: Int) -> Double {
+        min(maximumDelay, Double(1 << min(failures - freeFailures - 1, 30)))
     }
 
     /// `entry` with one failure recorded before its outcome was known taken back (the attempt

@@ -65,12 +65,21 @@ public final class SignInGuard: Sendable {
         }
     }
 
-    /// The outcome of an attempt let through by ``begin(user:address:)``: a right password
-    /// forgets the account's failures and takes back the address's count of this attempt (a
-    /// guesser's own account must not reset the address's other failures).
+    /// The outcome of an attempt let through by ``begin(user:address:)``: a wrong password's
+    /// wait runs from now, the answer; a right password forgets the account's failures and takes
+    /// back the address's count of this attempt (a guesser's own account must not reset the
+    /// address's other failures).
     public func finish(user: String, address: String, success: Bool) async throws {
-        guard success else { return }
-        let perAddress = self.perAddress
+        let perAccount = self.perAccount, perAddress = self.perAddress
+        guard success else {
+            let now = clock()
+            try await store.write { tx in
+                let accountKey = Self.accountKey(user, address), addressKey = Self.addressKey(address)
+                try tx.setSignInBackoff(accountKey, perAccount.confirmingFailure(try tx.signInBackoff(accountKey, forUpdate: true), now: now))
+                try tx.setSignInBackoff(addressKey, perAddress.confirmingFailure(try tx.signInBackoff(addressKey, forUpdate: true), now: now))
+            }
+            return
+        }
         try await store.write { tx in
             let addressKey = Self.addressKey(address)
             try tx.setSignInBackoff(Self.accountKey(user, address), nil)

@@ -155,4 +155,22 @@ public enum Doctor {
         }
         return DoctorFinding("clock", .ok, "within \(max(1, abs(rounded))) s of the server's")
     }
+
+    /// The daemon's folder sync: fails when its passes keep failing (``SyncHealthReport/isFailing``),
+    /// with the last error; warns after a failure or two.
+    public static func sync(_ report: SyncHealthReport, now: Date = Date()) -> DoctorFinding {
+        guard report.consecutiveFailures > 0 else {
+            let last = report.lastSuccess.map { " (last pass \(Int(max(0, now.timeIntervalSince($0)).rounded())) s ago)" } ?? " (no pass has finished yet)"
+            return DoctorFinding("sync", .ok, "\(report.folder) syncs\(last)")
+        }
+        let since = report.failingSince.map { " for \(Int(max(0, now.timeIntervalSince($0)).rounded())) s" } ?? ""
+        let error = report.lastError ?? "no error was kept"
+        let refused = error.localizedCaseInsensitiveContains("authenticat") || error.localizedCaseInsensitiveContains("token")
+        let fix = refused ? "sign in again: `ubiq account login --server URL --user NAME`" : "look at the daemon's log (`journalctl --user -u ubiquity-daemon` or its terminal)"
+        guard report.isFailing else {
+            return DoctorFinding("sync", .warning, "the last pass of \(report.folder) failed (it is retried): \(error)", fix: fix)
+        }
+        return DoctorFinding("sync", .failure, "nothing is uploaded or downloaded: \(report.consecutiveFailures) passes of \(report.folder) failed in a row\(since); the last error: \(error)",
+                             fix: fix)
+    }
 }

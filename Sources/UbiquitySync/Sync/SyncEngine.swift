@@ -47,6 +47,8 @@ public actor SyncEngine {
     nonisolated let wakeContinuation: AsyncStream<Void>.Continuation
     nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
     nonisolated let passes = Atomic<Int>(0)
+    /// Whether the passes succeed, and the last error while they do not (``healthReport()``).
+    var health = SyncHealth()
     /// What the next pass's local part looks at (the watcher's paths, or everything).
     nonisolated let scope = Mutex<LocalScope>(LocalScope())
     /// Whether the next pass fetches the zone's changes: set by push, the poll, start, failures
@@ -241,7 +243,6 @@ public actor SyncEngine {
     public nonisolated var completedPasses: Int { passes.load(ordering: .relaxed) }
 
     func run() async {
-        var failures = 0
         let clock = ContinuousClock()
         var notBefore = clock.now
         for await _ in wakeStream {
@@ -254,15 +255,15 @@ public actor SyncEngine {
             // while a pass runs are folded into one (the stream keeps the newest only)
             do {
                 try await pass(pullingRemote: remoteDirty.exchange(false, ordering: .relaxed))
-                failures = 0
+                health.passSucceeded(at: Date())
                 passes.add(1, ordering: .relaxed)
             } catch is CancellationError {
                 return
             } catch {
-                failures += 1
+                health.passFailed(Self.describe(error), at: Date())
                 scope.withLock { $0.full = true }  // what the failed pass took is looked at again
                 remoteDirty.store(true, ordering: .relaxed)
-                let delay = min(30.0, 0.5 * pow(2.0, Double(min(failures, 6))))
+                let delay = min(30.0, 0.5 * pow(2.0, Double(min(health.consecutiveFailures, 6))))
                 notBefore = clock.now + .milliseconds(Int64(delay * 1000))
                 logger.warning("sync pass failed; retrying in \(delay) s", metadata: ["ubiquity.error": "\(error)"])
                 Task { [wakeContinuation] in
@@ -271,6 +272,16 @@ public actor SyncEngine {
                 }
             }
         }
+    }
+
+    /// Whether the passes succeed, and the last error while they do not (for `ubiq doctor`).
+    public func healthReport() -> SyncHealthReport {
+        health.report(folder: folder)
+    }
+
+    /// An error as the health report shows it: a CloudKit error's reason, else its description.
+    static func describe(_ error: any Error) -> String {
+        (error as? CloudKitError)?.reason ?? "\(error)"
     }
 
     /// One pass: remote changes first, then local ones.

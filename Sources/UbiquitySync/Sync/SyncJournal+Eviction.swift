@@ -149,7 +149,7 @@ extension SyncJournal {
         let entry = try? entry(path: relative)
         let evicted = entry.map { (try? isEvicted($0.id)) ?? false } ?? false
         let transfer = (try? self.transfer(path: relative)) ?? SyncTransfer()
-        var state = ItemSyncState(sync: status.rawValue)
+        var state = ItemSyncState(sync: status)
         state.downloadingStatus = evicted ? .notDownloaded : transfer.isDownloading ? .downloaded : .current
         state.isDownloading = transfer.isDownloading
         state.percentDownloaded = transfer.isDownloading ? transfer.percentDownloaded ?? 0 : nil

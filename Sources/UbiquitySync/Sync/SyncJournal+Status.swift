@@ -1,18 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
-
-/// An item's sync state as `ubiq status` shows it.
-public enum SyncItemStatus: String, Sendable {
-    /// The server has this version.
-    case uploaded
-    /// Changed (or new) here and not sent yet.
-    case uploading
-    /// Has unresolved conflict versions.
-    case inConflict = "in conflict"
-    /// Carries the skip-backup attribute: never uploaded.
-    case excluded
-}
+import UbiquityIndex
 
 extension SyncJournal {
     /// The folder of journals: `$XDG_STATE_HOME/ubiquity/sync`.

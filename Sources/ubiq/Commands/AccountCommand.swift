@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityServer
 
 /// `ubiq account login|logout|status`: the account this device is signed in to.
 struct AccountCommand: AsyncParsableCommand {
@@ -80,6 +81,14 @@ struct AccountCommand: AsyncParsableCommand {
             if passwordStdin && token != nil { throw ValidationError("--password-stdin and --token exclude each other") }
             if resolvedServer == nil { throw ValidationError("--server: expected the server's URL (or set $UBIQUITY_SERVER)") }
             if let token, token.isEmpty { throw ValidationError("--token: expected a token, got an empty string") }
+            if let token, !SecretToken.isDeviceToken(token) {
+                throw ValidationError("""
+                    --token: expected a device token (it starts with \(SecretToken.devicePrefix)), from \
+                    `ubiq admin user token NAME --device`. The token `ubiq admin user add` prints is a web-auth \
+                    token: it signs a web app in to one container, together with that container's API token, and \
+                    cannot sync a device. Or sign in with --user NAME and a password.
+                    """)
+            }
             if let deviceName, deviceName.isEmpty || deviceName.contains(where: \.isNewline) || deviceName.utf8.count > 255 {
                 throw ValidationError("--device-name: expected one line of 1 to 255 bytes")
             }

@@ -173,6 +173,8 @@ struct Daemon: AsyncParsableCommand {
             sync = AccountSync(configuration: configuration, hooks: hooks, index: indexService, logger: logger)
             // `ubiq evict`, `ubiq download`, the library's evict and download go to the folder sync
             indexService.setSyncRequests { [sync] request, send in try await sync.handle(request, send: send) }
+            // `ubiq doctor` hears whether the sync's passes keep failing, and why
+            indexService.setSyncHealth { [sync] in await sync.healthReport() }
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
             coordinationService = try CoordinationService(socketPath: path, logger: logger)
             // a conflict resolved by any process (`ubiq resolve`, an app) reaches the other devices at once

@@ -45,7 +45,7 @@ struct DoctorCommand: AsyncParsableCommand {
 
         let walk = folderExists ? Doctor.walk(folderPath) : nil
         findings += Doctor.inotify(limits: Doctor.readInotifyLimits(), directories: walk?.directories)
-        findings.append(daemonFinding())
+        findings += daemonFindings()
         if mounted == nil {
             findings.append(Doctor.folder(folderPath, fileSystem: folderExists ? Doctor.fileSystem(of: folderPath) : nil, exists: folderExists))
         }
@@ -72,16 +72,18 @@ struct DoctorCommand: AsyncParsableCommand {
         if findings.contains(where: { $0.level == .failure }) { throw ExitCode.failure }
     }
 
-    func daemonFinding() -> DoctorFinding {
+    /// The daemon, and its folder sync's health when it syncs one.
+    func daemonFindings() -> [DoctorFinding] {
         do {
             let reply = try MetadataQueryControl.request(ControlWire.Request(op: "status"))
-            guard let status = reply.status else { return DoctorFinding("daemon", .warning, "the daemon answered without a status") }
+            guard let status = reply.status else { return [DoctorFinding("daemon", .warning, "the daemon answered without a status")] }
             let messages = status.messages.isEmpty ? "" : "; it reports: " + status.messages.joined(separator: "; ")
-            return DoctorFinding("daemon", status.messages.isEmpty ? .ok : .warning,
-                                 "running: \(status.items) items indexed, \(status.watches) watches\(messages)")
+            let daemon = DoctorFinding("daemon", status.messages.isEmpty ? .ok : .warning,
+                                       "running: \(status.items) items indexed, \(status.watches) watches\(messages)")
+            return [daemon] + (status.sync.map { [Doctor.sync($0)] } ?? [])
         } catch {
-            return DoctorFinding("daemon", .warning, "no daemon answers on \(ControlWire.socketPath()): nothing syncs and queries scan on their own",
-                                 fix: "start it: `ubiq daemon &` (or as a systemd user service)")
+            return [DoctorFinding("daemon", .warning, "no daemon answers on \(ControlWire.socketPath()): nothing syncs and queries scan on their own",
+                                  fix: "start it: `ubiq daemon &` (or as a systemd user service)")]
         }
     }
 

@@ -215,12 +215,12 @@ final class EditorSession: Sendable {
     /// The `sync` text and the whole percent of a running transfer: a download wins over an
     /// upload, both over `evicted` (a placeholder); conflicts and exclusion win over all.
     static func syncText(_ item: ItemSyncState) -> (String, Int?) {
-        if item.sync == SyncItemStatus.excluded.rawValue || item.sync == SyncItemStatus.inConflict.rawValue { return (item.sync, nil) }
+        if item.sync == .excluded || item.sync == .inConflict { return (item.sync.rawValue, nil) }
         if item.isDownloading { return ("downloading", Int((item.percentDownloaded ?? 0).rounded(.down))) }
         // no percentage before the first byte went out (a save waiting for its upload)
         if item.isUploading { return ("uploading", item.percentUploaded.flatMap { $0 > 0 ? Int($0.rounded(.down)) : nil }) }
         if item.downloadingStatus == .notDownloaded { return ("evicted", nil) }
-        return (item.sync, nil)
+        return (item.sync.rawValue, nil)
     }
 
     /// The synced folder holding `path` (existing or not), if any.

@@ -152,7 +152,7 @@ struct Status: ParsableCommand {
             "modified": DocumentCommandIO.timestamp(stamp?.modificationDate) ?? NSNull(),
             "excluded": excluded,
             "conflicts": conflicts,
-            "sync": sync?.sync ?? NSNull(),
+            "sync": sync?.sync.rawValue ?? NSNull(),
         ]
         if let sync {
             state["downloadingStatus"] = StatusLine.name(sync.downloadingStatus)

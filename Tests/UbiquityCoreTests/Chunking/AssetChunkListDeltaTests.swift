@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Testing
 @testable import UbiquityCore
@@ -8,7 +9,7 @@ import Testing
 @Suite struct AssetChunkListDeltaTests {
     /// A made-up chunk with a distinct 64-digit hash.
     static func chunk(_ n: Int, size: Int = 65536) -> AssetChunkRef {
-        AssetChunkRef(hash: SHA256Digest.hexHash(Array("chunk-\(n)".utf8)), size: size)
+        AssetChunkRef(hash: SHA256.hexHash(Array("chunk-\(n)".utf8)), size: size)
     }
 
     static let base = (0..<1000).map { chunk($0, size: 40000 + $0) }

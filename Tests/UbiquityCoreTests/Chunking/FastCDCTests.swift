@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Testing
 import UbiquityCore
@@ -67,14 +68,14 @@ struct FastCDCTests {
         let original = Self.randomBytes(4 << 20, seed: 11)
         var edited = original
         edited.insert(0x42, at: original.count / 2 + 12_345)
-        let before = Set(Self.chunks(of: original).map { SHA256Digest.hexHash($0) })
-        let after = Self.chunks(of: edited).map { SHA256Digest.hexHash($0) }
+        let before = Set(Self.chunks(of: original).map { SHA256.hexHash($0) })
+        let after = Self.chunks(of: edited).map { SHA256.hexHash($0) }
         let changed = after.filter { !before.contains($0) }
         #expect(changed.count >= 1 && changed.count <= 2)
         // Changing one byte in place, too.
         var replaced = original
         replaced[original.count / 3] ^= 0xFF
-        #expect(Self.chunks(of: replaced).map { SHA256Digest.hexHash($0) }.filter { !before.contains($0) }.count <= 2)
+        #expect(Self.chunks(of: replaced).map { SHA256.hexHash($0) }.filter { !before.contains($0) }.count <= 2)
     }
 
     @Test("chunks average near the target size, and normalization keeps them between min and max")
@@ -111,7 +112,7 @@ struct FastCDCTests {
 
     @Test("chunk lists round-trip packed and as JSON; bad ones are refused with their path")
     func chunkLists() throws {
-        let chunks = (0..<5).map { AssetChunkRef(hash: SHA256Digest.hexHash([UInt8($0)]), size: 1000 * ($0 + 1)) }
+        let chunks = (0..<5).map { AssetChunkRef(hash: SHA256.hexHash([UInt8($0)]), size: 1000 * ($0 + 1)) }
         let packed = AssetChunkRef.packed(chunks)
         #expect(try AssetChunkRef.unpack(packed, path: "packedChunks") == chunks)
         let reader = try WireReader(.object(["chunks": .array(chunks.map(\.json))]), path: "")

@@ -58,6 +58,10 @@ import UbiquityServer
         let verified = try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"\#(token)"}"#)
         #expect(verified.json["userName"]?.stringValue == "mei")
         #expect(try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"ubqdev_forged"}"#).status == 401)
+        // a live web-auth token is not a device token: refused, saying so
+        let webAuth = try await Self.post(server, "/auth/device/verify", #"{"webAuthToken":"\#(server.userToken)"}"#)
+        #expect(webAuth.status == 401)
+        #expect(webAuth.json["reason"]?.stringValue?.contains("not a device token") == true)
 
         #expect(try await Self.post(server, "/auth/device/signout", #"{"webAuthToken":"\#(token)"}"#).status == 200)
         let after = try await server.send(.GET, "public", "users/current", token: token, apiToken: "")

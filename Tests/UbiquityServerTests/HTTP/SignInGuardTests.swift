@@ -23,6 +23,26 @@ import Testing
         }
     }
 
+    /// A wrong password's wait runs from its answer: a check that took seconds (scrypt on a busy
+    /// machine) does not use up the wait before the guesser hears it was wrong.
+    @Test func theWaitRunsFromTheAnswer() async throws {
+        try await StoreFixture.withStore(.sqlite) { store async throws in
+            let now = Mutex<Double>(1_000)
+            let signInGuard = SignInGuard(store: store, clock: { now.withLock { $0 } })
+            for _ in 0..<6 {
+                #expect(try await signInGuard.begin(user: "mei", address: "10.0.0.5") == nil)
+                now.withLock { $0 += 5 }  // the check takes 5 s
+                try await signInGuard.finish(user: "mei", address: "10.0.0.5", success: false)
+            }
+            #expect(try await signInGuard.wait(user: "mei", address: "10.0.0.5") == 1)
+            now.withLock { $0 += 1.5 }
+            #expect(try await signInGuard.begin(user: "mei", address: "10.0.0.5") == nil)
+            now.withLock { $0 += 5 }
+            try await signInGuard.finish(user: "mei", address: "10.0.0.5", success: false)
+            #expect(try await signInGuard.wait(user: "mei", address: "10.0.0.5") == 2)
+        }
+    }
+
     /// A right password forgets the account's failures and does not count against the address.
     @Test func successTakesBackItsCount() async throws {
         try await StoreFixture.withStore(.sqlite) { store async throws in

@@ -11,7 +11,8 @@ import UbiquityCore
         let device = Device()
         let data = device.root.appendingPathComponent("server").path
         #expect(try device.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "correct horse").status == 0)
-        #expect(try device.run(["admin", "--data", data, "user", "add", "ravi"]).status == 0)
+        let webAuth = try device.run(["admin", "--data", data, "user", "add", "ravi"])
+        #expect(webAuth.status == 0)
         let server = try ServeCLITests.startServer(device, ["--data", data])
         defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
 
@@ -55,7 +56,15 @@ import UbiquityCore
         // the previous device token is revoked
         let issued = try device.run(["admin", "--data", data, "user", "token", "ravi", "--device"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(issued.hasPrefix("ubqdev_"))
-        #expect(try device.run(["account", "login", "--server", server.url, "--token", "not-a-token"]).status == 77)
+        #expect(try device.run(["account", "login", "--server", server.url, "--token", "not-a-token"]).status == 64)
+        #expect(try device.run(["account", "login", "--server", server.url, "--token", "ubqdev_" + String(repeating: "A", count: 43)]).status == 77)
+        // the web-auth token `user add` printed cannot sync a device: refused at login, naming the right one
+        let webToken = webAuth.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let refused = try device.run(["account", "login", "--server", server.url, "--token", webToken])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("user token NAME --device"), "\(refused.stderr)")
+        // and by the server, for any client that asks it
+        await #expect(throws: CloudKitError.self) { try await AccountSignIn(serverURL: URL(string: server.url)!).signIn(token: webToken, deviceName: "x") }
         let switched = try device.run(["account", "login", "--server", server.url, "--token", issued])
         #expect(switched.status == 0, "\(switched.stderr)")
         #expect(switched.stdout.contains("signed in as ravi"))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityCore
 
 /// `ubiq … --help` for every command.
 @Suite("CLI help")
@@ -51,6 +52,13 @@ struct CLIHelpTests {
         #expect(run.stdout.contains("USAGE: ubiq" + (command.isEmpty ? "" : " " + command)), "\(run)")
         #expect(Self.hasExample(run.stdout, command: command.split(separator: " ").first.map(String.init) ?? ""), "\(run)")
         #expect(run.stdout.contains("Examples:"), "every command's help has an Examples: section: \(run)")
+    }
+
+    @Test("--version prints the version and exits 0")
+    func version() throws {
+        let run = try Device().run(["--version"])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout == "ubiq \(UbiquityVersion.current)\n", "\(run)")
     }
 
     @Test("the example detector finds examples and ignores usage placeholders")

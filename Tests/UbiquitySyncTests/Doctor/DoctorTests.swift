@@ -2,7 +2,8 @@
 import Foundation
 import Testing
 import UbiquityCore
-import UbiquitySync
+@testable import UbiquitySync
+import UbiquityIndex
 
 /// `ubiq doctor`: the deciding parts without I/O, then the command against a real server.
 @Suite struct DoctorTests {
@@ -28,6 +29,29 @@ import UbiquitySync
         let skewed = Doctor.clock(skew: -300, server: "s")
         #expect(skewed.level == .warning && skewed.detail.contains("300 s behind"))
         #expect(Doctor.clock(skew: nil, server: "s").level == .warning)
+    }
+
+    /// The sync's health as the engine keeps it, and as doctor judges it: ok while passes
+    /// succeed, a warning after a failure or two, a failure with the last error after three.
+    @Test func syncHealthFromPassesToFindings() {
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        var health = SyncHealth()
+        #expect(Doctor.sync(health.report(folder: "/f"), now: start).level == .ok)
+        health.passSucceeded(at: start)
+        let fine = Doctor.sync(health.report(folder: "/f"), now: start.addingTimeInterval(5))
+        #expect(fine.level == .ok && fine.detail.contains("5 s ago"))
+        health.passFailed("missing ckAPIToken", at: start.addingTimeInterval(10))
+        #expect(Doctor.sync(health.report(folder: "/f")).level == .warning)
+        health.passFailed("network down", at: start.addingTimeInterval(11))
+        health.passFailed("missing ckAPIToken (or server-to-server signature headers)", at: start.addingTimeInterval(13))
+        let report = health.report(folder: "/f")
+        #expect(report.isFailing && report.consecutiveFailures == 3 && report.failingSince == start.addingTimeInterval(10))
+        let failing = Doctor.sync(report, now: start.addingTimeInterval(40))
+        #expect(failing.level == .failure)
+        #expect(failing.detail.contains("3 passes") && failing.detail.contains("for 30 s") && failing.detail.contains("missing ckAPIToken"))
+        #expect(failing.fix?.contains("ubiq account login") == true)
+        health.passSucceeded(at: start.addingTimeInterval(50))
+        #expect(health.report(folder: "/f") == SyncHealthReport(folder: "/f", lastSuccess: start.addingTimeInterval(50)))
     }
 
     @Test func theCommandChecksEverythingAndSaysWhatToFix() throws {

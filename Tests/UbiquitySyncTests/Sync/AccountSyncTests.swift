@@ -100,6 +100,48 @@ import UbiquityCore
 
     func home(_ device: SignedInDevice) -> URL { device.home }
 
+    /// Issue 25, accounts that cannot fail silently: when the device's token stops working, the
+    /// daemon's passes fail and `ubiq doctor` fails with the server's error; signing in again
+    /// (same account, new token) takes effect in the running daemon, and what was written
+    /// meanwhile reaches the other device.
+    @Test func aNewSignInReachesTheRunningDaemonAndDoctorTellsFailingPasses() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let a = SignedInDevice(), b = SignedInDevice()
+        try a.login(server.url, user: "mei", password: "pw-mei")
+        try b.login(server.url, user: "mei", password: "pw-mei")
+        try a.startDaemon()
+        try b.startDaemon()
+        try Data("first".utf8).write(to: a.folder.appendingPathComponent("first.txt"))
+        #expect(SyncEndToEndTests.eventually("B has the first note") { b.file("first.txt") == "first" })
+        func doctor() -> (status: Int32, sync: String) {
+            guard let run = try? a.device.run(["doctor", "--offline", "--folder", a.folder.path, "--json"]) else { return (-1, "") }
+            return (run.status, run.stdout.split(separator: "\n").first { $0.contains(#""check":"sync""#) }.map(String.init) ?? "")
+        }
+        #expect(SyncEndToEndTests.eventually("doctor says A syncs") { doctor().sync.contains(#""level":"ok""#) })
+
+        // A's token stops working (a token the server never issued, for the same account)
+        let accountFile = UbiquityAccountFile(url: a.device.root.appendingPathComponent("config/ubiquity/account.json"))
+        var account = try #require(try accountFile.read())
+        let good = account.deviceToken
+        account.deviceToken = "ubqdev_" + String(repeating: "A", count: 43)
+        try accountFile.write(account)
+        #expect(SyncEndToEndTests.eventually("doctor fails A's sync with the server's error", seconds: 60) {
+            let (status, sync) = doctor()
+            return status == 1 && sync.contains(#""level":"failure""#) && sync.contains("passes") && sync.contains("not valid")
+        }, "\(doctor())")
+        try Data("meanwhile".utf8).write(to: a.folder.appendingPathComponent("meanwhile.txt"))
+
+        // signing in again: the running daemon takes the new token, and the note goes through
+        try a.login(server.url, user: "mei", password: "pw-mei")
+        #expect(try accountFile.read()?.deviceToken != good)
+        #expect(SyncEndToEndTests.eventually("B gets what A wrote while its token failed", seconds: 60) { b.file("meanwhile.txt") == "meanwhile" })
+        #expect(SyncEndToEndTests.eventually("doctor says A syncs again") { doctor().sync.contains(#""level":"ok""#) })
+    }
+
     /// A file the server refuses for good (over its asset size limit) is reported once through
     /// the upload-failed hook and not retried at every pass; once it changes to fit, it syncs.
     @Test func anUploadRefusedForGoodIsNotRetriedUntilTheFileChanges() async throws {

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import Ubiquity
 import UbiquityCore
+import UbiquityIndex
 @testable import UbiquitySync
 
 /// The in-conflict state follows its item through renames (issue 6): after an item with an

@@ -45,7 +45,7 @@ import UbiquityCore
             #expect(stub.name == "doc.txt" && stub.size == 18 && stub.hash == SyncEndToEndTests.sha("the server's bytes"))
             #expect(Placeholder.isEvicted(file))
             let state = try a.engine.itemState(file)
-            #expect(state.downloadingStatus == .notDownloaded && state.sync == "uploaded")
+            #expect(state.downloadingStatus == .notDownloaded && state.sync == .uploaded)
             // passes on both sides change nothing, upload nothing
             try await a.engine.pass()
             try await b.engine.pass()

@@ -60,7 +60,7 @@ struct SyncStatusApplierTests {
         applier.submit(SyncStatusApplier.Change(status: .uploading), at: root + "/small")
         applier.submit(SyncStatusApplier.Change(status: .uploaded), at: root + "/small")
         applier.submit(SyncStatusApplier.Change(status: .uploading), at: root + "/big")
-        applier.submit(SyncStatusApplier.Change(transfer: ItemSyncState(sync: "uploading", isUploading: true, percentUploaded: 40)), at: root + "/big")
+        applier.submit(SyncStatusApplier.Change(transfer: ItemSyncState(sync: .uploading, isUploading: true, percentUploaded: 40)), at: root + "/big")
         var seen: [String: [UbiquitousAttributes]] = [:]
         for await delta in deltas {
             for record in delta.changed { seen[record.name, default: []].append(record.ubiquitous) }

@@ -71,6 +71,29 @@ struct IdentityMonitorTests {
         #expect(streamed.all == [UbiquityIdentityToken(account: Self.bob)])
     }
 
+    /// The daemon's stream: every rewrite, a new device token for the same account included
+    /// (not an identity change, so `changes()` stays quiet).
+    @Test func rewritesWithANewTokenAreStreamedToTheDaemon() async throws {
+        let file = UbiquityAccountFile(paths: sandbox.paths)
+        var account = Self.alice
+        account.deviceToken = "first"
+        try file.write(account)
+        let monitor = UbiquityIdentityMonitor(paths: sandbox.paths, notificationCenter: NotificationCenter(),
+                                              interval: .milliseconds(50))
+        let rewrites = ContainersRecorder<Bool>(), identities = ContainersRecorder<UbiquityIdentityToken?>()
+        let rewriteStream = monitor.accountFileRewrites(), identityStream = monitor.changes()
+        let consumers = [Task { for await _ in rewriteStream { rewrites.append(true) } },
+                         Task { for await token in identityStream { identities.append(token) } }]
+        defer { for consumer in consumers { consumer.cancel() } }
+        account.deviceToken = "second"
+        try file.write(account)
+        #expect(await containersEventually { !rewrites.all.isEmpty })
+        #expect(try file.read()?.deviceToken == "second")
+        try file.write(Self.bob)  // a marker: an identity change comes through both
+        #expect(await containersEventually { rewrites.all.count >= 2 && !identities.all.isEmpty })
+        #expect(identities.all == [UbiquityIdentityToken(account: Self.bob)])
+    }
+
     @Test func changesByAnotherProcessAreNoticed() async throws {
         let monitor = UbiquityIdentityMonitor(paths: sandbox.paths, notificationCenter: NotificationCenter(),
                                               interval: .milliseconds(50))

@@ -92,7 +92,4 @@ public struct AssetContentHasher: Sendable {
         }
         return hasher.finalize()
     }
-
-    /// SHA-256 by swift-crypto, for ``AssetChecksum/chunkList(_:sha256:)``.
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 }

@@ -70,7 +70,7 @@ extension AssetFileScan {
             total += Int64(chunk.size)
             if wasReused { reusedChunks += 1 } else { cutBytes += Int64(chunk.size) }
         }
-        let checksum = AssetChecksum.chunkList(chunks, sha256: AssetContentHasher.sha256)
+        let checksum = AssetChecksum.chunkList(chunks)
         let list = AssetChunkList(fileChecksum: checksum, size: total, chunking: chunking, chunks: chunks)
         return AssetFileScan(chunkList: list, before: before, after: after, reusedChunks: reusedChunks, cutBytes: cutBytes, previous: usable)
     }

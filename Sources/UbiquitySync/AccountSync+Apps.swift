@@ -33,7 +33,9 @@ extension AccountSync {
         let apps = AppContainerSync(paths: configuration.paths, driveContainer: configuration.containerIdentifier, links: links,
                                     registry: registry, interval: configuration.pollInterval, logger: logger,
                                     makeEngine: makeEngine)
-        apps.start()
+        // the index watches the containers folder: a container made on this disk is seen at once
+        apps.start(localChanges: index?.childFolderChanges(of: configuration.paths.containersDirectory.path,
+                                                          infoFile: UbiquityContainers.containerInfoFileName))
         self.apps = apps
         appLinks = links
     }

@@ -40,11 +40,13 @@ actor AppContainerSync {
     /// Set by ``stop()``: a look in flight (suspended at a request) starts nothing afterwards.
     var stopped = false
     /// The account's containers as last listed, and when (the list is fetched every `interval`;
-    /// this disk is looked at every `localInterval`).
+    /// this disk is looked at when the index says the containers folder changed, or every
+    /// `localInterval` without an index).
     var remote: [String: String?] = [:]
     var listed: ContinuousClock.Instant?
     let localInterval: Duration
-    nonisolated let loop = Mutex<Task<Void, Never>?>(nil)
+    /// The look loop, its timer and the relay of the folder's changes.
+    nonisolated let loop = Mutex<[Task<Void, Never>]>([])
 
     init(paths: UbiquityPaths, driveContainer: String, links: AppFolderLinks, registry: AppContainerRegistry,
          interval: Duration, logger: Logger, makeEngine: @escaping EngineFactory) {
@@ -58,23 +60,36 @@ actor AppContainerSync {
         self.makeEngine = makeEngine
     }
 
-    /// Starts looking for containers now, on this disk every 5 s (or `interval` when shorter)
-    /// and on the server every `interval`.
-    nonisolated func start() {
-        let task = Task { [self] in
+    /// Starts looking for containers now, then on this disk whenever `localChanges` (the index's
+    /// word that a folder in the containers folder came or went) has an element, and on the
+    /// server every `interval`; without `localChanges`, on this disk every 5 s (or `interval`
+    /// when shorter).
+    nonisolated func start(localChanges: AsyncStream<Void>? = nil) {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let period = localChanges == nil ? localInterval : interval
+        let timer = Task {
             while !Task.isCancelled {
-                await refresh()
-                try? await Task.sleep(for: localInterval)
+                wake.yield()
+                try? await Task.sleep(for: period)
             }
+            wake.finish()
         }
-        loop.withLock { $0 = task }
+        var tasks = [timer]
+        if let localChanges { tasks.append(Task { for await _ in localChanges { wake.yield() } }) }
+        tasks.append(Task { [self] in
+            for await _ in wakes {
+                if Task.isCancelled { return }
+                await refresh()
+            }
+        })
+        loop.withLock { $0 = tasks }
     }
 
     /// Stops every app engine and waits until their folders' locks are free. The links stay
     /// (the same account may carry on); ``AppFolderLinks/removeAll()`` takes them away.
     func stop() async {
         stopped = true
-        loop.withLock { $0?.cancel(); $0 = nil }
+        for task in loop.withLock({ tasks in defer { tasks = [] }; return tasks }) { task.cancel() }
         let stopped = engines.values.map(\.folder)
         for engine in engines.values { engine.stop() }
         engines = [:]

@@ -20,6 +20,8 @@ public final class IndexService: Sendable {
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let identity: Mutex<FileIdentity?>
     let syncStatusApplier: SyncStatusApplier
+    /// Every delta of the host of the moment, across rebuilds (``childFolderChanges(of:)``).
+    private let deltaRelay = Broadcaster<IndexDelta>()
 
     struct FileIdentity: Equatable {
         var device: UInt64
@@ -43,6 +45,45 @@ public final class IndexService: Sendable {
         syncStatusApplier = SyncStatusApplier(host: { box.current })
         control = try ControlService(socketPath: controlSocket, hostProvider: { box.current },
                                      databasePath: databasePath, logger: logger)
+        relayDeltas(of: host)
+    }
+
+    /// Hands `host`'s deltas to ``deltaRelay`` until the host shuts down.
+    private func relayDeltas(of host: IndexHost) {
+        let deltas = host.deltas()
+        let relay = deltaRelay
+        tasks.withLock { $0.append(Task { for await delta in deltas { relay.yield(delta) } }) }
+    }
+
+    /// A stream with an element whenever a folder directly in `folder` (an indexed root, as the
+    /// containers folder is) appears, goes or moves, or its `infoFile` changes: the kernel's word
+    /// through the index's watcher, for the app-container sync instead of listing the folder
+    /// every few seconds.
+    public func childFolderChanges(of folder: String, infoFile: String) -> AsyncStream<Void> {
+        let parent = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
+        let deltas = deltaRelay.subscribe()
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let relay = Task {
+            for await delta in deltas where Self.changesChildFolders(of: parent, infoFile: infoFile, delta) { continuation.yield() }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in relay.cancel() }
+        return stream
+    }
+
+    /// Whether `delta` adds, removes or moves a folder directly in `parent` (a removed path
+    /// counts whatever it was: the delta no longer says), or touches the `infoFile` of one.
+    static func changesChildFolders(of parent: String, infoFile: String, _ delta: IndexDelta) -> Bool {
+        func isChild(_ path: String) -> Bool {
+            path.hasPrefix(parent + "/") && !path.utf8.dropFirst(parent.utf8.count + 1).contains(UInt8(ascii: "/"))
+        }
+        func isInfo(_ path: String) -> Bool {
+            path.hasSuffix("/" + infoFile) && isChild(String(path.dropLast(infoFile.count + 1)))
+        }
+        return delta.added.contains { ($0.isDirectory && isChild($0.path)) || isInfo($0.path) }
+            || delta.changed.contains { isInfo($0.path) }
+            || delta.removed.contains { isChild($0) || isInfo($0) }
+            || delta.moved.contains { isChild($0.from) || isInfo($0.from) || ($0.record.isDirectory && isChild($0.record.path)) || isInfo($0.record.path) }
     }
 
     /// The host answering queries now.
@@ -115,6 +156,7 @@ public final class IndexService: Sendable {
             let index = try MetadataIndex(path: databasePath, logger: logger)
             let fresh = IndexHost(index: index, logger: logger)
             let old = hostBox.replace(with: fresh)
+            relayDeltas(of: fresh)
             identity.withLock { $0 = Self.identity(of: databasePath) }
             let roots = Set(permanentRoots + old.roots)
             old.shutdown()

@@ -1,24 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityIndex
 
 /// Watches the account file and reports identity changes made by any process: it posts
 /// `NSUbiquityIdentityDidChange` and feeds the streams from ``changes()``.
 ///
-/// Watching starts the first time someone reads ``token`` or asks for ``changes()``: the
-/// account file's stamp is then checked every ``interval`` on a background timer thread, and
-/// once more on every read of ``token``. It stops when the monitor is released (``shared`` never
-/// is). Notifications and stream elements are delivered in order, on whichever thread noticed
-/// the change.
+/// Watching starts the first time someone reads ``token`` or asks for ``changes()``: the kernel
+/// tells of every change in the account file's folder (inotify, through the process's one
+/// watcher hub; the folder is created, mode 0700, if missing), and the file's stamp is checked
+/// then, once more on every read of ``token``, and every ``backstopInterval`` as a backstop (every
+/// ``interval`` when the folder cannot be watched). It stops when the monitor is released
+/// (``shared`` never is). Notifications and stream elements are delivered in order, on whichever
+/// thread noticed the change.
 public final class UbiquityIdentityMonitor: Sendable {
     /// The process's monitor, for the process's XDG paths, posting on `NotificationCenter.default`.
     public static let shared = UbiquityIdentityMonitor()
 
     /// The file watched.
     public let accountFile: UbiquityAccountFile
-    /// How often the file is checked once watching has started.
+    /// How often the file is checked when its folder cannot be watched.
     public let interval: Duration
+    /// How often the file is checked while the kernel tells of its changes: a backstop for a
+    /// watch lost (the folder replaced, the inotify limit), not the way changes are noticed.
+    public static let backstopInterval: Duration = .seconds(30)
     private let notificationCenter: NotificationCenter
     private let state = Mutex(State())
     /// The streams of ``changes()``.
@@ -34,6 +41,8 @@ public final class UbiquityIdentityMonitor: Sendable {
 
     private struct State {
         var started = false
+        /// The watch of the account file's folder, while it holds.
+        var watcher: FileWatcher?
         var stamp: FileStamp?
         var token: UbiquityIdentityToken?
         var pending: [UbiquityIdentityToken?] = []
@@ -85,14 +94,36 @@ public final class UbiquityIdentityMonitor: Sendable {
                 return true
             }
         }
-        if started { schedulePoll() }
+        guard started else { return }
+        let watching = startWatching()
+        refresh()  // a change between the first stamp and the watch
+        schedulePoll(every: watching ? max(interval, Self.backstopInterval) : interval)
     }
 
-    private func schedulePoll() {
+    /// Watches the account file's folder; every batch of changes in it checks the file.
+    private func startWatching() -> Bool {
+        let folder = accountFile.url.deletingLastPathComponent()
+        let watcher = FileWatcher(configuration: .init(settle: .milliseconds(5), maximumLatency: .milliseconds(50), quickSettle: .milliseconds(1)),
+                                  logger: Logger(label: "ubiquity.identity"))
+        do {
+            try UbiquityPaths.ensureDirectory(folder)
+            try watcher.watch(root: folder.path, ignoring: IgnoreRules(patterns: []))
+        } catch {
+            return false
+        }
+        let batches = watcher.batches
+        state.withLock { $0.watcher = watcher }
+        Task { [weak self] in
+            for await _ in batches { self?.refresh() }
+        }
+        return true
+    }
+
+    private func schedulePoll(every interval: Duration) {
         _ = Self.timer.schedule(after: interval) { [weak self] in
             guard let self else { return }
             self.refresh()
-            self.schedulePoll()
+            self.schedulePoll(every: interval)
         }
     }
 

@@ -27,14 +27,34 @@ import UbiquityCore
     static func link(_ url: URL) -> String? { try? FileManager.default.destinationOfSymbolicLink(atPath: url.path) }
 
     /// Starts the daemon of `device` with its standard error in `log` (to read what it reports).
-    static func startDaemon(_ device: SignedInDevice, log: URL) throws {
-        let command = "exec '\(Binaries.ubiq.path)' daemon --log-level warning --sync-poll-interval 2 2>>'\(log.path)'"
+    static func startDaemon(_ device: SignedInDevice, log: URL, pollInterval: Int = 2) throws {
+        let command = "exec '\(Binaries.ubiq.path)' daemon --log-level warning --sync-poll-interval \(pollInterval) 2>>'\(log.path)'"
         let daemon = try device.device.start(URL(fileURLWithPath: "/bin/sh"), ["-c", command])
         guard daemon.waitForLine(containing: "coordination service listening on", seconds: 60) != nil else {
             daemon.kill()
             throw DeviceError.didNotStart("ubiq daemon")
         }
         device.process.set(daemon)
+    }
+
+    /// The kernel tells (issue 25): with the polls an hour apart, a container an app makes on
+    /// this disk gets its link in the sync folder, heard of through the index's watcher.
+    @Test func aNewContainerIsSeenWithoutPolling() async throws {
+        let admin = Device()
+        let data = admin.root.appendingPathComponent("server").path
+        #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
+        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
+        let a = SignedInDevice()
+        try a.login(server.url, user: "mei", password: "pw-mei")
+        try Self.startDaemon(a, log: a.device.root.appendingPathComponent("daemon.log"), pollInterval: 3600)
+        try Self.write("first", to: a.folder.appendingPathComponent("top.txt"))
+        #expect(SyncEndToEndTests.eventually("A syncs") { (try? a.device.run(["status", a.folder.appendingPathComponent("top.txt").path]).stdout)?.contains("uploaded") == true })
+        let fresh = "iCloud.com.example.Fresh"
+        try Self.write("fresh", to: Self.documents(a, fresh).appendingPathComponent("fresh.txt"))
+        #expect(SyncEndToEndTests.eventually("the new container's link is in A's folder", seconds: 60) {
+            Self.link(a.folder.appendingPathComponent("Fresh")) == Self.documents(a, fresh).path
+        })
     }
 
     @Test func appContainersAreSubfoldersOfTheSyncFolderOnEveryDevice() async throws {

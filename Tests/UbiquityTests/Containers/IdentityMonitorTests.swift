@@ -94,6 +94,19 @@ struct IdentityMonitorTests {
         #expect(identities.all == [UbiquityIdentityToken(account: Self.bob)])
     }
 
+    /// The kernel tells: with the timer an hour away, a sign-in by another writer still arrives.
+    @Test func changesArriveWithoutTheTimer() async throws {
+        let monitor = UbiquityIdentityMonitor(paths: sandbox.paths, notificationCenter: NotificationCenter(), interval: .seconds(3600))
+        let streamed = ContainersRecorder<UbiquityIdentityToken?>()
+        let stream = monitor.changes()
+        let consumer = Task { for await token in stream { streamed.append(token) } }
+        defer { consumer.cancel() }
+        try UbiquityAccountFile(paths: sandbox.paths).write(Self.alice)
+        #expect(await containersEventually { streamed.all == [UbiquityIdentityToken(account: Self.alice)] })
+        try UbiquityAccountFile(paths: sandbox.paths).remove()
+        #expect(await containersEventually { streamed.all.last == .some(nil) })
+    }
+
     @Test func changesByAnotherProcessAreNoticed() async throws {
         let monitor = UbiquityIdentityMonitor(paths: sandbox.paths, notificationCenter: NotificationCenter(),
                                               interval: .milliseconds(50))

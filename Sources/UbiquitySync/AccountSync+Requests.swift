@@ -19,7 +19,7 @@ extension AccountSync {
     /// container's engine.
     /// - Throws: `serviceUnavailable` when no folder is synced; the engine's errors.
     public func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
-        if request.op == "confirm-deletes" {
+        if request.op == .confirmDeletes {
             var reply = ControlWire.Reply(event: "done")
             reply.message = try await confirmDeletes()
             return reply
@@ -29,7 +29,7 @@ extension AccountSync {
         let engine = await appEngine(holding: path) ?? drive
         var reply = ControlWire.Reply(event: "done")
         switch request.op {
-        case "evict":
+        case .evict:
             reply.paths = try await engine.evict(path) { done, total in
                 var line = ControlWire.Reply(event: "progress")
                 line.path = path
@@ -38,7 +38,7 @@ extension AccountSync {
                 line.percent = total > 0 ? Double(done) * 100 / Double(total) : 100
                 send(line)
             }
-        case "download":
+        case .download:
             let targets = try await engine.downloadTargets(path)
             guard request.wait ?? true else {
                 let logger = self.logger
@@ -56,16 +56,16 @@ extension AccountSync {
                 line.percent = percent
                 send(line)
             }
-        case "pin":
+        case .pin:
             reply.paths = try await engine.pin(path)
-        case "unpin":
+        case .unpin:
             try await engine.unpin(path)
             reply.paths = [path]
-        case "item":
+        case .item:
             reply = ControlWire.Reply(event: "item")
             reply.item = try await BlockingWork.run { try engine.itemState(path) }
         default:
-            throw UbiquityError(.invalidArgument, "unknown sync request '\(request.op)'")
+            throw UbiquityError(.invalidArgument, "'\(request.op)' is not a request for the folder sync")
         }
         return reply
     }

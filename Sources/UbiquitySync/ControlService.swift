@@ -89,13 +89,13 @@ public final class ControlService: Sendable {
             return
         }
         switch request.op {
-        case "query":
+        case .query:
             guard let query = request.query else {
                 send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "query: missing 'query'")), on: socket)
                 return
             }
             serveQuery(query, on: socket)
-        case "status":
+        case .status:
             var reply = ControlWire.Reply(event: "status")
             do {
                 reply.status = try statusReport()
@@ -104,7 +104,7 @@ public final class ControlService: Sendable {
                 reply = ControlWire.Reply(error: .wrapping(error, "status failed"))
             }
             send(reply, on: socket)
-        case "rescan", "sync":
+        case .rescan, .sync:
             guard let path = request.path else {
                 send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path'")), on: socket)
                 return
@@ -113,7 +113,7 @@ public final class ControlService: Sendable {
             let result = Mutex<ControlWire.Reply>(ControlWire.Reply(event: "done"))
             Task { [host = self.host] in
                 do {
-                    if request.op == "rescan" { try await host.rescan(path) } else { try await host.sync(root: path) }
+                    if request.op == .rescan { try await host.rescan(path) } else { try await host.sync(root: path) }
                 } catch {
                     result.withLock { $0 = ControlWire.Reply(error: .wrapping(error, "\(request.op) failed")) }
                 }
@@ -121,16 +121,15 @@ public final class ControlService: Sendable {
             }
             done.wait()
             send(result.withLock { $0 }, on: socket)
-        case "evict", "download", "pin", "unpin", "item", "confirm-deletes":
+        case .evict, .download, .pin, .unpin, .item, .confirmDeletes:
             serveSync(request, on: socket)
-        default:
-            send(ControlWire.Reply(error: UbiquityError(.invalidArgument,
-                                                        "unknown op '\(request.op)': expected query, status, rescan, sync, evict, download, pin, unpin, item or confirm-deletes")), on: socket)
+        case .stop:
+            send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "stop: ends a query's updates on its own connection; there is no query here")), on: socket)
         }
     }
 
     private func serveSync(_ request: ControlWire.Request, on socket: UnixSocket) {
-        guard request.op == "confirm-deletes" || request.path?.hasPrefix("/") == true else {
+        guard request.op == .confirmDeletes || request.path?.hasPrefix("/") == true else {
             send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path' (an absolute path)")), on: socket)
             return
         }
@@ -173,7 +172,7 @@ public final class ControlService: Sendable {
         }
         // The client ends a query by closing the connection or sending {"op":"stop"}.
         while let line = socket.readLine() {
-            if let request = try? ControlWire.decode(ControlWire.Request.self, from: line), request.op == "stop" { break }
+            if let request = try? ControlWire.decode(ControlWire.Request.self, from: line), request.op == .stop { break }
         }
         task.cancel()
     }

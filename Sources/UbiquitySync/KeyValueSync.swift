@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Ubiquity
+import UbiquityIndex
 import UbiquityStore
 
 /// The key-value store's sync, one per container, run by the daemon: it uploads the entries set
@@ -299,7 +300,7 @@ public final class KeyValueSync: Sendable {
             }
             if changed { wake.yield() }
         }
-        let signal = database.path.flatMap { FileChangeSignal(path: $0, onChange: check) }
+        let signal = database.path.flatMap { FileChangeSignal(path: $0, logger: logger, onChange: check) }
         defer { signal?.stop() }
         let interval = signal == nil ? pollInterval : max(pollInterval, Self.idlePollInterval)
         while (try? await Task.sleep(for: interval)) != nil {

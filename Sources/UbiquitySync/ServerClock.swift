@@ -6,14 +6,23 @@ import Ubiquity
 /// (one-second resolution, compared with the middle of the request).
 public enum ServerClock {
     /// Seconds this clock is ahead of the server's (negative: behind), or nil when the server
-    /// cannot be reached or sent no `Date`.
+    /// cannot be reached, sent no `Date`, or answered three times slower than
+    /// ``maximumRoundTrip`` (a busy machine: the measurement would be off by half the round
+    /// trip, enough to record an offset that is not there).
     public static func skew(serverURL: URL, transport: HTTPClientTransport = HTTPClientTransport()) async -> Double? {
         let prefix = serverURL.path.hasSuffix("/") ? String(serverURL.path.dropLast()) : serverURL.path
-        let before = Date()
-        guard let response = try? await transport.send(CloudKitHTTPRequest(serverURL: serverURL, method: "GET", path: prefix + "/healthz"))
-        else { return nil }
-        return skew(dateHeader: response.header("Date"), before: before, after: Date())
+        for _ in 0..<3 {
+            let before = Date()
+            guard let response = try? await transport.send(CloudKitHTTPRequest(serverURL: serverURL, method: "GET", path: prefix + "/healthz"))
+            else { return nil }
+            let after = Date()
+            if after.timeIntervalSince(before) <= maximumRoundTrip { return skew(dateHeader: response.header("Date"), before: before, after: after) }
+        }
+        return nil
     }
+
+    /// The longest round trip a measurement is taken from, in seconds.
+    public static let maximumRoundTrip: TimeInterval = 0.5
 
     /// Seconds this clock is ahead of the server whose response carried `dateHeader`, for a
     /// request sent at `before` and answered at `after`; nil without a readable header.

@@ -9,9 +9,9 @@ import UbiquityIndex
 /// `NSUbiquityIdentityDidChange` and feeds the streams from ``changes()``.
 ///
 /// Watching starts the first time someone reads ``token`` or asks for ``changes()``: the kernel
-/// tells of every change in the account file's folder (inotify, through the process's one
-/// watcher hub; the folder is created, mode 0700, if missing), and the file's stamp is checked
-/// then, once more on every read of ``token``, and every ``backstopInterval`` as a backstop (every
+/// tells of every change of the account file (``FileChangeSignal``: inotify, through the
+/// process's one watcher hub; its folder is created, mode 0700, if missing), and the file's
+/// stamp is checked then, once more on every read of ``token``, and every ``backstopInterval`` as a backstop (every
 /// ``interval`` when the folder cannot be watched). It stops when the monitor is released
 /// (``shared`` never is). Notifications and stream elements are delivered in order, on whichever
 /// thread noticed the change.
@@ -41,8 +41,8 @@ public final class UbiquityIdentityMonitor: Sendable {
 
     private struct State {
         var started = false
-        /// The watch of the account file's folder, while it holds.
-        var watcher: FileWatcher?
+        /// The watch of the account file, while it holds.
+        var signal: FileChangeSignal?
         var stamp: FileStamp?
         var token: UbiquityIdentityToken?
         var pending: [UbiquityIdentityToken?] = []
@@ -100,22 +100,12 @@ public final class UbiquityIdentityMonitor: Sendable {
         schedulePoll(every: watching ? max(interval, Self.backstopInterval) : interval)
     }
 
-    /// Watches the account file's folder; every batch of changes in it checks the file.
+    /// Watches the account file (``FileChangeSignal``); every change of it checks the file.
     private func startWatching() -> Bool {
-        let folder = accountFile.url.deletingLastPathComponent()
-        let watcher = FileWatcher(configuration: .init(settle: .milliseconds(5), maximumLatency: .milliseconds(50), quickSettle: .milliseconds(1)),
-                                  logger: Logger(label: "ubiquity.identity"))
-        do {
-            try UbiquityPaths.ensureDirectory(folder)
-            try watcher.watch(root: folder.path, ignoring: IgnoreRules(patterns: []))
-        } catch {
-            return false
-        }
-        let batches = watcher.batches
-        state.withLock { $0.watcher = watcher }
-        Task { [weak self] in
-            for await _ in batches { self?.refresh() }
-        }
+        guard (try? UbiquityPaths.ensureDirectory(accountFile.url.deletingLastPathComponent())) != nil,
+              let signal = FileChangeSignal(path: accountFile.url.path, suffixes: [], logger: Logger(label: "ubiquity.identity"),
+                                            onChange: { [weak self] in self?.refresh() }) else { return false }
+        state.withLock { $0.signal = signal }
         return true
     }
 

@@ -48,7 +48,7 @@ public enum UbiquitousItemControl {
     /// looked at so far, of all.
     public static func evict(at url: URL, socketPath: String = ControlWire.socketPath(),
                              progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> [String] {
-        try request(ControlWire.Request(op: "evict", path: try absolutePath(url)), socketPath: socketPath) { line in
+        try request(ControlWire.Request(op: .evict, path: try absolutePath(url)), socketPath: socketPath) { line in
             if line.event == "progress", let done = line.bytes, let total = line.total { progress?(done, total) }
         }.paths ?? []
     }
@@ -58,7 +58,7 @@ public enum UbiquitousItemControl {
     /// paths downloaded (or being downloaded).
     public static func download(at url: URL, wait: Bool, socketPath: String = ControlWire.socketPath(),
                                 progress: ((_ path: String, _ percent: Double) -> Void)? = nil) throws -> [String] {
-        try request(ControlWire.Request(op: "download", path: try absolutePath(url), wait: wait), socketPath: socketPath) { line in
+        try request(ControlWire.Request(op: .download, path: try absolutePath(url), wait: wait), socketPath: socketPath) { line in
             if line.event == "progress", let path = line.path, let percent = line.percent { progress?(path, percent) }
         }.paths ?? []
     }
@@ -66,17 +66,17 @@ public enum UbiquitousItemControl {
     /// Pins the item at `url` (Apple's "Keep Downloaded"; a folder: everything in it): it is
     /// downloaded and never evicted. Returns the paths downloaded.
     public static func pin(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> [String] {
-        try request(ControlWire.Request(op: "pin", path: try absolutePath(url)), socketPath: socketPath).paths ?? []
+        try request(ControlWire.Request(op: .pin, path: try absolutePath(url)), socketPath: socketPath).paths ?? []
     }
 
     /// Unpins the item at `url`: it may be evicted again.
     public static func unpin(at url: URL, socketPath: String = ControlWire.socketPath()) throws {
-        _ = try request(ControlWire.Request(op: "unpin", path: try absolutePath(url)), socketPath: socketPath)
+        _ = try request(ControlWire.Request(op: .unpin, path: try absolutePath(url)), socketPath: socketPath)
     }
 
     /// The daemon's sync state of the item at `url`.
     public static func state(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> ItemSyncState {
-        guard let item = try request(ControlWire.Request(op: "item", path: try absolutePath(url)), socketPath: socketPath).item else {
+        guard let item = try request(ControlWire.Request(op: .item, path: try absolutePath(url)), socketPath: socketPath).item else {
             throw UbiquityError(.protocolError, "the daemon sent no item state")
         }
         return item

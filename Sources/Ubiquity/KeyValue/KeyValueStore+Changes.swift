@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import UbiquityCore
+import UbiquityIndex
 import UbiquityStore
 
 extension KeyValueStore {
@@ -65,12 +67,21 @@ extension KeyValueStore {
         changeStreams.subscribe()
     }
 
-    func startPolling() {
-        _ = Self.timer.schedule(after: pollInterval) { [weak self] in
+    func startPolling(every interval: Duration) {
+        _ = Self.timer.schedule(after: interval) { [weak self] in
             guard let self else { return }
             self.refresh()
-            self.startPolling()
+            self.startPolling(every: interval)
         }
+    }
+
+    /// Watches the file and its WAL (another process's commit writes there; ``FileChangeSignal``);
+    /// every change checks the file. False for an in-memory store or a file that cannot be watched.
+    func watchFile() -> Bool {
+        guard let path = database.path,
+              let signal = FileChangeSignal(path: path, logger: logger, onChange: { [weak self] in self?.refresh() }) else { return false }
+        fileSignal.withLock { $0 = signal }
+        return true
     }
 
     /// Reads the changes other connections made to the file since the last look, updates the

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityIndex
 import UbiquityStore
 
 /// The iCloud key-value store (`NSUbiquitousKeyValueStore`): small values by key, the same on
@@ -53,8 +54,15 @@ public final class KeyValueStore: Sendable {
     public let containerIdentifier: ContainerIdentifier
     /// The local file (shared with the sync and other processes).
     package let database: KeyValueDatabase
-    /// How often the file is checked for other processes' changes while someone listens.
+    /// How often the file is checked for other processes' changes when its folder cannot be
+    /// watched; while it is, the kernel tells of every write to the folder and the file is
+    /// checked then, and every ``backstopInterval`` as a backstop.
     public let pollInterval: Duration
+    /// How often the file is checked while the kernel tells of its changes (a lost watch's
+    /// backstop, not the way changes are noticed).
+    public static let backstopInterval: Duration = .seconds(30)
+    /// The watch of the file and its WAL (inotify, the process's one hub), while it holds.
+    let fileSignal = Mutex<FileChangeSignal?>(nil)
     /// This instance's identity in the file's change log (its own sets do not notify it).
     let writerID = "store-" + UUID().uuidString
     let notificationCenter: NotificationCenter
@@ -107,7 +115,9 @@ public final class KeyValueStore: Sendable {
             logger.error("cannot read the key-value store", metadata: ["container": "\(identifier)", "error": "\(error)"])
         }
         state = Mutex(State(values: values, dataVersion: version, lastSequence: sequence))
-        startPolling()
+        let watching = watchFile()
+        if watching { refresh() }  // a write between the first read and the watch
+        startPolling(every: watching ? max(pollInterval, Self.backstopInterval) : pollInterval)
     }
 
     static func visible(_ entries: [String: KeyValueDatabase.Entry]) -> [String: Value] {

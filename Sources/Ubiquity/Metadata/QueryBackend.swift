@@ -42,7 +42,7 @@ enum DaemonQueryConnection {
     /// Connects, sends `request` and streams the daemon's events. Throws when no daemon answers.
     static func run(_ request: QueryRequest, socketPath: String) throws -> AsyncStream<QueryEvent> {
         let socket = try UnixSocket.connect(to: socketPath)
-        try socket.send(ControlWire.encode(ControlWire.Request(op: "query", query: request)))
+        try socket.send(ControlWire.encode(ControlWire.Request(op: .query, query: request)))
         let (stream, continuation) = AsyncStream<QueryEvent>.makeStream(bufferingPolicy: .unbounded)
         let thread = Thread {
             defer { continuation.finish() }

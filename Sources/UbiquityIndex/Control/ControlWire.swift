@@ -16,9 +16,47 @@ public enum ControlWire {
     }
 
     /// A request from a client.
+    /// What a request asks for; on the wire, the raw value.
+    public enum Op: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+        /// A metadata query with live updates.
+        case query
+        /// Ends a query's live updates on its connection.
+        case stop
+        /// The index's status and the folder sync's health.
+        case status
+        /// Rescans a folder.
+        case rescan
+        /// Waits until the index has caught up with a folder (read your writes).
+        case sync
+        /// Evicts an item (the folder sync).
+        case evict
+        /// Downloads an item (the folder sync).
+        case download
+        /// Pins an item (Keep Downloaded).
+        case pin
+        /// Unpins an item.
+        case unpin
+        /// An item's sync state.
+        case item
+        /// Confirms the deletes the folder sync paused.
+        case confirmDeletes = "confirm-deletes"
+
+        /// The raw value, as messages name the op.
+        public var description: String { rawValue }
+
+        /// Decodes the raw value; an op this build does not know is an error naming the known ones.
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let op = Self(rawValue: text) else {
+                throw UbiquityError(.invalidArgument, "unknown op '\(text)': expected \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            self = op
+        }
+    }
+
     public struct Request: Codable, Sendable {
-        /// `query`, `stop`, `status`, `rescan`, `sync`, `evict`, `download` or `item`.
-        public var op: String
+        /// What is asked for.
+        public var op: Op
         /// The query (for `query`).
         public var query: QueryRequest?
         /// The folder (for `rescan` and `sync`); the item (for `evict`, `download` and `item`).
@@ -28,7 +66,7 @@ public enum ControlWire {
         public var wait: Bool?
 
         /// A request.
-        public init(op: String, query: QueryRequest? = nil, path: String? = nil, wait: Bool? = nil) {
+        public init(op: Op, query: QueryRequest? = nil, path: String? = nil, wait: Bool? = nil) {
             self.op = op
             self.query = query
             self.path = path

@@ -75,7 +75,7 @@ struct DoctorCommand: AsyncParsableCommand {
     /// The daemon, and its folder sync's health when it syncs one.
     func daemonFindings() -> [DoctorFinding] {
         do {
-            let reply = try MetadataQueryControl.request(ControlWire.Request(op: "status"))
+            let reply = try MetadataQueryControl.request(ControlWire.Request(op: .status))
             guard let status = reply.status else { return [DoctorFinding("daemon", .warning, "the daemon answered without a status")] }
             let messages = status.messages.isEmpty ? "" : "; it reports: " + status.messages.joined(separator: "; ")
             let daemon = DoctorFinding("daemon", status.messages.isEmpty ? .ok : .warning,

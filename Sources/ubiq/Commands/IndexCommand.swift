@@ -47,7 +47,7 @@ struct IndexStatus: ParsableCommand {
         try CLI.run("index status") {
             let reply: ControlWire.Reply
             do {
-                reply = try MetadataQueryControl.request(ControlWire.Request(op: "status"))
+                reply = try MetadataQueryControl.request(ControlWire.Request(op: .status))
             } catch let error as UbiquityError where error.code == .serviceUnavailable || error.code == .io {
                 throw UbiquityError(.serviceUnavailable,
                                     "no daemon answers on '\(ControlWire.socketPath())': start 'ubiq daemon' (queries without it scan on their own)",
@@ -145,7 +145,7 @@ struct IndexRescan: ParsableCommand {
 
     func run() throws {
         try CLI.run("index rescan") {
-            _ = try MetadataQueryControl.request(ControlWire.Request(op: "rescan", path: try CLI.absolutePath(path)))
+            _ = try MetadataQueryControl.request(ControlWire.Request(op: .rescan, path: try CLI.absolutePath(path)))
         }
     }
 }

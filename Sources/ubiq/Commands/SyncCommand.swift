@@ -39,7 +39,7 @@ struct SyncConfirmDeletes: ParsableCommand {
 
     func run() throws {
         try CLI.run("sync confirm-deletes") {
-            let reply = try MetadataQueryControl.request(ControlWire.Request(op: "confirm-deletes"))
+            let reply = try MetadataQueryControl.request(ControlWire.Request(op: .confirmDeletes))
             CLI.printLine(reply.message ?? "confirmed")
         }
     }

@@ -4,11 +4,11 @@ import Glibc
 import Synchronization
 import Testing
 
-@testable import UbiquitySync
+@testable import UbiquityIndex
 
-/// The inotify signal that wakes the daemon's key-value sync (`FileChangeSignal`): a real watch
-/// on a temporary folder; the event filter as a pure function. Nothing is timed: the waits are
-/// hang guards.
+/// The signal that wakes the key-value store, its sync and the identity monitor
+/// (`FileChangeSignal`, through the process's one inotify hub): a real watch on a temporary
+/// folder; the batch filter as a pure function. Nothing is timed: the waits are hang guards.
 @Suite struct FileChangeSignalTests {
     /// Counts the handler's calls.
     final class Counter: Sendable {
@@ -33,14 +33,17 @@ import Testing
     }
 
     @Test func onlyTheFileItsSuffixedSiblingsAndLostEventsMatter() {
-        let names: Set<String> = ["store.sqlite", "store.sqlite-wal"]
-        #expect(FileChangeSignal.matters(mask: UInt32(IN_MODIFY), name: "store.sqlite", names: names))
-        #expect(FileChangeSignal.matters(mask: UInt32(IN_CLOSE_WRITE), name: "store.sqlite-wal", names: names))
-        #expect(!FileChangeSignal.matters(mask: UInt32(IN_MODIFY), name: "store.sqlite-shm", names: names))
-        #expect(!FileChangeSignal.matters(mask: UInt32(IN_MODIFY), name: "other", names: names))
-        #expect(!FileChangeSignal.matters(mask: UInt32(IN_MODIFY), name: nil, names: names))
-        #expect(FileChangeSignal.matters(mask: UInt32(IN_Q_OVERFLOW), name: nil, names: names))
-        #expect(FileChangeSignal.matters(mask: UInt32(IN_IGNORED), name: nil, names: names))
+        let paths: Set<String> = ["/d/store.sqlite", "/d/store.sqlite-wal"]
+        func matters(_ batch: WatchBatch) -> Bool { FileChangeSignal.matters(batch, paths: paths) }
+        #expect(matters(WatchBatch(changes: [.changed("/d/store.sqlite")])))
+        #expect(matters(WatchBatch(changes: [.changed("/d/other"), .changed("/d/store.sqlite-wal")])))
+        #expect(matters(WatchBatch(changes: [.removed("/d/store.sqlite")])))
+        #expect(matters(WatchBatch(changes: [.moved(from: "/d/.tmp-1", to: "/d/store.sqlite")])))
+        #expect(!matters(WatchBatch(changes: [.changed("/d/store.sqlite-shm")])))
+        #expect(!matters(WatchBatch(changes: [.changed("/d/other"), .moved(from: "/d/a", to: "/d/b")])))
+        #expect(!matters(WatchBatch(changes: [.changed("/e/store.sqlite")])))
+        #expect(matters(WatchBatch(rescans: [RescanRequest(path: "/d", reason: .overflow)])))
+        #expect(matters(WatchBatch(rescans: [RescanRequest(path: "/d", reason: .rootChanged)])))
     }
 
     @Test func aWriteAWalWriteAndAReplaceByRenameEachSignal() async throws {

@@ -112,7 +112,16 @@ struct PredicateGenerator {
     }
 
     mutating func regex(for attribute: MetadataAttribute) -> String {
-        let literal = NSRegularExpression.escapedPattern(for: sampleString(for: attribute))
+        // A slice that starts or ends inside a character (a joiner, a combining mark, a variation
+        // selector) would sit against a metacharacter, which the regex parser refuses as
+        // confusable (`.*` then U+200D): a user's pattern starts and ends at characters.
+        var sample = sampleString(for: attribute)
+        func isInsideACharacter(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.properties.isGraphemeExtend || scalar.properties.isJoinControl || scalar.properties.isVariationSelector
+        }
+        while let first = sample.unicodeScalars.first, isInsideACharacter(first) { sample.unicodeScalars.removeFirst() }
+        while let last = sample.unicodeScalars.last, isInsideACharacter(last) { sample.unicodeScalars.removeLast() }
+        let literal = NSRegularExpression.escapedPattern(for: sample)
         return pick([".*\(literal).*", "\(literal).*", ".*\(literal)", literal, "[A-Za-z ]+\\..*", ".*\\d.*", "[^.]*", "(?s).*\(literal).*"])
     }
 

@@ -67,15 +67,21 @@ public final class ControlService: Sendable {
     /// for a connection's own thread.
     private func waitForSyncHealth() -> SyncHealthReport? {
         guard let provider = syncHealth.withLock({ $0 }) else { return nil }
+        return Self.waitFor(provider)
+    }
+
+    /// Runs `body` in a task and blocks the calling thread until it returns: only for a
+    /// connection's own thread (never the cooperative pool's).
+    private static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
         let done = DispatchSemaphore(value: 0)
-        let health = Mutex<SyncHealthReport?>(nil)
+        let result = Mutex<T?>(nil)
         Task {
-            let report = await provider()
-            health.withLock { $0 = report }
+            let value = await body()
+            result.withLock { $0 = value }
             done.signal()
         }
         done.wait()
-        return health.withLock { $0 }
+        return result.withLock { $0! }
     }
 
     private func serve(_ socket: UnixSocket) {
@@ -109,18 +115,15 @@ public final class ControlService: Sendable {
                 send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path'")), on: socket)
                 return
             }
-            let done = DispatchSemaphore(value: 0)
-            let result = Mutex<ControlWire.Reply>(ControlWire.Reply(event: "done"))
-            Task { [host = self.host] in
+            let host = self.host
+            send(Self.waitFor {
                 do {
                     if request.op == .rescan { try await host.rescan(path) } else { try await host.sync(root: path) }
+                    return ControlWire.Reply(event: "done")
                 } catch {
-                    result.withLock { $0 = ControlWire.Reply(error: .wrapping(error, "\(request.op) failed")) }
+                    return ControlWire.Reply(error: .wrapping(error, "\(request.op) failed"))
                 }
-                done.signal()
-            }
-            done.wait()
-            send(result.withLock { $0 }, on: socket)
+            }, on: socket)
         case .evict, .download, .pin, .unpin, .item, .confirmDeletes:
             serveSync(request, on: socket)
         case .stop:
@@ -137,24 +140,18 @@ public final class ControlService: Sendable {
             send(ControlWire.Reply(error: UbiquityError(.serviceUnavailable, "\(request.op): this daemon syncs no folder")), on: socket)
             return
         }
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<ControlWire.Reply>(ControlWire.Reply(event: "done"))
         let logger = self.logger
-        Task {
+        send(Self.waitFor {
             do {
-                let reply = try await handler(request) { line in
+                return try await handler(request) { line in
                     do { try socket.send(ControlWire.encode(line)) } catch {
                         logger.debug("control progress not sent", metadata: ["ubiquity.error": "\(error)"])
                     }
                 }
-                result.withLock { $0 = reply }
             } catch {
-                result.withLock { $0 = ControlWire.Reply(error: .wrapping(error, "\(request.op) failed")) }
+                return ControlWire.Reply(error: .wrapping(error, "\(request.op) failed"))
             }
-            done.signal()
-        }
-        done.wait()
-        send(result.withLock { $0 }, on: socket)
+        }, on: socket)
     }
 
     private func serveQuery(_ query: QueryRequest, on socket: UnixSocket) {

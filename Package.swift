@@ -8,15 +8,13 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "Ubiquity",
     platforms: [.macOS(.v15)],
+    // What users of the package link: the app library and the CloudKit client (both re-export
+    // UbiquityCore's vocabulary), and the one executable. The other targets are the package's own
+    // (their API is `package`).
     products: [
         .executable(name: "ubiq", targets: ["ubiq"]),
         .library(name: "Ubiquity", targets: ["Ubiquity"]),
-        .library(name: "UbiquityCore", targets: ["UbiquityCore"]),
-        .library(name: "UbiquitySync", targets: ["UbiquitySync"]),
-        .library(name: "UbiquityStore", targets: ["UbiquityStore"]),
-        .library(name: "UbiquityIndex", targets: ["UbiquityIndex"]),
-        .library(name: "UbiquityServer", targets: ["UbiquityServer"]),
-        .library(name: "UbiquityMount", targets: ["UbiquityMount"]),
+        .library(name: "UbiquityCloudKit", targets: ["UbiquityCloudKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -65,10 +63,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The CloudKit wire model both sides speak: records, zones, queries, errors, requests, JSON
+        // values, and assets' chunk lists (FastCDC). The server and the CloudKit client import it.
+        .target(
+            name: "UbiquityWire",
+            dependencies: ["UbiquityCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // The app library: containers, coordination, documents, versions, metadata queries, the
+        // key-value store. It does not link the CloudKit client.
         .target(
             name: "Ubiquity",
             dependencies: [
                 "UbiquityCore", "UbiquityIndex", "UbiquityStore", "CUbiquityShims",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The CloudKit client (CKContainer, CKDatabase, CKRecord… spelled as Apple does), assets,
+        // subscriptions, and the device sign-in: for apps that use records, and for the daemon.
+        .target(
+            name: "UbiquityCloudKit",
+            dependencies: [
+                "UbiquityCore", "UbiquityWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -89,7 +107,7 @@ let package = Package(
         .target(
             name: "UbiquitySync",
             dependencies: [
-                "Ubiquity", "UbiquityCore", "UbiquityStore", "UbiquityIndex", "CUbiquityShims",
+                "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore", "UbiquityStore", "UbiquityIndex", "CUbiquityShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -101,7 +119,7 @@ let package = Package(
         .target(
             name: "UbiquityServer",
             dependencies: [
-                "UbiquityCore", "CUbiquityShims",
+                "UbiquityCore", "UbiquityWire", "CUbiquityShims",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -125,7 +143,8 @@ let package = Package(
         .executableTarget(
             name: "ubiq",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "UbiquityMount",
+                "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquitySync", "UbiquityCore", "UbiquityIndex", "UbiquityStore",
+                "UbiquityServer", "UbiquityMount",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -142,7 +161,7 @@ let package = Package(
         // Apple's CloudKitAtlas sample as a command-line tour of the CloudKit client against `ubiq serve`.
         .executableTarget(
             name: "CloudKitAtlas",
-            dependencies: ["Ubiquity"],
+            dependencies: ["UbiquityCloudKit"],
             path: "Samples/CloudKitAtlas",
             exclude: ["README.md"],
             swiftSettings: swiftSettings
@@ -157,12 +176,26 @@ let package = Package(
         .executableTarget(
             name: "UbiquityBench",
             dependencies: [
-                "Ubiquity", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims", "UbiquityServer",
+                "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquitySync", "UbiquityCore", "UbiquityStore", "CUbiquityShims",
+                "UbiquityServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Benchmarks/UbiquityBench",
+            swiftSettings: swiftSettings
+        ),
+        // The asset transfer benchmark (Benchmarks/assets/README.md): a server with only the asset
+        // routes, and client commands that upload and download through AssetTransfer.
+        .executableTarget(
+            name: "assets-bench",
+            dependencies: [
+                "UbiquityCloudKit", "UbiquityWire", "UbiquityServer", "UbiquityCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/assets/Sources/AssetsBench",
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "UbiquityCoreTests", dependencies: ["UbiquityCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: swiftSettings),
@@ -182,9 +215,25 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "UbiquityWireTests",
+            dependencies: ["UbiquityWire", "UbiquityCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "UbiquityCloudKitTests",
+            dependencies: [
+                "UbiquityCloudKit", "UbiquityWire", "UbiquityCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "UbiquityServerTests",
             dependencies: [
-                "UbiquityServer", "UbiquityCore",
+                "UbiquityServer", "UbiquityWire", "UbiquityCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -196,7 +245,8 @@ let package = Package(
         .testTarget(
             name: "UbiquitySyncTests",
             dependencies: [
-                "UbiquitySync", "Ubiquity", "UbiquityCore", "UbiquityIndex", "UbiquityStore", "UbiquityServer", "UbiquityMount", "ubiq", "MonkeyDocument",
+                "UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore", "UbiquityIndex", "UbiquityStore",
+                "UbiquityServer", "UbiquityMount", "ubiq", "MonkeyDocument",
                 "CloudKitAtlas", "UbiquityBench", "KeyValue",
             ],
             swiftSettings: swiftSettings

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// The records server's figures (`scripts/bench-records` runs them against a release `ubiq
 /// serve`): `records-load` (records/modify throughput from concurrent clients), `records-query`

@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Where the time of `records/modify` goes, measured in one process without HTTP:
 /// `records-phases` (request decoding, the engine with its store, the time the store's writer is

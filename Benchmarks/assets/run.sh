@@ -3,7 +3,7 @@
 # into 64 KiB files, the floor of a one-file-per-chunk store), peak memory of both processes,
 # bytes sent for a re-upload and for a one-byte change. Rounds are interleaved so every
 # contender sees the same disk state (write-back of earlier rounds slows everyone alike).
-#   swift build -c release --package-path Benchmarks/assets
+#   swift build -c release --product assets-bench
 #   Benchmarks/assets/run.sh [SIZE_MIB] [WORKDIR] [ROUNDS]
 set -euo pipefail
 SIZE_MIB=${1:-1024}
@@ -11,7 +11,7 @@ WORK=${2:-/tmp/assets-bench}
 ROUNDS=${3:-3}
 SIZE=$((SIZE_MIB << 20))
 HERE=$(cd "$(dirname "$0")" && pwd)
-BIN="$HERE/.build/release/assets-bench"
+BIN="$HERE/../../.build/release/assets-bench"
 KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p "$WORK"
 SRC="$WORK/src.bin"

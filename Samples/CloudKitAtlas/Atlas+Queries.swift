@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// Queries (CloudKitAtlas's "Query" section), over four places saved in a zone of this run.
 extension Atlas {

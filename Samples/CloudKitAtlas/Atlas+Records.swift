@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// Saving, fetching and updating a record (CloudKitAtlas's "Records" section).
 extension Atlas {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// A query subscription and its notification (CloudKitAtlas's "Subscriptions" and
 /// "Notifications" sections).

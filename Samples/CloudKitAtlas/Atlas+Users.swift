@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// User identity and discovery (CloudKitAtlas's "Discoverability" section).
 extension Atlas {

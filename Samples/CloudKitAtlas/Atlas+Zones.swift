@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// A custom zone and change tokens (CloudKitAtlas's "Zones" and "Sync" sections).
 extension Atlas {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// The tour: every operation of Apple's CloudKitAtlas, one step each, in the signed-in user's
 /// private database (the user's own record in the public one). Steps that need an earlier

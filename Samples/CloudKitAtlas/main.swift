@@ -11,7 +11,7 @@
 // one failed, 64 for a bad command line). Everything it makes carries a per-run suffix and is
 // deleted at the end, so it can run again and again against the same server.
 import Foundation
-import Ubiquity
+import UbiquityCloudKit
 
 /// The command line.
 struct Options {

@@ -2,18 +2,18 @@
 ///
 /// For a removed or moved folder, every descendant row is listed too. Apply the parts in the
 /// order `removed`, `moved`, `added`, `changed`.
-public struct IndexDelta: Sendable, Hashable {
+package struct IndexDelta: Sendable, Hashable {
     /// Rows that did not exist before.
-    public var added: [IndexRecord]
+    package var added: [IndexRecord]
     /// Rows whose file-system facts or ubiquitous state changed (same path).
-    public var changed: [IndexRecord]
+    package var changed: [IndexRecord]
     /// Paths of rows that no longer exist.
-    public var removed: [String]
+    package var removed: [String]
     /// Rows that now live at another path.
-    public var moved: [MovedRecord]
+    package var moved: [MovedRecord]
 
     /// A delta with the given parts (empty by default).
-    public init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [String] = [], moved: [MovedRecord] = []) {
+    package init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [String] = [], moved: [MovedRecord] = []) {
         self.added = added
         self.changed = changed
         self.removed = removed
@@ -21,15 +21,15 @@ public struct IndexDelta: Sendable, Hashable {
     }
 
     /// Whether nothing changed.
-    public var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty && moved.isEmpty }
+    package var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty && moved.isEmpty }
 
     /// The number of rows affected.
-    public var count: Int { added.count + changed.count + removed.count + moved.count }
+    package var count: Int { added.count + changed.count + removed.count + moved.count }
 
     /// Folds `later` (a delta applied after this one) into this one, so that the result, applied
     /// in the documented order, has the same effect as applying both in turn: an item added then
     /// removed disappears, an item removed then added becomes changed, and so on.
-    public mutating func merge(_ later: IndexDelta) {
+    package mutating func merge(_ later: IndexDelta) {
         if isEmpty { self = later; return }
         if later.isEmpty { return }
         var state = Coalescer(self)
@@ -38,7 +38,7 @@ public struct IndexDelta: Sendable, Hashable {
     }
 
     /// The deltas in order folded into one (see ``merge(_:)``), in time linear in their size.
-    public static func merging(_ deltas: [IndexDelta]) -> IndexDelta {
+    package static func merging(_ deltas: [IndexDelta]) -> IndexDelta {
         let nonEmpty = deltas.filter { !$0.isEmpty }
         guard let first = nonEmpty.first else { return IndexDelta() }
         if nonEmpty.count == 1 { return first }
@@ -62,7 +62,7 @@ public struct IndexDelta: Sendable, Hashable {
     }
 
     /// This delta followed by `later` (see ``merge(_:)``).
-    public func merging(_ later: IndexDelta) -> IndexDelta {
+    package func merging(_ later: IndexDelta) -> IndexDelta {
         var copy = self
         copy.merge(later)
         return copy
@@ -70,14 +70,14 @@ public struct IndexDelta: Sendable, Hashable {
 }
 
 /// A row that was renamed: its old path and the record at its new path.
-public struct MovedRecord: Sendable, Hashable {
+package struct MovedRecord: Sendable, Hashable {
     /// The path before the move.
-    public var from: String
+    package var from: String
     /// The row after the move.
-    public var record: IndexRecord
+    package var record: IndexRecord
 
     /// A moved row.
-    public init(from: String, record: IndexRecord) {
+    package init(from: String, record: IndexRecord) {
         self.from = from
         self.record = record
     }

@@ -13,28 +13,28 @@ import UbiquityCore
 /// Siblings come byte-wise sorted (as `LC_ALL=C ls`), each folder before its contents. Items only
 /// on disk have no attributes (not indexed yet); items only in the index (deleted on disk, the
 /// daemon has not seen it yet) come with `isOnDisk == false`.
-public enum IndexListing {
+package enum IndexListing {
     /// What an item is.
-    public enum Kind: UInt8, Sendable {
+    package enum Kind: UInt8, Sendable {
         case other, folder, file, symlink
     }
 
     /// One listed item.
-    public struct Item: Sendable {
+    package struct Item: Sendable {
         /// What it is (from `d_type`, `fstatat` when the file system does not say; for items only
         /// in the index, the index's folder flag).
-        public var kind: Kind
+        package var kind: Kind
         /// Its row in the index; nil when it is not indexed.
-        public var attributes: UbiquitousAttributes?
+        package var attributes: UbiquitousAttributes?
         /// Whether it exists on disk (false: only the index has it).
-        public var isOnDisk: Bool
+        package var isOnDisk: Bool
         /// Size and modification time (`stat: true`, items on disk only).
-        public var size: Int64?
+        package var size: Int64?
         /// Modification time in nanoseconds since 1970 (`stat: true`, items on disk only).
-        public var modificationNanoseconds: Int64?
+        package var modificationNanoseconds: Int64?
 
         /// An item with the given values.
-        public init(kind: Kind, attributes: UbiquitousAttributes?, isOnDisk: Bool, size: Int64? = nil, modificationNanoseconds: Int64? = nil) {
+        package init(kind: Kind, attributes: UbiquitousAttributes?, isOnDisk: Bool, size: Int64? = nil, modificationNanoseconds: Int64? = nil) {
             self.kind = kind
             self.attributes = attributes
             self.isOnDisk = isOnDisk
@@ -44,16 +44,16 @@ public enum IndexListing {
     }
 
     /// What to list.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Descend into folders.
-        public var recursive: Bool
+        package var recursive: Bool
         /// Include names starting with '.'.
-        public var all: Bool
+        package var all: Bool
         /// Fill in size and modification time (one `fstatat` per item).
-        public var stat: Bool
+        package var stat: Bool
 
         /// Options with the given values.
-        public init(recursive: Bool = false, all: Bool = false, stat: Bool = false) {
+        package init(recursive: Bool = false, all: Bool = false, stat: Bool = false) {
             self.recursive = recursive
             self.all = all
             self.stat = stat
@@ -64,7 +64,7 @@ public enum IndexListing {
     /// with its absolute path's bytes (valid only during the call) and where the name shown
     /// (the path relative to `directory`) starts in them. A subfolder that cannot be read goes to
     /// `failed` and the walk goes on; `directory` itself not readable throws.
-    public static func walk(
+    package static func walk(
         directory: String, snapshot: IndexStatusSnapshot, options: Options,
         visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,
         failed: (String, any Error) -> Void
@@ -75,7 +75,7 @@ public enum IndexListing {
     /// Lists `directory` as ``walk(directory:snapshot:options:visit:failed:)`` does, reading the
     /// index rows with `readSnapshot` on another thread while this one reads the folder tree
     /// (`ubiq ls -R`: the two reads take about as long as each other, and the merge needs both).
-    public static func walk(
+    package static func walk(
         directory: String, options: Options,
         readingSnapshot readSnapshot: @escaping @Sendable () -> IndexStatusSnapshot,
         visit: (Item, UnsafeBufferPointer<UInt8>, Int) -> Void,

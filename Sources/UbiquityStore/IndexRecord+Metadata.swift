@@ -4,7 +4,7 @@ import UbiquityCore
 extension IndexRecord: MetadataAttributeProvider {
     /// The value of `attribute` for this item (every ``MetadataAttribute`` has one, except a
     /// creation date the file system did not report).
-    public func metadataValue(for attribute: MetadataAttribute) -> MetadataValue? {
+    package func metadataValue(for attribute: MetadataAttribute) -> MetadataValue? {
         switch attribute {
         case .fsName, .displayName: .string(name)
         case .path: .string(path)

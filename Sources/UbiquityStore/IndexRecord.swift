@@ -3,32 +3,32 @@ import UbiquityCore
 
 /// One indexed item (a row of the metadata index): what `lstat` says about it, its name and
 /// content type, and its ubiquitous state.
-public struct IndexRecord: Sendable, Hashable, Codable {
+package struct IndexRecord: Sendable, Hashable, Codable {
     /// The absolute path.
-    public var path: String
+    package var path: String
     /// The last path component.
-    public var name: String
+    package var name: String
     /// The size in bytes (0 for folders).
-    public var size: Int64
+    package var size: Int64
     /// The birth time, when the file system reports one.
-    public var creationDate: Date?
+    package var creationDate: Date?
     /// The modification time.
-    public var contentChangeDate: Date
+    package var contentChangeDate: Date
     /// The uniform type identifier (from the name; `public.folder` for folders).
-    public var contentType: String
+    package var contentType: String
     /// Whether the item is a folder (symbolic links are not: they are indexed as files).
-    public var isDirectory: Bool
+    package var isDirectory: Bool
     /// The inode number.
-    public var inode: UInt64
+    package var inode: UInt64
     /// The modification time in nanoseconds since 1970.
-    public var mtimeNanoseconds: Int64
+    package var mtimeNanoseconds: Int64
     /// The status-change time in nanoseconds since 1970.
-    public var ctimeNanoseconds: Int64
+    package var ctimeNanoseconds: Int64
     /// The iCloud-style state.
-    public var ubiquitous: UbiquitousAttributes
+    package var ubiquitous: UbiquitousAttributes
 
     /// A record with every field given.
-    public init(
+    package init(
         path: String, name: String, size: Int64, creationDate: Date?, contentChangeDate: Date,
         contentType: String, isDirectory: Bool, inode: UInt64, mtimeNanoseconds: Int64,
         ctimeNanoseconds: Int64, ubiquitous: UbiquitousAttributes = UbiquitousAttributes()
@@ -48,7 +48,7 @@ public struct IndexRecord: Sendable, Hashable, Codable {
 
     /// A record whose name, content type and content change date are derived from `path`,
     /// `isDirectory` and `mtimeNanoseconds`.
-    public init(
+    package init(
         path: String, size: Int64, isDirectory: Bool, inode: UInt64, mtimeNanoseconds: Int64,
         ctimeNanoseconds: Int64, creationDate: Date? = nil,
         ubiquitous: UbiquitousAttributes = UbiquitousAttributes()
@@ -63,7 +63,7 @@ public struct IndexRecord: Sendable, Hashable, Codable {
     }
 
     /// The last component of a `/`-separated path (the path itself when it has no `/`).
-    public static func lastComponent(of path: String) -> String {
+    package static func lastComponent(of path: String) -> String {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
@@ -73,7 +73,7 @@ public struct IndexRecord: Sendable, Hashable, Codable {
 
     /// Whether the file-system facts the quick-check compares (size, times, inode, kind) equal
     /// those of `other`.
-    public func hasSameStat(as other: IndexRecord) -> Bool {
+    package func hasSameStat(as other: IndexRecord) -> Bool {
         size == other.size && mtimeNanoseconds == other.mtimeNanoseconds && inode == other.inode
             && ctimeNanoseconds == other.ctimeNanoseconds && isDirectory == other.isDirectory
     }

@@ -1,14 +1,14 @@
 import UbiquityCore
 
 /// One sort key of an index query.
-public struct IndexSort: Sendable, Hashable {
+package struct IndexSort: Sendable, Hashable {
     /// The attribute to sort by.
-    public var attribute: MetadataAttribute
+    package var attribute: MetadataAttribute
     /// Whether smaller values come first.
-    public var ascending: Bool
+    package var ascending: Bool
 
     /// Sort by `attribute`, ascending unless told otherwise.
-    public init(attribute: MetadataAttribute, ascending: Bool = true) {
+    package init(attribute: MetadataAttribute, ascending: Bool = true) {
         self.attribute = attribute
         self.ascending = ascending
     }

@@ -11,7 +11,7 @@ import UbiquityCore
 /// The rows are kept sorted byte-wise by path (SQLite's own order for the `path` column), with
 /// every path in one contiguous byte buffer: a listing walks them beside a sorted directory walk
 /// (``IndexListing``) without hashing a string per item.
-public struct IndexStatusSnapshot: Sendable {
+package struct IndexStatusSnapshot: Sendable {
     /// All paths' UTF-8 bytes, one after the other.
     let bytes: [UInt8]
     /// Where each row's path starts in `bytes`; one more entry than rows (the end).
@@ -64,7 +64,7 @@ public struct IndexStatusSnapshot: Sendable {
     }
 
     /// The number of rows.
-    public var count: Int { rows.count }
+    package var count: Int { rows.count }
 
     /// Row `row`'s attributes.
     func attributes(ofRow row: Int) -> UbiquitousAttributes { rows[row].attributes }
@@ -74,7 +74,7 @@ public struct IndexStatusSnapshot: Sendable {
 
     /// Calls `body` with each row in path order: the absolute path's bytes (valid only during
     /// the call), its attributes, and whether it is a folder.
-    public func forEachRow(_ body: (UnsafeBufferPointer<UInt8>, UbiquitousAttributes, Bool) -> Void) {
+    package func forEachRow(_ body: (UnsafeBufferPointer<UInt8>, UbiquitousAttributes, Bool) -> Void) {
         bytes.withUnsafeBufferPointer { all in
             for row in 0..<rows.count {
                 body(UnsafeBufferPointer(rebasing: all[starts[row]..<starts[row + 1]]), rows[row].attributes, isFolder(row))
@@ -83,14 +83,14 @@ public struct IndexStatusSnapshot: Sendable {
     }
 
     /// The attributes by absolute path (built on demand: for tests and small callers).
-    public var attributes: [String: UbiquitousAttributes] {
+    package var attributes: [String: UbiquitousAttributes] {
         var result: [String: UbiquitousAttributes] = [:]
         for row in 0..<rows.count { result[String(decoding: bytes[starts[row]..<starts[row + 1]], as: UTF8.self)] = rows[row].attributes }
         return result
     }
 
     /// The attributes of the item at the absolute `path`, nil when it is not indexed.
-    public subscript(path: String) -> UbiquitousAttributes? {
+    package subscript(path: String) -> UbiquitousAttributes? {
         var path = path
         return path.withUTF8 { key in
             let row = lowerBound(key, from: 0, to: rows.count)
@@ -126,7 +126,7 @@ public struct IndexStatusSnapshot: Sendable {
     ///
     /// Throws `UbiquityError(.notFound)` when there is no index file and `.io` when it cannot be
     /// read (not an index, locked for too long, a newer schema).
-    public static func read(databasePath: String, under folder: String, recursive: Bool) throws -> IndexStatusSnapshot {
+    package static func read(databasePath: String, under folder: String, recursive: Bool) throws -> IndexStatusSnapshot {
         guard FileManager.default.fileExists(atPath: databasePath) else {
             throw UbiquityError(.notFound, "no index at '\(databasePath)'")
         }
@@ -184,7 +184,7 @@ public struct IndexStatusSnapshot: Sendable {
 
     /// A snapshot of the given attributes (tests, callers that already have them); `folders`
     /// names the paths that are folders.
-    public init(attributes: [String: UbiquitousAttributes], folders: Set<String> = []) {
+    package init(attributes: [String: UbiquitousAttributes], folders: Set<String> = []) {
         var builder = Builder()
         let sorted = attributes.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         for path in sorted {

@@ -3,12 +3,12 @@ import GRDB
 import UbiquityCore
 
 /// Where ``QueryPredicate`` attributes live in the metadata index's `items` table.
-public struct MetadataIndexSchema: PredicateSQLSchema {
+package struct MetadataIndexSchema: PredicateSQLSchema {
     /// The schema of the `items` table.
-    public init() {}
+    package init() {}
 
     /// The SQL expression of `attribute` (every attribute has one).
-    public func column(for attribute: MetadataAttribute) -> String? {
+    package func column(for attribute: MetadataAttribute) -> String? {
         switch attribute {
         case .fsName, .displayName: "items.name"
         case .path: "items.path"
@@ -35,7 +35,7 @@ public struct MetadataIndexSchema: PredicateSQLSchema {
     }
 
     /// For names, a trigram search of `names_fts` (needles of 3 characters or more).
-    public func substringPrefilter(for attribute: MetadataAttribute, foldedNeedle: String) -> SQLFragment? {
+    package func substringPrefilter(for attribute: MetadataAttribute, foldedNeedle: String) -> SQLFragment? {
         guard attribute == .fsName || attribute == .displayName, foldedNeedle.unicodeScalars.count >= 3 else { return nil }
         let phrase = "\"" + foldedNeedle.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         return SQLFragment(sql: "items.id IN (SELECT rowid FROM names_fts WHERE names_fts MATCH ?)", arguments: [.text(phrase)])
@@ -47,7 +47,7 @@ extension MetadataIndex {
     /// folder paths; empty means everywhere), sorted by `sortedBy` then by path, at most `limit`.
     ///
     /// - Throws: ``UbiquityError`` (`unsupported` when the predicate cannot be translated to SQL).
-    public func query(
+    package func query(
         _ predicate: QueryPredicate, under scopes: [String], sortedBy: [IndexSort] = [], limit: Int? = nil
     ) throws -> [IndexRecord] {
         let schema = MetadataIndexSchema()

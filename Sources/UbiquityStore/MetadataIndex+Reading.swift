@@ -4,13 +4,13 @@ import UbiquityCore
 
 extension MetadataIndex {
     /// The row at `path`, if indexed.
-    public func record(at path: String) throws -> IndexRecord? {
+    package func record(at path: String) throws -> IndexRecord? {
         let path = Self.normalize(path)
         return try read("record lookup") { db in try Self.fetchRecord(path: path, db: db) }
     }
 
     /// The rows strictly under `root` (every row when nil), sorted by path.
-    public func records(under root: String?) throws -> [IndexRecord] {
+    package func records(under root: String?) throws -> [IndexRecord] {
         try read("records lookup") { db in
             if let root {
                 let range = Self.subtreeRange(of: Self.normalize(root))
@@ -22,7 +22,7 @@ extension MetadataIndex {
     }
 
     /// The number of rows strictly under `root`, or of all rows when nil.
-    public func count(under root: String?) throws -> Int {
+    package func count(under root: String?) throws -> Int {
         try read("count") { db in
             if let root {
                 let range = Self.subtreeRange(of: Self.normalize(root))
@@ -34,7 +34,7 @@ extension MetadataIndex {
     }
 
     /// Item and folder counts, the size on disk and the state of every registered root.
-    public func status() throws -> IndexStatus {
+    package func status() throws -> IndexStatus {
         let (items, folders, roots) = try read("status") { db in
             let items = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0
             let folders = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items WHERE is_directory = 1") ?? 0

@@ -3,16 +3,16 @@ import GRDB
 import UbiquityCore
 
 /// A full scan of one subtree in progress (``MetadataIndex/beginScan(root:)``).
-public struct IndexScanSession: Sendable, Hashable {
+package struct IndexScanSession: Sendable, Hashable {
     /// The session number (also written to `scan_generation` of rows the scan writes).
-    public let id: Int64
+    package let id: Int64
     /// The absolute path of the scanned subtree.
-    public let root: String
+    package let root: String
 }
 
 extension MetadataIndex {
     /// Registers `root` as an indexed root (listed in ``status()``). Does nothing if it is one.
-    public func registerRoot(_ root: String) throws {
+    package func registerRoot(_ root: String) throws {
         let root = Self.normalize(root)
         try write("register root") { db in
             try db.execute(sql: "INSERT OR IGNORE INTO roots (path) VALUES (?)", arguments: [root])
@@ -20,7 +20,7 @@ extension MetadataIndex {
     }
 
     /// Forgets `root`; with `removingItems`, deletes its rows too.
-    public func unregisterRoot(_ root: String, removingItems: Bool) throws -> IndexDelta {
+    package func unregisterRoot(_ root: String, removingItems: Bool) throws -> IndexDelta {
         let root = Self.normalize(root)
         return try write("unregister root") { db in
             try db.execute(sql: "DELETE FROM roots WHERE path = ?", arguments: [root])
@@ -37,7 +37,7 @@ extension MetadataIndex {
     }
 
     /// Marks whether `root` needs a rescan (events were lost), with a message for the user.
-    public func setRescanPending(root: String, _ pending: Bool, message: String?) throws {
+    package func setRescanPending(root: String, _ pending: Bool, message: String?) throws {
         let root = Self.normalize(root)
         try write("set rescan pending") { db in
             try db.execute(sql: """
@@ -51,7 +51,7 @@ extension MetadataIndex {
     /// with ``addScanned(_:to:)``, then ``finishScan(_:)`` deletes the rows under `root` that
     /// were not seen. Rows written by ``apply(_:)`` meanwhile count as seen. Memory stays bounded:
     /// the seen set lives in a temporary table.
-    public func beginScan(root: String) throws -> IndexScanSession {
+    package func beginScan(root: String) throws -> IndexScanSession {
         let root = Self.normalize(root)
         let id = nextScanID.withLock { value in
             defer { value += 1 }
@@ -72,7 +72,7 @@ extension MetadataIndex {
 
     /// Upserts one batch of scanned records (with the quick-check of ``apply(_:)``) and marks them
     /// seen by `session`.
-    public func addScanned(_ records: [IndexRecord], to session: IndexScanSession) throws -> IndexDelta {
+    package func addScanned(_ records: [IndexRecord], to session: IndexScanSession) throws -> IndexDelta {
         guard !records.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
         guard sessions.contains(session.id) else {
@@ -87,7 +87,7 @@ extension MetadataIndex {
 
     /// Ends `session`: deletes the rows under its root that were not seen (listed as removed)
     /// and, when the root is registered, records the scan's end and clears its pending rescan.
-    public func finishScan(_ session: IndexScanSession) throws -> IndexDelta {
+    package func finishScan(_ session: IndexScanSession) throws -> IndexDelta {
         defer { activeScans.withLock { _ = $0.remove(session.id) } }
         let range = Self.subtreeRange(of: session.root)
         return try write("finish scan") { db in
@@ -108,7 +108,7 @@ extension MetadataIndex {
     }
 
     /// Abandons `session` without deleting anything (the scan failed).
-    public func cancelScan(_ session: IndexScanSession) {
+    package func cancelScan(_ session: IndexScanSession) {
         activeScans.withLock { _ = $0.remove(session.id) }
         _ = try? write("cancel scan") { db in
             try db.execute(sql: "DELETE FROM temp.scan_seen WHERE session = ?", arguments: [session.id])
@@ -117,7 +117,7 @@ extension MetadataIndex {
 
     /// After a full scan of `root` found `seen`: upserts them and removes the rows under `root`
     /// that are not among them. For large trees prefer the streaming ``beginScan(root:)``.
-    public func reconcile(root: String, seen: [IndexRecord]) throws -> IndexDelta {
+    package func reconcile(root: String, seen: [IndexRecord]) throws -> IndexDelta {
         let session = try beginScan(root: root)
         do {
             var delta = IndexDelta()

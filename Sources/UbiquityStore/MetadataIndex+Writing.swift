@@ -8,7 +8,7 @@ extension MetadataIndex {
     /// Quick-check: a row whose size, modification and change times, inode and kind equal the
     /// record's is not written and not in the delta. Ubiquitous attributes of existing rows are
     /// kept (sync owns them: ``updateUbiquitousAttributes(path:_:)``).
-    public func apply(_ records: [IndexRecord]) throws -> IndexDelta {
+    package func apply(_ records: [IndexRecord]) throws -> IndexDelta {
         guard !records.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
         return try write("apply") { db in
@@ -22,7 +22,7 @@ extension MetadataIndex {
     /// whatever was indexed under a path whose row was a folder (a folder replaced by a file).
     /// The watcher's batches of written files come here: one transaction for the batch, not one
     /// per file. Folder records are left out (their contents are scanned separately).
-    public func applyFiles(_ records: [IndexRecord]) throws -> IndexDelta {
+    package func applyFiles(_ records: [IndexRecord]) throws -> IndexDelta {
         let files = records.filter { !$0.isDirectory }
         guard !files.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
@@ -39,7 +39,7 @@ extension MetadataIndex {
     }
 
     /// Removes each path and everything under it. The delta lists every removed row.
-    public func remove(pathsAndSubtrees paths: [String]) throws -> IndexDelta {
+    package func remove(pathsAndSubtrees paths: [String]) throws -> IndexDelta {
         guard !paths.isEmpty else { return IndexDelta() }
         return try write("remove") { db in
             var delta = IndexDelta()
@@ -52,7 +52,7 @@ extension MetadataIndex {
     /// was indexed at `to`. The moved row's name and content type follow its new name. The delta
     /// lists every moved row (and any replaced rows as removed); it is empty when `from` is not
     /// indexed.
-    public func move(from: String, to: String) throws -> IndexDelta {
+    package func move(from: String, to: String) throws -> IndexDelta {
         let from = Self.normalize(from), to = Self.normalize(to)
         guard from != to else { return IndexDelta() }
         if to.hasPrefix(from + "/") || from.hasPrefix(to + "/") {
@@ -90,7 +90,7 @@ extension MetadataIndex {
 
     /// Sets the ubiquitous attributes of the row at `path`. The delta lists the row as changed,
     /// or is empty when the row does not exist or already had these attributes.
-    public func updateUbiquitousAttributes(path: String, _ attrs: UbiquitousAttributes) throws -> IndexDelta {
+    package func updateUbiquitousAttributes(path: String, _ attrs: UbiquitousAttributes) throws -> IndexDelta {
         let path = Self.normalize(path)
         return try write("update ubiquitous attributes") { db in
             guard var record = try Self.fetchRecord(path: path, db: db), record.ubiquitous != attrs else {
@@ -106,7 +106,7 @@ extension MetadataIndex {
     /// a pass): each change is given the row's current attributes, in order (a path named twice
     /// sees the first change). Returns the delta (the rows that changed) and the paths that are
     /// not indexed (yet).
-    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
+    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
         -> (delta: IndexDelta, missing: [String]) {
         guard !changes.isEmpty else { return (IndexDelta(), []) }
         return try write("update ubiquitous attributes") { db in
@@ -137,7 +137,7 @@ extension MetadataIndex {
     /// paths whose attributes changed (in order), not a delta of their records, and the paths
     /// that are not indexed (yet). For when no live query listens: decoding whole rows was
     /// about half of an update's cost.
-    public func updateUbiquitousAttributesOnly(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
+    package func updateUbiquitousAttributesOnly(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
         -> (changed: [String], missing: [String]) {
         guard !changes.isEmpty else { return ([], []) }
         return try write("update ubiquitous attributes") { db in

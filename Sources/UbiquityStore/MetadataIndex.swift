@@ -13,14 +13,14 @@ import UbiquityCore
 /// If the database file is deleted while open, connections already open keep using the unlinked
 /// file, new reader connections fail (`UbiquityError(.io)`, "unable to open database file") and
 /// nothing reaches the path any more; open a new index at the path (it starts empty) and rescan.
-public final class MetadataIndex: Sendable {
+package final class MetadataIndex: Sendable {
     /// The database (a pool for files, a queue in memory).
     let writer: any DatabaseWriter
     /// The database file, nil in memory.
-    public let path: String?
+    package let path: String?
     let logger: Logger
     /// Whether the file was found corrupt when opened and replaced by an empty one.
-    public let wasRebuilt: Bool
+    package let wasRebuilt: Bool
     /// Scan sessions in progress (``beginScan(root:)``): rows written meanwhile count as seen.
     let activeScans = Mutex<Set<Int64>>([])
     let nextScanID = Mutex<Int64>(1)
@@ -30,7 +30,7 @@ public final class MetadataIndex: Sendable {
     /// If the file is not a database or is corrupt (`SQLITE_NOTADB`, `SQLITE_CORRUPT`), it is moved
     /// aside to `path.corrupt-<date>` with its WAL, a new empty index is created, a warning is
     /// logged and ``wasRebuilt`` is true; the indexer then rebuilds it by scanning.
-    public init(path: String, logger: Logger) throws {
+    package init(path: String, logger: Logger) throws {
         self.path = path
         self.logger = logger
         let folder = (path as NSString).deletingLastPathComponent
@@ -70,7 +70,7 @@ public final class MetadataIndex: Sendable {
     }
 
     /// An index in memory, for the library's no-daemon mode and tests.
-    public static func inMemory(logger: Logger) throws -> MetadataIndex {
+    package static func inMemory(logger: Logger) throws -> MetadataIndex {
         do {
             let queue = try DatabaseQueue(configuration: configuration())
             try migrator.migrate(queue)

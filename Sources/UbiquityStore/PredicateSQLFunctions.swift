@@ -19,9 +19,9 @@ import UbiquityCore
 /// - `ubq_tree(quantifier TEXT, op TEXT, options TEXT, is_list INTEGER, content_type TEXT,
 ///   values…) -> INTEGER`: a comparison on `ContentType.tree(of: content_type)`.
 /// - `ubq_file_url(path TEXT, is_directory INTEGER) -> TEXT`: `QueryPredicate.fileURLString`.
-public enum PredicateSQLFunctions {
+package enum PredicateSQLFunctions {
     /// Adds the functions to `db`.
-    public static func register(in db: Database) {
+    package static func register(in db: Database) {
         db.add(function: match)
         db.add(function: fold)
         db.add(function: tree)
@@ -83,7 +83,7 @@ public enum PredicateSQLFunctions {
 
 extension SQLValue {
     /// The value as GRDB binds it.
-    public var databaseValue: DatabaseValue {
+    package var databaseValue: DatabaseValue {
         switch self {
         case .null: .null
         case .integer(let i): i.databaseValue
@@ -95,7 +95,7 @@ extension SQLValue {
 
 extension SQLFragment {
     /// The arguments as GRDB `StatementArguments`.
-    public var statementArguments: StatementArguments {
+    package var statementArguments: StatementArguments {
         StatementArguments(arguments.map(\.databaseValue))
     }
 }

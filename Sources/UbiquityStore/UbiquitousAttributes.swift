@@ -2,30 +2,30 @@ import UbiquityCore
 
 /// The iCloud-style state of an indexed item, as sync reports it (the `NSMetadataUbiquitousItem…`
 /// attributes). The scanner knows none of it: new items start not uploaded and current.
-public struct UbiquitousAttributes: Sendable, Hashable, Codable {
+package struct UbiquitousAttributes: Sendable, Hashable, Codable {
     /// Whether the server has this item's current content.
-    public var isUploaded: Bool
+    package var isUploaded: Bool
     /// Whether an upload is in progress.
-    public var isUploading: Bool
+    package var isUploading: Bool
     /// Upload progress, 0…100.
-    public var percentUploaded: Double
+    package var percentUploaded: Double
     /// Whether the local copy is current, outdated or absent.
-    public var downloadingStatus: UbiquitousDownloadingStatus
+    package var downloadingStatus: UbiquitousDownloadingStatus
     /// Whether a download is in progress.
-    public var isDownloading: Bool
+    package var isDownloading: Bool
     /// Download progress, 0…100.
-    public var percentDownloaded: Double
+    package var percentDownloaded: Double
     /// Whether unresolved conflict versions exist.
-    public var hasUnresolvedConflicts: Bool
+    package var hasUnresolvedConflicts: Bool
     /// Whether the skip-backup attribute is set (never uploaded).
-    public var isExcludedFromBackup: Bool
+    package var isExcludedFromBackup: Bool
     /// Why the last upload failed, until one succeeds (`NSMetadataUbiquitousItemUploadingErrorKey`).
-    public var uploadingError: String?
+    package var uploadingError: String?
     /// Why the last download failed, until one succeeds (`NSMetadataUbiquitousItemDownloadingErrorKey`).
-    public var downloadingError: String?
+    package var downloadingError: String?
 
     /// Attributes with the given values; the defaults describe a local item not yet uploaded.
-    public init(
+    package init(
         isUploaded: Bool = false, isUploading: Bool = false, percentUploaded: Double = 0,
         downloadingStatus: UbiquitousDownloadingStatus = .current, isDownloading: Bool = false,
         percentDownloaded: Double = 0, hasUnresolvedConflicts: Bool = false,

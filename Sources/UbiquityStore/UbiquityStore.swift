@@ -1,3 +1,3 @@
 /// The local SQLite stores (GRDB): the metadata index (``MetadataIndex``); later the sync journal
 /// and the local key-value store. The daemon is their one writer.
-public enum UbiquityStore {}
+package enum UbiquityStore {}

@@ -48,7 +48,7 @@ extension AccountSync {
     }
 
     /// The running app engines, by container.
-    public var appEngines: [String: SyncEngine] {
+    package var appEngines: [String: SyncEngine] {
         get async { await apps?.running ?? [:] }
     }
 

@@ -18,20 +18,20 @@ extension AccountSync {
     /// A path in an app container (directly, or through its link in the folder) goes to that
     /// container's engine.
     /// - Throws: `serviceUnavailable` when no folder is synced; the engine's errors.
-    public func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
+    package func handle(_ request: ControlWire.Request, send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply {
         if request.op == .confirmDeletes {
-            var reply = ControlWire.Reply(event: "done")
+            var reply = ControlWire.Reply(event: .done)
             reply.message = try await confirmDeletes()
             return reply
         }
         guard let drive = engine else { throw UbiquityError(.serviceUnavailable, "\(request.op): no folder is synced (not signed in?)") }
         guard let path = request.path else { throw UbiquityError(.invalidArgument, "\(request.op): missing 'path'") }
         let engine = await appEngine(holding: path) ?? drive
-        var reply = ControlWire.Reply(event: "done")
+        var reply = ControlWire.Reply(event: .done)
         switch request.op {
         case .evict:
             reply.paths = try await engine.evict(path) { done, total in
-                var line = ControlWire.Reply(event: "progress")
+                var line = ControlWire.Reply(event: .progress)
                 line.path = path
                 line.bytes = done
                 line.total = total
@@ -51,7 +51,7 @@ extension AccountSync {
                 return reply
             }
             reply.paths = try await engine.startDownloading(path) { file, percent in
-                var line = ControlWire.Reply(event: "progress")
+                var line = ControlWire.Reply(event: .progress)
                 line.path = file
                 line.percent = percent
                 send(line)
@@ -62,7 +62,7 @@ extension AccountSync {
             try await engine.unpin(path)
             reply.paths = [path]
         case .item:
-            reply = ControlWire.Reply(event: "item")
+            reply = ControlWire.Reply(event: .item)
             reply.item = try await BlockingWork.run { try engine.itemState(path) }
         default:
             throw UbiquityError(.invalidArgument, "'\(request.op)' is not a request for the folder sync")

@@ -7,6 +7,7 @@ import Ubiquity
 import UbiquityCore
 import UbiquityIndex
 import UbiquityStore
+import UbiquityCloudKit
 
 /// What the daemon syncs for the signed-in account: the folder (``SyncEngine`` with the drive
 /// container's private database), each app container's documents (an engine per container,
@@ -21,51 +22,51 @@ import UbiquityStore
 /// with the next account's, never deleted on the server), the key-value stores are emptied
 /// with the account-change reason, the `account-changed` hook runs, and the sync starts again
 /// for the new account, if any, into an empty folder.
-public actor AccountSync {
+package actor AccountSync {
     /// Credentials given explicitly (`ubiq daemon --server … --api-token …`).
-    public struct ExplicitCredentials: Sendable {
+    package struct ExplicitCredentials: Sendable {
         /// The server.
-        public var serverURL: URL
+        package var serverURL: URL
         /// How requests authenticate.
-        public var credentials: CloudContainer.Credentials
+        package var credentials: CloudContainer.Credentials
         /// Credentials for a server.
-        public init(serverURL: URL, credentials: CloudContainer.Credentials) {
+        package init(serverURL: URL, credentials: CloudContainer.Credentials) {
             self.serverURL = serverURL
             self.credentials = credentials
         }
     }
 
     /// What to sync and where.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The synced folder.
-        public var folder: String
+        package var folder: String
         /// Where state lives (journals, key-value files) and the account file.
-        public var paths: UbiquityPaths
+        package var paths: UbiquityPaths
         /// The container whose private database holds the folder.
-        public var containerIdentifier: String
+        package var containerIdentifier: String
         /// The containers whose key-value stores are synced.
-        public var keyValueContainers: [String]
+        package var keyValueContainers: [String]
         /// This device's name (default: the account's, then `UBIQUITY_DEVICE_NAME`).
-        public var deviceName: String?
+        package var deviceName: String?
         /// The sync journal; default one per folder, container and account under `paths.stateDirectory`.
-        public var journalPath: String?
+        package var journalPath: String?
         /// Fetches of remote changes when no push arrives.
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// Credentials that replace the account file's.
-        public var explicit: ExplicitCredentials?
+        package var explicit: ExplicitCredentials?
         /// The most downloaded content kept before least recently used files are evicted (bytes).
-        public var evictionBudget: Int64?
+        package var evictionBudget: Int64?
         /// The share of the synced items one pass may delete without confirmation (see
         /// ``SyncEngine/massDeleteShare``).
-        public var massDeleteShare: Double = 0.5
+        package var massDeleteShare: Double = 0.5
         /// The number of deletes a pass may always send (``SyncEngine/massDeleteMinimum``).
-        public var massDeleteMinimum: Int = 50
+        package var massDeleteMinimum: Int = 50
         /// Whether the app containers' documents are synced too, each shown as a subfolder of
         /// the folder (``AppContainerSync``, ``AppFolderLinks``).
-        public var appFolders: Bool = true
+        package var appFolders: Bool = true
 
         /// A configuration.
-        public init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
+        package init(folder: String, paths: UbiquityPaths = UbiquityPaths(), containerIdentifier: String = SyncRecord.defaultContainer,
                     keyValueContainers: [String]? = nil, deviceName: String? = nil, journalPath: String? = nil,
                     pollInterval: Duration = .seconds(30), explicit: ExplicitCredentials? = nil) {
             self.folder = folder
@@ -80,7 +81,7 @@ public actor AccountSync {
     }
 
     /// The configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
     let hooks: HookRunner?
     let index: IndexService?
     let logger: Logger
@@ -95,7 +96,7 @@ public actor AccountSync {
 
     /// A sync for `configuration`; `hooks` hears of account changes and sync events; `index`
     /// (the daemon's) indexes the synced folder with each item's sync state.
-    public init(configuration: Configuration, hooks: HookRunner? = nil, index: IndexService? = nil, logger: Logger) {
+    package init(configuration: Configuration, hooks: HookRunner? = nil, index: IndexService? = nil, logger: Logger) {
         self.configuration = configuration
         self.hooks = hooks
         self.index = index
@@ -103,16 +104,16 @@ public actor AccountSync {
     }
 
     /// The running folder sync, if any.
-    public var currentEngine: SyncEngine? { engine }
+    package var currentEngine: SyncEngine? { engine }
 
     /// The folder sync's health (nil when nothing is synced).
-    public func healthReport() async -> SyncHealthReport? {
+    package func healthReport() async -> SyncHealthReport? {
         await engine?.healthReport()
     }
 
     /// Confirms the local deletes the folder's engine paused (``SyncEngine/confirmDeletes()``)
     /// and says what happened, for `ubiq sync confirm-deletes`.
-    public func confirmDeletes() async throws -> String {
+    package func confirmDeletes() async throws -> String {
         guard let engine else { throw UbiquityError(.unsupported, "nothing is synced: sign in with `ubiq account login`") }
         guard let paused = try await engine.pausedDeletes() else { return "no deletes wait for a confirmation in \(engine.folder)" }
         try await engine.confirmDeletes()
@@ -120,14 +121,14 @@ public actor AccountSync {
     }
 
     /// The server synced with and for whom, for the daemon's log line.
-    public var serverDescription: String { serverText }
+    package var serverDescription: String { serverText }
     var serverText = ""
 
     /// Starts syncing for the signed-in account (or the explicit credentials) and, with the
     /// account file, follows account changes.
     /// - Throws: what starting the folder sync throws for the first account (another daemon
     ///   on the folder, an unreadable journal); later account changes only log.
-    public func start() async throws {
+    package func start() async throws {
         if let explicit = configuration.explicit {
             try startSyncing(serverURL: explicit.serverURL, credentials: explicit.credentials, account: nil)
             return
@@ -148,7 +149,7 @@ public actor AccountSync {
     }
 
     /// Stops everything (the folder's lock is released once the engine's pass in flight ends).
-    public func stop() async {
+    package func stop() async {
         follower?.cancel()
         follower = nil
         await stopSyncing()

@@ -2,6 +2,7 @@
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// Which app containers an account has, kept on the server so a device sees an app's documents
 /// before the app ever ran there: one `UbiquityAppContainer` record per container (record name =

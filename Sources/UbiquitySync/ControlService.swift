@@ -10,15 +10,15 @@ import UbiquityStore
 ///
 /// Each connection carries one request. The accept loop and each connection's reader run on
 /// their own threads (they block in `accept` and `read`); query work runs in tasks.
-public final class ControlService: Sendable {
+package final class ControlService: Sendable {
     /// Answers a sync request (`evict`, `download`, `item`); `send` writes a line before the
     /// final reply (download progress).
-    public typealias SyncRequestHandler = @Sendable (_ request: ControlWire.Request,
+    package typealias SyncRequestHandler = @Sendable (_ request: ControlWire.Request,
                                                      _ send: @escaping @Sendable (ControlWire.Reply) -> Void) async throws -> ControlWire.Reply
     /// The socket path.
-    public let socketPath: String
+    package let socketPath: String
     /// The index host requests go to now (the daemon replaces it when it rebuilds the index).
-    public var host: IndexHost { hostProvider() }
+    package var host: IndexHost { hostProvider() }
     private let hostProvider: @Sendable () -> IndexHost
     let logger: Logger
     private let server: SocketServer
@@ -27,17 +27,17 @@ public final class ControlService: Sendable {
     private let syncHealth = Mutex<(@Sendable () async -> SyncHealthReport?)?>(nil)
 
     /// Sets who answers `evict`, `download` and `item` (the daemon's folder sync).
-    public func setSyncRequests(_ handler: @escaping SyncRequestHandler) {
+    package func setSyncRequests(_ handler: @escaping SyncRequestHandler) {
         syncRequests.withLock { $0 = handler }
     }
 
     /// Sets who tells the folder sync's health for `status` (the daemon's folder sync).
-    public func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
+    package func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
         syncHealth.withLock { $0 = provider }
     }
 
     /// Binds the socket (creating its folder, mode 0700).
-    public init(socketPath: String, hostProvider: @escaping @Sendable () -> IndexHost, databasePath: String?, logger: Logger) throws {
+    package init(socketPath: String, hostProvider: @escaping @Sendable () -> IndexHost, databasePath: String?, logger: Logger) throws {
         self.socketPath = socketPath
         self.hostProvider = hostProvider
         self.logger = logger
@@ -46,20 +46,20 @@ public final class ControlService: Sendable {
     }
 
     /// Accepts connections on a dedicated thread until ``stop()``.
-    public func start() {
+    package func start() {
         server.start { [self] socket in
             serve(socket)
         }
     }
 
     /// Stops accepting, ends every connection and removes the socket file.
-    public func stop() {
+    package func stop() {
         server.stop()
     }
 
 
     /// The status report of the host's index.
-    public func statusReport() throws -> IndexStatusReport {
+    package func statusReport() throws -> IndexStatusReport {
         try host.statusReport(database: databasePath)
     }
 
@@ -102,7 +102,7 @@ public final class ControlService: Sendable {
             }
             serveQuery(query, on: socket)
         case .status:
-            var reply = ControlWire.Reply(event: "status")
+            var reply = ControlWire.Reply(event: .status)
             do {
                 reply.status = try statusReport()
                 reply.status?.sync = waitForSyncHealth()
@@ -119,7 +119,7 @@ public final class ControlService: Sendable {
             send(Self.waitFor {
                 do {
                     if request.op == .rescan { try await host.rescan(path) } else { try await host.sync(root: path) }
-                    return ControlWire.Reply(event: "done")
+                    return ControlWire.Reply(event: .done)
                 } catch {
                     return ControlWire.Reply(error: .wrapping(error, "\(request.op) failed"))
                 }

@@ -6,7 +6,7 @@ extension CoordinationService {
     /// (on a socket thread; keep it short): the daemon's sync tells the other devices of a
     /// conflict resolved by `ubiq resolve` or an app, or of a conflict version an app (a
     /// `Document`) kept, without waiting for its next pass.
-    public func observeSettledVersions(_ observer: @escaping @Sendable (_ path: String) -> Void) {
+    package func observeSettledVersions(_ observer: @escaping @Sendable (_ path: String) -> Void) {
         versionObservers.withLock { $0.append(observer) }
     }
 

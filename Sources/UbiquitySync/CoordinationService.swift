@@ -12,9 +12,9 @@ import UbiquityCore
 /// change. When a client process dies, its presenters are forgotten (messages waiting for them
 /// count as answered), its waiting claims are withdrawn and its granted claims released, so no
 /// other process waits for it.
-public final class CoordinationService: Sendable {
+package final class CoordinationService: Sendable {
     /// The socket path.
-    public let socketPath: String
+    package let socketPath: String
     let engine: CoordinationEngine
     let logger: Logger
     private let nextID = Atomic<UInt64>(1)
@@ -24,7 +24,7 @@ public final class CoordinationService: Sendable {
 
     /// Binds the socket (creating its folder, mode 0700). Fails with `alreadyExists` when another
     /// daemon serves it.
-    public init(socketPath: String, logger: Logger) throws {
+    package init(socketPath: String, logger: Logger) throws {
         self.socketPath = socketPath
         self.logger = logger
         server = try SocketServer(path: socketPath, name: "coordination")
@@ -32,13 +32,13 @@ public final class CoordinationService: Sendable {
     }
 
     /// Accepts connections on a dedicated thread until ``stop()``.
-    public func start() {
+    package func start() {
         server.start { [self] socket in ServiceConnection(socket: socket, service: self).run() }
         logger.debug("coordination service started", metadata: ["ubiquity.socket": "\(socketPath)"])
     }
 
     /// Stops accepting, closes every connection and removes the socket file.
-    public func stop() {
+    package func stop() {
         server.stop()
     }
 

@@ -10,13 +10,13 @@ extension IndexService {
     /// conflicts, is excluded, downloading status) with sync's state of the item at `path`, so
     /// metadata queries see them. The row may not be indexed yet (a file just downloaded): the
     /// update is retried for up to ~50 s. Updates of one path apply in order (the last wins).
-    public func applySyncStatus(_ status: SyncItemStatus, at path: String) {
+    package func applySyncStatus(_ status: SyncItemStatus, at path: String) {
         syncStatusApplier.submit(SyncStatusApplier.Change(status: status), at: path)
     }
 
     /// Keeps the index's downloading status, is downloading, percent downloaded and (while an
     /// upload runs) percent uploaded with an item's transfer state.
-    public func applyTransfer(_ state: ItemSyncState, at path: String) {
+    package func applyTransfer(_ state: ItemSyncState, at path: String) {
         syncStatusApplier.submit(SyncStatusApplier.Change(transfer: state), at: path)
     }
 }
@@ -205,7 +205,7 @@ final class SyncStatusApplier: Sendable {
 extension IndexService {
     /// Indexes `folder` too (the synced folder, once sync starts there), or rescans it when it
     /// is indexed already (after its content was moved aside for another account).
-    public func indexSyncedFolder(_ folder: String) async {
+    package func indexSyncedFolder(_ folder: String) async {
         do {
             if host.roots.contains(folder) {
                 _ = try await host.rescan(folder)
@@ -221,12 +221,12 @@ extension IndexService {
 extension IndexService {
     /// Answers the control socket's sync requests (`evict`, `download`, `item`) with `handler`
     /// (the daemon's folder sync); without one they fail with `serviceUnavailable`.
-    public func setSyncRequests(_ handler: @escaping ControlService.SyncRequestHandler) {
+    package func setSyncRequests(_ handler: @escaping ControlService.SyncRequestHandler) {
         control.setSyncRequests(handler)
     }
 
     /// Sets who tells the folder sync's health in the control socket's `status`.
-    public func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
+    package func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
         control.setSyncHealth(provider)
     }
 }

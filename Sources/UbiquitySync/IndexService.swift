@@ -9,11 +9,11 @@ import UbiquityStore
 /// for as long as the daemon runs (and other folders while queries need them), answering the
 /// control socket, rescanning every root periodically (the correctness backstop), and
 /// rebuilding the index from a full scan when its file is deleted or corrupted underneath it.
-public final class IndexService: Sendable {
+package final class IndexService: Sendable {
     /// The index file.
-    public let databasePath: String
+    package let databasePath: String
     /// Folders indexed for as long as the daemon runs.
-    public let permanentRoots: [String]
+    package let permanentRoots: [String]
     let logger: Logger
     private let hostBox: HostReference
     let control: ControlService
@@ -29,7 +29,7 @@ public final class IndexService: Sendable {
     }
 
     /// Opens (or rebuilds) the index at `databasePath` and binds the control socket.
-    public init(databasePath: String, controlSocket: String, permanentRoots: [String], logger: Logger) throws {
+    package init(databasePath: String, controlSocket: String, permanentRoots: [String], logger: Logger) throws {
         self.databasePath = databasePath
         self.permanentRoots = permanentRoots
         self.logger = logger
@@ -59,7 +59,7 @@ public final class IndexService: Sendable {
     /// containers folder is) appears, goes or moves, or its `infoFile` changes: the kernel's word
     /// through the index's watcher, for the app-container sync instead of listing the folder
     /// every few seconds.
-    public func childFolderChanges(of folder: String, infoFile: String) -> AsyncStream<Void> {
+    package func childFolderChanges(of folder: String, infoFile: String) -> AsyncStream<Void> {
         let parent = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
         let deltas = deltaRelay.subscribe()
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -87,14 +87,16 @@ public final class IndexService: Sendable {
     }
 
     /// The host answering queries now.
-    public var host: IndexHost { hostBox.current }
+    package var host: IndexHost { hostBox.current }
 
     /// The control socket path.
-    public var controlSocket: String { control.socketPath }
+    package var controlSocket: String { control.socketPath }
 
     /// Starts answering on the control socket, indexes the permanent roots, and starts the
-    /// periodic rescan (every `rescanInterval`) and the index-file watchdog.
-    public func start(rescanInterval: Duration = .seconds(3600), watchdogInterval: Duration = .seconds(2)) {
+    /// periodic rescan (every `rescanInterval`) and the index-file watchdog: the kernel tells it
+    /// when the file is written, replaced or removed (``FileChangeSignal``); every
+    /// `watchdogBackstop` it looks anyway, in case the folder could not be watched.
+    package func start(rescanInterval: Duration = .seconds(3600), watchdogBackstop: Duration = .seconds(60)) {
         control.start()
         let host = self.host
         let roots = permanentRoots
@@ -117,25 +119,32 @@ public final class IndexService: Sendable {
                 }
             }
         }
+        let (checks, check) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let signal = FileChangeSignal(path: databasePath, suffixes: [], logger: logger) { check.yield() }
         let watchdog = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: watchdogInterval)
+            // One check at a time: a rebuild in progress is not started twice.
+            for await _ in checks {
                 guard let self, !Task.isCancelled else { return }
                 await self.checkIndexFile()
             }
+            signal?.stop()
         }
-        tasks.withLock { $0 += [initial, backstop, watchdog] }
+        let watchdogTimer = Task {
+            while (try? await Task.sleep(for: watchdogBackstop)) != nil { check.yield() }
+            check.finish()
+        }
+        tasks.withLock { $0 += [initial, backstop, watchdog, watchdogTimer] }
     }
 
     /// Stops everything.
-    public func stop() {
+    package func stop() {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         control.stop()
         host.shutdown()
     }
 
     /// The status report (as `ubiq index status` shows it).
-    public func statusReport() throws -> IndexStatusReport {
+    package func statusReport() throws -> IndexStatusReport {
         try host.statusReport(database: databasePath)
     }
 

@@ -5,6 +5,7 @@ import Synchronization
 import Ubiquity
 import UbiquityIndex
 import UbiquityStore
+import UbiquityCloudKit
 
 /// The key-value store's sync, one per container, run by the daemon: it uploads the entries set
 /// on this machine, downloads other devices' changes and writes them into the local store, where
@@ -26,9 +27,9 @@ import UbiquityStore
 ///   safety net, and retries with back-off while the server is unreachable.
 ///
 /// Start it with ``start()`` and stop it with ``stop()`` (or run ``run()`` in a task of your own).
-public final class KeyValueSync: Sendable {
+package final class KeyValueSync: Sendable {
     /// The zone subscription's ID in the private database.
-    public static let subscriptionID = "ubiquity-key-value-store"
+    package static let subscriptionID = "ubiquity-key-value-store"
     /// The key in the store's sync state holding the zone change token.
     static let tokenKey = "changeToken"
     /// When, after starting, a second round runs (push is connected by then, normally).
@@ -37,7 +38,7 @@ public final class KeyValueSync: Sendable {
     static let writerID = "sync"
 
     /// The container synced.
-    public let container: CloudContainer
+    package let container: CloudContainer
     /// The local store's file.
     package let database: KeyValueDatabase
     let logger: Logger
@@ -47,12 +48,12 @@ public final class KeyValueSync: Sendable {
     private let rounds = Mutex(0)
 
     /// The zone of the entries.
-    public static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: KeyValueRecord.zoneName) }
+    package static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: KeyValueRecord.zoneName) }
 
     /// A sync of `container`'s key-value store, in its file under `paths`
     /// (`$XDG_STATE_HOME/ubiquity/kvs/<container>.sqlite`).
     /// - Throws: `invalidArgument` for a malformed container identifier, `io` when the file cannot be opened.
-    public convenience init(container: CloudContainer, paths: UbiquityPaths = UbiquityPaths(), logger: Logger,
+    package convenience init(container: CloudContainer, paths: UbiquityPaths = UbiquityPaths(), logger: Logger,
                             pollInterval: Duration = .milliseconds(100), fetchInterval: Duration = .seconds(60)) throws {
         let identifier = try ContainerIdentifier(container.containerIdentifier)
         let database = try KeyValueDatabase(path: paths.keyValueStoreFile(for: identifier).path, logger: logger)
@@ -70,7 +71,7 @@ public final class KeyValueSync: Sendable {
     }
 
     /// Starts ``run()`` in a task of its own (does nothing when it runs already).
-    public func start() {
+    package func start() {
         task.withLock { task in
             guard task == nil else { return }
             task = Task { [self] in await run() }
@@ -78,7 +79,7 @@ public final class KeyValueSync: Sendable {
     }
 
     /// Stops what ``start()`` started and waits until it has stopped.
-    public func stop() async {
+    package func stop() async {
         let running = task.withLock { task -> Task<Void, Never>? in
             defer { task = nil }
             return task
@@ -88,10 +89,10 @@ public final class KeyValueSync: Sendable {
     }
 
     /// How many sync rounds completed (for tests and status).
-    public var completedRounds: Int { rounds.withLock { $0 } }
+    package var completedRounds: Int { rounds.withLock { $0 } }
 
     /// Syncs until the task is cancelled: a round at once, then one after every wake-up.
-    public func run() async {
+    package func run() async {
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -132,7 +133,7 @@ public final class KeyValueSync: Sendable {
     }
 
     /// One round: uploads what was set here, then downloads what changed on the server.
-    public func synchronize() async throws {
+    package func synchronize() async throws {
         try await upload()
         try await download()
         rounds.withLock { $0 += 1 }

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Ubiquity
+import UbiquityCloudKit
 
 /// How far this machine's clock is from a server's, from the `Date` header of its `/healthz`
 /// (one-second resolution, compared with the middle of the request).
-public enum ServerClock {
+package enum ServerClock {
     /// Seconds this clock is ahead of the server's (negative: behind), or nil when the server
     /// cannot be reached, sent no `Date`, or answered three times slower than
     /// ``maximumRoundTrip`` (a busy machine: the measurement would be off by half the round
     /// trip, enough to record an offset that is not there).
-    public static func skew(serverURL: URL, transport: HTTPClientTransport = HTTPClientTransport()) async -> Double? {
+    package static func skew(serverURL: URL, transport: HTTPClientTransport = HTTPClientTransport()) async -> Double? {
         let prefix = serverURL.path.hasSuffix("/") ? String(serverURL.path.dropLast()) : serverURL.path
         for _ in 0..<3 {
             let before = Date()
@@ -22,11 +23,11 @@ public enum ServerClock {
     }
 
     /// The longest round trip a measurement is taken from, in seconds.
-    public static let maximumRoundTrip: TimeInterval = 0.5
+    package static let maximumRoundTrip: TimeInterval = 0.5
 
     /// Seconds this clock is ahead of the server whose response carried `dateHeader`, for a
     /// request sent at `before` and answered at `after`; nil without a readable header.
-    public static func skew(dateHeader: String?, before: Date, after: Date) -> Double? {
+    package static func skew(dateHeader: String?, before: Date, after: Date) -> Double? {
         guard let dateHeader, let date = httpDate.date(from: dateHeader) else { return nil }
         return before.addingTimeInterval(after.timeIntervalSince(before) / 2).timeIntervalSince(date)
     }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// `ubiq`: Ubiquity's one executable. Subcommands are thin wiring over the libraries.
 @main

@@ -43,3 +43,11 @@ public struct UbiquityIdentityToken: Hashable, Sendable, Codable, CustomStringCo
     /// A short, opaque rendering for logs.
     public var description: String { "UbiquityIdentityToken(\(digest.prefix(12)))" }
 }
+
+extension UbiquityAccountFile {
+    /// The identity token of the account in the file; nil when nobody is signed in or the file
+    /// is unreadable.
+    public var identityToken: UbiquityIdentityToken? {
+        (try? read())?.map(UbiquityIdentityToken.init(account:))
+    }
+}

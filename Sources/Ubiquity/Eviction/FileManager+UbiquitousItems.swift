@@ -43,39 +43,39 @@ extension FileManager {
 }
 
 /// The requests behind eviction and download, with what the daemon answers (for the CLI).
-public enum UbiquitousItemControl {
+package enum UbiquitousItemControl {
     /// Evicts the item at `url`; returns the paths evicted. `progress` hears a folder's bytes
     /// looked at so far, of all.
-    public static func evict(at url: URL, socketPath: String = ControlWire.socketPath(),
+    package static func evict(at url: URL, socketPath: String = ControlWire.socketPath(),
                              progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> [String] {
         try request(ControlWire.Request(op: .evict, path: try absolutePath(url)), socketPath: socketPath) { line in
-            if line.event == "progress", let done = line.bytes, let total = line.total { progress?(done, total) }
+            if line.event == .progress, let done = line.bytes, let total = line.total { progress?(done, total) }
         }.paths ?? []
     }
 
     /// Downloads the evicted item(s) at `url`; with `wait`, returns when they are here
     /// (`progress` hears each file's percent done), else once the download started. Returns the
     /// paths downloaded (or being downloaded).
-    public static func download(at url: URL, wait: Bool, socketPath: String = ControlWire.socketPath(),
+    package static func download(at url: URL, wait: Bool, socketPath: String = ControlWire.socketPath(),
                                 progress: ((_ path: String, _ percent: Double) -> Void)? = nil) throws -> [String] {
         try request(ControlWire.Request(op: .download, path: try absolutePath(url), wait: wait), socketPath: socketPath) { line in
-            if line.event == "progress", let path = line.path, let percent = line.percent { progress?(path, percent) }
+            if line.event == .progress, let path = line.path, let percent = line.percent { progress?(path, percent) }
         }.paths ?? []
     }
 
     /// Pins the item at `url` (Apple's "Keep Downloaded"; a folder: everything in it): it is
     /// downloaded and never evicted. Returns the paths downloaded.
-    public static func pin(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> [String] {
+    package static func pin(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> [String] {
         try request(ControlWire.Request(op: .pin, path: try absolutePath(url)), socketPath: socketPath).paths ?? []
     }
 
     /// Unpins the item at `url`: it may be evicted again.
-    public static func unpin(at url: URL, socketPath: String = ControlWire.socketPath()) throws {
+    package static func unpin(at url: URL, socketPath: String = ControlWire.socketPath()) throws {
         _ = try request(ControlWire.Request(op: .unpin, path: try absolutePath(url)), socketPath: socketPath)
     }
 
     /// The daemon's sync state of the item at `url`.
-    public static func state(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> ItemSyncState {
+    package static func state(at url: URL, socketPath: String = ControlWire.socketPath()) throws -> ItemSyncState {
         guard let item = try request(ControlWire.Request(op: .item, path: try absolutePath(url)), socketPath: socketPath).item else {
             throw UbiquityError(.protocolError, "the daemon sent no item state")
         }
@@ -93,7 +93,7 @@ public enum UbiquitousItemControl {
                         line: (ControlWire.Reply) -> Void = { _ in }) throws -> ControlWire.Reply {
         let socket: UnixSocket
         do { socket = try UnixSocket.connect(to: socketPath) } catch {
-            throw UbiquityError(.serviceUnavailable, "no daemon answers on '\(socketPath)': start 'ubiq daemon'", underlying: error)
+            throw UbiquityError(.serviceUnavailable, "no daemon answers on '\(socketPath)': is the Ubiquity daemon running?", underlying: error)
         }
         defer { socket.shutdown() }
         try socket.send(ControlWire.encode(request))
@@ -102,8 +102,8 @@ public enum UbiquitousItemControl {
                 throw UbiquityError(.serviceUnavailable, "the daemon closed the connection without answering")
             }
             let reply = try ControlWire.decode(ControlWire.Reply.self, from: bytes)
-            if reply.event == "error" { throw reply.error }
-            if reply.event == "progress" {
+            if reply.event == .error { throw reply.error }
+            if reply.event == .progress {
                 line(reply)
                 continue
             }

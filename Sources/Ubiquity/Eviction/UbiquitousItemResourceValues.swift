@@ -28,7 +28,7 @@ public struct UbiquitousItemResourceValues: Sendable, Hashable {
     public var percentUploaded: Double?
 
     /// Values from the daemon's state.
-    public init(_ state: ItemSyncState) {
+    package init(_ state: ItemSyncState) {
         ubiquitousItemDownloadingStatus = state.downloadingStatus
         ubiquitousItemIsDownloading = state.isDownloading
         ubiquitousItemDownloadRequested = state.downloadRequested

@@ -7,10 +7,10 @@ import UbiquityStore
 /// Apple's attribute names.
 public final class MetadataItem: Sendable, Hashable, CustomStringConvertible {
     /// The index row behind the item.
-    public let record: IndexRecord
+    package let record: IndexRecord
 
     /// An item for an index row.
-    public init(record: IndexRecord) {
+    package init(record: IndexRecord) {
         self.record = record
     }
 

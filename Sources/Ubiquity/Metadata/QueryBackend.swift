@@ -20,7 +20,7 @@ enum QueryBackend {
                 if mode == "daemon" {
                     return AsyncStream { continuation in
                         continuation.yield(.failed(UbiquityError(.serviceUnavailable,
-                            "no daemon answers on '\(socketPath)' (UBIQUITY_INDEX=daemon): start 'ubiq daemon'", underlying: error)))
+                            "no daemon answers on '\(socketPath)' (UBIQUITY_INDEX=daemon): is the Ubiquity daemon running?", underlying: error)))
                         continuation.finish()
                     }
                 }
@@ -74,16 +74,16 @@ enum DaemonQueryConnection {
             throw UbiquityError(.serviceUnavailable, "the daemon closed the connection without answering")
         }
         let reply = try ControlWire.decode(ControlWire.Reply.self, from: line)
-        if reply.event == "error" { throw reply.error }
+        if reply.event == .error { throw reply.error }
         return reply
     }
 }
 
 /// One-shot requests to the daemon's control socket (`ubiq index status`, `rescan`, `sync`).
-public enum MetadataQueryControl {
+package enum MetadataQueryControl {
     /// Sends `request` to the daemon and returns its reply; throws `serviceUnavailable` when no
     /// daemon answers, or the daemon's error.
-    public static func request(_ request: ControlWire.Request, socketPath: String = ControlWire.socketPath()) throws -> ControlWire.Reply {
+    package static func request(_ request: ControlWire.Request, socketPath: String = ControlWire.socketPath()) throws -> ControlWire.Reply {
         do {
             return try DaemonQueryConnection.request(request, socketPath: socketPath)
         } catch let error as UbiquityError where error.code == .io || error.code == .notFound {

@@ -5,19 +5,18 @@ import UbiquityStore
 /// The daemon's control socket protocol: one JSON object per line, both ways
 /// (`docs/control-protocol.md`). A connection carries one request; a query's events follow
 /// until the client closes the connection or sends `{"op":"stop"}`.
-public enum ControlWire {
+package enum ControlWire {
     /// The protocol version the daemon speaks.
-    public static let version = 1
+    package static let version = 1
 
     /// The control socket: `$UBIQUITY_CONTROL_SOCKET`, else `$XDG_RUNTIME_DIR/ubiquity/control.sock`.
-    public static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let path = environment["UBIQUITY_CONTROL_SOCKET"], path.hasPrefix("/") { return path }
         return UbiquityPaths(environment: environment).runtimeDirectory.appendingPathComponent("control.sock").path
     }
 
-    /// A request from a client.
     /// What a request asks for; on the wire, the raw value.
-    public enum Op: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+    package enum Op: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
         /// A metadata query with live updates.
         case query
         /// Ends a query's live updates on its connection.
@@ -42,10 +41,10 @@ public enum ControlWire {
         case confirmDeletes = "confirm-deletes"
 
         /// The raw value, as messages name the op.
-        public var description: String { rawValue }
+        package var description: String { rawValue }
 
         /// Decodes the raw value; an op this build does not know is an error naming the known ones.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let text = try decoder.singleValueContainer().decode(String.self)
             guard let op = Self(rawValue: text) else {
                 throw UbiquityError(.invalidArgument, "unknown op '\(text)': expected \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -54,19 +53,50 @@ public enum ControlWire {
         }
     }
 
-    public struct Request: Codable, Sendable {
+    /// What a reply line is; on the wire, the raw value.
+    package enum Event: String, Codable, Sendable, CaseIterable, CustomStringConvertible {
+        /// Results found so far (a query).
+        case gathering
+        /// The first results are complete (a query).
+        case finishGathering
+        /// Live changes to the results (a query).
+        case update
+        /// The index's status (`status`).
+        case status
+        /// A transfer's progress (`evict`, `download`).
+        case progress
+        /// An item's sync state (`item`).
+        case item
+        /// The request is done.
+        case done
+        /// The request failed.
+        case error
+        /// A line a daemon newer than this build sent: skipped by those who wait for another.
+        case unknown
+
+        /// The raw value, as messages name the event.
+        package var description: String { rawValue }
+
+        /// Decodes the raw value; an event this build does not know is ``unknown``.
+        package init(from decoder: any Decoder) throws {
+            self = Self(rawValue: try decoder.singleValueContainer().decode(String.self)) ?? .unknown
+        }
+    }
+
+    /// A request from a client.
+    package struct Request: Codable, Sendable {
         /// What is asked for.
-        public var op: Op
+        package var op: Op
         /// The query (for `query`).
-        public var query: QueryRequest?
+        package var query: QueryRequest?
         /// The folder (for `rescan` and `sync`); the item (for `evict`, `download` and `item`).
-        public var path: String?
+        package var path: String?
         /// For `download`: whether the reply waits until the content is here (default true);
         /// progress lines come first.
-        public var wait: Bool?
+        package var wait: Bool?
 
         /// A request.
-        public init(op: Op, query: QueryRequest? = nil, path: String? = nil, wait: Bool? = nil) {
+        package init(op: Op, query: QueryRequest? = nil, path: String? = nil, wait: Bool? = nil) {
             self.op = op
             self.query = query
             self.path = path
@@ -75,50 +105,50 @@ public enum ControlWire {
     }
 
     /// A line from the daemon.
-    public struct Reply: Codable, Sendable {
-        /// `gathering`, `finishGathering`, `update`, `status`, `progress`, `item`, `done` or `error`.
-        public var event: String
+    package struct Reply: Codable, Sendable {
+        /// What this line is.
+        package var event: Event
         /// Results (for `gathering`).
-        public var items: [IndexRecord]?
+        package var items: [IndexRecord]?
         /// The result count (for `finishGathering`).
-        public var count: Int?
+        package var count: Int?
         /// Items that entered the results (for `update`).
-        public var added: [IndexRecord]?
+        package var added: [IndexRecord]?
         /// Items that changed (for `update`).
-        public var changed: [IndexRecord]?
+        package var changed: [IndexRecord]?
         /// Items that left the results (for `update`).
-        public var removed: [IndexRecord]?
+        package var removed: [IndexRecord]?
         /// The index status (for `status`).
-        public var status: IndexStatusReport?
+        package var status: IndexStatusReport?
         /// The items evicted or downloaded (for `done` of `evict` and `download`), absolute.
-        public var paths: [String]?
+        package var paths: [String]?
         /// The item a `progress` line is about (absolute).
-        public var path: String?
+        package var path: String?
         /// Percent done, 0…100 (for `progress`).
-        public var percent: Double?
+        package var percent: Double?
         /// Bytes done and in all (for `progress` of `evict`: the bytes freed of all to free).
-        public var bytes: Int64?, total: Int64?
+        package var bytes: Int64?, total: Int64?
         /// An item's sync state (for `item`).
-        public var item: ItemSyncState?
+        package var item: ItemSyncState?
         /// The error code name (for `error`).
-        public var code: String?
+        package var code: String?
         /// The error message (for `error`).
-        public var message: String?
+        package var message: String?
 
         /// A reply of kind `event`.
-        public init(event: String) { self.event = event }
+        package init(event: Event) { self.event = event }
 
         /// The reply carrying a query event.
-        public init(_ event: QueryEvent) {
+        package init(_ event: QueryEvent) {
             switch event {
             case .gatheringProgress(let records):
-                self.init(event: "gathering")
+                self.init(event: .gathering)
                 items = records
             case .finishGathering(let count):
-                self.init(event: "finishGathering")
+                self.init(event: .finishGathering)
                 self.count = count
             case .update(let update):
-                self.init(event: "update")
+                self.init(event: .update)
                 added = update.added
                 changed = update.changed
                 removed = update.removed
@@ -128,37 +158,37 @@ public enum ControlWire {
         }
 
         /// The reply carrying an error.
-        public init(error: UbiquityError) {
-            self.init(event: "error")
+        package init(error: UbiquityError) {
+            self.init(event: .error)
             code = error.code.description
             message = error.message
         }
 
         /// The query event this reply carries, if it carries one.
-        public var queryEvent: QueryEvent? {
+        package var queryEvent: QueryEvent? {
             switch event {
-            case "gathering": .gatheringProgress(items ?? [])
-            case "finishGathering": .finishGathering(count: count ?? 0)
-            case "update": .update(QueryUpdate(added: added ?? [], changed: changed ?? [], removed: removed ?? []))
-            case "error": .failed(self.error)
-            default: nil
+            case .gathering: .gatheringProgress(items ?? [])
+            case .finishGathering: .finishGathering(count: count ?? 0)
+            case .update: .update(QueryUpdate(added: added ?? [], changed: changed ?? [], removed: removed ?? []))
+            case .error: .failed(self.error)
+            case .status, .progress, .item, .done, .unknown: nil
             }
         }
 
         /// The error this reply carries (a protocol error when it carries none).
-        public var error: UbiquityError {
+        package var error: UbiquityError {
             UbiquityError(code.flatMap(UbiquityError.Code.init(name:)) ?? .protocolError,
                           message ?? "the daemon sent '\(event)' without a message")
         }
     }
 
     /// Encodes a value as one line (no line break inside: JSON escapes them).
-    public static func encode(_ value: some Encodable) throws -> [UInt8] {
+    package static func encode(_ value: some Encodable) throws -> [UInt8] {
         Array(try encoder.encode(value))
     }
 
     /// Decodes one line.
-    public static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from line: [UInt8]) throws -> T {
         do {
             return try decoder.decode(type, from: Data(line))
         } catch {
@@ -182,37 +212,37 @@ public enum ControlWire {
 }
 
 /// What `ubiq index status` reports.
-public struct IndexStatusReport: Codable, Sendable {
+package struct IndexStatusReport: Codable, Sendable {
     /// The index file (nil for an in-memory index).
-    public var database: String?
+    package var database: String?
     /// Items indexed.
-    public var items: Int
+    package var items: Int
     /// Folders among them.
-    public var folders: Int
+    package var folders: Int
     /// Roots indexed and watched, with their scan state.
-    public var roots: [Root]
+    package var roots: [Root]
     /// Watches held by the watcher.
-    public var watches: Int
+    package var watches: Int
     /// Whether the index was rebuilt because its file was missing or corrupt.
-    public var rebuilt: Bool
+    package var rebuilt: Bool
     /// Warnings for the user (overflow, watch limit), most recent last.
-    public var messages: [String]
+    package var messages: [String]
     /// The daemon's folder sync, when it syncs one (nil from a daemon that predates it).
-    public var sync: SyncHealthReport?
+    package var sync: SyncHealthReport?
 
     /// One indexed root.
-    public struct Root: Codable, Sendable {
+    package struct Root: Codable, Sendable {
         /// The folder.
-        public var path: String
+        package var path: String
         /// When its last full scan finished.
-        public var lastScan: Date?
+        package var lastScan: Date?
         /// Whether a rescan is pending.
-        public var rescanPending: Bool
+        package var rescanPending: Bool
         /// Why, if known.
-        public var message: String?
+        package var message: String?
 
         /// A root entry.
-        public init(path: String, lastScan: Date?, rescanPending: Bool, message: String?) {
+        package init(path: String, lastScan: Date?, rescanPending: Bool, message: String?) {
             self.path = path
             self.lastScan = lastScan
             self.rescanPending = rescanPending
@@ -221,7 +251,7 @@ public struct IndexStatusReport: Codable, Sendable {
     }
 
     /// A report.
-    public init(database: String?, items: Int, folders: Int, roots: [Root], watches: Int, rebuilt: Bool, messages: [String]) {
+    package init(database: String?, items: Int, folders: Int, roots: [Root], watches: Int, rebuilt: Bool, messages: [String]) {
         self.database = database
         self.items = items
         self.folders = folders

@@ -4,20 +4,20 @@ import Foundation
 /// How the daemon's folder sync fares, for `ubiq doctor` and `ubiq index status`: whether its
 /// passes (pull the server's changes, push the local ones) succeed, and the last error while
 /// they do not.
-public struct SyncHealthReport: Codable, Sendable, Hashable {
+package struct SyncHealthReport: Codable, Sendable, Hashable {
     /// The synced folder.
-    public var folder: String
+    package var folder: String
     /// Passes that failed since the last one that succeeded.
-    public var consecutiveFailures: Int
+    package var consecutiveFailures: Int
     /// When the first of those failures happened (nil while passes succeed).
-    public var failingSince: Date?
+    package var failingSince: Date?
     /// The last failure's error, until a pass succeeds.
-    public var lastError: String?
+    package var lastError: String?
     /// When a pass last succeeded (nil: none yet).
-    public var lastSuccess: Date?
+    package var lastSuccess: Date?
 
     /// A report.
-    public init(folder: String, consecutiveFailures: Int = 0, failingSince: Date? = nil, lastError: String? = nil, lastSuccess: Date? = nil) {
+    package init(folder: String, consecutiveFailures: Int = 0, failingSince: Date? = nil, lastError: String? = nil, lastSuccess: Date? = nil) {
         self.folder = folder
         self.consecutiveFailures = consecutiveFailures
         self.failingSince = failingSince
@@ -27,8 +27,8 @@ public struct SyncHealthReport: Codable, Sendable, Hashable {
 
     /// Failed passes in a row from which on the sync counts as failing, not as having a hiccup:
     /// with the engine's back-off (1, 2, 4 s) about 7 s of failing.
-    public static let failingAfter = 3
+    package static let failingAfter = 3
 
     /// Whether the passes keep failing (``failingAfter`` in a row or more).
-    public var isFailing: Bool { consecutiveFailures >= Self.failingAfter }
+    package var isFailing: Bool { consecutiveFailures >= Self.failingAfter }
 }

@@ -3,7 +3,7 @@
 /// An item's sync state: the one set of states the daemon's sync reports, the index keeps, the
 /// control socket carries (``ItemSyncState/sync``) and the library and the CLI show. On the wire,
 /// the raw values.
-public enum SyncItemStatus: String, Codable, Sendable, Hashable, CaseIterable {
+package enum SyncItemStatus: String, Codable, Sendable, Hashable, CaseIterable {
     /// The server has this version.
     case uploaded
     /// Changed (or new) here and not sent yet.
@@ -17,7 +17,7 @@ public enum SyncItemStatus: String, Codable, Sendable, Hashable, CaseIterable {
 
     /// Decodes the raw value; a value this build does not know is ``unknown``, never an error,
     /// so an item's other facts still arrive from a newer daemon.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = Self(rawValue: try decoder.singleValueContainer().decode(String.self)) ?? .unknown
     }
 }

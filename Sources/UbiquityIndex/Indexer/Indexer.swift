@@ -10,11 +10,11 @@ import UbiquityStore
 /// Scans and SQLite writes block, so they run one at a time on a dedicated thread, never on the
 /// Swift cooperative pool. The thread runs at nice ``niceness``: when the cores are busy (a
 /// burst of thousands of new files), sync and the server go first and the index catches up.
-public actor Indexer {
+package actor Indexer {
     /// The index this indexer writes.
-    public nonisolated let index: MetadataIndex
+    package nonisolated let index: MetadataIndex
     /// The scanner used for full and subtree scans.
-    public nonisolated let scanner: TreeScanner
+    package nonisolated let scanner: TreeScanner
     private let logger: Logger
     private var roots: [String: IgnoreRules] = [:]
     private var warnings: [String: [ScanWarning]] = [:]
@@ -22,7 +22,7 @@ public actor Indexer {
     private nonisolated let subscribers = Broadcaster<IndexDelta>()
 
     /// An indexer writing `index` with `scanner`.
-    public init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
+    package init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
         self.index = index
         self.logger = logger
         self.scanner = scanner
@@ -30,24 +30,24 @@ public actor Indexer {
 
     /// How many nice steps the indexer's thread runs below the thread that made the indexer
     /// (the daemon's threads run at 0, the indexer's at 10).
-    public static let niceness: Int32 = 10
+    package static let niceness: Int32 = 10
 
     deinit { subscribers.finish() }  // (the worker's thread ends with it: BackgroundThread.deinit)
 
     /// A new subscription to the deltas this indexer writes, from now on: each access of this
     /// property makes one more subscriber, and every subscriber gets every non-empty delta.
-    public nonisolated var deltas: AsyncStream<IndexDelta> { subscribers.subscribe() }
+    package nonisolated var deltas: AsyncStream<IndexDelta> { subscribers.subscribe() }
 
     /// The registered roots.
-    public var rootPaths: [String] { roots.keys.sorted() }
+    package var rootPaths: [String] { roots.keys.sorted() }
 
     /// The problems the last scan of each root worked around (unreadable folders, bad names).
-    public var scanWarnings: [String: [ScanWarning]] { warnings }
+    package var scanWarnings: [String: [ScanWarning]] { warnings }
 
     /// Registers `path` as a root and brings its rows up to date with a full scan.
     ///
     /// - Throws: ``UbiquityError`` if `path` is not a readable folder or the index fails.
-    public func addRoot(_ path: String, ignoring rules: IgnoreRules) async throws -> IndexDelta {
+    package func addRoot(_ path: String, ignoring rules: IgnoreRules) async throws -> IndexDelta {
         let root = Self.normalize(path)
         roots[root] = rules
         let job = makeJob()
@@ -62,7 +62,7 @@ public actor Indexer {
     }
 
     /// Forgets the root at `path`, deleting its rows.
-    public func removeRoot(_ path: String) async throws -> IndexDelta {
+    package func removeRoot(_ path: String) async throws -> IndexDelta {
         let root = Self.normalize(path)
         roots[root] = nil
         warnings[root] = nil
@@ -77,7 +77,7 @@ public actor Indexer {
     /// Scans the subtree at `path` (a root or anything under one) and reconciles the index
     /// with it: used for rescan requests and as the periodic backstop. A path that no longer
     /// exists is removed with its subtree; a missing root is emptied and marked pending.
-    public func rescan(_ path: String) async throws -> IndexDelta {
+    package func rescan(_ path: String) async throws -> IndexDelta {
         let path = Self.normalize(path)
         let job = makeJob()
         let (delta, summaries) = try await run {
@@ -94,7 +94,7 @@ public actor Indexer {
     /// nested ones skipped). A file or folder changed or removed inside a subtree the batch
     /// rescans is left to the rescan (a new folder's files are read once, not once per event
     /// and again by the scan). Returns the merged delta; subscribers get each step's delta.
-    public func apply(_ batch: WatchBatch) async throws -> IndexDelta {
+    package func apply(_ batch: WatchBatch) async throws -> IndexDelta {
         guard !batch.isEmpty else { return IndexDelta() }
         let job = makeJob()
         let (delta, summaries) = try await run {
@@ -125,7 +125,7 @@ public actor Indexer {
     }
 
     /// The index's status (counts, size on disk, roots and their scan state).
-    public func status() async throws -> IndexStatus {
+    package func status() async throws -> IndexStatus {
         let index = self.index
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try index.status() }) }
@@ -142,7 +142,7 @@ public actor Indexer {
     /// Changes the ubiquitous attributes of the row at `path` (sync keeps them true) in order
     /// with the indexing work, and publishes the change to live queries. Returns false when the
     /// path is not indexed (yet).
-    public func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
+    package func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
         let job = makeJob()
         return try await run {
             guard let record = try job.index.record(at: path) else { return false }
@@ -156,7 +156,7 @@ public actor Indexer {
     /// Changes the ubiquitous attributes of several rows in one transaction, in order with the
     /// indexing work (``updateUbiquitousAttributes(path:_:)`` for each), and publishes the
     /// changes at once. Returns the paths that are not indexed (yet).
-    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
+    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
         guard !changes.isEmpty else { return [] }
         let job = makeJob()
         return try await run {

@@ -4,12 +4,12 @@ import UbiquityStore
 
 extension IndexHost {
     /// How many results a gathering-progress event carries at most.
-    public static let gatheringBatchSize = 1_000
+    package static let gatheringBatchSize = 1_000
 
     /// Runs `request`: gathers the initial results from the index (adding roots for scopes the
     /// index does not cover yet), then, when the request watches, reports every change of the
     /// result set until the stream is dropped. Errors end the stream with ``QueryEvent/failed(_:)``.
-    public func run(_ request: QueryRequest) -> AsyncStream<QueryEvent> {
+    package func run(_ request: QueryRequest) -> AsyncStream<QueryEvent> {
         let (stream, continuation) = AsyncStream<QueryEvent>.makeStream(bufferingPolicy: .unbounded)
         let task = Task { [self] in
             var acquired: [String] = []

@@ -3,7 +3,7 @@ import UbiquityStore
 extension IndexHost {
     /// What is indexed, for `ubiq index status`: the index's counts and roots, the watcher's
     /// watches, and the warnings not yet reported.
-    public func statusReport(database: String?) throws -> IndexStatusReport {
+    package func statusReport(database: String?) throws -> IndexStatusReport {
         let status = try index.status()
         let pending = state.withLock { $0.messages }
         return IndexStatusReport(

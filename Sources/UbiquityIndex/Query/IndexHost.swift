@@ -10,16 +10,18 @@ import UbiquityStore
 ///
 /// Roots are reference-counted: a query whose scope no root covers adds its scope as a root
 /// (scanned, then watched) for as long as it runs.
-public final class IndexHost: Sendable {
+package final class IndexHost: Sendable {
     /// The index.
-    public let index: MetadataIndex
+    package let index: MetadataIndex
     let indexer: Indexer
     let watcher: FileWatcher
     let logger: Logger
     let state = Mutex(HostState())
     private let pump = Mutex<Task<Void, Never>?>(nil)
     /// The sequence number of the last watcher batch applied and published.
-    private let applied = Mutex<UInt64>(0)
+    private let applied = ProgressMark()
+    /// Raised whenever a root becomes ready or stops being indexed.
+    private let rootChanges = ProgressMark()
 
     struct HostState {
         var roots: [String: RootEntry] = [:]
@@ -33,7 +35,7 @@ public final class IndexHost: Sendable {
     }
 
     /// A host over `index`, watching with `watcher` settings.
-    public init(index: MetadataIndex, watcher configuration: FileWatcher.Configuration = .init(), logger: Logger) {
+    package init(index: MetadataIndex, watcher configuration: FileWatcher.Configuration = .init(), logger: Logger) {
         self.index = index
         self.logger = logger
         indexer = Indexer(index: index, logger: logger)
@@ -48,14 +50,14 @@ public final class IndexHost: Sendable {
                 } catch {
                     logger.error("index update failed", metadata: ["ubiquity.error": "\(error)"])
                 }
-                self?.applied.withLock { $0 = max($0, batch.sequence) }
+                self?.applied.advance(to: batch.sequence)
             }
         }
         pump.withLock { $0 = task }
     }
 
     /// The host of this process when no daemon runs: an in-memory index, created on first use.
-    public static func local(logger: Logger) throws -> IndexHost {
+    package static func local(logger: Logger) throws -> IndexHost {
         try localHost.withLock { host in
             if let host { return host }
             let made = IndexHost(index: try MetadataIndex.inMemory(logger: logger), logger: logger)
@@ -67,7 +69,7 @@ public final class IndexHost: Sendable {
     private static let localHost = Mutex<IndexHost?>(nil)
 
     /// Stops watching; subscriptions end when the indexer goes away.
-    public func shutdown() {
+    package func shutdown() {
         watcher.stop()
         pump.withLock { $0?.cancel() }
     }
@@ -75,13 +77,13 @@ public final class IndexHost: Sendable {
     // MARK: Roots
 
     /// Indexes and watches `root` for as long as the host runs (the daemon's containers).
-    public func addPermanentRoot(_ root: String) async throws {
+    package func addPermanentRoot(_ root: String) async throws {
         try await acquire(scopes: [root], pinned: true)
     }
 
     /// Makes sure every scope is indexed and watched, scanning new roots (watch first, then scan,
     /// so nothing in between is missed). Pair with ``release(scopes:)``.
-    public func acquire(scopes: [String], pinned: Bool = false) async throws {
+    package func acquire(scopes: [String], pinned: Bool = false) async throws {
         for scope in scopes {
             let root = try Self.normalizedRoot(scope)
             let isNew: Bool = state.withLock { state in
@@ -106,8 +108,10 @@ public final class IndexHost: Sendable {
                 try watcher.watch(root: root, ignoring: rules)
                 _ = try await indexer.addRoot(root, ignoring: rules)
                 state.withLock { $0.roots[root]?.ready = true }
+                rootChanges.increment()
             } catch {
                 state.withLock { _ = $0.roots.removeValue(forKey: root) }
+                rootChanges.increment()
                 watcher.unwatch(root: root)
                 throw error
             }
@@ -116,7 +120,7 @@ public final class IndexHost: Sendable {
 
     /// Releases scopes acquired with ``acquire(scopes:pinned:)``; a root no query needs any more
     /// stops being watched (its rows stay until the next scan of the index).
-    public func release(scopes: [String]) {
+    package func release(scopes: [String]) {
         for scope in scopes {
             guard let root = try? Self.normalizedRoot(scope) else { continue }
             let drop: String? = state.withLock { state in
@@ -126,54 +130,61 @@ public final class IndexHost: Sendable {
                 state.roots[covering] = nil
                 return covering
             }
-            if let drop { watcher.unwatch(root: drop) }
+            if let drop {
+                watcher.unwatch(root: drop)
+                rootChanges.increment()
+            }
         }
     }
 
     /// The roots indexed now.
-    public var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
+    package var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
 
     /// Changes the ubiquitous attributes of the row at `path` and tells live queries; false
     /// when the path is not indexed (yet). See ``Indexer/updateUbiquitousAttributes(path:_:)``.
-    public func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
+    package func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
         try await indexer.updateUbiquitousAttributes(path: path, change)
     }
 
     /// Changes the ubiquitous attributes of several rows in one transaction and tells live
     /// queries; returns the paths that are not indexed (yet). See
     /// ``Indexer/updateUbiquitousAttributes(_:)``.
-    public func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
+    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
         try await indexer.updateUbiquitousAttributes(changes)
     }
 
     /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
     @discardableResult
-    public func rescan(_ path: String) async throws -> IndexDelta {
+    package func rescan(_ path: String) async throws -> IndexDelta {
         try await indexer.rescan(path)
     }
 
     /// Returns once every change made under `root` before the call is in the index and has been
     /// published (read-your-writes, with a cookie file as watchman does).
-    public func sync(root: String) async throws {
+    package func sync(root: String) async throws {
         let target = try await watcher.sync(root: root)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while applied.withLock({ $0 }) < target {
-            guard ContinuousClock.now < deadline else {
-                throw UbiquityError(.timedOut, "the index did not catch up with the watcher of '\(root)' in 30 s")
-            }
-            try await Task.sleep(for: .milliseconds(1))
+        guard await applied.wait(until: target, timeout: .seconds(30)) else {
+            try Task.checkCancellation()
+            throw UbiquityError(.timedOut, "the index did not catch up with the watcher of '\(root)' in 30 s")
         }
     }
 
+    /// Waits until the root covering `root` has had its first scan (another query may be
+    /// scanning it), woken by ``rootChanges``.
     private func waitUntilReady(_ root: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(3600)
         while true {
+            let seen = rootChanges.value
             let ready: Bool? = state.withLock { state in
                 guard let covering = Self.coveringRoot(of: root, in: state.roots) else { return nil }
                 return state.roots[covering]?.ready
             }
             guard let ready else { throw UbiquityError(.notFound, "'\(root)' stopped being indexed") }
             if ready { return }
-            try await Task.sleep(for: .milliseconds(5))
+            guard await rootChanges.wait(until: seen + 1, timeout: deadline - ContinuousClock.now) else {
+                try Task.checkCancellation()
+                throw UbiquityError(.timedOut, "the first scan of '\(root)' did not finish in an hour")
+            }
         }
     }
 
@@ -185,7 +196,7 @@ public final class IndexHost: Sendable {
     }
 
     /// Keeps a message for the user (shown by `ubiq index status`; the last 50 are kept).
-    public func note(_ message: String) {
+    package func note(_ message: String) {
         state.withLock { state in
             state.messages.append(message)
             if state.messages.count > 50 { state.messages.removeFirst(state.messages.count - 50) }
@@ -216,7 +227,7 @@ public final class IndexHost: Sendable {
 
     /// Every delta applied from now on (scans, rescans and watcher batches), until the stream
     /// is dropped or the host goes away.
-    public func deltas() -> AsyncStream<IndexDelta> {
+    package func deltas() -> AsyncStream<IndexDelta> {
         indexer.deltas
     }
 }

@@ -3,18 +3,18 @@ import UbiquityStore
 
 /// The result set of one live query, kept up to date from index deltas. A value type with no
 /// I/O: the daemon and the library's local mode both drive it.
-public struct LiveQueryState: Sendable {
+package struct LiveQueryState: Sendable {
     /// The predicate.
-    public let predicate: QueryPredicate
+    package let predicate: QueryPredicate
     /// The scopes (absolute folder paths; empty means everything indexed).
-    public let scopes: [String]
+    package let scopes: [String]
     /// Folders inside the scopes whose contents are left out.
-    public let excluding: [String]
+    package let excluding: [String]
     /// The matching items by path.
-    public private(set) var matches: [String: IndexRecord] = [:]
+    package private(set) var matches: [String: IndexRecord] = [:]
 
     /// An empty result set for `predicate` within `scopes`.
-    public init(predicate: QueryPredicate, scopes: [String], excluding: [String] = []) {
+    package init(predicate: QueryPredicate, scopes: [String], excluding: [String] = []) {
         func trimmed(_ path: String) -> String { path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path }
         self.predicate = predicate
         self.scopes = scopes.map(trimmed)
@@ -23,7 +23,7 @@ public struct LiveQueryState: Sendable {
 
     /// Whether `path` lies inside one of the scopes (the scope folder itself is not a result)
     /// and not inside an excluded folder (nor is one).
-    public func isInScope(_ path: String) -> Bool {
+    package func isInScope(_ path: String) -> Bool {
         if excluding.contains(where: { path == $0 || Self.isInside(path, $0) }) { return false }
         if scopes.isEmpty { return true }
         return scopes.contains { Self.isInside(path, $0) }
@@ -37,21 +37,21 @@ public struct LiveQueryState: Sendable {
     }
 
     /// Whether `record` belongs in the results.
-    public func matches(_ record: IndexRecord) -> Bool {
+    package func matches(_ record: IndexRecord) -> Bool {
         isInScope(record.path) && predicate.evaluate(with: record)
     }
 
     /// Adds initial results, which the index has already matched against the predicate (its SQL
     /// and the evaluator agree); only the scope is checked here. Returns the records kept.
     @discardableResult
-    public mutating func gather(_ records: [IndexRecord]) -> [IndexRecord] {
+    package mutating func gather(_ records: [IndexRecord]) -> [IndexRecord] {
         let kept = excluding.isEmpty && scopes.isEmpty ? records : records.filter { isInScope($0.path) }
         for record in kept { matches[record.path] = record }
         return kept
     }
 
     /// Applies an index delta and returns how the result set changed.
-    public mutating func apply(_ delta: IndexDelta) -> QueryUpdate {
+    package mutating func apply(_ delta: IndexDelta) -> QueryUpdate {
         var update = QueryUpdate()
         for path in delta.removed {
             if let old = matches.removeValue(forKey: path) { update.removed.append(old) }

@@ -4,7 +4,7 @@ import UbiquityStore
 /// What a running query reports, in order: gathering progress (zero or more), the end of
 /// gathering, then updates (only while watching). The same events travel over the daemon's
 /// control socket.
-public enum QueryEvent: Sendable {
+package enum QueryEvent: Sendable {
     /// Some of the initial results (sent in batches while the index is read).
     case gatheringProgress([IndexRecord])
     /// The initial results are complete; `count` items matched.
@@ -17,26 +17,26 @@ public enum QueryEvent: Sendable {
 
 /// A change of a query's result set. Removed items carry their last known attributes; a
 /// renamed item is removed under its old path and added under its new one.
-public struct QueryUpdate: Sendable, Hashable {
+package struct QueryUpdate: Sendable, Hashable {
     /// Items that now match.
-    public var added: [IndexRecord]
+    package var added: [IndexRecord]
     /// Matching items whose attributes changed.
-    public var changed: [IndexRecord]
+    package var changed: [IndexRecord]
     /// Items that no longer match (or no longer exist).
-    public var removed: [IndexRecord]
+    package var removed: [IndexRecord]
 
     /// An update of the given items.
-    public init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [IndexRecord] = []) {
+    package init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [IndexRecord] = []) {
         self.added = added
         self.changed = changed
         self.removed = removed
     }
 
     /// Whether nothing changed.
-    public var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
+    package var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
 
     /// Appends `other`, keeping one entry per path with the latest state winning.
-    public mutating func merge(_ other: QueryUpdate) {
+    package mutating func merge(_ other: QueryUpdate) {
         var state: [String: (kind: Int, record: IndexRecord)] = [:]
         var order: [String] = []
         func note(_ record: IndexRecord, _ kind: Int) {

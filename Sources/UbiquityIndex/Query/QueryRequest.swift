@@ -2,21 +2,21 @@ import UbiquityCore
 
 /// What a metadata query asks for: the same in the library, on the daemon's control socket and
 /// in `ubiq query`.
-public struct QueryRequest: Sendable, Hashable, Codable {
+package struct QueryRequest: Sendable, Hashable, Codable {
     /// The predicate, in its canonical format string (``QueryPredicate/predicateFormat``).
-    public var predicate: String
+    package var predicate: String
     /// Absolute folder paths; an item is in scope when it lies inside one of them.
-    public var scopes: [String]
+    package var scopes: [String]
     /// Absolute folder paths inside the scopes whose contents are left out (the data scope
     /// leaves out each container's `Documents`).
-    public var excluding: [String]
+    package var excluding: [String]
     /// Sort keys (attribute names), applied in order.
-    public var sort: [QuerySortKey]
+    package var sort: [QuerySortKey]
     /// Whether live updates follow the initial results.
-    public var watch: Bool
+    package var watch: Bool
 
     /// A request for `predicate` under `scopes`.
-    public init(predicate: String, scopes: [String], excluding: [String] = [], sort: [QuerySortKey] = [], watch: Bool = true) {
+    package init(predicate: String, scopes: [String], excluding: [String] = [], sort: [QuerySortKey] = [], watch: Bool = true) {
         self.predicate = predicate
         self.scopes = scopes
         self.excluding = excluding
@@ -26,14 +26,14 @@ public struct QueryRequest: Sendable, Hashable, Codable {
 }
 
 /// One sort key of a query: an attribute and a direction.
-public struct QuerySortKey: Sendable, Hashable, Codable {
+package struct QuerySortKey: Sendable, Hashable, Codable {
     /// The attribute.
-    public var attribute: MetadataAttribute
+    package var attribute: MetadataAttribute
     /// Whether smaller values come first.
-    public var ascending: Bool
+    package var ascending: Bool
 
     /// Sorts by `attribute`, ascending unless told otherwise.
-    public init(_ attribute: MetadataAttribute, ascending: Bool = true) {
+    package init(_ attribute: MetadataAttribute, ascending: Bool = true) {
         self.attribute = attribute
         self.ascending = ascending
     }

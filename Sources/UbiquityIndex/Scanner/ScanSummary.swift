@@ -1,24 +1,24 @@
 /// What a tree scan found besides the records it handed on.
-public struct ScanSummary: Sendable, Hashable {
+package struct ScanSummary: Sendable, Hashable {
     /// Items handed on (files, folders and symbolic links; not the root itself).
-    public var itemCount = 0
+    package var itemCount = 0
     /// How many of them are folders.
-    public var directoryCount = 0
+    package var directoryCount = 0
     /// Entries skipped because their names are not valid UTF-8.
-    public var invalidNameCount = 0
+    package var invalidNameCount = 0
     /// Entries skipped because they vanished while the scan ran.
-    public var vanishedCount = 0
+    package var vanishedCount = 0
     /// Problems worth telling the user (unreadable folders, the first few invalid names).
-    public var warnings: [ScanWarning] = []
+    package var warnings: [ScanWarning] = []
 
     /// An empty summary.
-    public init() {}
+    package init() {}
 }
 
 /// A problem a scan worked around.
-public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
+package struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
     /// What went wrong.
-    public enum Kind: String, Sendable, Hashable {
+    package enum Kind: String, Sendable, Hashable {
         /// A folder could not be read (`EACCES`/`EPERM`): its contents are not indexed.
         case permissionDenied
         /// A name is not valid UTF-8: the item is not indexed.
@@ -28,19 +28,19 @@ public struct ScanWarning: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// What went wrong.
-    public var kind: Kind
+    package var kind: Kind
     /// The path (for invalid names, with the bad bytes escaped as `\xNN`).
-    public var path: String
+    package var path: String
     /// Details.
-    public var message: String
+    package var message: String
 
     /// A warning.
-    public init(kind: Kind, path: String, message: String) {
+    package init(kind: Kind, path: String, message: String) {
         self.kind = kind
         self.path = path
         self.message = message
     }
 
     /// `"kind: path: message"`.
-    public var description: String { "\(kind.rawValue): \(path): \(message)" }
+    package var description: String { "\(kind.rawValue): \(path): \(message)" }
 }

@@ -11,17 +11,17 @@ import UbiquityStore
 /// folders are skipped with a warning, names that are not valid UTF-8 are skipped and counted
 /// (the first few reported with their bytes escaped). ``scan(root:ignoring:onBatch:)`` blocks:
 /// run it on a dedicated thread, never on the Swift cooperative pool.
-public struct TreeScanner: Sendable {
+package struct TreeScanner: Sendable {
     /// How many records each batch holds (the last may hold fewer).
-    public var batchSize: Int
+    package var batchSize: Int
     /// How many invalid names are reported individually in ``ScanSummary/warnings``.
-    public var maximumInvalidNameWarnings = 5
+    package var maximumInvalidNameWarnings = 5
     /// Test hook: opening a folder at one of these paths fails with the given `errno` (to
     /// exercise permission errors when running as root, which ignores permissions).
     package var simulatedOpenErrors: [String: Int32] = [:]
 
     /// A scanner handing on batches of `batchSize` records.
-    public init(batchSize: Int = 2_000) {
+    package init(batchSize: Int = 2_000) {
         self.batchSize = max(1, batchSize)
     }
 
@@ -32,7 +32,7 @@ public struct TreeScanner: Sendable {
     ///   written for (empty when `root` is that root), so that patterns with `/` match.
     /// - Throws: ``UbiquityError`` when `root` cannot be opened as a folder, or whatever
     ///   `onBatch` throws (which stops the scan).
-    public func scan(
+    package func scan(
         root: String, ignoring rules: IgnoreRules, relativePrefix: String = "",
         onBatch: ([IndexRecord]) throws -> Void
     ) throws -> ScanSummary {
@@ -136,7 +136,7 @@ public struct TreeScanner: Sendable {
     ///
     /// An evicted file (nothing at `path`, its hidden stub beside it: ``Placeholder``) is
     /// described by its stub, with the document's size and "not downloaded".
-    public static func record(at path: String) -> IndexRecord? {
+    package static func record(at path: String) -> IndexRecord? {
         var stat = StatX()
         var path = path
         while path.utf8.count > 1, path.hasSuffix("/") { path.removeLast() }

@@ -15,7 +15,7 @@ import UbiquityCore
 /// identity monitor), a key-value store's file (``KeyValueStore`` in apps, the daemon's
 /// key-value sync). ``init(path:suffixes:logger:onChange:)`` returns nil when the folder cannot
 /// be watched: the caller then polls.
-public final class FileChangeSignal: Sendable {
+package final class FileChangeSignal: Sendable {
     private let watcher: FileWatcher
     private let consumer: Task<Void, Never>
     /// Where every signal's handler runs, one at a time.
@@ -24,7 +24,7 @@ public final class FileChangeSignal: Sendable {
     /// Watches `path` (and `path + suffix` for each of `suffixes`); `onChange` runs on the
     /// signals' one handler thread (it may block briefly: a stat, an SQLite read), never on the
     /// cooperative pool.
-    public init?(path: String, suffixes: [String] = ["-wal", "-journal"], logger: Logger = Logger(label: "ubiquity.file-change-signal"),
+    package init?(path: String, suffixes: [String] = ["-wal", "-journal"], logger: Logger = Logger(label: "ubiquity.file-change-signal"),
                  onChange: @escaping @Sendable () -> Void) {
         let url = URL(fileURLWithPath: path)
         guard let folder = try? CanonicalPath.canonicalize(url.deletingLastPathComponent().path, resolveLast: true) else { return nil }
@@ -44,7 +44,7 @@ public final class FileChangeSignal: Sendable {
     }
 
     /// Stops watching (once; also when released).
-    public func stop() {
+    package func stop() {
         watcher.stop()
         consumer.cancel()
     }

@@ -11,21 +11,21 @@ import UbiquityCore
 ///
 /// All watchers of a process share one inotify instance and one reader thread; each receives only
 /// events under its own roots. Paths in batches are absolute and under the root's real path.
-public final class FileWatcher: Sendable {
+package final class FileWatcher: Sendable {
     /// Timing of batches.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Quiet time after the last event before a batch is emitted (watchman's `settle`).
-        public var settle: Duration
+        package var settle: Duration
         /// Longest time an event waits, so a continuous stream of events is still delivered.
-        public var maximumLatency: Duration
+        package var maximumLatency: Duration
         /// Quiet time that suffices when a batch holds only completed writes (files closed after
         /// writing, no renames, removals or new folders an editor's save might be in the middle of).
-        public var quickSettle: Duration
+        package var quickSettle: Duration
         /// Test hook: an `errno` to fail adding the watch of a folder with, or `nil`.
         var failAddWatch: (@Sendable (String) -> Int32?)?
 
         /// A configuration with the given timing.
-        public init(settle: Duration = .milliseconds(20), maximumLatency: Duration = .milliseconds(200),
+        package init(settle: Duration = .milliseconds(20), maximumLatency: Duration = .milliseconds(200),
                     quickSettle: Duration = .milliseconds(2)) {
             self.settle = settle
             self.maximumLatency = maximumLatency
@@ -36,16 +36,16 @@ public final class FileWatcher: Sendable {
     private static let nextID = Atomic<UInt64>(1)
 
     /// The timing this watcher was made with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Settled batches for this watcher's roots. One consumer.
-    public let batches: AsyncStream<WatchBatch>
+    package let batches: AsyncStream<WatchBatch>
 
     let id: UInt64
     private let logger: Logger
     private let hub: InotifyHub
 
     /// A watcher that watches nothing until ``watch(root:ignoring:)`` is called.
-    public init(configuration: Configuration = .init(), logger: Logger) {
+    package init(configuration: Configuration = .init(), logger: Logger) {
         self.configuration = configuration
         self.logger = logger
         self.hub = InotifyHub.shared
@@ -65,20 +65,20 @@ public final class FileWatcher: Sendable {
     /// Throws ``UbiquityError`` when `root` is missing or not a folder. A watch limit hit is not
     /// thrown but reported as a ``RescanRequest`` with reason ``RescanRequest/Reason/watchLimit``
     /// and a message saying how to raise `fs.inotify.max_user_watches`.
-    public func watch(root: String, ignoring rules: IgnoreRules) throws {
+    package func watch(root: String, ignoring rules: IgnoreRules) throws {
         let path = try Self.canonicalFolder(root)
         try hub.watch(id, root: path, rules: rules)
         logger.debug("watching \(path)")
     }
 
     /// Stops watching `root` (as given to ``watch(root:ignoring:)``); pending changes under it are dropped.
-    public func unwatch(root: String) {
+    package func unwatch(root: String) {
         hub.unwatch(id, root: (try? Self.canonicalFolder(root)) ?? Self.trimmed(root))
     }
 
     /// Ends ``batches`` and removes this watcher's watches. Pending ``sync(root:timeout:)`` calls
     /// fail with ``UbiquityError/Code/cancelled``.
-    public func stop() {
+    package func stop() {
         hub.stop(id)
     }
 
@@ -92,14 +92,14 @@ public final class FileWatcher: Sendable {
     /// Returns the ``WatchBatch/sequence`` of the last batch delivered by then: a consumer that
     /// has processed that batch has seen every change made before the call.
     @discardableResult
-    public func sync(root: String, timeout: Duration = .seconds(5)) async throws -> UInt64 {
+    package func sync(root: String, timeout: Duration = .seconds(5)) async throws -> UInt64 {
         let path = (try? Self.canonicalFolder(root)) ?? Self.trimmed(root)
         try await hub.sync(id, root: path, timeout: timeout)
         return hub.deliveredCount(id)
     }
 
     /// Watches held for this watcher (one per folder).
-    public var watchCount: Int {
+    package var watchCount: Int {
         hub.watchCount(id)
     }
 

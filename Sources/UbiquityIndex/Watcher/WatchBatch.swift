@@ -4,27 +4,27 @@
 /// is one ``WatchChange/moved(from:to:)`` (paired by cookie), and editor save patterns (vim's
 /// backup-rename-write, write-to-temp-then-rename, Emacs backups) become one
 /// ``WatchChange/changed(_:)`` of the document. Ignored names never appear.
-public struct WatchBatch: Sendable, Equatable {
+package struct WatchBatch: Sendable, Equatable {
     /// Changes in the order they settled. A path appears at most once as `changed` or `removed`.
-    public var changes: [WatchChange]
+    package var changes: [WatchChange]
     /// Subtrees whose state is unknown and must be scanned (overflow, new folders, watch limit).
-    public var rescans: [RescanRequest]
+    package var rescans: [RescanRequest]
     /// The batch's number for its watcher, counting from 1 (0 for batches made elsewhere);
     /// ``FileWatcher/sync(root:timeout:)`` returns the number a consumer must have reached.
-    public var sequence: UInt64 = 0
+    package var sequence: UInt64 = 0
 
     /// A batch of `changes` and `rescans`.
-    public init(changes: [WatchChange] = [], rescans: [RescanRequest] = []) {
+    package init(changes: [WatchChange] = [], rescans: [RescanRequest] = []) {
         self.changes = changes
         self.rescans = rescans
     }
 
     /// Whether the batch carries nothing.
-    public var isEmpty: Bool { changes.isEmpty && rescans.isEmpty }
+    package var isEmpty: Bool { changes.isEmpty && rescans.isEmpty }
 }
 
 /// A change to one item, by absolute path.
-public enum WatchChange: Sendable, Hashable {
+package enum WatchChange: Sendable, Hashable {
     /// The item was created, written, replaced or had its attributes changed: stat it again.
     case changed(String)
     /// The item (and, for a folder, everything in it) no longer exists at this path.
@@ -36,9 +36,9 @@ public enum WatchChange: Sendable, Hashable {
 }
 
 /// A request to scan a subtree because events for it were or may have been lost.
-public struct RescanRequest: Sendable, Hashable {
+package struct RescanRequest: Sendable, Hashable {
     /// Why a scan is needed.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// A folder appeared (created or moved in): its contents were never watched.
         case newDirectory
         /// The kernel's event queue overflowed (`IN_Q_OVERFLOW`): every root is rescanned.
@@ -50,14 +50,14 @@ public struct RescanRequest: Sendable, Hashable {
     }
 
     /// The absolute path of the subtree to scan.
-    public var path: String
+    package var path: String
     /// Why.
-    public var reason: Reason
+    package var reason: Reason
     /// What to tell the user (for overflow and the watch limit, with the sysctl to raise).
-    public var message: String?
+    package var message: String?
 
     /// A request to scan `path`.
-    public init(path: String, reason: Reason, message: String? = nil) {
+    package init(path: String, reason: Reason, message: String? = nil) {
         self.path = path
         self.reason = reason
         self.message = message

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 extension AssetRoutes {
     /// The upload token of a JSON request's URL (`?token=`, which the upload status's URLs

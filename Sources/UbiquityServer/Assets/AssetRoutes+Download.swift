@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 extension AssetRoutes {
     /// `GET|HEAD download/{token}/{filename}`: the content, streamed as the client reads it,

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 extension AssetRoutes {
     /// Whether a download request asks for the asset's chunk list instead of its bytes
@@ -55,12 +56,12 @@ extension AssetRoutes {
 
 extension BlobStore {
     /// The asset's chunks in order, or nil when the store does not keep them (the default).
-    public func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]? { nil }
+    package func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]? { nil }
 }
 
 extension FileBlobStore {
     /// The asset's chunks in order, from its manifest; nil when it is not stored.
-    public func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]? {
+    package func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]? {
         try await BlockingWork.run { try self.loadManifest(fileChecksum)?.chunks }
     }
 }

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 extension AssetRoutes {
     /// `POST upload/{token}`: stores the body. Without `Content-Range` the body is the whole

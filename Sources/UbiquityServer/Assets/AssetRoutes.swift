@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// The asset endpoints, under `/assets/1/` (the wire format is in `docs/assets.md`):
 ///
@@ -17,20 +18,20 @@ import UbiquityCore
 ///
 /// Every body is streamed with back-pressure: an upload is stored as it arrives and a download
 /// is read as the client takes it, so neither sits in memory.
-public struct AssetRoutes: Sendable {
+package struct AssetRoutes: Sendable {
     /// The service whose URLs these routes serve.
-    public let service: AssetService
+    package let service: AssetService
     /// The server-wide limit on collected request bodies (the JSON bodies and chunks; uploads
     /// are streamed and not counted); unlimited unless the server sets its own.
     package var bodyBudget = RequestBodyBudget(limit: 0)
 
     /// Routes for `service`.
-    public init(service: AssetService) {
+    package init(service: AssetService) {
         self.service = service
     }
 
     /// Adds the routes to `router`.
-    public func register<Context: RequestContext>(on router: Router<Context>) {
+    package func register<Context: RequestContext>(on router: Router<Context>) {
         let prefix = AssetService.pathPrefix
         router.post("\(prefix)/upload/:token") { request, context in await self.upload(request, token: context.parameters.get("token")) }
         router.get("\(prefix)/upload/:token") { _, context in await self.uploadStatus(token: context.parameters.get("token"), head: false) }

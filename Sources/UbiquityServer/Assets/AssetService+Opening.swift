@@ -12,7 +12,7 @@ extension AssetService {
     /// key kept in `recordStore` (made on first use; every server process on one store shares it,
     /// and it survives restarts). Uploads deduplicate only against content the uploader can read
     /// already (``readableContent(in:)``).
-    public static func open(recordStore: any RecordStore, blobsDirectory: URL, configuration: AssetConfiguration = AssetConfiguration(),
+    package static func open(recordStore: any RecordStore, blobsDirectory: URL, configuration: AssetConfiguration = AssetConfiguration(),
                             blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration(), logger: Logger) async throws -> AssetService {
         let blobs = try FileBlobStore(directory: blobsDirectory, configuration: blobConfiguration, logger: logger)
         return AssetService(store: blobs, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger,
@@ -35,7 +35,7 @@ extension AssetService {
 
     /// The asset signing key kept in `store`: 256 random bits stored by the first caller (an
     /// insert-if-absent, so processes starting at once agree).
-    public static func signingKey(in store: any RecordStore) async throws -> SymmetricKey {
+    package static func signingKey(in store: any RecordStore) async throws -> SymmetricKey {
         let candidate = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let stored = try await store.write { tx in try tx.serverSecret(name: signingKeyName, candidate: candidate, createdAt: now) }

@@ -2,28 +2,29 @@
 import Crypto
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// Where an asset goes: the record field an upload URL is for, and that its receipt is bound to.
-public struct AssetBinding: Sendable, Hashable {
+package struct AssetBinding: Sendable, Hashable {
     /// The container identifier.
-    public var container: String
+    package var container: String
     /// Development or production.
-    public var environment: CloudKitEnvironment
+    package var environment: CloudKitEnvironment
     /// The database.
-    public var scope: CloudKitDatabaseScope
+    package var scope: CloudKitDatabaseScope
     /// The database owner's user record name (`""` for the public database).
-    public var owner: String
+    package var owner: String
     /// The zone's name.
-    public var zoneName: String
+    package var zoneName: String
     /// The record type.
-    public var recordType: String
+    package var recordType: String
     /// The asset field's name.
-    public var fieldName: String
+    package var fieldName: String
     /// The record's name, when the upload was requested for a particular record.
-    public var recordName: String?
+    package var recordName: String?
 
     /// Makes a binding.
-    public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, owner: String,
+    package init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, owner: String,
                 zoneName: String, recordType: String, fieldName: String, recordName: String? = nil) {
         self.container = container
         self.environment = environment
@@ -37,43 +38,43 @@ public struct AssetBinding: Sendable, Hashable {
 }
 
 /// A verified upload token: the field it is for and when it expires.
-public struct AssetUploadToken: Sendable, Hashable {
+package struct AssetUploadToken: Sendable, Hashable {
     /// The field the upload is for.
-    public var binding: AssetBinding
+    package var binding: AssetBinding
     /// When the token was made.
-    public var issuedAt: Date
+    package var issuedAt: Date
     /// When it stops being accepted (``AssetSigner/uploadTokenLifetime`` after issue).
-    public var expiresAt: Date
+    package var expiresAt: Date
 }
 
 /// A verified receipt: proof that the server stored `fileChecksum` (`size` bytes) for a field.
-public struct AssetReceipt: Sendable, Hashable {
+package struct AssetReceipt: Sendable, Hashable {
     /// The field the upload was for.
-    public var binding: AssetBinding
+    package var binding: AssetBinding
     /// The stored content's checksum.
-    public var fileChecksum: String
+    package var fileChecksum: String
     /// The stored content's size.
-    public var size: Int64
+    package var size: Int64
     /// When the receipt was issued; it is valid for ``AssetSigner/receiptLifetime``.
-    public var issuedAt: Date
+    package var issuedAt: Date
 }
 
 /// A verified download token.
-public struct AssetDownloadToken: Sendable, Hashable {
+package struct AssetDownloadToken: Sendable, Hashable {
     /// The content to serve.
-    public var fileChecksum: String
+    package var fileChecksum: String
     /// Its size.
-    public var size: Int64
+    package var size: Int64
     /// The container it belongs to.
-    public var container: String
+    package var container: String
     /// When the token stops being accepted.
-    public var expiresAt: Date
+    package var expiresAt: Date
 }
 
 /// Why a token or receipt was refused.
-public struct AssetSignatureError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct AssetSignatureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The reason, precise enough to tell the client which part is wrong.
-    public enum Reason: Sendable, Hashable {
+    package enum Reason: Sendable, Hashable {
         /// Not a token this server makes (bad encoding, unknown version, truncated).
         case malformed
         /// The signature does not match: made with another key, or altered.
@@ -89,12 +90,12 @@ public struct AssetSignatureError: Error, Sendable, Hashable, CustomStringConver
     }
 
     /// The reason.
-    public var reason: Reason
+    package var reason: Reason
     /// A sentence for the client.
-    public var message: String
+    package var message: String
 
     /// `message`.
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Makes and verifies upload tokens, receipts and download tokens: opaque base64url strings,
@@ -102,11 +103,11 @@ public struct AssetSignatureError: Error, Sendable, Hashable, CustomStringConver
 ///
 /// Format: `version (1) | kind (1) | fields… | HMAC-SHA256 (32)`, strings length-prefixed,
 /// times in whole seconds; the MAC covers everything before it and is compared in constant time.
-public struct AssetSigner: Sendable {
+package struct AssetSigner: Sendable {
     /// How long an upload URL is accepted: 15 minutes, as CloudKit documents.
-    public static let uploadTokenLifetime: TimeInterval = 15 * 60
+    package static let uploadTokenLifetime: TimeInterval = 15 * 60
     /// How long a receipt is accepted when saving a record: 24 hours.
-    public static let receiptLifetime: TimeInterval = 24 * 60 * 60
+    package static let receiptLifetime: TimeInterval = 24 * 60 * 60
 
     private enum Kind: UInt8 {
         case upload = 1
@@ -118,14 +119,14 @@ public struct AssetSigner: Sendable {
     private let key: SymmetricKey
 
     /// A signer with `key` (at least 128 bits; 256 recommended).
-    public init(key: SymmetricKey) {
+    package init(key: SymmetricKey) {
         self.key = key
     }
 
     // MARK: Upload tokens
 
     /// An upload token for `binding`, valid for ``uploadTokenLifetime`` from `now`.
-    public func makeUploadToken(for binding: AssetBinding, now: Date = Date()) -> String {
+    package func makeUploadToken(for binding: AssetBinding, now: Date = Date()) -> String {
         var writer = TokenWriter(kind: Kind.upload.rawValue, version: Self.version)
         writer.binding(binding)
         writer.time(now)
@@ -138,7 +139,7 @@ public struct AssetSigner: Sendable {
     /// Checks an upload token's signature, kind and expiry.
     /// - Parameter allowExpired: accept it past its expiry (a resumable upload session begun in
     ///   time may continue); the signature is still checked.
-    public func verifyUploadToken(_ token: String, now: Date = Date(), allowExpired: Bool = false) throws(AssetSignatureError) -> AssetUploadToken {
+    package func verifyUploadToken(_ token: String, now: Date = Date(), allowExpired: Bool = false) throws(AssetSignatureError) -> AssetUploadToken {
         var reader = try open(token, kind: .upload)
         do {
             let binding = try reader.binding()
@@ -160,7 +161,7 @@ public struct AssetSigner: Sendable {
     // MARK: Receipts
 
     /// A receipt for `fileChecksum` (`size` bytes) stored for `binding`.
-    public func makeReceipt(for binding: AssetBinding, fileChecksum: String, size: Int64, now: Date = Date()) -> String {
+    package func makeReceipt(for binding: AssetBinding, fileChecksum: String, size: Int64, now: Date = Date()) -> String {
         var writer = TokenWriter(kind: Kind.receipt.rawValue, version: Self.version)
         writer.binding(binding)
         writer.string(fileChecksum)
@@ -170,7 +171,7 @@ public struct AssetSigner: Sendable {
     }
 
     /// Reads a receipt, checking its signature and kind only (not the binding or the age).
-    public func openReceipt(_ receipt: String) throws(AssetSignatureError) -> AssetReceipt {
+    package func openReceipt(_ receipt: String) throws(AssetSignatureError) -> AssetReceipt {
         var reader = try open(receipt, kind: .receipt)
         do {
             let binding = try reader.binding()
@@ -187,7 +188,7 @@ public struct AssetSigner: Sendable {
     /// Verifies a receipt for saving `fileChecksum` (`size` bytes) into the field `expected`:
     /// signature, kind, age (``receiptLifetime``), and every part of the binding. A receipt
     /// whose upload named no record is accepted for any record name.
-    public func verifyReceipt(_ receipt: String, expected: AssetBinding, fileChecksum: String, size: Int64,
+    package func verifyReceipt(_ receipt: String, expected: AssetBinding, fileChecksum: String, size: Int64,
                               now: Date = Date()) throws(AssetSignatureError) -> AssetReceipt {
         let opened = try openReceipt(receipt)
         let expires = opened.issuedAt.addingTimeInterval(Self.receiptLifetime)
@@ -228,7 +229,7 @@ public struct AssetSigner: Sendable {
     // MARK: Download tokens
 
     /// A download token for `fileChecksum`, valid until `expiresAt`.
-    public func makeDownloadToken(fileChecksum: String, size: Int64, container: String, expiresAt: Date) -> String {
+    package func makeDownloadToken(fileChecksum: String, size: Int64, container: String, expiresAt: Date) -> String {
         var writer = TokenWriter(kind: Kind.download.rawValue, version: Self.version)
         writer.string(fileChecksum)
         writer.integer(size)
@@ -238,7 +239,7 @@ public struct AssetSigner: Sendable {
     }
 
     /// Checks a download token's signature, kind and expiry.
-    public func verifyDownloadToken(_ token: String, now: Date = Date()) throws(AssetSignatureError) -> AssetDownloadToken {
+    package func verifyDownloadToken(_ token: String, now: Date = Date()) throws(AssetSignatureError) -> AssetDownloadToken {
         var reader = try open(token, kind: .download)
         do {
             let checksum = try reader.string()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// An asset as ``FileBlobStore`` stores it: its checksum, size and ordered chunks. On disk it is
 /// text, one header line then one line per chunk:

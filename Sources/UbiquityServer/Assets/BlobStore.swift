@@ -2,23 +2,24 @@
 import Foundation
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// What a blob store knows about one stored asset.
-public struct BlobInfo: Sendable, Hashable {
+package struct BlobInfo: Sendable, Hashable {
     /// Standard base64 of the SHA-256 of the whole content: the asset's `fileChecksum`.
-    public var fileChecksum: String
+    package var fileChecksum: String
     /// The content's length in bytes.
-    public var size: Int64
+    package var size: Int64
     /// How many chunks it is stored as.
-    public var chunkCount: Int
+    package var chunkCount: Int
     /// Whether the store has checked that the content hashes to ``fileChecksum``. An asset
     /// committed from a chunk list with the uploader's claimed checksum is not, until it is
     /// checked in the background (``BlobStore/commitManifest(_:claimedChecksum:)``): it is
     /// never a deduplication target for other uploads meanwhile.
-    public var verified: Bool
+    package var verified: Bool
 
     /// Makes a description.
-    public init(fileChecksum: String, size: Int64, chunkCount: Int, verified: Bool = true) {
+    package init(fileChecksum: String, size: Int64, chunkCount: Int, verified: Bool = true) {
         self.fileChecksum = fileChecksum
         self.size = size
         self.chunkCount = chunkCount
@@ -27,31 +28,31 @@ public struct BlobInfo: Sendable, Hashable {
 }
 
 /// What ``BlobStore/collectGarbage(referenced:olderThan:)`` removed.
-public struct BlobGarbageReport: Sendable, Hashable {
+package struct BlobGarbageReport: Sendable, Hashable {
     /// Manifests (assets) deleted.
-    public var manifestsDeleted = 0
+    package var manifestsDeleted = 0
     /// Chunks deleted.
-    public var chunksDeleted = 0
+    package var chunksDeleted = 0
     /// Bytes of chunks deleted.
-    public var bytesFreed: Int64 = 0
+    package var bytesFreed: Int64 = 0
     /// Stale upload sessions and temporary files deleted.
-    public var sessionsDeleted = 0
+    package var sessionsDeleted = 0
 
     /// An empty report.
-    public init() {}
+    package init() {}
 }
 
 /// How much a blob store holds.
-public struct BlobUsage: Sendable, Hashable {
+package struct BlobUsage: Sendable, Hashable {
     /// Bytes of all chunks (each stored once).
-    public var bytes: Int64
+    package var bytes: Int64
     /// Number of chunks.
-    public var chunks: Int
+    package var chunks: Int
     /// Number of assets (manifests).
-    public var assets: Int
+    package var assets: Int
 
     /// Makes a usage figure.
-    public init(bytes: Int64, chunks: Int, assets: Int) {
+    package init(bytes: Int64, chunks: Int, assets: Int) {
         self.bytes = bytes
         self.chunks = chunks
         self.assets = assets
@@ -60,7 +61,7 @@ public struct BlobUsage: Sendable, Hashable {
 
 /// A streaming write of one asset into a ``BlobStore``: append its bytes in pieces of any size,
 /// then ``finish()``. The store chunks and hashes on the fly; memory stays flat in the size.
-public protocol BlobWriter: Sendable {
+package protocol BlobWriter: Sendable {
     /// Bytes appended so far (for a resumed upload session, since the session began).
     var bytesWritten: Int64 { get async }
     /// Appends bytes. May wait while earlier bytes are still being stored (back-pressure).
@@ -76,7 +77,7 @@ public protocol BlobWriter: Sendable {
 ///
 /// ``FileBlobStore`` keeps it in a folder; an object store can implement the same protocol.
 /// All methods are safe to call concurrently.
-public protocol BlobStore: Sendable {
+package protocol BlobStore: Sendable {
     /// How the store cuts content into chunks (clients of the deduplicating extension must cut
     /// the same way).
     var chunking: FastCDC.Parameters { get }
@@ -177,16 +178,16 @@ public protocol BlobStore: Sendable {
 }
 
 /// The state of a resumable upload session.
-public struct BlobUploadSessionInfo: Sendable, Hashable {
+package struct BlobUploadSessionInfo: Sendable, Hashable {
     /// Bytes held.
-    public var received: Int64
+    package var received: Int64
     /// The announced total size.
-    public var totalSize: Int64
+    package var totalSize: Int64
     /// When the session was created.
-    public var created: Date
+    package var created: Date
 
     /// Makes a description.
-    public init(received: Int64, totalSize: Int64, created: Date) {
+    package init(received: Int64, totalSize: Int64, created: Date) {
         self.received = received
         self.totalSize = totalSize
         self.created = created
@@ -195,54 +196,54 @@ public struct BlobUploadSessionInfo: Sendable, Hashable {
 
 /// An asset's bytes as an `AsyncSequence` of `ByteBuffer`s, produced on demand (each `next()`
 /// reads the next piece), so a slow consumer holds the producer back.
-public struct BlobByteStream: AsyncSequence, Sendable {
+package struct BlobByteStream: AsyncSequence, Sendable {
     /// A piece of the asset.
-    public typealias Element = ByteBuffer
+    package typealias Element = ByteBuffer
 
     private let makeProducer: @Sendable () -> @Sendable () async throws -> ByteBuffer?
 
     /// A stream whose every iterator gets its own producer from `makeProducer`; a producer
     /// returns the next piece, or nil at the end.
-    public init(_ makeProducer: @escaping @Sendable () -> @Sendable () async throws -> ByteBuffer?) {
+    package init(_ makeProducer: @escaping @Sendable () -> @Sendable () async throws -> ByteBuffer?) {
         self.makeProducer = makeProducer
     }
 
     /// Iterates the pieces.
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let produce: @Sendable () async throws -> ByteBuffer?
         /// The next piece, or nil at the end.
-        public mutating func next() async throws -> ByteBuffer? { try await produce() }
+        package mutating func next() async throws -> ByteBuffer? { try await produce() }
     }
 
     /// A fresh iterator (reading from the start of the range again).
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(produce: makeProducer()) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(produce: makeProducer()) }
 }
 
 extension BlobStore {
     /// Ignores the claim: ``commitManifest(_:)``.
-    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
+    package func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
         try await commitManifest(chunks)
     }
 
     /// Ignores the base: ``commitManifest(_:claimedChecksum:)``.
-    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
+    package func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
         try await commitManifest(chunks, claimedChecksum: claimedChecksum)
     }
 
     /// Forgets it.
-    public func setPendingBase(_ base: String?, session id: String) async throws {}
+    package func setPendingBase(_ base: String?, session id: String) async throws {}
 
     /// None.
-    public func pendingBase(session id: String) async throws -> String? { nil }
+    package func pendingBase(session id: String) async throws -> String? { nil }
 
     /// Forgets it.
-    public func noteSentChunks(_ hashes: [String], session id: String) async throws {}
+    package func noteSentChunks(_ hashes: [String], session id: String) async throws {}
 
     /// None.
-    public func sentChunks(session id: String) async throws -> Set<String> { [] }
+    package func sentChunks(session id: String) async throws -> Set<String> { [] }
 
     /// Stores `bytes` as an asset in one call (tests and small assets).
-    public func write(_ bytes: some Sequence<UInt8>) async throws -> BlobInfo {
+    package func write(_ bytes: some Sequence<UInt8>) async throws -> BlobInfo {
         let writer = try await makeWriter()
         do {
             try await writer.append(ByteBuffer(bytes: Array(bytes)))
@@ -254,7 +255,7 @@ extension BlobStore {
     }
 
     /// Reads an asset (or a range of it) into memory (tests and small assets).
-    public func readAll(fileChecksum: String, range: Range<Int64>? = nil) async throws -> [UInt8] {
+    package func readAll(fileChecksum: String, range: Range<Int64>? = nil) async throws -> [UInt8] {
         var out: [UInt8] = []
         for try await buffer in try await read(fileChecksum: fileChecksum, range: range) {
             out.append(contentsOf: buffer.readableBytesView)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// The first 128 bits of a chunk hash: the live set's key (a collision could only keep a dead
 /// chunk, never delete a live one).
@@ -30,7 +31,7 @@ extension FileBlobStore {
     /// run. Choose `olderThan` well before now — at least the receipt lifetime
     /// (``AssetSigner/receiptLifetime``) — so that assets uploaded but not yet saved in a
     /// record survive.
-    public func collectGarbage(referenced: Set<String>, olderThan: Date) async throws -> BlobGarbageReport {
+    package func collectGarbage(referenced: Set<String>, olderThan: Date) async throws -> BlobGarbageReport {
         try await BlockingWork.run { try self.collectGarbageNow(referenced: referenced, olderThan: olderThan) }
     }
 

@@ -4,10 +4,11 @@ import Foundation
 import NIOCore
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 extension FileBlobStore {
     /// Streams the asset (or `range` of it), verifying each chunk; see ``BlobStore/read(fileChecksum:range:)``.
-    public func read(fileChecksum: String, range: Range<Int64>?) async throws -> BlobByteStream {
+    package func read(fileChecksum: String, range: Range<Int64>?) async throws -> BlobByteStream {
         guard let manifest = try await BlockingWork.run({ try self.loadManifest(fileChecksum) }) else {
             throw UbiquityError(.notFound, "no asset with checksum \(fileChecksum) is stored")
         }

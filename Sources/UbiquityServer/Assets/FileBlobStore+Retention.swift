@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// Which chunks a manifest commit must retain (restart the age of, under ``FileBlobStore/chunkLock``),
 /// and the handshake with garbage collection that lets it skip the others.

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// Upload sessions in use, and interrupted ones kept in memory.
 struct SessionTable: Sendable {
@@ -27,7 +28,7 @@ struct SessionTable: Sendable {
 
 extension FileBlobStore {
     /// A writer for a one-shot upload; see ``BlobStore/makeWriter()``.
-    public func makeWriter() async throws -> any BlobWriter { FileBlobWriter.ephemeral(store: self) }
+    package func makeWriter() async throws -> any BlobWriter { FileBlobWriter.ephemeral(store: self) }
 
     /// The files of session `id`, after checking the id is 1–64 characters of `a-z 0-9 - _`.
     func sessionFiles(_ id: String) throws -> BlobSessionFiles {
@@ -41,7 +42,7 @@ extension FileBlobStore {
     /// Runs `body` with the session's writer, exclusively; see
     /// ``BlobStore/withUploadSession(id:totalSize:_:)``.
     @discardableResult
-    public func withUploadSession<T: Sendable>(id: String, totalSize: Int64, _ body: (any BlobWriter) async throws -> T) async throws -> T {
+    package func withUploadSession<T: Sendable>(id: String, totalSize: Int64, _ body: (any BlobWriter) async throws -> T) async throws -> T {
         let files = try sessionFiles(id)
         guard totalSize >= 0 else { throw UbiquityError(.invalidArgument, "an upload's size cannot be negative") }
         let cached = try sessions.withLock { table -> FileBlobWriter? in
@@ -97,7 +98,7 @@ extension FileBlobStore {
     }
 
     /// The session's bytes held, size and creation; see ``BlobStore/uploadSession(id:)``.
-    public func uploadSession(id: String) async throws -> BlobUploadSessionInfo? {
+    package func uploadSession(id: String) async throws -> BlobUploadSessionInfo? {
         let files = try sessionFiles(id)
         if let writer = sessions.withLock({ $0.cached[id] }), let totalSize = writer.totalSize {
             return BlobUploadSessionInfo(received: writer.bytesWritten, totalSize: totalSize, created: writer.created)
@@ -112,7 +113,7 @@ extension FileBlobStore {
     }
 
     /// Deletes the session; see ``BlobStore/discardUploadSession(id:)``.
-    public func discardUploadSession(id: String) async throws {
+    package func discardUploadSession(id: String) async throws {
         let files = try sessionFiles(id)
         let writer = sessions.withLock { $0.take(id) }
         await writer?.abort()
@@ -120,7 +121,7 @@ extension FileBlobStore {
     }
 
     /// Remembers a chunk list for the session (creating it); see ``BlobStore/setPendingChunks(_:session:totalSize:)``.
-    public func setPendingChunks(_ chunks: [AssetChunkRef], session id: String, totalSize: Int64) async throws {
+    package func setPendingChunks(_ chunks: [AssetChunkRef], session id: String, totalSize: Int64) async throws {
         let files = try sessionFiles(id)
         try await BlockingWork.run {
             if try FileBlobWriter.readInfo(files) == nil {
@@ -137,7 +138,7 @@ extension FileBlobStore {
 
     /// Remembers the base of the session's pending list (a file beside it); see
     /// ``BlobStore/setPendingBase(_:session:)``.
-    public func setPendingBase(_ base: String?, session id: String) async throws {
+    package func setPendingBase(_ base: String?, session id: String) async throws {
         let files = try sessionFiles(id)
         let path = files.folder + "/pending-base"
         try await BlockingWork.run {
@@ -151,7 +152,7 @@ extension FileBlobStore {
     }
 
     /// The base remembered for the session; see ``BlobStore/pendingBase(session:)``.
-    public func pendingBase(session id: String) async throws -> String? {
+    package func pendingBase(session id: String) async throws -> String? {
         let files = try sessionFiles(id)
         return try await BlockingWork.run {
             guard let buffer = try BlobFiles.read(files.folder + "/pending-base") else { return nil }
@@ -161,7 +162,7 @@ extension FileBlobStore {
 
     /// Appends `hashes` to the session's list of chunks it sent (`sent-chunks`, a line each; the
     /// session's folder is made when new); see ``BlobStore/noteSentChunks(_:session:)``.
-    public func noteSentChunks(_ hashes: [String], session id: String) async throws {
+    package func noteSentChunks(_ hashes: [String], session id: String) async throws {
         let files = try sessionFiles(id)
         guard !hashes.isEmpty else { return }
         for hash in hashes where !AssetChunkRef.isValidHash(hash) { throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash") }
@@ -177,7 +178,7 @@ extension FileBlobStore {
     }
 
     /// The chunks the session sent; see ``BlobStore/sentChunks(session:)``.
-    public func sentChunks(session id: String) async throws -> Set<String> {
+    package func sentChunks(session id: String) async throws -> Set<String> {
         let files = try sessionFiles(id)
         return try await BlockingWork.run {
             guard let buffer = try BlobFiles.read(files.folder + "/sent-chunks") else { return [] }
@@ -186,7 +187,7 @@ extension FileBlobStore {
     }
 
     /// The chunk list remembered for the session; see ``BlobStore/pendingChunks(session:)``.
-    public func pendingChunks(session id: String) async throws -> [AssetChunkRef]? {
+    package func pendingChunks(session id: String) async throws -> [AssetChunkRef]? {
         let files = try sessionFiles(id)
         return try await BlockingWork.run {
             guard let buffer = try BlobFiles.read(files.pendingChunks) else { return nil }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// Committing a chunk list with the uploader's claimed checksum, and checking the claim in the
 /// background.
@@ -33,7 +34,7 @@ extension FileBlobStore {
     /// Commits `chunks` as the asset `claimedChecksum` names without reading them (see the
     /// extension's description); with no claim, or when another list already claims that
     /// checksum, reads them through as ``commitManifest(_:)`` does.
-    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
+    package func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
         try await commitManifest(chunks, claimedChecksum: claimedChecksum, base: nil)
     }
 
@@ -41,7 +42,7 @@ extension FileBlobStore {
     /// relative to, whose chunks need not be retained (`FileBlobStore+Retention.swift`).
     /// - Throws: `invalidArgument` for a claimed chunk-list checksum the list does not have;
     ///   `notFound` (underlying ``BlobMissingChunks``) naming chunks not stored.
-    public func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
+    package func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?, base: String?) async throws -> BlobInfo {
         guard let claimed = claimedChecksum else { return try await commitManifest(chunks) }
         guard let path = manifestPath(claimed), let key = FileBlobStore.manifestKey(claimed) else {
             throw UbiquityError(.invalidArgument, "fileChecksum: expected the standard base64 of a SHA-256 or a chunk-list checksum, not `\(claimed)`")
@@ -98,7 +99,7 @@ extension FileBlobStore {
     package var verificationReadBytes: Int64 { verificationReadCounter.load(ordering: .relaxed) }
 
     /// Waits until every background verification started so far has ended (tests, shutdown).
-    public func waitForVerifications() async {
+    package func waitForVerifications() async {
         while let next = verifications.withLock({ $0.values.first }) { await next.value }
     }
 

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// The ``BlobStore`` in a folder:
 ///
@@ -24,29 +25,29 @@ import UbiquityCore
 /// Garbage collection and writers coordinate inside one process (a writer that reuses a chunk
 /// restarts its age under the same lock that collection deletes under); run collection from
 /// one process per folder.
-public final class FileBlobStore: BlobStore {
+package final class FileBlobStore: BlobStore {
     /// Tuning and durability.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// How content is cut into chunks. Changing it keeps old assets readable but stops
         /// deduplication against them.
-        public var chunking: FastCDC.Parameters
+        package var chunking: FastCDC.Parameters
         /// Flush the file system (`syncfs`) before committing a manifest, so a power cut cannot
         /// leave a manifest whose chunks never reached the disk. Costs writing the data to disk
         /// before the upload is answered. On by default.
-        public var syncBeforeCommit: Bool
+        package var syncBeforeCommit: Bool
         /// How many appended bytes a writer may hold while they are being hashed and stored
         /// before `append` waits (per writer).
-        public var writeBacklog: Int
+        package var writeBacklog: Int
         /// How many interrupted upload sessions are kept in memory (their state is on disk
         /// regardless; a session not in memory is recovered by re-reading its chunks).
-        public var cachedSessions: Int
+        package var cachedSessions: Int
         /// Test hook: called at each step of garbage collection with the step's name
         /// (`"manifest"`, `"chunk"`, `"session"`); throwing simulates a crash there.
         package var garbageCollectionStep: (@Sendable (String) throws -> Void)?
 
         /// Makes a configuration; the defaults are FastCDC 16/64/256 KiB, sync before commit,
         /// an 8 MiB backlog and 32 cached sessions.
-        public init(chunking: FastCDC.Parameters = .default, syncBeforeCommit: Bool = true, writeBacklog: Int = 8 << 20, cachedSessions: Int = 32) {
+        package init(chunking: FastCDC.Parameters = .default, syncBeforeCommit: Bool = true, writeBacklog: Int = 8 << 20, cachedSessions: Int = 32) {
             self.chunking = chunking
             self.syncBeforeCommit = syncBeforeCommit
             self.writeBacklog = writeBacklog
@@ -55,9 +56,9 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// The store's folder.
-    public let directory: URL
+    package let directory: URL
     /// Tuning and durability.
-    public let configuration: Configuration
+    package let configuration: Configuration
     let logger: Logger
     let root: String
     let chunksRoot: String
@@ -91,11 +92,11 @@ public final class FileBlobStore: BlobStore {
     package var chunksRead: Int { readCounter.load(ordering: .relaxed) }
 
     /// How content is cut into chunks.
-    public var chunking: FastCDC.Parameters { configuration.chunking }
+    package var chunking: FastCDC.Parameters { configuration.chunking }
 
     /// Opens (creating when needed) the store in `directory`.
     /// - Throws: `UbiquityError` when the folders cannot be created.
-    public init(directory: URL, configuration: Configuration = Configuration(), logger: Logger) throws {
+    package init(directory: URL, configuration: Configuration = Configuration(), logger: Logger) throws {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
@@ -157,7 +158,7 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// The hashes not stored, in order; the stored ones have their age restarted.
-    public func missingChunks(_ hashes: [String]) async throws -> [String] {
+    package func missingChunks(_ hashes: [String]) async throws -> [String] {
         for hash in hashes where !AssetChunkRef.isValidHash(hash) {
             throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
         }
@@ -165,7 +166,7 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// Stores one chunk after checking its hash.
-    public func putChunk(hash: String, bytes: ByteBuffer) async throws {
+    package func putChunk(hash: String, bytes: ByteBuffer) async throws {
         guard AssetChunkRef.isValidHash(hash) else {
             throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
         }
@@ -219,7 +220,7 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// Commits an asset made of stored chunks, reading them through to compute its checksum.
-    public func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
+    package func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
         try Self.checkChunkRefs(chunks)
         return try await BlockingWork.run {
             try self.retainAll(chunks)
@@ -293,7 +294,7 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// The asset's description from its manifest's header; see ``BlobStore/info(fileChecksum:)``.
-    public func info(fileChecksum: String) async throws -> BlobInfo? {
+    package func info(fileChecksum: String) async throws -> BlobInfo? {
         guard let path = manifestPath(fileChecksum) else { return nil }
         return try await BlockingWork.run {
             guard let info = try self.readHeader(path) else { return nil }
@@ -316,13 +317,13 @@ public final class FileBlobStore: BlobStore {
     }
 
     /// Restarts the asset's age; see ``BlobStore/touch(fileChecksum:)``.
-    public func touch(fileChecksum: String) async throws -> Bool {
+    package func touch(fileChecksum: String) async throws -> Bool {
         guard let path = manifestPath(fileChecksum) else { return false }
         return try await BlockingWork.run { try BlobFiles.touch(path) }
     }
 
     /// Walks the store to add up its chunks and manifests; see ``BlobStore/usage()``.
-    public func usage() async throws -> BlobUsage {
+    package func usage() async throws -> BlobUsage {
         try await BlockingWork.run {
             var bytes: Int64 = 0
             var chunks = 0
@@ -339,7 +340,7 @@ public final class FileBlobStore: BlobStore {
 
 /// The chunks a manifest named that the store does not hold: the `underlying` error of the
 /// `notFound` error ``BlobStore/commitManifest(_:)`` throws.
-public struct BlobMissingChunks: Error, Sendable, Hashable {
+package struct BlobMissingChunks: Error, Sendable, Hashable {
     /// Their hashes, in manifest order.
-    public var hashes: [String]
+    package var hashes: [String]
 }

@@ -5,6 +5,7 @@ import Foundation
 import NIOCore
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// The files of a resumable upload session in `uploads/<id>/`: `info` (total size and creation
 /// time; its modification time is the session's last activity), `chunks.log` (one

@@ -23,38 +23,38 @@ import _CryptoExtras
 /// - Important: with the default cost one hash takes about 32 MiB and a tenth of a second of
 ///   CPU. Both calls are synchronous; from a request handler run them off the cooperative pool
 ///   (a dedicated thread or `BlockingWork.run`) and bound how many run at once.
-public struct PasswordHasher: Sendable, Hashable {
+package struct PasswordHasher: Sendable, Hashable {
     /// The default cost: N = 2¹⁵ (32 MiB with r = 8), OWASP's scrypt recommendation.
-    public static let defaultCost = 15
+    package static let defaultCost = 15
     /// The costs `init(cost:)` accepts (log2 of N).
-    public static let costRange = 1...20
+    package static let costRange = 1...20
     /// The block sizes (r) `init` accepts.
-    public static let blockSizeRange = 1...32
+    package static let blockSizeRange = 1...32
     /// The parallelism factors (p) `init` accepts.
-    public static let parallelismRange = 1...16
+    package static let parallelismRange = 1...16
     /// The most memory a hash may ask for (128 · N · r · p bytes), 1 GiB; stored hashes asking for
     /// more are refused rather than computed.
-    public static let maximumMemory = 1 << 30
+    package static let maximumMemory = 1 << 30
     /// The longest password accepted, in UTF-8 bytes (after NFC normalisation).
-    public static let maximumPasswordByteCount = 1024
+    package static let maximumPasswordByteCount = 1024
     /// The salt length of new hashes.
-    public static let saltByteCount = 16
+    package static let saltByteCount = 16
     /// The derived key length of new hashes.
-    public static let keyByteCount = 32
+    package static let keyByteCount = 32
 
     /// log2 of scrypt's N (CPU and memory cost).
-    public let cost: Int
+    package let cost: Int
     /// scrypt's r (block size).
-    public let blockSize: Int
+    package let blockSize: Int
     /// scrypt's p (parallelism).
-    public let parallelism: Int
+    package let parallelism: Int
 
     /// A hasher with the given scrypt parameters. Tests use a cheap cost (for example 4).
     ///
     /// - Precondition: the parameters are within ``costRange``, ``blockSizeRange`` and
     ///   ``parallelismRange``, N < 2^(16·r) as scrypt requires, and the memory needed is at most
     ///   ``maximumMemory``.
-    public init(cost: Int = PasswordHasher.defaultCost, blockSize: Int = 8, parallelism: Int = 1) {
+    package init(cost: Int = PasswordHasher.defaultCost, blockSize: Int = 8, parallelism: Int = 1) {
         precondition(Self.parametersAreAcceptable(cost: cost, blockSize: blockSize, parallelism: parallelism),
                      "scrypt parameters out of range: ln=\(cost), r=\(blockSize), p=\(parallelism)")
         self.cost = cost
@@ -66,7 +66,7 @@ public struct PasswordHasher: Sendable, Hashable {
     ///
     /// - Throws: `UbiquityError(.invalidArgument)` for an empty password or one longer than
     ///   ``maximumPasswordByteCount`` bytes; `UbiquityError(.io)` if the key derivation fails.
-    public func hash(_ password: String) throws -> String {
+    package func hash(_ password: String) throws -> String {
         let passwordBytes = try Self.passwordBytes(password)
         let salt = AuthEncoding.randomBytes(count: Self.saltByteCount)
         let key = try Self.derive(passwordBytes, salt: salt, keyByteCount: Self.keyByteCount,
@@ -78,7 +78,7 @@ public struct PasswordHasher: Sendable, Hashable {
     ///
     /// Uses the parameters stored in `hashed`, not this hasher's. False (never a throw) for a
     /// malformed hash, parameters out of range, or a password ``hash(_:)`` would refuse.
-    public func verify(_ password: String, against hashed: String) -> Bool {
+    package func verify(_ password: String, against hashed: String) -> Bool {
         guard let parsed = Self.parse(hashed), let passwordBytes = try? Self.passwordBytes(password),
               let key = try? Self.derive(passwordBytes, salt: parsed.salt, keyByteCount: parsed.key.count,
                                          cost: parsed.cost, blockSize: parsed.blockSize,
@@ -90,7 +90,7 @@ public struct PasswordHasher: Sendable, Hashable {
     /// Does the work of ``verify(_:against:)`` with this hasher's parameters and answers false:
     /// for a user name that has no password, so that its answer takes as long as a wrong
     /// password's and timing does not tell existing names from unknown ones.
-    public func rejectWithoutHash(_ password: String) -> Bool {
+    package func rejectWithoutHash(_ password: String) -> Bool {
         let bytes = (try? Self.passwordBytes(password)) ?? Array("-".utf8)
         _ = try? Self.derive(bytes, salt: [UInt8](repeating: 0, count: Self.saltByteCount), keyByteCount: Self.keyByteCount,
                              cost: cost, blockSize: blockSize, parallelism: parallelism)
@@ -99,14 +99,14 @@ public struct PasswordHasher: Sendable, Hashable {
 
     /// Whether `hashed` should be replaced by a fresh ``hash(_:)`` (after the password verified):
     /// true when it is malformed or was made with other parameters or lengths than this hasher's.
-    public func needsRehash(_ hashed: String) -> Bool {
+    package func needsRehash(_ hashed: String) -> Bool {
         guard let parsed = Self.parse(hashed) else { return true }
         return parsed.cost != cost || parsed.blockSize != blockSize || parsed.parallelism != parallelism
             || parsed.salt.count != Self.saltByteCount || parsed.key.count != Self.keyByteCount
     }
 
     /// Whether `hashed` is a well-formed hash this type can verify.
-    public static func isWellFormed(_ hashed: String) -> Bool {
+    package static func isWellFormed(_ hashed: String) -> Bool {
         parse(hashed) != nil
     }
 }

@@ -10,58 +10,58 @@ import UbiquityCore
 /// survives query strings, headers and cookies without escaping. The store never keeps the token
 /// itself, only ``digest(_:)``; looking a presented token up by its digest is then an equality
 /// match on a value an attacker cannot choose, and a leaked table does not leak usable tokens.
-public enum SecretToken {
+package enum SecretToken {
     /// The number of random bytes in a token (256 bits).
-    public static let byteCount = 32
+    package static let byteCount = 32
     /// The length of a generated token in characters.
-    public static let characterCount = 43
+    package static let characterCount = 43
 
     /// A fresh token: 32 bytes from the system's secure random generator, unpadded base64url.
-    public static func generate() -> String {
+    package static func generate() -> String {
         Base64URL.encode(AuthEncoding.randomBytes(count: byteCount))
     }
 
     /// The lowercase hex SHA-256 of the token's UTF-8: what the store keeps and looks tokens up by.
-    public static func digest(_ token: String) -> String {
+    package static func digest(_ token: String) -> String {
         AuthEncoding.hex(SHA256.hash(data: Array(token.utf8)))
     }
 
     /// What starts a device token (``generateDeviceToken()``).
-    public static let devicePrefix = "ubqdev_"
+    package static let devicePrefix = "ubqdev_"
 
     /// A fresh device token: ``devicePrefix`` and a generated token. Only device sign-in
     /// (`POST /auth/device`, `ubiq admin user token --device`) makes them; they are web-auth
     /// tokens that also stand in for the API token (any container, created on first use), and
     /// are not rotated.
-    public static func generateDeviceToken() -> String {
+    package static func generateDeviceToken() -> String {
         devicePrefix + generate()
     }
 
     /// Whether `token` is shaped like a device token.
-    public static func isDeviceToken(_ token: String) -> Bool {
+    package static func isDeviceToken(_ token: String) -> Bool {
         token.hasPrefix(devicePrefix) && isWellFormed(String(token.dropFirst(devicePrefix.count)))
     }
 
     /// A fresh key ID shaped like Apple's server-to-server key IDs: 64 lowercase hex digits
     /// (32 random bytes).
-    public static func keyID() -> String {
+    package static func keyID() -> String {
         AuthEncoding.hex(AuthEncoding.randomBytes(count: 32))
     }
 
     /// Whether `token` has the shape of a generated token (43 base64url characters). A cheap
     /// check to refuse garbage before hashing and looking it up.
-    public static func isWellFormed(_ token: String) -> Bool {
+    package static func isWellFormed(_ token: String) -> Bool {
         token.utf8.count == characterCount && token.utf8.allSatisfy(isBase64URLCharacter)
     }
 
     /// Whether the two strings have the same UTF-8 bytes, in time that depends only on their
     /// lengths (not on where they first differ). Use it to compare secrets and digests.
-    public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+    package static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         AuthEncoding.constantTimeEquals(a.utf8, b.utf8)
     }
 
     /// Whether the two byte sequences are equal, in time that depends only on their lengths.
-    public static func constantTimeEquals<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
+    package static func constantTimeEquals<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
     where A.Element == UInt8, B.Element == UInt8 {
         AuthEncoding.constantTimeEquals(a, b)
     }

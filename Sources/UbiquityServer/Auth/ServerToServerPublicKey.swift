@@ -15,12 +15,12 @@ import Foundation
 ///   (65 bytes, `04‖x‖y`), compressed (33 bytes) or raw `x‖y` (64 bytes).
 ///
 /// Store ``pemRepresentation`` (never a private key) and parse it again when verifying.
-public struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConvertible {
+package struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConvertible {
     /// The P-256 public key.
-    public let key: P256.Signing.PublicKey
+    package let key: P256.Signing.PublicKey
 
     /// Wraps a P-256 public key.
-    public init(_ key: P256.Signing.PublicKey) {
+    package init(_ key: P256.Signing.PublicKey) {
         self.key = key
     }
 
@@ -28,7 +28,7 @@ public struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConverti
     ///
     /// - Throws: `UbiquityError(.invalidArgument)` saying what is wrong (not PEM or base64, an
     ///   unsupported or encrypted PEM block, not a P-256 key).
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
             throw UbiquityError(.invalidArgument, "The public key is empty.")
@@ -52,7 +52,7 @@ public struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConverti
     /// or a DER private key whose public key is derived.
     ///
     /// - Throws: `UbiquityError(.invalidArgument)` when the bytes are none of these for P-256.
-    public init<Bytes: DataProtocol>(bytes: Bytes) throws {
+    package init<Bytes: DataProtocol>(bytes: Bytes) throws {
         let bytes = Array(bytes)
         if bytes.count == 65, bytes.first == 0x04, let key = try? P256.Signing.PublicKey(x963Representation: bytes) {
             self.init(key)
@@ -72,20 +72,20 @@ public struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConverti
     }
 
     /// The key as an SPKI `BEGIN PUBLIC KEY` PEM (what `openssl ec -pubout` prints).
-    public var pemRepresentation: String { key.pemRepresentation }
+    package var pemRepresentation: String { key.pemRepresentation }
 
     /// The key as DER SPKI.
-    public var derRepresentation: Data { key.derRepresentation }
+    package var derRepresentation: Data { key.derRepresentation }
 
     /// Lowercase hex SHA-256 of the DER SPKI: 64 hex digits that identify the key (usable as a
     /// key ID that is derived rather than random).
-    public var fingerprint: String { AuthEncoding.hex(SHA256.hash(data: key.derRepresentation)) }
+    package var fingerprint: String { AuthEncoding.hex(SHA256.hash(data: key.derRepresentation)) }
 
     /// "P-256 key <fingerprint prefix>…".
-    public var description: String { "P-256 key \(fingerprint.prefix(16))…" }
+    package var description: String { "P-256 key \(fingerprint.prefix(16))…" }
 
     /// Whether the two wrap the same point.
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.key.x963Representation == rhs.key.x963Representation
     }
 

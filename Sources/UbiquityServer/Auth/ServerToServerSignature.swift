@@ -19,35 +19,35 @@ import Foundation
 ///
 /// The date must be within the allowed clock skew of the server's clock (10 minutes by default).
 /// A captured request can be replayed within that window; that is CloudKit's design too.
-public enum ServerToServerSignature {
+package enum ServerToServerSignature {
     /// The default allowed difference between the request date and the server clock, 600 s.
-    public static let defaultAllowedClockSkew: TimeInterval = 600
+    package static let defaultAllowedClockSkew: TimeInterval = 600
 
     /// The outcome of a verification.
-    public enum Verdict: Sendable, Equatable, CustomStringConvertible {
+    package enum Verdict: Sendable, Equatable, CustomStringConvertible {
         /// The signature is valid for the request, the key and the time.
         case valid
         /// The request must be refused (HTTP 401 `AUTHENTICATION_FAILED`).
         case invalid(Failure)
 
         /// Whether the verdict is ``valid``.
-        public var isValid: Bool { self == .valid }
+        package var isValid: Bool { self == .valid }
         /// The failure, when invalid.
-        public var failure: Failure? {
+        package var failure: Failure? {
             if case .invalid(let failure) = self { return failure }
             return nil
         }
         /// "valid" or the failure's description.
-        public var description: String { failure?.description ?? "valid" }
+        package var description: String { failure?.description ?? "valid" }
     }
 
     /// Why a signed request was refused.
     ///
     /// The reason is written for the server's log and the key's owner. Apple answers every
     /// failure with the same `"Authentication failed"`; a server may do the same on the wire.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// The kind of failure, to match on.
-        public enum Kind: String, Sendable, CaseIterable {
+        package enum Kind: String, Sendable, CaseIterable {
             /// One of the three headers is missing or empty.
             case missingHeader
             /// No key is registered under the key ID (or it was revoked).
@@ -65,18 +65,18 @@ public enum ServerToServerSignature {
         }
 
         /// The kind of failure.
-        public var kind: Kind
+        package var kind: Kind
         /// What went wrong, in words.
-        public var reason: String
+        package var reason: String
 
         /// Makes a failure.
-        public init(_ kind: Kind, _ reason: String) {
+        package init(_ kind: Kind, _ reason: String) {
             self.kind = kind
             self.reason = reason
         }
 
         /// `"kind: reason"`.
-        public var description: String { "\(kind.rawValue): \(reason)" }
+        package var description: String { "\(kind.rawValue): \(reason)" }
     }
 
     /// Verifies a signed request against a registered key given as text (PEM, or base64 / hex
@@ -92,7 +92,7 @@ public enum ServerToServerSignature {
     ///   - publicKeyPEM: the key registered under `keyID`, or nil when there is none.
     ///   - now: the server's current time.
     ///   - allowedClockSkew: the largest accepted difference between `date` and `now`.
-    public static func verify<Body: DataProtocol>(
+    package static func verify<Body: DataProtocol>(
         keyID: String?, date: String?, signature: String?, body: Body, path: String, pathWithQuery: String? = nil,
         publicKeyPEM: String?, now: Date, allowedClockSkew: TimeInterval = defaultAllowedClockSkew
     ) -> Verdict {
@@ -116,7 +116,7 @@ public enum ServerToServerSignature {
     ///
     /// The parameters are those of ``verify(keyID:date:signature:body:path:pathWithQuery:publicKeyPEM:now:allowedClockSkew:)``;
     /// `publicKey` is nil when no key is registered under `keyID`.
-    public static func verify<Body: DataProtocol>(
+    package static func verify<Body: DataProtocol>(
         keyID: String?, date: String?, signature: String?, body: Body, path: String, pathWithQuery: String? = nil,
         publicKey: ServerToServerPublicKey?, now: Date, allowedClockSkew: TimeInterval = defaultAllowedClockSkew
     ) -> Verdict {
@@ -165,23 +165,23 @@ public enum ServerToServerSignature {
     }
 
     /// The message a client signs: `"<date>:<base64(SHA-256(body))>:<path>"`.
-    public static func message<Body: DataProtocol>(date: String, body: Body, path: String) -> String {
+    package static func message<Body: DataProtocol>(date: String, body: Body, path: String) -> String {
         "\(date):\(bodyHash(body)):\(path)"
     }
 
     /// Standard base64 (with padding) of the SHA-256 of `body`'s raw bytes.
-    public static func bodyHash<Body: DataProtocol>(_ body: Body) -> String {
+    package static func bodyHash<Body: DataProtocol>(_ body: Body) -> String {
         Data(SHA256.hash(data: body)).base64EncodedString()
     }
 
     /// The date as clients sign it: UTC, whole seconds, `Z` (`2016-01-25T22:15:43Z`).
-    public static func formatDate(_ date: Date) -> String {
+    package static func formatDate(_ date: Date) -> String {
         Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)).formatted(.iso8601)
     }
 
     /// Parses a signing date: ISO 8601 with `Z` or an offset, optional fractional seconds;
     /// nothing else (``ISO8601Timestamp``).
-    public static func parseDate(_ text: String) -> Date? {
+    package static func parseDate(_ text: String) -> Date? {
         ISO8601Timestamp.parse(text)
     }
 
@@ -196,13 +196,13 @@ public enum ServerToServerSignature {
     /// - Returns: the values of the `X-Apple-CloudKit-Request-ISO8601Date` and
     ///   `X-Apple-CloudKit-Request-SignatureV1` headers.
     /// - Throws: `UbiquityError(.invalidArgument)` when the PEM holds no P-256 private key.
-    public static func sign<Body: DataProtocol>(privateKeyPEM: String, date: Date, body: Body, path: String) throws
+    package static func sign<Body: DataProtocol>(privateKeyPEM: String, date: Date, body: Body, path: String) throws
         -> (date: String, signature: String) {
         try sign(privateKey: privateKey(pem: privateKeyPEM), date: date, body: body, path: path)
     }
 
     /// Signs a request with a P-256 private key (DER signature, standard base64).
-    public static func sign<Body: DataProtocol>(privateKey: P256.Signing.PrivateKey, date: Date, body: Body,
+    package static func sign<Body: DataProtocol>(privateKey: P256.Signing.PrivateKey, date: Date, body: Body,
                                                 path: String) throws -> (date: String, signature: String) {
         let dateText = formatDate(date)
         let signature = try privateKey.signature(for: Array(message(date: dateText, body: body, path: path).utf8))
@@ -210,7 +210,7 @@ public enum ServerToServerSignature {
     }
 
     /// Parses a P-256 private key PEM (`EC PRIVATE KEY` or `PRIVATE KEY`, other blocks skipped).
-    public static func privateKey(pem: String) throws -> P256.Signing.PrivateKey {
+    package static func privateKey(pem: String) throws -> P256.Signing.PrivateKey {
         for block in try PEMBlock.all(in: pem) where block.label == "EC PRIVATE KEY" || block.label == "PRIVATE KEY" {
             guard let key = try? P256.Signing.PrivateKey(derRepresentation: block.der) else {
                 throw UbiquityError(.invalidArgument, "The \(block.label) is not an EC P-256 (prime256v1) key.")

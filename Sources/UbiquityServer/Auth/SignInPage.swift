@@ -14,39 +14,39 @@ import Foundation
 /// (HTML text and attributes, JavaScript string literals, URLs). Serve them with
 /// `Content-Type: text/html; charset=utf-8`, `Cache-Control: no-store` and
 /// ``contentSecurityPolicy``.
-public enum SignInPage {
+package enum SignInPage {
     /// The path the form posts to.
-    public static let actionPath = "/auth/signin"
+    package static let actionPath = "/auth/signin"
 
     /// The names of the form's fields (URL-encoded form body of the `POST` to ``actionPath``).
-    public enum Field {
+    package enum Field {
         /// The user name the user typed.
-        public static let userName = "userName"
+        package static let userName = "userName"
         /// The password the user typed.
-        public static let password = "password"
+        package static let password = "password"
         /// `"true"` when "Keep me signed in" is ticked; absent otherwise.
-        public static let keepSignedIn = "keepSignedIn"
+        package static let keepSignedIn = "keepSignedIn"
         /// Hidden: the container identifier the sign-in is for.
-        public static let container = "container"
+        package static let container = "container"
         /// Hidden: the API token the app used.
-        public static let apiToken = "apiToken"
+        package static let apiToken = "apiToken"
         /// Hidden, only when given: the callback URL to deliver the token to.
-        public static let callbackURL = "callbackURL"
+        package static let callbackURL = "callbackURL"
     }
 
     /// A web-auth token's lifetime without "Keep me signed in": 30 minutes (Apple's default).
-    public static let defaultTokenLifetime: TimeInterval = 30 * 60
+    package static let defaultTokenLifetime: TimeInterval = 30 * 60
     /// A web-auth token's lifetime with "Keep me signed in": 2 weeks.
-    public static let keepSignedInTokenLifetime: TimeInterval = 14 * 24 * 60 * 60
+    package static let keepSignedInTokenLifetime: TimeInterval = 14 * 24 * 60 * 60
 
     /// The token lifetime for the "Keep me signed in" choice.
-    public static func tokenLifetime(keepSignedIn: Bool) -> TimeInterval {
+    package static func tokenLifetime(keepSignedIn: Bool) -> TimeInterval {
         keepSignedIn ? keepSignedInTokenLifetime : defaultTokenLifetime
     }
 
     /// A `Content-Security-Policy` for both pages: nothing may load, inline style and script
     /// only, and no page may frame them.
-    public static let contentSecurityPolicy =
+    package static let contentSecurityPolicy =
         "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'"
 
     /// The sign-in form: user name, password, "Keep me signed in", posting to ``actionPath`` with
@@ -58,7 +58,7 @@ public enum SignInPage {
     ///   - callbackURL: the callback URL to deliver the token to, if any, sent back.
     ///   - message: a message shown above the form (for example after a wrong password).
     ///   - userName: a user name to fill in again after a failed attempt.
-    public static func form(container: String, apiToken: String, callbackURL: String?, message: String?,
+    package static func form(container: String, apiToken: String, callbackURL: String?, message: String?,
                             userName: String? = nil) -> String {
         var hidden = hiddenField(Field.container, container) + hiddenField(Field.apiToken, apiToken)
         if let callbackURL { hidden += hiddenField(Field.callbackURL, callbackURL) }
@@ -90,7 +90,7 @@ public enum SignInPage {
     /// API token's allowed origin whenever there is one, since `"*"` hands the token to whatever
     /// page opened the pop-up) and closes the window. A callback URL that
     /// ``isAcceptableCallbackURL(_:)`` refuses produces an error page without the token.
-    public static func success(webAuthToken: String, callbackURL: String?, targetOrigin: String?) -> String {
+    package static func success(webAuthToken: String, callbackURL: String?, targetOrigin: String?) -> String {
         if let callbackURL {
             guard let location = callbackRedirect(callbackURL: callbackURL, token: webAuthToken) else {
                 return document(title: "Sign-In Problem", body: """
@@ -131,7 +131,7 @@ public enum SignInPage {
     /// unsafe in a header or an attribute are percent-encoded.
     ///
     /// - Returns: nil when ``isAcceptableCallbackURL(_:)`` refuses the callback URL.
-    public static func callbackRedirect(callbackURL: String, token: String) -> String? {
+    package static func callbackRedirect(callbackURL: String, token: String) -> String? {
         guard isAcceptableCallbackURL(callbackURL) else { return nil }
         var base = Substring(callbackURL)
         var fragment: Substring = ""
@@ -153,7 +153,7 @@ public enum SignInPage {
     /// control characters, and not a scheme that runs code or reads local data (`javascript:`,
     /// `data:`, `vbscript:`, `file:`, `blob:`, `about:`). Custom app schemes are allowed. Check
     /// callback URLs with this when an API token is registered, too.
-    public static func isAcceptableCallbackURL(_ url: String) -> Bool {
+    package static func isAcceptableCallbackURL(_ url: String) -> Bool {
         guard !url.isEmpty, url.utf8.count <= 2048,
               !url.unicodeScalars.contains(where: {
                   $0.properties.isWhitespace || $0.properties.generalCategory == .control

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// A place in a query's sort order: the sort keys of a record (the first value of each sort
 /// field, a distance for a location sort), then its zone and name, which make the order total.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// Who may create, read and write which records of the public database, inside one transaction:
 /// the caller's roles (`_world` always; `_icloud` and the named roles it is a member of when

@@ -8,7 +8,7 @@ import UbiquityCore
 /// before its commit, so whatever it writes (notifications) commits or rolls back with the
 /// change itself; `changesDidCommit(_:)` runs after the commit, outside the transaction, to wake
 /// listeners. A failed atomic batch calls neither.
-public protocol RecordChangeObserver: Sendable {
+package protocol RecordChangeObserver: Sendable {
     /// Inside the write transaction; an error thrown here rolls the whole transaction back.
     func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws
     /// After the commit.
@@ -16,7 +16,7 @@ public protocol RecordChangeObserver: Sendable {
 }
 
 /// One committed change.
-public enum StoreChange: Sendable, Hashable {
+package enum StoreChange: Sendable, Hashable {
     /// A record was created, updated or deleted.
     case record(RecordChange)
     /// A zone was created or deleted.
@@ -24,27 +24,27 @@ public enum StoreChange: Sendable, Hashable {
 }
 
 /// A record's change.
-public struct RecordChange: Sendable, Hashable {
+package struct RecordChange: Sendable, Hashable {
     /// What happened to the record.
-    public enum Kind: String, Sendable, Hashable {
+    package enum Kind: String, Sendable, Hashable {
         case created, updated, deleted
     }
 
     /// The database the record is in.
-    public var database: DatabaseKey
+    package var database: DatabaseKey
     /// Its zone's name.
-    public var zoneName: String
+    package var zoneName: String
     /// What happened.
-    public var kind: Kind
+    package var kind: Kind
     /// The record after the change (a tombstone, without fields, for `.deleted`).
-    public var record: StoredRecord
+    package var record: StoredRecord
     /// The record before the change (nil for `.created`).
-    public var previous: StoredRecord?
+    package var previous: StoredRecord?
     /// Who made the change (user record name; `""` for server-to-server keys).
-    public var changedBy: String
+    package var changedBy: String
 
     /// Makes a change.
-    public init(database: DatabaseKey, zoneName: String, kind: Kind, record: StoredRecord, previous: StoredRecord?, changedBy: String) {
+    package init(database: DatabaseKey, zoneName: String, kind: Kind, record: StoredRecord, previous: StoredRecord?, changedBy: String) {
         self.database = database
         self.zoneName = zoneName
         self.kind = kind
@@ -55,18 +55,18 @@ public struct RecordChange: Sendable, Hashable {
 }
 
 /// A zone's creation or deletion.
-public struct ZoneChange: Sendable, Hashable {
+package struct ZoneChange: Sendable, Hashable {
     /// The database the zone is in.
-    public var database: DatabaseKey
+    package var database: DatabaseKey
     /// The zone.
-    public var zone: StoredZone
+    package var zone: StoredZone
     /// Whether it was deleted (else created).
-    public var deleted: Bool
+    package var deleted: Bool
     /// Who made the change.
-    public var changedBy: String
+    package var changedBy: String
 
     /// Makes a change.
-    public init(database: DatabaseKey, zone: StoredZone, deleted: Bool, changedBy: String) {
+    package init(database: DatabaseKey, zone: StoredZone, deleted: Bool, changedBy: String) {
         self.database = database
         self.zone = zone
         self.deleted = deleted

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordFilter {
     /// Index conditions whose matches include every record the filters match (the store's
     /// prefilter). Filters that cannot be expressed safely give no condition; the exact
     /// evaluation runs afterwards either way. `zoneName` is the zone when the query has one.
-    public static func indexConditions(for filters: [WireFilter], zoneName: String?) -> [IndexCondition] {
+    package static func indexConditions(for filters: [WireFilter], zoneName: String?) -> [IndexCondition] {
         filters.flatMap { indexConditions(for: $0, zoneName: zoneName) }
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// Exact evaluation of CloudKit query filters and sort descriptors on stored records: the
 /// semantics of every comparator, written once and used after the store's index prefilter.
@@ -8,7 +9,7 @@ import UbiquityCore
 /// A record without the filtered field matches no comparator (negations included), as SQL's
 /// NULL does. Numbers of every kind (INT64, DOUBLE, TIMESTAMP) compare numerically; a STRING
 /// compares with a REFERENCE by record name.
-public enum RecordFilter {
+package enum RecordFilter {
     /// The values of a field or system field of a record (a scalar as one element, a list's
     /// elements), and whether the field is a list; nil when the record lacks it.
     static func values(of key: WireFieldKey, in record: StoredRecord, zoneName: String) -> (values: [WireFieldValue], isList: Bool)? {
@@ -33,7 +34,7 @@ public enum RecordFilter {
     }
 
     /// Whether `record` (in the zone named `zoneName`) satisfies `filter`.
-    public static func matches(_ filter: WireFilter, record: StoredRecord, zoneName: String) -> Bool {
+    package static func matches(_ filter: WireFilter, record: StoredRecord, zoneName: String) -> Bool {
         if case .field(let name) = filter.key, isAllTokensField(name) {
             return tokensMatch(filter, text: record.fields.values.flatMap(\.elements).compactMap { if case .string(let text) = $0 { return text } else { return nil } })
         }
@@ -86,7 +87,7 @@ public enum RecordFilter {
     }
 
     /// Words of a text, case- and diacritic-folded, split on anything that is not a letter or digit.
-    public static func tokens(_ text: String) -> [String] {
+    package static func tokens(_ text: String) -> [String] {
         text.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
             .split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init)
     }

@@ -4,9 +4,9 @@ import Foundation
 import UbiquityCore
 
 /// Who is making a request, after authentication.
-public struct RecordsCaller: Sendable, Hashable {
+package struct RecordsCaller: Sendable, Hashable {
     /// How the caller authenticated.
-    public enum Identity: Sendable, Hashable {
+    package enum Identity: Sendable, Hashable {
         /// An API token only: read-only access to the public database.
         case anonymous
         /// A signed-in account (API token + web-auth token); `userRecordName` is per container.
@@ -14,19 +14,19 @@ public struct RecordsCaller: Sendable, Hashable {
         /// A server-to-server key: the public database, as the container's developer.
         case serverKey(keyID: String)
     }
-    public var identity: Identity
+    package var identity: Identity
     /// The device named in the request, stamped into `created`/`modified`.
-    public var deviceID: String?
+    package var deviceID: String?
 
     /// Makes a caller.
-    public init(identity: Identity, deviceID: String? = nil) {
+    package init(identity: Identity, deviceID: String? = nil) {
         self.identity = identity
         self.deviceID = deviceID
     }
 
     /// The user record name recorded as creator/modifier: the user's, or the key's developer
     /// identity (`_` + the key ID's first 32 hex digits).
-    public var userRecordName: String? {
+    package var userRecordName: String? {
         switch identity {
         case .anonymous: return nil
         case .user(_, let name): return name
@@ -35,11 +35,11 @@ public struct RecordsCaller: Sendable, Hashable {
     }
 
     /// Whether the caller is signed in (or a server key).
-    public var isAuthenticated: Bool { if case .anonymous = identity { return false } else { return true } }
+    package var isAuthenticated: Bool { if case .anonymous = identity { return false } else { return true } }
 
     /// A user's record name in a container: `_` and 32 hex digits, different in every container,
     /// stable for the account.
-    public static func userRecordName(accountID: Int64, container: String) -> String {
+    package static func userRecordName(accountID: Int64, container: String) -> String {
         "_" + String(hex(SHA256.hash(data: Data("user\n\(container)\n\(accountID)".utf8))).prefix(32))
     }
 

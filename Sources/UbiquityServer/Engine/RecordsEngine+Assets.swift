@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension WireFieldValue {
     /// The value with `transform` applied to each asset (a scalar asset or a list's elements).
-    public func mappingAssets(_ transform: (WireAsset) -> WireAsset) -> WireFieldValue {
+    package func mappingAssets(_ transform: (WireAsset) -> WireAsset) -> WireFieldValue {
         switch self {
         case .asset(let asset): return .asset(transform(asset))
         case .list(let element, let items) where element == .asset || element == nil:
@@ -89,7 +90,7 @@ extension RecordsEngine {
     }
 
     /// `assets/upload`: an upload URL per requested field, for writers of the zone.
-    public func requestAssetUploads(_ body: JSONValue, context: Context) async throws -> JSONValue {
+    package func requestAssetUploads(_ body: JSONValue, context: Context) async throws -> JSONValue {
         let (assets, baseURL) = try assetEndpoint("assets/upload", context: context)
         let reader = try WireReader(body, path: "")
         let zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) } ?? .default
@@ -143,7 +144,7 @@ extension RecordsEngine {
     /// `"assets"`, and a `zoneID` per item); answers `{"assets": [asset dictionary]}`, each with
     /// `recordName` and `fieldName`, one per asset (a list field gives one per element), or an
     /// error dictionary for a record or field that does not exist.
-    public func rereferenceAssets(_ body: JSONValue, context: Context) async throws -> JSONValue {
+    package func rereferenceAssets(_ body: JSONValue, context: Context) async throws -> JSONValue {
         let (assets, _) = try assetEndpoint("assets/rereference", context: context)
         let reader = try WireReader(body, path: "")
         let defaultZone = try reader.object("zoneID").map { try WireZoneID(reader: $0) } ?? .default
@@ -214,7 +215,7 @@ extension RecordsEngine {
     /// uploaded but not saved in a record yet survives while it is younger).
     /// - Returns: what was deleted, or nil without an asset service.
     @discardableResult
-    public func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
+    package func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
         guard let assets else { return nil }
         let referenced = try await store.read { tx in try tx.referencedAssetChecksums() }
         let report = try await assets.store.collectGarbage(referenced: referenced, olderThan: olderThan)

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordsEngine {
     /// `changes/database` (and the legacy `zones/changes`, whose token key is `metaSyncToken`):
     /// zones changed or deleted since the token, each once, oldest change first.
-    public func databaseChanges(syncToken: String?, resultsLimit: Int?, tokenKey: String = "syncToken", context: Context) async throws -> JSONValue {
+    package func databaseChanges(syncToken: String?, resultsLimit: Int?, tokenKey: String = "syncToken", context: Context) async throws -> JSONValue {
         guard context.scope != .public || tokenKey == "metaSyncToken" else {
             throw WireError(.badRequest, "changes/database works on the private and shared databases only")
         }
@@ -49,7 +50,7 @@ extension RecordsEngine {
 
     /// `changes/zone`: per zone, records and tombstones changed since its token, each once, in
     /// change order, with `moreComing` and the next token.
-    public func zoneChanges(_ request: WireZoneChangesRequest, context: Context) async throws -> JSONValue {
+    package func zoneChanges(_ request: WireZoneChangesRequest, context: Context) async throws -> JSONValue {
         try JSONValue.parse(Data(await zoneChangesBody(request, context: context)))
     }
 
@@ -57,7 +58,7 @@ extension RecordsEngine {
     /// fields need nothing added (no assets, whose download URLs are made per request) and
     /// are asked for whole is written with its fields as stored, not decoded and encoded again
     /// (that was ~10 % of the server syncing 10,000 small files).
-    public func zoneChangesBody(_ request: WireZoneChangesRequest, context: Context) async throws -> [UInt8] {
+    package func zoneChangesBody(_ request: WireZoneChangesRequest, context: Context) async throws -> [UInt8] {
         guard context.scope != .public else {
             throw WireError(.badRequest, "changes/zone works on the private and shared databases only")
         }

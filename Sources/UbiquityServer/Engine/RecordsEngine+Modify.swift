@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordsEngine {
     /// The outcome of one operation of a batch.
@@ -16,7 +17,7 @@ extension RecordsEngine {
     }
 
     /// `records/modify`.
-    public func modifyRecords(_ request: WireModifyRecordsRequest, context: Context) async throws -> JSONValue {
+    package func modifyRecords(_ request: WireModifyRecordsRequest, context: Context) async throws -> JSONValue {
         guard request.operations.count <= WireLimits.operationsPerRequest else {
             throw WireError(.badRequest, "limit exceeded: \(request.operations.count) operations; a request may have at most \(WireLimits.operationsPerRequest)")
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordsEngine {
     /// A page of a query's matches: at most `limit`, sorted, from `start`; the position of its

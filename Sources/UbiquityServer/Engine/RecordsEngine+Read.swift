@@ -2,11 +2,12 @@
 import Crypto
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordsEngine {
     /// `records/lookup`: each record, or a NOT_FOUND item (also for a public record the caller's
     /// roles may not read, so that its existence does not leak).
-    public func lookupRecords(_ request: WireLookupRecordsRequest, context: Context) async throws -> JSONValue {
+    package func lookupRecords(_ request: WireLookupRecordsRequest, context: Context) async throws -> JSONValue {
         guard request.records.count <= WireLimits.recordsPerResponse else {
             throw WireError(.badRequest, "limit exceeded: \(request.records.count) records; a lookup may ask for at most \(WireLimits.recordsPerResponse)")
         }
@@ -40,7 +41,7 @@ extension RecordsEngine {
     /// `records/query`: filters ANDed, sorted, paged with continuation markers. Filters and sorts
     /// must use fields the schema indexes (queryable, sortable, searchable for token comparators);
     /// in the public database, records the caller's roles may not read are left out.
-    public func queryRecords(_ request: WireQueryRecordsRequest, context: Context) async throws -> JSONValue {
+    package func queryRecords(_ request: WireQueryRecordsRequest, context: Context) async throws -> JSONValue {
         guard request.query.recordType != UserDirectory.recordType else {
             throw WireError(.badRequest, "query.recordType: user records (Users) cannot be queried; look them up by name, or find users with users/discover")
         }

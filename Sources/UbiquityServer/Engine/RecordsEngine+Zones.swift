@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension RecordsEngine {
     /// `zones/list`: the default zone and every live zone.
-    public func listZones(context: Context) async throws -> JSONValue {
+    package func listZones(context: Context) async throws -> JSONValue {
         let key = try context.databaseKey(forWriting: false)
         if context.scope == .shared { return .object(["zones": .array([])]) }
         let zones: [StoredZone] = try await store.read { tx in
@@ -20,7 +21,7 @@ extension RecordsEngine {
     }
 
     /// `zones/lookup`: each zone, or a ZONE_NOT_FOUND item.
-    public func lookupZones(_ zoneIDs: [WireZoneID], context: Context) async throws -> JSONValue {
+    package func lookupZones(_ zoneIDs: [WireZoneID], context: Context) async throws -> JSONValue {
         let key = try context.databaseKey(forWriting: false)
         // each answer made inside the read (not a `Result` of an optional zone carried out of it:
         // a shape Swift 6.3.1's optimized code misread elsewhere — docs/sync.md, "Folders before their files")
@@ -41,7 +42,7 @@ extension RecordsEngine {
 
     /// `zones/modify`: create (private databases only; creating an existing zone returns it) and
     /// delete (with all its records, permanently).
-    public func modifyZones(_ operations: [WireZoneOperation], context: Context) async throws -> JSONValue {
+    package func modifyZones(_ operations: [WireZoneOperation], context: Context) async throws -> JSONValue {
         guard operations.count <= WireLimits.operationsPerRequest else {
             throw WireError(.badRequest, "limit exceeded: \(operations.count) operations; a request may have at most \(WireLimits.operationsPerRequest)")
         }

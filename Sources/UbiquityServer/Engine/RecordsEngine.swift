@@ -2,38 +2,39 @@
 import Foundation
 import Logging
 import UbiquityCore
+import UbiquityWire
 
 /// CloudKit's database semantics over a `RecordStore`: save policies and change tags, atomic
 /// zone commits, references, queries, zones and change tokens. Each public method takes a decoded
 /// request and returns the response body; request-wide failures are thrown as `WireError`s, item
 /// failures are inside the body, as CloudKit Web Services does.
-public struct RecordsEngine: Sendable {
+package struct RecordsEngine: Sendable {
     /// The zones Ubiquity itself uses in every private database, created on first use.
-    public enum ReservedZone {
+    package enum ReservedZone {
         /// One record per document of the mounted sync folder.
-        public static let documents = "_ubiquityDocuments"
+        package static let documents = "_ubiquityDocuments"
         /// The key-value store's entries.
-        public static let keyValueStore = "_ubiquityKeyValueStore"
+        package static let keyValueStore = "_ubiquityKeyValueStore"
         /// All reserved names.
-        public static let all: Set<String> = [documents, keyValueStore]
+        package static let all: Set<String> = [documents, keyValueStore]
     }
 
     /// The storage.
-    public let store: any RecordStore
+    package let store: any RecordStore
     let logger: Logger
     let now: @Sendable () -> Int64
     /// Told of every committed change (subscriptions and push); nil for none.
-    public let changeObserver: (any RecordChangeObserver)?
+    package let changeObserver: (any RecordChangeObserver)?
     /// The asset side: with it, saved assets need receipts, fetched ones get download URLs and
     /// `assets/upload`/`assets/rereference` work; nil stores asset values as given.
-    public let assets: AssetService?
+    package let assets: AssetService?
     /// The storage quotas of the databases.
-    public let quotas: StorageQuotas
+    package let quotas: StorageQuotas
 
     /// Makes an engine. `now` gives milliseconds since 1970 (injectable for tests);
     /// `changeObserver` is told of every change; `assets` checks and serves asset fields;
     /// `quotas` limits what each database may hold.
-    public init(store: any RecordStore, logger: Logger, changeObserver: (any RecordChangeObserver)? = nil,
+    package init(store: any RecordStore, logger: Logger, changeObserver: (any RecordChangeObserver)? = nil,
                 assets: AssetService? = nil, quotas: StorageQuotas = StorageQuotas(),
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.store = store
@@ -45,17 +46,17 @@ public struct RecordsEngine: Sendable {
     }
 
     /// Where a request goes: the database and who asks.
-    public struct Context: Sendable {
-        public var container: String
-        public var environment: CloudKitEnvironment
-        public var scope: CloudKitDatabaseScope
-        public var caller: RecordsCaller
+    package struct Context: Sendable {
+        package var container: String
+        package var environment: CloudKitEnvironment
+        package var scope: CloudKitDatabaseScope
+        package var caller: RecordsCaller
         /// The server's public base URL (`https://host:port`), for asset upload and download
         /// URLs; nil gives none.
-        public var baseURL: String?
+        package var baseURL: String?
 
         /// Makes a context.
-        public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, caller: RecordsCaller,
+        package init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, caller: RecordsCaller,
                     baseURL: String? = nil) {
             self.container = container
             self.environment = environment

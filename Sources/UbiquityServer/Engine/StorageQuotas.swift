@@ -4,27 +4,27 @@ import UbiquityCore
 
 /// How much each database may hold: its live records' stored JSON plus the distinct assets they
 /// refer to (each counted once per database). nil is unlimited.
-public struct StorageQuotas: Sendable, Hashable {
+package struct StorageQuotas: Sendable, Hashable {
     /// Per user: each private database.
-    public var privateBytes: Int64?
+    package var privateBytes: Int64?
     /// Per container and environment: the public database.
-    public var publicBytes: Int64?
+    package var publicBytes: Int64?
 
     /// Makes quotas (unlimited by default).
-    public init(privateBytes: Int64? = nil, publicBytes: Int64? = nil) {
+    package init(privateBytes: Int64? = nil, publicBytes: Int64? = nil) {
         self.privateBytes = privateBytes
         self.publicBytes = publicBytes
     }
 
     /// The quota of a database.
-    public func limit(for key: DatabaseKey) -> Int64? {
+    package func limit(for key: DatabaseKey) -> Int64? {
         key.scope == .public ? publicBytes : privateBytes
     }
 
     /// Reads a byte count with an optional K/M/G/T suffix (``ByteSize``: powers of 1024; `B`,
     /// `iB` accepted: `5G`, `5GiB`, `100 MB`, `1.5G`).
     /// - Throws: `UbiquityError.invalidArgument` naming `argument` and what was expected.
-    public static func parseBytes(_ text: String, argument: String) throws -> Int64 {
+    package static func parseBytes(_ text: String, argument: String) throws -> Int64 {
         guard let bytes = ByteSize.parse(text) else {
             throw UbiquityError(.invalidArgument, "\(argument) \(text): expected a number of bytes, optionally with K, M, G or T (e.g. 5G)")
         }

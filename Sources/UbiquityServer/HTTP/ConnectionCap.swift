@@ -6,6 +6,7 @@ import Metrics
 import NIOCore
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// The server's limit on open connections (issue 24, finding 5).
 ///

@@ -1,22 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// A parsed `/database/1/{container}/{environment}/{database}/{operation…}` path. The database
 /// segment is optional for the operations CloudKit documents without one (`tokens/…`,
 /// `subscriptions/lookup`); user endpoints are on the public database.
-public struct DatabasePath: Sendable, Hashable {
-    public var container: String
-    public var environment: CloudKitEnvironment
-    public var scope: CloudKitDatabaseScope
+package struct DatabasePath: Sendable, Hashable {
+    package var container: String
+    package var environment: CloudKitEnvironment
+    package var scope: CloudKitDatabaseScope
     /// `records/modify`, `zones/list`, `users/current`, …
-    public var operation: String
+    package var operation: String
 
     /// Operations that may come without a database segment.
     static let databaseless: Set<String> = ["tokens/create", "tokens/register", "subscriptions/lookup"]
 
     /// Parses a raw (percent-encoded) request path; errors are BAD_REQUEST naming the segment.
-    public init(rawPath: String) throws {
+    package init(rawPath: String) throws {
         let raw = rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         var segments: [String] = []
         for segment in raw {
@@ -57,5 +58,5 @@ public struct DatabasePath: Sendable, Hashable {
     }
 
     /// The path after the host, as signed by server-to-server clients.
-    public var subpathPrefix: String { "/database/1/\(container)/\(environment.rawValue)" }
+    package var subpathPrefix: String { "/database/1/\(container)/\(environment.rawValue)" }
 }

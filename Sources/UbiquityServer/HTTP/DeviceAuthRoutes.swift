@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// Device sign-in for `ubiq account login` (JSON; not part of CloudKit Web Services, whose
 /// clients sign in through `/auth/signin`):

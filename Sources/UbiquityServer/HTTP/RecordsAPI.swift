@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import NIOCore
 import UbiquityCore
+import UbiquityWire
 
 /// The `/database/1/…` endpoints: parses the path, authenticates, decodes the JSON body
 /// (whatever its content type), runs the engine and writes CloudKit's response shapes, headers

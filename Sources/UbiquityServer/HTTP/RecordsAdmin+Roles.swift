@@ -1,21 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// Security roles of the public database, as `ubiq admin role` scripts them: named roles and
 /// their members, and what each role may do with each record type.
 extension RecordsAdmin {
     /// The roles of an environment: each named role with its members (user record names), and
     /// each record type's permissions by role.
-    public struct RoleSummary: Sendable, Hashable {
+    package struct RoleSummary: Sendable, Hashable {
         /// Named roles and their members.
-        public var members: [String: [String]]
+        package var members: [String: [String]]
         /// Record type → role → permissions.
-        public var permissions: [String: [String: SchemaPermissions]]
+        package var permissions: [String: [String: SchemaPermissions]]
     }
 
     /// Adds a named role to an environment's schema (no error when it exists).
-    public func addRole(container: String, role: String, environment: CloudKitEnvironment = .development) async throws {
+    package func addRole(container: String, role: String, environment: CloudKitEnvironment = .development) async throws {
         try RecordsAdmin.validate(container: container)
         try SecurityRole.validate(name: role)
         try await store.write { tx in
@@ -31,7 +32,7 @@ extension RecordsAdmin {
     /// Adds (`member: true`) or removes a user — an account name, or a user record name
     /// (`_` and 32 hex digits) — to or from a named role. Returns the user record name.
     @discardableResult
-    public func setRoleMember(_ member: Bool, container: String, role: String, user: String) async throws -> String {
+    package func setRoleMember(_ member: Bool, container: String, role: String, user: String) async throws -> String {
         try RecordsAdmin.validate(container: container)
         try SecurityRole.validate(name: role)
         let isRecordName = user.count == 33 && user.hasPrefix("_") && user.dropFirst().allSatisfy(\.isHexDigit)
@@ -57,7 +58,7 @@ extension RecordsAdmin {
     /// Sets what a role may do with a record type's records in an environment (empty: nothing).
     /// `_world` may only read; a named role must exist in the environment; the type must be in
     /// its schema.
-    public func setPermissions(_ permissions: SchemaPermissions, container: String, environment: CloudKitEnvironment,
+    package func setPermissions(_ permissions: SchemaPermissions, container: String, environment: CloudKitEnvironment,
                                recordType: String, role: String) async throws {
         try RecordsAdmin.validate(container: container)
         try RecordTypeSchema.validate(name: recordType)
@@ -91,7 +92,7 @@ extension RecordsAdmin {
     }
 
     /// The roles of an environment of a container.
-    public func roles(container: String, environment: CloudKitEnvironment) async throws -> RoleSummary {
+    package func roles(container: String, environment: CloudKitEnvironment) async throws -> RoleSummary {
         try RecordsAdmin.validate(container: container)
         return try await store.read { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// Schemas and environments, as `ubiq admin schema` scripts them: show, export and import a
 /// schema, deploy development to production, reset development, change a field's indexes.
@@ -13,7 +14,7 @@ extension RecordsAdmin {
     }
 
     /// The schema of an environment of a container.
-    public func schema(container: String, environment: CloudKitEnvironment) async throws -> ContainerSchema {
+    package func schema(container: String, environment: CloudKitEnvironment) async throws -> ContainerSchema {
         try RecordsAdmin.validate(container: container)
         return try await store.read { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
@@ -26,7 +27,7 @@ extension RecordsAdmin {
     /// would change (`conflict`, listing every one) or the file does not parse (`invalidArgument`).
     /// Returns development's schema after the import.
     @discardableResult
-    public func importSchema(container: String, text: String) async throws -> ContainerSchema {
+    package func importSchema(container: String, text: String) async throws -> ContainerSchema {
         try RecordsAdmin.validate(container: container)
         let file = try ContainerSchema(text: text)
         return try await store.write { tx in
@@ -43,19 +44,19 @@ extension RecordsAdmin {
     }
 
     /// What a deployment changed.
-    public struct Deployment: Sendable, Hashable {
+    package struct Deployment: Sendable, Hashable {
         /// Record types production did not have.
-        public var addedTypes: [String]
+        package var addedTypes: [String]
         /// Fields (`Type.field`) production did not have.
-        public var addedFields: [String]
+        package var addedFields: [String]
         /// The production schema now.
-        public var schema: ContainerSchema
+        package var schema: ContainerSchema
     }
 
     /// Deploys development's schema (types, fields, indexes, roles and permissions) to
     /// production. Refuses — changing nothing, `conflict` listing every refusal — when production
     /// would lose a type or field or a field would change its type.
-    public func deploySchema(container: String) async throws -> Deployment {
+    package func deploySchema(container: String) async throws -> Deployment {
         try RecordsAdmin.validate(container: container)
         return try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
@@ -84,7 +85,7 @@ extension RecordsAdmin {
     /// Resets development as CloudKit Console's "Reset Development Environment": its schema
     /// becomes production's and all its data (every database, zone, record and subscription of
     /// development) is deleted.
-    public func resetDevelopment(container: String) async throws {
+    package func resetDevelopment(container: String) async throws {
         try RecordsAdmin.validate(container: container)
         try await store.write { tx in
             try RecordsAdmin.requireContainer(container, tx: tx)
@@ -99,7 +100,7 @@ extension RecordsAdmin {
     /// Turns a field's indexes on or off (nil leaves one as it is); returns the field.
     /// `searchable` is only for `STRING` and `STRING_LIST` fields.
     @discardableResult
-    public func setIndexes(container: String, environment: CloudKitEnvironment, recordType: String, field name: String,
+    package func setIndexes(container: String, environment: CloudKitEnvironment, recordType: String, field name: String,
                            queryable: Bool?, sortable: Bool?, searchable: Bool?) async throws -> SchemaField {
         try RecordsAdmin.validate(container: container)
         try RecordTypeSchema.validate(name: recordType)

@@ -6,7 +6,7 @@ import UbiquityCore
 /// request: tokens are looked up in the store on each one.
 extension RecordsAdmin {
     /// Which of an account's sessions ``revokeTokens(ofUser:_:)`` ends.
-    public enum Revocation: Sendable, Equatable {
+    package enum Revocation: Sendable, Equatable {
         /// All of them.
         case all
         /// Those whose ``StoredWebAuthToken/sessionID`` (or a prefix of it, 8 digits or more)
@@ -17,7 +17,7 @@ extension RecordsAdmin {
     }
 
     /// The account's live tokens, oldest first (rotated web-auth tokens share their session).
-    public func tokens(ofUser name: String) async throws -> [StoredWebAuthToken] {
+    package func tokens(ofUser name: String) async throws -> [StoredWebAuthToken] {
         try await store.read { tx in try tx.webAuthTokens(accountID: try RecordsAdmin.account(named: name, in: tx).id, now: RecordsAdmin.now) }
     }
 
@@ -25,7 +25,7 @@ extension RecordsAdmin {
     /// - Throws: `notFound` for an unknown account, or a session or token that is not the
     ///   account's (nothing is revoked then); `invalidArgument` for a session ID shorter than 8.
     @discardableResult
-    public func revokeTokens(ofUser name: String, _ which: Revocation) async throws -> Int {
+    package func revokeTokens(ofUser name: String, _ which: Revocation) async throws -> Int {
         if case .sessions(let ids) = which, let short = ids.first(where: { $0.count < 8 }) {
             throw UbiquityError(.invalidArgument, "session \(short.debugDescription): expected at least 8 hex digits of an ID `ubiq admin user tokens \(name)` lists")
         }
@@ -59,7 +59,7 @@ extension RecordsAdmin {
     /// Sets the account's password (nil: none, token sign-in only) and, unless `keepTokens`,
     /// revokes all its tokens (every device and web app signs in again); how many were revoked.
     @discardableResult
-    public func setPassword(ofUser name: String, to password: String?, keepTokens: Bool = false) async throws -> Int {
+    package func setPassword(ofUser name: String, to password: String?, keepTokens: Bool = false) async throws -> Int {
         let hash = try await hashed(password)
         return try await store.write { tx in
             let account = try RecordsAdmin.account(named: name, in: tx)
@@ -71,7 +71,7 @@ extension RecordsAdmin {
     /// Disables the account (its tokens are revoked, it cannot sign in, and tokens issued
     /// later are refused) or enables it again; how many tokens were revoked.
     @discardableResult
-    public func setDisabled(_ disabled: Bool, user name: String) async throws -> Int {
+    package func setDisabled(_ disabled: Bool, user name: String) async throws -> Int {
         try await store.write { tx in
             let account = try RecordsAdmin.account(named: name, in: tx)
             guard disabled else {

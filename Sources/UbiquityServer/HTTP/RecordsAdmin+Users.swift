@@ -4,26 +4,26 @@ import UbiquityCore
 
 extension RecordsAdmin {
     /// Changes to an account (`ubiq admin user set`): nil leaves a value as it is, `""` clears it.
-    public struct UserUpdate: Sendable, Hashable {
+    package struct UserUpdate: Sendable, Hashable {
         /// The given (first) name.
-        public var givenName: String?
+        package var givenName: String?
         /// The family (last) name.
-        public var familyName: String?
+        package var familyName: String?
         /// The middle name.
-        public var middleName: String?
+        package var middleName: String?
         /// The nickname.
-        public var nickname: String?
+        package var nickname: String?
         /// A prefix (Dr.).
-        public var namePrefix: String?
+        package var namePrefix: String?
         /// A suffix (Jr.).
-        public var nameSuffix: String?
+        package var nameSuffix: String?
         /// The e-mail address (unique among accounts, case-insensitively).
-        public var email: String?
+        package var email: String?
         /// Containers to make the user discoverable in (true) or not (false).
-        public var discoverable: [String: Bool]
+        package var discoverable: [String: Bool]
 
         /// Makes an update.
-        public init(givenName: String? = nil, familyName: String? = nil, middleName: String? = nil, nickname: String? = nil,
+        package init(givenName: String? = nil, familyName: String? = nil, middleName: String? = nil, nickname: String? = nil,
                     namePrefix: String? = nil, nameSuffix: String? = nil, email: String? = nil, discoverable: [String: Bool] = [:]) {
             self.givenName = givenName
             self.familyName = familyName
@@ -46,7 +46,7 @@ extension RecordsAdmin {
     /// Applies an update to the account `name`, all of it or nothing. Returns the account's
     /// identity in each container of `update.discoverable`.
     @discardableResult
-    public func setUser(_ name: String, _ update: UserUpdate) async throws -> [StoredUserIdentity] {
+    package func setUser(_ name: String, _ update: UserUpdate) async throws -> [StoredUserIdentity] {
         if let email = update.email, !email.isEmpty { try RecordsAdmin.validate(email: email) }
         for (field, value) in [("given name", update.givenName), ("family name", update.familyName), ("middle name", update.middleName),
                                ("nickname", update.nickname), ("name prefix", update.namePrefix), ("name suffix", update.nameSuffix)] {

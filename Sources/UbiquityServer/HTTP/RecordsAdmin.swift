@@ -6,13 +6,13 @@ import UbiquityCore
 /// Administration, as `ubiq admin` scripts it: containers and their API tokens, accounts and
 /// their web-auth tokens, server-to-server keys. Secrets are returned once and stored as digests
 /// (tokens) or with a memory-hard KDF (passwords).
-public struct RecordsAdmin: Sendable {
+package struct RecordsAdmin: Sendable {
     let store: any RecordStore
     let configuration: RecordsServerConfiguration
     let passwordHasher: PasswordHasher
 
     /// Makes an admin over a store.
-    public init(store: any RecordStore, configuration: RecordsServerConfiguration = .init(), passwordHasher: PasswordHasher = PasswordHasher()) {
+    package init(store: any RecordStore, configuration: RecordsServerConfiguration = .init(), passwordHasher: PasswordHasher = PasswordHasher()) {
         self.store = store
         self.configuration = configuration
         self.passwordHasher = passwordHasher
@@ -21,7 +21,7 @@ public struct RecordsAdmin: Sendable {
     static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Checks a container identifier: letters, digits, `.`, `_`, `-`, at most 255 bytes.
-    public static func validate(container: String) throws {
+    package static func validate(container: String) throws {
         guard !container.isEmpty, container.utf8.count <= 255,
               container.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) }) else {
             throw UbiquityError(.invalidArgument, "container \(container.debugDescription): expected letters, digits, '.', '_' and '-' (like iCloud.com.example.App)")
@@ -29,7 +29,7 @@ public struct RecordsAdmin: Sendable {
     }
 
     /// Checks an account name: 1–64 letters, digits, `.`, `_`, `-`, `@`.
-    public static func validate(userName: String) throws {
+    package static func validate(userName: String) throws {
         guard !userName.isEmpty, userName.utf8.count <= 64,
               userName.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._-@".unicodeScalars.contains($0) }) else {
             throw UbiquityError(.invalidArgument, "user name \(userName.debugDescription): expected 1 to 64 letters, digits, '.', '_', '-' or '@'")
@@ -37,7 +37,7 @@ public struct RecordsAdmin: Sendable {
     }
 
     /// Adds the container (when new) and returns a new API token (`ckAPIToken`) for it.
-    public func addContainer(_ identifier: String) async throws -> String {
+    package func addContainer(_ identifier: String) async throws -> String {
         try RecordsAdmin.validate(container: identifier)
         let token = SecretToken.generate()
         let digest = SecretToken.digest(token)
@@ -49,13 +49,13 @@ public struct RecordsAdmin: Sendable {
     }
 
     /// The containers.
-    public func containers() async throws -> [String] {
+    package func containers() async throws -> [String] {
         try await store.read { tx in try tx.containers() }
     }
 
     /// Creates an account and returns a web-auth token (`ckWebAuthToken`) for it, valid in any
     /// container.
-    public func addUser(_ name: String, email: String?, password: String?) async throws -> String {
+    package func addUser(_ name: String, email: String?, password: String?) async throws -> String {
         try RecordsAdmin.validate(userName: name)
         if let email, !(email.contains("@") && email.utf8.count <= 254 && !email.contains(where: \.isWhitespace)) {
             throw UbiquityError(.invalidArgument, "e-mail \(email.debugDescription) is not an e-mail address")
@@ -71,7 +71,7 @@ public struct RecordsAdmin: Sendable {
     /// Issues another web-auth token for an account (valid for the long lifetime), or a device
     /// token (valid for the device lifetime; see ``SecretToken/generateDeviceToken()``). A web-auth
     /// token issued with a `container` is valid only there (a device token is valid in any).
-    public func issueToken(forUser name: String, lifetime: Int64? = nil, device: Bool = false, container: String? = nil) async throws -> String {
+    package func issueToken(forUser name: String, lifetime: Int64? = nil, device: Bool = false, container: String? = nil) async throws -> String {
         if let container { try RecordsAdmin.validate(container: container) }
         let seconds = lifetime ?? (device ? configuration.deviceTokenLifetime : configuration.longWebAuthTokenLifetime)
         return try await store.write { tx in
@@ -124,7 +124,7 @@ public struct RecordsAdmin: Sendable {
     /// Checks a password and issues a web-auth token valid in `container` only (the sign-in
     /// page's path). Returns nil when the name or password is wrong.
     /// - Throws: `permissionDenied` when the account is disabled.
-    public func signIn(user name: String, password: String, lifetime: Int64, container: String) async throws -> String? {
+    package func signIn(user name: String, password: String, lifetime: Int64, container: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
         return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: false, container: container, lifetime: lifetime, in: tx) }
     }
@@ -132,7 +132,7 @@ public struct RecordsAdmin: Sendable {
     /// Checks a password and issues a device token (`POST /auth/device`, `ubiq account login`).
     /// Returns nil when the name or password is wrong.
     /// - Throws: `permissionDenied` when the account is disabled.
-    public func signInDevice(user name: String, password: String) async throws -> String? {
+    package func signInDevice(user name: String, password: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
         let lifetime = configuration.deviceTokenLifetime
         return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: true, container: nil, lifetime: lifetime, in: tx) }
@@ -140,7 +140,7 @@ public struct RecordsAdmin: Sendable {
 
     /// The account a live web-auth or device token belongs to, or nil (also when the account is
     /// disabled).
-    public func account(forToken token: String) async throws -> StoredAccount? {
+    package func account(forToken token: String) async throws -> StoredAccount? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
         let digest = SecretToken.digest(token)
         return try await store.read { tx in try tx.webAuthToken(digest: digest, now: RecordsAdmin.now)?.account }
@@ -149,7 +149,7 @@ public struct RecordsAdmin: Sendable {
     /// Revokes a web-auth or device token and every token of its session (signing a device or
     /// a web app out); no error when it is unknown. Returns how many tokens were revoked.
     @discardableResult
-    public func revokeToken(_ token: String) async throws -> Int {
+    package func revokeToken(_ token: String) async throws -> Int {
         let digest = SecretToken.digest(token)
         return try await store.write { tx in
             guard let live = try tx.webAuthToken(digest: digest, now: 0) else { return 0 }
@@ -158,7 +158,7 @@ public struct RecordsAdmin: Sendable {
     }
 
     /// Registers a server-to-server public key (PEM, P-256) for a container; returns its key ID.
-    public func addKey(container: String, publicKeyPEM: String) async throws -> String {
+    package func addKey(container: String, publicKeyPEM: String) async throws -> String {
         try RecordsAdmin.validate(container: container)
         let publicKey: P256.Signing.PublicKey
         do {

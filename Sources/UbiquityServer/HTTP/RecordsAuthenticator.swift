@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// Authentication as CloudKit Web Services does it: `ckAPIToken` (+ `ckWebAuthToken`) in the
 /// query string, or server-to-server signature headers — never both.

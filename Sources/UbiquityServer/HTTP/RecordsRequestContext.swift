@@ -4,14 +4,14 @@ import NIOCore
 
 /// The request context of the records server's router: Hummingbird's core context plus the
 /// client's address (for the per-caller rate limits of anonymous callers).
-public struct RecordsRequestContext: RequestContext, RemoteAddressRequestContext {
+package struct RecordsRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Hummingbird's per-request storage.
-    public var coreContext: CoreRequestContextStorage
+    package var coreContext: CoreRequestContextStorage
     /// The client's socket address (the proxy's, behind a reverse proxy).
-    public let remoteAddress: SocketAddress?
+    package let remoteAddress: SocketAddress?
 
     /// Makes the context of a request arriving on `source.channel`.
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }

@@ -17,27 +17,27 @@ import UbiquityCore
 /// Routes: `/database/1/…` (the API), `/auth/signin` (the sign-in page that replaces Apple's),
 /// `/healthz`, `/metrics` (Prometheus text, when a registry is given). CORS is open to browser
 /// clients (CloudKit JS) and exposes CloudKit's response headers.
-public struct RecordsServer: Sendable {
+package struct RecordsServer: Sendable {
     /// The storage.
-    public let store: any RecordStore
+    package let store: any RecordStore
     /// Listening and limits.
-    public let configuration: RecordsServerConfiguration
+    package let configuration: RecordsServerConfiguration
     let logger: Logger
     let registry: PrometheusCollectorRegistry?
     let engine: RecordsEngine
     let admin: RecordsAdmin
     /// push: subscriptions, notification logs and delivery (Subscriptions/).
-    public let push: PushService
+    package let push: PushService
     /// The asset endpoints' service (`/assets/1/…`, `assets/upload`, `assets/rereference`);
     /// nil: the server offers no assets and stores asset values as given.
-    public let assets: AssetService?
+    package let assets: AssetService?
 
     /// Makes a server. `registry` is rendered at `/metrics` (the executable bootstraps the
     /// metrics system with it; libraries never do).
     /// `pushConfiguration` sets the limits of subscriptions and push delivery; `assets` serves
     /// asset content (see ``open(store:configuration:logger:registry:pushConfiguration:blobConfiguration:)``,
     /// which makes it from `configuration.blobsDirectory`).
-    public init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger, registry: PrometheusCollectorRegistry? = nil,
+    package init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger, registry: PrometheusCollectorRegistry? = nil,
                 pushConfiguration: PushConfiguration = PushConfiguration(), assets: AssetService? = nil) {
         self.store = store
         self.configuration = configuration
@@ -52,7 +52,7 @@ public struct RecordsServer: Sendable {
 
     /// Makes a server with its asset service: a `FileBlobStore` in `configuration.blobsDirectory`
     /// (none when nil) signing with the key kept in `store`.
-    public static func open(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger,
+    package static func open(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger,
                             registry: PrometheusCollectorRegistry? = nil, pushConfiguration: PushConfiguration = PushConfiguration(),
                             blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration()) async throws -> RecordsServer {
         var assets: AssetService?
@@ -67,13 +67,13 @@ public struct RecordsServer: Sendable {
     /// Deletes asset content no record refers to, older than `olderThan` (what the periodic
     /// task does; `ubiq admin gc`). nil without an asset service.
     @discardableResult
-    public func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
+    package func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
         try await engine.collectAssetGarbage(olderThan: olderThan)
     }
 
     /// Builds the Hummingbird application. `onListening` gets the base URL once the socket is
     /// bound (`http://127.0.0.1:PORT`).
-    public func application(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+    package func application(onListening: @escaping @Sendable (String) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let router = Router(context: RecordsRequestContext.self)
         router.add(middleware: CORSMiddleware(
             allowOrigin: .originBased,
@@ -202,7 +202,7 @@ public struct RecordsServer: Sendable {
     /// Runs until SIGTERM or SIGINT (or cancellation), finishing requests in flight, then closes
     /// the store. With `handlingSignals` false it runs until cancelled: for a server inside a
     /// process that handles signals itself (on Linux a signal reaches only one of its listeners).
-    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
+    package func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
         let app = try application(onListening: onListening)
         do {
             if handlingSignals {

@@ -5,6 +5,7 @@ import Metrics
 import NIOCore
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// The server-wide limit on request bodies held in memory at once (issue 24, finding 4).
 ///

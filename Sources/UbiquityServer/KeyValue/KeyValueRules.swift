@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// The server's rules for the key-value store's zone (`_ubiquityKeyValueStore` of a private
 /// database): one record of type `KeyValueEntry` per key (record name = key) with the fields

@@ -5,7 +5,7 @@ extension ContainerSchema {
     /// The production schema after deploying `self` (development) onto `production`, or the
     /// refusals: production never loses a record type or a field, and a field never changes its
     /// type. Types, fields and roles are added; indexes and permissions become development's.
-    public func deployment(onto production: ContainerSchema) -> (schema: ContainerSchema, refusals: [String]) {
+    package func deployment(onto production: ContainerSchema) -> (schema: ContainerSchema, refusals: [String]) {
         var refusals: [String] = []
         for type in production.recordTypes.values.sorted(by: { $0.name < $1.name }) {
             guard let development = recordTypes[type.name] else {
@@ -30,7 +30,7 @@ extension ContainerSchema {
     /// The schema after importing `file` into it: types, fields and roles of the file are added,
     /// the indexes of its fields and the permissions of its types replace the present ones;
     /// what the file does not mention is kept. Refusals: a field whose type would change.
-    public func importing(_ file: ContainerSchema) -> (schema: ContainerSchema, refusals: [String]) {
+    package func importing(_ file: ContainerSchema) -> (schema: ContainerSchema, refusals: [String]) {
         var refusals: [String] = []
         var merged = self
         merged.roles.formUnion(file.roles)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// The schema file of `ubiq admin schema export|import`, close to the `.ckdb` language of
 /// Apple's `cktool`:
@@ -28,7 +29,7 @@ import UbiquityCore
 /// optional. System fields (`___createTime`, …) are skipped on import: they are always present.
 extension ContainerSchema {
     /// The schema as a schema file (types, fields and roles sorted by name).
-    public var text: String {
+    package var text: String {
         var lines = ["DEFINE SCHEMA"]
         if !roles.isEmpty {
             lines.append("")
@@ -69,7 +70,7 @@ extension ContainerSchema {
     }
 
     /// Parses a schema file; `invalidArgument` naming the line and what was expected.
-    public init(text: String) throws {
+    package init(text: String) throws {
         var parser = SchemaFileParser(text: text)
         self = try parser.parse()
     }

@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// The schema of one environment of a container: its record types (fields, indexes and
 /// public-database permissions) and its named security roles.
 ///
 /// In development a type or field is added just in time by the first save that uses it
 /// (`RecordTypeSchema.justInTime`); production changes only by `ubiq admin schema deploy`.
-public struct ContainerSchema: Sendable, Hashable {
+package struct ContainerSchema: Sendable, Hashable {
     /// The record types, by name.
-    public var recordTypes: [String: RecordTypeSchema]
+    package var recordTypes: [String: RecordTypeSchema]
     /// The named security roles (the built-in `_world`, `_icloud`, `_creator` are not listed).
-    public var roles: Set<String>
+    package var roles: Set<String>
 
     /// Makes a schema.
-    public init(recordTypes: [String: RecordTypeSchema] = [:], roles: Set<String> = []) {
+    package init(recordTypes: [String: RecordTypeSchema] = [:], roles: Set<String> = []) {
         self.recordTypes = recordTypes
         self.roles = roles
     }
@@ -21,23 +22,23 @@ public struct ContainerSchema: Sendable, Hashable {
 
 /// One record type: its fields and who may create, read and write its records in the public
 /// database.
-public struct RecordTypeSchema: Sendable, Hashable {
+package struct RecordTypeSchema: Sendable, Hashable {
     /// The type's name.
-    public var name: String
+    package var name: String
     /// The fields, by name.
-    public var fields: [String: SchemaField]
+    package var fields: [String: SchemaField]
     /// The permissions of each role that has any (a role absent has none).
-    public var permissions: [String: SchemaPermissions]
+    package var permissions: [String: SchemaPermissions]
 
     /// Makes a record type.
-    public init(name: String, fields: [String: SchemaField] = [:], permissions: [String: SchemaPermissions] = RecordTypeSchema.defaultPermissions) {
+    package init(name: String, fields: [String: SchemaField] = [:], permissions: [String: SchemaPermissions] = RecordTypeSchema.defaultPermissions) {
         self.name = name
         self.fields = fields
         self.permissions = permissions
     }
 
     /// Checks a record type's name: 1–255 ASCII letters, digits, `_` and `.`.
-    public static func validate(name: String) throws {
+    package static func validate(name: String) throws {
         guard !name.isEmpty, name.utf8.count <= 255,
               name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
             throw UbiquityError(.invalidArgument, "record type \(name.debugDescription): expected 1 to 255 ASCII letters, digits, '_' and '.'")
@@ -46,7 +47,7 @@ public struct RecordTypeSchema: Sendable, Hashable {
 
     /// Checks a field's name: 1–255 ASCII letters, digits and `_`, starting with a letter or `_`,
     /// not with `___` (system fields).
-    public static func validate(fieldName name: String) throws {
+    package static func validate(fieldName name: String) throws {
         guard let first = name.unicodeScalars.first, name.utf8.count <= 255, !name.hasPrefix("___"),
               ("a"..."z").contains(first) || ("A"..."Z").contains(first) || first == "_",
               name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }) else {
@@ -56,27 +57,27 @@ public struct RecordTypeSchema: Sendable, Hashable {
 
     /// CloudKit's defaults for a new type: `_world` reads, `_icloud` creates, `_creator` reads
     /// and writes.
-    public static let defaultPermissions: [String: SchemaPermissions] = [
+    package static let defaultPermissions: [String: SchemaPermissions] = [
         SecurityRole.world: [.read], SecurityRole.icloud: [.create], SecurityRole.creator: [.read, .write],
     ]
 }
 
 /// A field of a record type and its indexes.
-public struct SchemaField: Sendable, Hashable {
+package struct SchemaField: Sendable, Hashable {
     /// The field's name.
-    public var name: String
+    package var name: String
     /// The wire type tag (`STRING`, `INT64_LIST`, …).
-    public var type: String
+    package var type: String
     /// Filters may use the field.
-    public var queryable: Bool
+    package var queryable: Bool
     /// Sorts may use the field.
-    public var sortable: Bool
+    package var sortable: Bool
     /// Token comparators (`CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS`) may use the field; only
     /// for `STRING` and `STRING_LIST`.
-    public var searchable: Bool
+    package var searchable: Bool
 
     /// Makes a field.
-    public init(name: String, type: String, queryable: Bool, sortable: Bool, searchable: Bool) {
+    package init(name: String, type: String, queryable: Bool, sortable: Bool, searchable: Bool) {
         self.name = name
         self.type = type
         self.queryable = queryable
@@ -87,7 +88,7 @@ public struct SchemaField: Sendable, Hashable {
     /// A field created just in time in development: queryable and sortable when its type can be
     /// indexed, and searchable when it holds text — every query that worked before schemas
     /// existed still works.
-    public static func justInTime(name: String, type: String) -> SchemaField {
+    package static func justInTime(name: String, type: String) -> SchemaField {
         let indexed = canBeIndexed(type: type)
         return SchemaField(name: name, type: type, queryable: indexed, sortable: indexed, searchable: canBeSearchable(type: type))
     }
@@ -95,49 +96,49 @@ public struct SchemaField: Sendable, Hashable {
     /// Whether filters and sorts may use a field of this type: not bytes ("Data fields aren't
     /// searchable", Apple's `CKRecord`) nor assets. The stores keep no index rows for them
     /// (`RecordIndexEntry`), whatever a deployed schema says.
-    public static func canBeIndexed(type: String) -> Bool {
+    package static func canBeIndexed(type: String) -> Bool {
         !["BYTES", "BYTES_LIST", "ENCRYPTED_BYTES", "ASSETID", "ASSETID_LIST", "ASSET", "ASSET_LIST"].contains(type)
     }
 
     /// Whether a field of this type may be searchable (`STRING`, `STRING_LIST`).
-    public static func canBeSearchable(type: String) -> Bool { type == "STRING" || type == "STRING_LIST" }
+    package static func canBeSearchable(type: String) -> Bool { type == "STRING" || type == "STRING_LIST" }
 }
 
 /// What a role may do with a record type's records in the public database. `write` includes
 /// `read`, as in CloudKit.
-public struct SchemaPermissions: OptionSet, Sendable, Hashable {
+package struct SchemaPermissions: OptionSet, Sendable, Hashable {
     /// The bits.
-    public var rawValue: Int
+    package var rawValue: Int
     /// Makes permissions from their bits.
-    public init(rawValue: Int) { self.rawValue = rawValue }
+    package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Save new records.
-    public static let create = SchemaPermissions(rawValue: 1)
+    package static let create = SchemaPermissions(rawValue: 1)
     /// Fetch and query records.
-    public static let read = SchemaPermissions(rawValue: 2)
+    package static let read = SchemaPermissions(rawValue: 2)
     /// Change and delete existing records (and read them).
-    public static let write = SchemaPermissions(rawValue: 4)
+    package static let write = SchemaPermissions(rawValue: 4)
 
     /// The names, in the order CloudKit lists them (`create`, `read`, `write`).
-    public var names: [String] {
+    package var names: [String] {
         [(SchemaPermissions.create, "create"), (.read, "read"), (.write, "write")].filter { contains($0.0) }.map(\.1)
     }
 }
 
 /// The built-in security roles of the public database.
-public enum SecurityRole {
+package enum SecurityRole {
     /// Anyone with the container's API token, signed in or not (read only).
-    public static let world = "_world"
+    package static let world = "_world"
     /// Any signed-in user.
-    public static let icloud = "_icloud"
+    package static let icloud = "_icloud"
     /// The user who created the record (applies to reading and writing existing records).
-    public static let creator = "_creator"
+    package static let creator = "_creator"
     /// The built-in roles.
-    public static let builtIn: [String] = [world, icloud, creator]
+    package static let builtIn: [String] = [world, icloud, creator]
 
     /// Checks a named role's name: 1–64 letters, digits and `_`, starting with a letter (names
     /// starting with `_` are the built-in roles').
-    public static func validate(name: String) throws {
+    package static func validate(name: String) throws {
         guard let first = name.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first), name.utf8.count <= 64,
               name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }) else {
             throw UbiquityError(.invalidArgument, "role \(name.debugDescription): expected 1 to 64 letters, digits and '_', starting with a letter (or one of \(builtIn.joined(separator: ", ")))")
@@ -149,7 +150,7 @@ extension ContainerSchema {
     /// The schema as JSON (`ubiq admin schema show --json`): `{"roles": [...], "recordTypes":
     /// [{"name", "fields": [{"name", "type", "queryable", "sortable", "searchable"}],
     /// "permissions": {"_world": ["read"], …}}]}`, sorted by name.
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             "roles": .array(roles.sorted().map { .string($0) }),
             "recordTypes": .array(recordTypes.values.sorted(by: { $0.name < $1.name }).map { type in

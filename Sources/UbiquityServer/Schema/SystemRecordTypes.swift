@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// The record types Ubiquity itself uses, declared here with their fields' types instead of
 /// inferred from the first save (issue 24, finding 3): one user's save can never fix a wrong

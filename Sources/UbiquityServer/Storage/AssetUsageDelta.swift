@@ -4,7 +4,7 @@ import UbiquityCore
 extension StoredRecord {
     /// The distinct assets the record refers to, `fileChecksum` → `size` (scalar and list asset
     /// fields; values without both are ignored; none for a tombstone).
-    public var assetReferences: [String: Int64] {
+    package var assetReferences: [String: Int64] {
         guard !deleted else { return [:] }
         var references: [String: Int64] = [:]
         for value in fields.values {

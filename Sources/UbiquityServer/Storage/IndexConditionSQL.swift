@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+import UbiquityWire
 
 /// Translates an `IndexCondition` to a `WHERE` clause over the `record_index` table
 /// (`field`, `number`, `text`, `latitude`, `longitude`), or over a column of `records` for the
 /// system fields kept there, shared by both stores.
-public enum IndexConditionSQL {
+package enum IndexConditionSQL {
     /// The `records` column of a system field that is not in the index (`RecordIndexEntry.columnSystemFields`).
-    public static func column(for field: String) -> String? {
+    package static func column(for field: String) -> String? {
         switch WireSystemField(name: field) {
         case .recordName: return "name"
         case .createdTimestamp: return "created_at"
@@ -18,7 +19,7 @@ public enum IndexConditionSQL {
 
     /// The condition on a row of `records` (named `table`): a column comparison for the system
     /// fields kept in columns, else `table.id IN (SELECT record FROM record_index WHERE …)`.
-    public static func recordClause(_ condition: IndexCondition, table: String = "records", placeholder: (Int) -> String,
+    package static func recordClause(_ condition: IndexCondition, table: String = "records", placeholder: (Int) -> String,
                                     startIndex: Int) -> (String, [IndexValue]) {
         guard let column = column(for: condition.field).map({ "\(table).\($0)" }) else {
             let (clause, values) = clause(condition, placeholder: placeholder, startIndex: startIndex)
@@ -53,7 +54,7 @@ public enum IndexConditionSQL {
 
     /// The clause and its values. `placeholder(n)` spells the n-th parameter (`?` for SQLite,
     /// `$n` for PostgreSQL); `startIndex` is the number of parameters before this clause.
-    public static func clause(_ condition: IndexCondition, placeholder: (Int) -> String, startIndex: Int) -> (String, [IndexValue]) {
+    package static func clause(_ condition: IndexCondition, placeholder: (Int) -> String, startIndex: Int) -> (String, [IndexValue]) {
         var values: [IndexValue] = []
         func next(_ value: IndexValue) -> String {
             values.append(value)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// One row of a store's query index: a (field, value) pair of a record. Scalars give one entry,
 /// lists one per element; the parent reference is indexed under `___parent`; the other system
@@ -7,20 +8,20 @@ import UbiquityCore
 /// are not indexed ("Data fields aren't searchable", Apple's `CKRecord`; queries on them are
 /// refused, ``SchemaField/canBeIndexed(type:)``). Both stores write exactly these rows, so
 /// `IndexCondition`s mean the same on both.
-public struct RecordIndexEntry: Sendable, Hashable {
+package struct RecordIndexEntry: Sendable, Hashable {
     /// Longest indexed text, in UTF-8 bytes (longer text is cut; the engine's exact filter runs after).
-    public static let maximumTextBytes = 256
+    package static let maximumTextBytes = 256
     /// The separator between zone name and record name in an indexed reference.
-    public static let referenceSeparator = "\u{1F}"
+    package static let referenceSeparator = "\u{1F}"
 
-    public var field: String
-    public var number: Double?
-    public var text: String?
-    public var latitude: Double?
-    public var longitude: Double?
+    package var field: String
+    package var number: Double?
+    package var text: String?
+    package var latitude: Double?
+    package var longitude: Double?
 
     /// Makes an entry.
-    public init(field: String, number: Double? = nil, text: String? = nil, latitude: Double? = nil, longitude: Double? = nil) {
+    package init(field: String, number: Double? = nil, text: String? = nil, latitude: Double? = nil, longitude: Double? = nil) {
         self.field = field
         self.number = number
         self.text = text
@@ -29,12 +30,12 @@ public struct RecordIndexEntry: Sendable, Hashable {
     }
 
     /// The indexed text of a reference: `zone␟name`.
-    public static func referenceKey(zoneName: String, recordName: String) -> String {
+    package static func referenceKey(zoneName: String, recordName: String) -> String {
         zoneName + referenceSeparator + recordName
     }
 
     /// Text cut to `maximumTextBytes` on a character boundary.
-    public static func indexedText(_ text: String) -> String {
+    package static func indexedText(_ text: String) -> String {
         guard text.utf8.count > maximumTextBytes else { return text }
         var result = ""
         var bytes = 0
@@ -48,12 +49,12 @@ public struct RecordIndexEntry: Sendable, Hashable {
     }
 
     /// The `___` names of the system fields that are columns of the records table, not index rows.
-    public static let columnSystemFields: [String] = [
+    package static let columnSystemFields: [String] = [
         WireSystemField.recordName, .createdTimestamp, .modifiedTimestamp, .createdUserRecordName, .modifiedUserRecordName,
     ].map(\.indexName)
 
     /// The entries of a live record in the zone named `zoneName`.
-    public static func entries(for record: StoredRecord, zoneName: String) -> [RecordIndexEntry] {
+    package static func entries(for record: StoredRecord, zoneName: String) -> [RecordIndexEntry] {
         var entries: [RecordIndexEntry] = []
         entries.reserveCapacity(record.fields.count + 1)
         if let parent = record.parent {
@@ -68,7 +69,7 @@ public struct RecordIndexEntry: Sendable, Hashable {
     }
 
     /// The entry of one scalar value, or nil for values that are not indexed (assets, bytes).
-    public static func entry(field: String, value: WireFieldValue, zoneName: String) -> RecordIndexEntry? {
+    package static func entry(field: String, value: WireFieldValue, zoneName: String) -> RecordIndexEntry? {
         switch value {
         case .string(let text): return RecordIndexEntry(field: field, text: indexedText(text))
         case .int64(let number): return RecordIndexEntry(field: field, number: Double(number))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// Where the server keeps everything: containers, accounts, credentials, zones, records and their
 /// change logs. Two implementations — `SQLiteRecordStore` (GRDB, embedded, the default) and
@@ -10,7 +11,7 @@ import UbiquityCore
 /// `RecordsEngine`, written against the synchronous primitives of `RecordStoreTransaction`.
 /// A store runs each transaction off Swift's cooperative pool (GRDB's writer queue; a dedicated
 /// thread per PostgreSQL connection).
-public protocol RecordStore: Sendable {
+package protocol RecordStore: Sendable {
     /// Runs `body` in a read-only transaction that sees one consistent snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T
     /// Runs `body` in a read-write transaction: all of its writes commit together or none do
@@ -25,7 +26,7 @@ public protocol RecordStore: Sendable {
 
 /// The primitives a `RecordsEngine` needs, inside one transaction. Every method is synchronous
 /// and may block (call it only from a store's transaction closure).
-public protocol RecordStoreTransaction {
+package protocol RecordStoreTransaction {
     // MARK: Containers and credentials
 
     /// Adds a container (no error when it exists).
@@ -150,15 +151,15 @@ public protocol RecordStoreTransaction {
 }
 
 /// What a database uses, in bytes (quotas).
-public struct StoredUsage: Sendable, Hashable {
+package struct StoredUsage: Sendable, Hashable {
     /// The stored fields JSON of its live records.
-    public var recordBytes: Int64
+    package var recordBytes: Int64
     /// The sizes of the distinct assets its live records refer to (each counted once).
-    public var assetBytes: Int64
+    package var assetBytes: Int64
     /// Both.
-    public var total: Int64 { recordBytes + assetBytes }
+    package var total: Int64 { recordBytes + assetBytes }
     /// Makes a usage.
-    public init(recordBytes: Int64 = 0, assetBytes: Int64 = 0) {
+    package init(recordBytes: Int64 = 0, assetBytes: Int64 = 0) {
         self.recordBytes = recordBytes
         self.assetBytes = assetBytes
     }
@@ -166,17 +167,17 @@ public struct StoredUsage: Sendable, Hashable {
 
 /// A record's keys, from `candidateKeys`: what queries filter and sort on, read off the index
 /// and the record's columns, without its fields' JSON.
-public struct StoredRecordKeys: Sendable {
+package struct StoredRecordKeys: Sendable {
     /// The row id (for `records(ids:)`).
-    public var id: Int64
-    public var zone: Int64
-    public var recordName: String
-    public var created: WireRecordStamp
-    public var modified: WireRecordStamp
+    package var id: Int64
+    package var zone: Int64
+    package var recordName: String
+    package var created: WireRecordStamp
+    package var modified: WireRecordStamp
     /// The index entry of each requested field the record has.
-    public var entries: [String: RecordIndexEntry]
+    package var entries: [String: RecordIndexEntry]
     /// Makes keys.
-    public init(id: Int64, zone: Int64, recordName: String, created: WireRecordStamp, modified: WireRecordStamp, entries: [String: RecordIndexEntry]) {
+    package init(id: Int64, zone: Int64, recordName: String, created: WireRecordStamp, modified: WireRecordStamp, entries: [String: RecordIndexEntry]) {
         self.id = id
         self.zone = zone
         self.recordName = recordName
@@ -188,12 +189,12 @@ public struct StoredRecordKeys: Sendable {
 
 /// A record to write with `putRecords`, with its fields' stored JSON (computed once by the
 /// engine, which needs its size).
-public struct RecordWrite: Sendable {
-    public var record: StoredRecord
+package struct RecordWrite: Sendable {
+    package var record: StoredRecord
     /// `record.fieldsJSON` (ignored for tombstones).
-    public var fieldsJSON: String
+    package var fieldsJSON: String
     /// Makes a write.
-    public init(record: StoredRecord, fieldsJSON: String) {
+    package init(record: StoredRecord, fieldsJSON: String) {
         self.record = record
         self.fieldsJSON = fieldsJSON
     }
@@ -201,13 +202,13 @@ public struct RecordWrite: Sendable {
 
 /// A record read with its fields left as the stored JSON text (``StoredRecord/fieldsJSON``'s
 /// form), not decoded: what `changes/zone` sends on as it is when nothing needs adding to it.
-public struct StoredRecordText: Sendable {
+package struct StoredRecordText: Sendable {
     /// The record, its `fields` empty.
-    public var record: StoredRecord
+    package var record: StoredRecord
     /// The stored fields JSON (`{}` for tombstones).
-    public var fieldsText: String
+    package var fieldsText: String
     /// Makes one.
-    public init(record: StoredRecord, fieldsText: String) {
+    package init(record: StoredRecord, fieldsText: String) {
         self.record = record
         self.fieldsText = fieldsText
     }
@@ -215,16 +216,16 @@ public struct StoredRecordText: Sendable {
 
 /// Identifies one database: a container's environment's public database, or one user's private
 /// database.
-public struct DatabaseKey: Sendable, Hashable, CustomStringConvertible {
-    public var container: String
-    public var environment: CloudKitEnvironment
+package struct DatabaseKey: Sendable, Hashable, CustomStringConvertible {
+    package var container: String
+    package var environment: CloudKitEnvironment
     /// `.public` or `.private` (the shared database is other users' private zones).
-    public var scope: CloudKitDatabaseScope
+    package var scope: CloudKitDatabaseScope
     /// The owner's user record name for a private database; `""` for the public one.
-    public var owner: String
+    package var owner: String
 
     /// Makes a key.
-    public init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, owner: String) {
+    package init(container: String, environment: CloudKitEnvironment, scope: CloudKitDatabaseScope, owner: String) {
         self.container = container
         self.environment = environment
         self.scope = scope
@@ -232,19 +233,19 @@ public struct DatabaseKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `container/environment/scope[/owner]`.
-    public var description: String {
+    package var description: String {
         "\(container)/\(environment.rawValue)/\(scope.rawValue)" + (owner.isEmpty ? "" : "/\(owner)")
     }
 }
 
 /// A database row: its id and its database-level change counter.
-public struct StoredDatabase: Sendable, Hashable {
-    public var id: Int64
-    public var key: DatabaseKey
+package struct StoredDatabase: Sendable, Hashable {
+    package var id: Int64
+    package var key: DatabaseKey
     /// The latest database change sequence (0 before any change).
-    public var sequence: Int64
+    package var sequence: Int64
     /// Makes a row.
-    public init(id: Int64, key: DatabaseKey, sequence: Int64) {
+    package init(id: Int64, key: DatabaseKey, sequence: Int64) {
         self.id = id
         self.key = key
         self.sequence = sequence
@@ -252,20 +253,20 @@ public struct StoredDatabase: Sendable, Hashable {
 }
 
 /// A zone row.
-public struct StoredZone: Sendable, Hashable {
+package struct StoredZone: Sendable, Hashable {
     /// Unique in the store; a zone deleted and created again gets a new id.
-    public var id: Int64
-    public var database: Int64
-    public var name: String
+    package var id: Int64
+    package var database: Int64
+    package var name: String
     /// The latest change sequence of the zone's records (0 before any change).
-    public var sequence: Int64
+    package var sequence: Int64
     /// Tombstones up to this sequence are forgotten.
-    public var purgedThrough: Int64
-    public var deleted: Bool
+    package var purgedThrough: Int64
+    package var deleted: Bool
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Makes a row.
-    public init(id: Int64, database: Int64, name: String, sequence: Int64, purgedThrough: Int64, deleted: Bool, createdAt: Int64) {
+    package init(id: Int64, database: Int64, name: String, sequence: Int64, purgedThrough: Int64, deleted: Bool, createdAt: Int64) {
         self.id = id
         self.database = database
         self.name = name
@@ -277,31 +278,31 @@ public struct StoredZone: Sendable, Hashable {
 }
 
 /// One entry of a database's change log.
-public struct StoredZoneChange: Sendable, Hashable {
-    public var zone: StoredZone
+package struct StoredZoneChange: Sendable, Hashable {
+    package var zone: StoredZone
     /// The database sequence at which the zone last changed.
-    public var sequence: Int64
+    package var sequence: Int64
     /// Makes an entry.
-    public init(zone: StoredZone, sequence: Int64) {
+    package init(zone: StoredZone, sequence: Int64) {
         self.zone = zone
         self.sequence = sequence
     }
 }
 
 /// An account (a person who signs in).
-public struct StoredAccount: Sendable, Hashable {
-    public var id: Int64
-    public var name: String
-    public var email: String?
+package struct StoredAccount: Sendable, Hashable {
+    package var id: Int64
+    package var name: String
+    package var email: String?
     /// The password's KDF string (`$scrypt$…`), nil for token-only accounts.
-    public var passwordHash: String?
+    package var passwordHash: String?
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// When an administrator disabled the account (milliseconds since 1970); nil when enabled.
     /// A disabled account's tokens are refused and it cannot sign in.
-    public var disabledAt: Int64?
+    package var disabledAt: Int64?
     /// Makes a row.
-    public init(id: Int64, name: String, email: String?, passwordHash: String?, createdAt: Int64, disabledAt: Int64? = nil) {
+    package init(id: Int64, name: String, email: String?, passwordHash: String?, createdAt: Int64, disabledAt: Int64? = nil) {
         self.id = id
         self.name = name
         self.email = email
@@ -312,25 +313,25 @@ public struct StoredAccount: Sendable, Hashable {
 }
 
 /// A web-auth or device token as the store keeps it: its digest, never the token.
-public struct StoredWebAuthToken: Sendable, Hashable {
+package struct StoredWebAuthToken: Sendable, Hashable {
     /// The token's digest (``SecretToken/digest(_:)``).
-    public var digest: String
+    package var digest: String
     /// The account it signs in.
-    public var accountID: Int64
+    package var accountID: Int64
     /// The only container it is valid in; nil for any container (device tokens, and tokens an
     /// administrator issued without a container).
-    public var container: String?
+    package var container: String?
     /// The digest of the session's first token: a rotated token carries its predecessor's
     /// session (and expiry), and revoking a session revokes every token of it.
-    public var session: String
+    package var session: String
     /// Whether it is a device token (``SecretToken/generateDeviceToken()``).
-    public var isDevice: Bool
+    package var isDevice: Bool
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Milliseconds since 1970; the token is refused from then on.
-    public var expiresAt: Int64
+    package var expiresAt: Int64
     /// Makes a row; `session` defaults to a new session started by this token.
-    public init(digest: String, accountID: Int64, container: String?, session: String? = nil, isDevice: Bool, createdAt: Int64, expiresAt: Int64) {
+    package init(digest: String, accountID: Int64, container: String?, session: String? = nil, isDevice: Bool, createdAt: Int64, expiresAt: Int64) {
         self.digest = digest
         self.accountID = accountID
         self.container = container
@@ -342,27 +343,27 @@ public struct StoredWebAuthToken: Sendable, Hashable {
 
     /// The session's short name for administrators (`ubiq admin user tokens`): the first 16
     /// hex digits of its digest.
-    public var sessionID: String { String(session.prefix(16)) }
+    package var sessionID: String { String(session.prefix(16)) }
 }
 
 /// A record as stored: the wire record's content plus its zone, change sequence and tombstone flag.
-public struct StoredRecord: Sendable, Hashable {
-    public var zone: Int64
-    public var recordName: String
-    public var recordType: String
-    public var changeTag: String
+package struct StoredRecord: Sendable, Hashable {
+    package var zone: Int64
+    package var recordName: String
+    package var recordType: String
+    package var changeTag: String
     /// The zone sequence of the record's latest change.
-    public var sequence: Int64
+    package var sequence: Int64
     /// A tombstone: the record was deleted at `sequence`.
-    public var deleted: Bool
-    public var fields: [String: WireFieldValue]
-    public var created: WireRecordStamp
-    public var modified: WireRecordStamp
-    public var parent: String?
-    public var shortGUID: String?
+    package var deleted: Bool
+    package var fields: [String: WireFieldValue]
+    package var created: WireRecordStamp
+    package var modified: WireRecordStamp
+    package var parent: String?
+    package var shortGUID: String?
 
     /// Makes a record.
-    public init(zone: Int64, recordName: String, recordType: String, changeTag: String, sequence: Int64, deleted: Bool,
+    package init(zone: Int64, recordName: String, recordType: String, changeTag: String, sequence: Int64, deleted: Bool,
                 fields: [String: WireFieldValue], created: WireRecordStamp, modified: WireRecordStamp,
                 parent: String? = nil, shortGUID: String? = nil) {
         self.zone = zone
@@ -381,7 +382,7 @@ public struct StoredRecord: Sendable, Hashable {
 
 /// A condition on a record's index entries, for `candidates(…)`. Stores translate these to SQL
 /// over their index table, whose rows are `RecordIndexEntry.entries(for:)`.
-public enum IndexCondition: Sendable, Hashable {
+package enum IndexCondition: Sendable, Hashable {
     /// Some entry of the field compares to the value (`=`, `<>`, `<`, `<=`, `>`, `>=`).
     case compare(field: String, IndexComparison, IndexValue)
     /// Some entry of the field equals one of the values.
@@ -395,7 +396,7 @@ public enum IndexCondition: Sendable, Hashable {
 
 extension IndexCondition {
     /// The field the condition is on.
-    public var field: String {
+    package var field: String {
         switch self {
         case .compare(let field, _, _), .anyOf(let field, _), .prefix(let field, _), .box(let field, _, _, _, _): return field
         }
@@ -403,7 +404,7 @@ extension IndexCondition {
 }
 
 /// A comparison operator of an index condition.
-public enum IndexComparison: String, Sendable, Hashable {
+package enum IndexComparison: String, Sendable, Hashable {
     case equal = "="
     case notEqual = "<>"
     case less = "<"
@@ -414,7 +415,7 @@ public enum IndexComparison: String, Sendable, Hashable {
 
 /// A value in the index: numbers (INT64, DOUBLE, TIMESTAMP) compare as numbers, everything else
 /// as text.
-public enum IndexValue: Sendable, Hashable {
+package enum IndexValue: Sendable, Hashable {
     case number(Double)
     case text(String)
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// The storage primitives of schemas and security roles, inside one store transaction: each
 /// environment's record types, fields, indexes, permissions and named roles, and the members of
 /// each named role of a container. Both record stores' transactions conform
 /// (`SQLiteTransaction+Schema.swift`, `PostgresTransaction+Schema.swift`); the tables come from
 /// the `v6-schema` migration.
-public protocol SchemaStoreTransaction {
+package protocol SchemaStoreTransaction {
     /// One record type of an environment's schema, or nil when it has no such type.
     func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema?
     /// The whole schema of an environment (empty when nothing was ever saved).
@@ -34,7 +35,7 @@ public protocol SchemaStoreTransaction {
 
 extension RecordStoreTransaction {
     /// The transaction's schema primitives (both stores have them).
-    public func schemas() throws -> any SchemaStoreTransaction {
+    package func schemas() throws -> any SchemaStoreTransaction {
         guard let schemas = self as? any SchemaStoreTransaction else {
             throw UbiquityError(.unsupported, "this record store does not keep schemas")
         }
@@ -42,13 +43,13 @@ extension RecordStoreTransaction {
     }
 
     /// The field types recorded for a record type (`field` → wire type tag).
-    public func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
+    package func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
         try schemas().recordType(container: container, environment: environment, name: recordType)?.fields.mapValues(\.type) ?? [:]
     }
 
     /// Records field types for a record type as development's just-in-time schema does (existing
     /// entries are kept; a new type gets CloudKit's default permissions).
-    public func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
+    package func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
         let fields = Dictionary(uniqueKeysWithValues: types.map { ($0.key, SchemaField.justInTime(name: $0.key, type: $0.value)) })
         try schemas().addToSchema(RecordTypeSchema(name: recordType, fields: fields), container: container, environment: environment)
     }

@@ -6,7 +6,7 @@ import UbiquityCore
 /// and whether it opted in to discovery). Both record stores' transactions conform
 /// (`SQLiteTransaction+Users.swift`, `PostgresTransaction+Users.swift`); the tables come from the
 /// `v5-users` migration.
-public protocol UserStoreTransaction {
+package protocol UserStoreTransaction {
     /// The account's name components (all nil when never set).
     func nameComponents(accountID: Int64) throws -> StoredNameComponents
     /// Replaces the account's name components.
@@ -29,22 +29,22 @@ public protocol UserStoreTransaction {
 }
 
 /// A person's name, as `PersonNameComponents` has it (nil parts are unknown).
-public struct StoredNameComponents: Sendable, Hashable {
+package struct StoredNameComponents: Sendable, Hashable {
     /// The given (first) name.
-    public var givenName: String?
+    package var givenName: String?
     /// The family (last) name.
-    public var familyName: String?
+    package var familyName: String?
     /// The middle name.
-    public var middleName: String?
+    package var middleName: String?
     /// The nickname.
-    public var nickname: String?
+    package var nickname: String?
     /// A prefix (Dr.).
-    public var namePrefix: String?
+    package var namePrefix: String?
     /// A suffix (Jr.).
-    public var nameSuffix: String?
+    package var nameSuffix: String?
 
     /// Makes components.
-    public init(givenName: String? = nil, familyName: String? = nil, middleName: String? = nil, nickname: String? = nil,
+    package init(givenName: String? = nil, familyName: String? = nil, middleName: String? = nil, nickname: String? = nil,
                 namePrefix: String? = nil, nameSuffix: String? = nil) {
         self.givenName = givenName
         self.familyName = familyName
@@ -55,27 +55,27 @@ public struct StoredNameComponents: Sendable, Hashable {
     }
 
     /// The parts by their CloudKit names (`givenName`, `familyName`, …), in a fixed order.
-    public var parts: [(key: String, value: String?)] {
+    package var parts: [(key: String, value: String?)] {
         [("namePrefix", namePrefix), ("givenName", givenName), ("middleName", middleName), ("familyName", familyName),
          ("nameSuffix", nameSuffix), ("nickname", nickname)]
     }
 }
 
 /// An account's identity in one container.
-public struct StoredUserIdentity: Sendable, Hashable {
+package struct StoredUserIdentity: Sendable, Hashable {
     /// The account.
-    public var account: StoredAccount
+    package var account: StoredAccount
     /// The container.
-    public var container: String
+    package var container: String
     /// `_` + 32 hex digits, the account's user record name in this container.
-    public var userRecordName: String
+    package var userRecordName: String
     /// Whether the user opted in to being found by others in this container.
-    public var discoverable: Bool
+    package var discoverable: Bool
     /// The account's name (returned to others only when `discoverable`).
-    public var nameComponents: StoredNameComponents
+    package var nameComponents: StoredNameComponents
 
     /// Makes an identity.
-    public init(account: StoredAccount, container: String, userRecordName: String, discoverable: Bool, nameComponents: StoredNameComponents) {
+    package init(account: StoredAccount, container: String, userRecordName: String, discoverable: Bool, nameComponents: StoredNameComponents) {
         self.account = account
         self.container = container
         self.userRecordName = userRecordName

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// The notification payloads, in the form CloudKit pushes them through APNs and webcourier:
 ///

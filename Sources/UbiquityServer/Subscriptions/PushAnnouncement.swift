@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UbiquityCore
+import UbiquityWire
 
 /// What one server process tells the others when notification logs moved: lines of
 /// `container TAB environment TAB user TAB head`. Used as the `NOTIFY` payload on PostgreSQL and

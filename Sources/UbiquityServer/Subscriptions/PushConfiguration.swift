@@ -1,32 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 
 /// Limits and timings of subscriptions and push delivery.
-public struct PushConfiguration: Sendable {
+package struct PushConfiguration: Sendable {
     /// The most entries a user's notification log keeps; older ones are pruned when newer ones
     /// arrive (a client behind them is told to resync with change tokens).
-    public var retainPerUser: Int
+    package var retainPerUser: Int
     /// How long log entries are kept, in seconds.
-    public var maximumAge: Int64
+    package var maximumAge: Int64
     /// The most notifications waiting for one connection; past it the connection drops them and
     /// catches up from the log when it can write again.
-    public var connectionQueueCapacity: Int
+    package var connectionQueueCapacity: Int
     /// How long a long-poll request waits for a notification, in seconds (a client may ask for
     /// less with `timeout=`).
-    public var longPollTimeout: Int
+    package var longPollTimeout: Int
     /// How long one WebSocket write may wait for a client that does not read before the
     /// connection is closed, in seconds.
-    public var webSocketWriteTimeout: Int
+    package var webSocketWriteTimeout: Int
     /// How often connected users' logs are checked even without a wake-up (a lost `NOTIFY` or
     /// datagram costs at most this much latency), in seconds.
-    public var sweepInterval: Int
+    package var sweepInterval: Int
     /// How long a push token from `tokens/create` lives, in seconds.
-    public var tokenLifetime: Int64
+    package var tokenLifetime: Int64
     /// The most notifications one delivery (a long-poll answer, a WebSocket catch-up page)
     /// carries.
-    public var pageSize: Int
+    package var pageSize: Int
 
     /// Makes a configuration.
-    public init(retainPerUser: Int = 10_000, maximumAge: Int64 = 7 * 24 * 3600, connectionQueueCapacity: Int = 256,
+    package init(retainPerUser: Int = 10_000, maximumAge: Int64 = 7 * 24 * 3600, connectionQueueCapacity: Int = 256,
                 longPollTimeout: Int = 25, webSocketWriteTimeout: Int = 10, sweepInterval: Int = 5,
                 tokenLifetime: Int64 = 30 * 24 * 3600, pageSize: Int = 100) {
         self.retainPerUser = retainPerUser

@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import UbiquityCore
+import UbiquityWire
 
 /// The request context of the WebSocket router: Hummingbird's, plus the connection's channel so
 /// a client that stops reading can be disconnected.

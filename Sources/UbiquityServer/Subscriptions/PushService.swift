@@ -10,21 +10,21 @@ import UbiquityCore
 /// SQLite data directory). As a `Service` it runs the signal, the periodic sweep of connected
 /// logs and the pruning of old log entries; on graceful shutdown it closes every feed so
 /// long-polls and WebSockets end at once.
-public final class PushService: Service, Sendable {
+package final class PushService: Service, Sendable {
     /// The `RecordChangeObserver` to give the engine.
-    public let matcher: SubscriptionMatcher
+    package let matcher: SubscriptionMatcher
     /// `subscriptions/*` and `tokens/*`.
-    public let endpoint: SubscriptionsEndpoint
+    package let endpoint: SubscriptionsEndpoint
     /// The storage.
-    public let store: any RecordStore
+    package let store: any RecordStore
     /// Limits and timings.
-    public let configuration: PushConfiguration
+    package let configuration: PushConfiguration
     let hub: NotificationHub
     let signal: (any PushSignal)?
     let logger: Logger
 
     /// Sets up push over `store` (signals between processes for the two built-in stores).
-    public init(store: any RecordStore, configuration: PushConfiguration = PushConfiguration(), logger: Logger) {
+    package init(store: any RecordStore, configuration: PushConfiguration = PushConfiguration(), logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
@@ -54,7 +54,7 @@ public final class PushService: Service, Sendable {
     }
 
     /// Runs the signal, the sweep and the pruning until graceful shutdown or cancellation.
-    public func run() async throws {
+    package func run() async throws {
         let hub = self.hub
         let signal = self.signal
         let configuration = self.configuration
@@ -100,13 +100,13 @@ public final class PushService: Service, Sendable {
     }
 
     /// Closes every feed and stops the signal (also done by `run` on graceful shutdown).
-    public func shutdown() async {
+    package func shutdown() async {
         signal?.stop()
         await hub.shutdown()
     }
 
     /// How many clients are connected to this process (WebSockets and long-polls).
-    public var connectedClients: Int {
+    package var connectedClients: Int {
         get async { await hub.listenerCount }
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// A subscription as the server keeps it: what it watches (a database, a record type and
 /// filters, a zone), who it notifies (its subscriber) and how.
@@ -8,9 +9,9 @@ import UbiquityCore
 /// In the public database every signed-in user has subscriptions of their own; in a private
 /// database the owner is the only subscriber. Notifications go to the subscriber's log
 /// (`NotificationLogKey`), whatever database they came from.
-public struct StoredSubscription: Sendable, Hashable {
+package struct StoredSubscription: Sendable, Hashable {
     /// The three kinds of CloudKit subscription.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         /// `CKQuerySubscription`: records of a type matching filters, on create, update, delete.
         case query
         /// `CKRecordZoneSubscription`: any change in one zone.
@@ -20,21 +21,21 @@ public struct StoredSubscription: Sendable, Hashable {
     }
 
     /// What a query subscription fires on (`firesOn`).
-    public struct FiresOn: OptionSet, Sendable, Hashable {
-        public let rawValue: Int
+    package struct FiresOn: OptionSet, Sendable, Hashable {
+        package let rawValue: Int
         /// Makes a set.
-        public init(rawValue: Int) { self.rawValue = rawValue }
+        package init(rawValue: Int) { self.rawValue = rawValue }
         /// `create`.
-        public static let create = FiresOn(rawValue: 1)
+        package static let create = FiresOn(rawValue: 1)
         /// `update`.
-        public static let update = FiresOn(rawValue: 2)
+        package static let update = FiresOn(rawValue: 2)
         /// `delete`.
-        public static let delete = FiresOn(rawValue: 4)
+        package static let delete = FiresOn(rawValue: 4)
         /// All three.
-        public static let all: FiresOn = [.create, .update, .delete]
+        package static let all: FiresOn = [.create, .update, .delete]
 
         /// The wire names, in CloudKit's order.
-        public var names: [String] {
+        package var names: [String] {
             var names: [String] = []
             if contains(.create) { names.append("create") }
             if contains(.update) { names.append("update") }
@@ -43,7 +44,7 @@ public struct StoredSubscription: Sendable, Hashable {
         }
 
         /// Whether the set holds the kind of change.
-        public func contains(_ kind: RecordChange.Kind) -> Bool {
+        package func contains(_ kind: RecordChange.Kind) -> Bool {
             switch kind {
             case .created: return contains(.create)
             case .updated: return contains(.update)
@@ -53,29 +54,29 @@ public struct StoredSubscription: Sendable, Hashable {
     }
 
     /// The database whose changes the subscription watches.
-    public var database: DatabaseKey
+    package var database: DatabaseKey
     /// The user the notifications go to.
-    public var subscriber: String
+    package var subscriber: String
     /// The subscription's ID, unique per database and subscriber.
-    public var subscriptionID: String
-    public var kind: Kind
+    package var subscriptionID: String
+    package var kind: Kind
     /// For query subscriptions: the record type and the filters (sort descriptors are ignored).
-    public var query: WireQuery?
+    package var query: WireQuery?
     /// For zone subscriptions, and query subscriptions that are not zone-wide: the zone.
-    public var zoneName: String?
+    package var zoneName: String?
     /// For query subscriptions: every zone of the database (`zoneWide`, CloudKit's default).
-    public var zoneWide: Bool
+    package var zoneWide: Bool
     /// For query subscriptions.
-    public var firesOn: FiresOn
+    package var firesOn: FiresOn
     /// For query subscriptions: deleted after it fires once.
-    public var firesOnce: Bool
+    package var firesOnce: Bool
     /// The `notificationInfo` dictionary as the client sent it.
-    public var notificationInfo: JSONValue?
+    package var notificationInfo: JSONValue?
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
 
     /// Makes a subscription.
-    public init(database: DatabaseKey, subscriber: String, subscriptionID: String, kind: Kind, query: WireQuery? = nil,
+    package init(database: DatabaseKey, subscriber: String, subscriptionID: String, kind: Kind, query: WireQuery? = nil,
                 zoneName: String? = nil, zoneWide: Bool = true, firesOn: FiresOn = .all, firesOnce: Bool = false,
                 notificationInfo: JSONValue? = nil, createdAt: Int64) {
         self.database = database
@@ -93,7 +94,7 @@ public struct StoredSubscription: Sendable, Hashable {
 
     /// The subscription dictionary for responses (CloudKit's shape: `zone` subscriptions carry
     /// no `query`, `firesOn` or `firesOnce`; `query` ones carry `zoneWide`).
-    public func json(ownerRecordName: String) -> JSONValue {
+    package func json(ownerRecordName: String) -> JSONValue {
         var writer = WireWriter()
         writer.set("subscriptionID", subscriptionID)
         writer.set("subscriptionType", kind.rawValue)
@@ -136,43 +137,43 @@ public struct StoredSubscription: Sendable, Hashable {
 
 /// Whose notification log: a user in one container's environment. Notifications from the
 /// public database and from the user's private database go to the same log.
-public struct NotificationLogKey: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public var container: String
-    public var environment: CloudKitEnvironment
+package struct NotificationLogKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package var container: String
+    package var environment: CloudKitEnvironment
     /// The user record name.
-    public var user: String
+    package var user: String
 
     /// Makes a key.
-    public init(container: String, environment: CloudKitEnvironment, user: String) {
+    package init(container: String, environment: CloudKitEnvironment, user: String) {
         self.container = container
         self.environment = environment
         self.user = user
     }
 
     /// Orders keys so that locks on several logs are always taken in the same order.
-    public static func < (lhs: NotificationLogKey, rhs: NotificationLogKey) -> Bool {
+    package static func < (lhs: NotificationLogKey, rhs: NotificationLogKey) -> Bool {
         (lhs.container, lhs.environment.rawValue, lhs.user) < (rhs.container, rhs.environment.rawValue, rhs.user)
     }
 
     /// `container/environment/user`.
-    public var description: String { "\(container)/\(environment.rawValue)/\(user)" }
+    package var description: String { "\(container)/\(environment.rawValue)/\(user)" }
 }
 
 /// One entry of a notification log.
-public struct StoredNotification: Sendable, Hashable {
+package struct StoredNotification: Sendable, Hashable {
     /// The log it is in.
-    public var key: NotificationLogKey
+    package var key: NotificationLogKey
     /// Its position in the log: 1, 2, 3, … in commit order, without gaps.
-    public var sequence: Int64
+    package var sequence: Int64
     /// CloudKit's notification ID (a UUID), `ck.nid` in the payload.
-    public var notificationID: String
+    package var notificationID: String
     /// The payload: `{"aps": {…}, "ck": {…}}`, as CloudKit pushes it.
-    public var payload: JSONValue
+    package var payload: JSONValue
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
 
     /// Makes an entry.
-    public init(key: NotificationLogKey, sequence: Int64, notificationID: String, payload: JSONValue, createdAt: Int64) {
+    package init(key: NotificationLogKey, sequence: Int64, notificationID: String, payload: JSONValue, createdAt: Int64) {
         self.key = key
         self.sequence = sequence
         self.notificationID = notificationID
@@ -182,11 +183,11 @@ public struct StoredNotification: Sendable, Hashable {
 }
 
 /// A notification about to be appended (its sequence comes from the log).
-public struct NewNotification: Sendable, Hashable {
-    public var notificationID: String
-    public var payload: JSONValue
+package struct NewNotification: Sendable, Hashable {
+    package var notificationID: String
+    package var payload: JSONValue
     /// Makes one.
-    public init(notificationID: String, payload: JSONValue) {
+    package init(notificationID: String, payload: JSONValue) {
         self.notificationID = notificationID
         self.payload = payload
     }
@@ -194,11 +195,11 @@ public struct NewNotification: Sendable, Hashable {
 
 /// The state of a notification log: the last sequence handed out, and the last one pruned
 /// (entries up to `floor` are gone; a client behind it must resync with change tokens).
-public struct NotificationLogHead: Sendable, Hashable {
-    public var head: Int64
-    public var floor: Int64
+package struct NotificationLogHead: Sendable, Hashable {
+    package var head: Int64
+    package var floor: Int64
     /// Makes a head.
-    public init(head: Int64, floor: Int64) {
+    package init(head: Int64, floor: Int64) {
         self.head = head
         self.floor = floor
     }
@@ -206,17 +207,17 @@ public struct NotificationLogHead: Sendable, Hashable {
 
 /// A push token (`tokens/create`, `tokens/register`): a bearer secret bound to a user of a
 /// container's environment; it names the long-poll and WebSocket delivery URL.
-public struct StoredPushToken: Sendable, Hashable {
-    public var key: NotificationLogKey
+package struct StoredPushToken: Sendable, Hashable {
+    package var key: NotificationLogKey
     /// `development` or `production`, as the client asked (kept and echoed).
-    public var apnsEnvironment: String
+    package var apnsEnvironment: String
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Milliseconds since 1970.
-    public var expiresAt: Int64
+    package var expiresAt: Int64
 
     /// Makes a token row.
-    public init(key: NotificationLogKey, apnsEnvironment: String, createdAt: Int64, expiresAt: Int64) {
+    package init(key: NotificationLogKey, apnsEnvironment: String, createdAt: Int64, expiresAt: Int64) {
         self.key = key
         self.apnsEnvironment = apnsEnvironment
         self.createdAt = createdAt

@@ -13,7 +13,7 @@ import UbiquityCore
 /// database's subscription generation (one indexed row, read in the transaction) moved, which
 /// any process's `subscriptions/modify` does. A save thus costs one small read plus the
 /// subscriptions of its record type.
-public final class SubscriptionMatcher: RecordChangeObserver {
+package final class SubscriptionMatcher: RecordChangeObserver {
     let configuration: PushConfiguration
     let logger: Logger
     /// The PostgreSQL `NOTIFY` channel (nil on SQLite).
@@ -31,7 +31,7 @@ public final class SubscriptionMatcher: RecordChangeObserver {
     static let cacheLimit = 10_000
 
     /// Makes a matcher. `channel` is the store's PostgreSQL push channel (nil for SQLite).
-    public init(configuration: PushConfiguration = PushConfiguration(), channel: String? = nil, logger: Logger,
+    package init(configuration: PushConfiguration = PushConfiguration(), channel: String? = nil, logger: Logger,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.configuration = configuration
         self.channel = channel
@@ -45,7 +45,7 @@ public final class SubscriptionMatcher: RecordChangeObserver {
     }
 
     /// Matches and appends notifications, inside the write transaction.
-    public func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws {
+    package func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws {
         guard let store = tx as? any SubscriptionStoreTransaction else { return }
         var byDatabase: [DatabaseKey: [StoreChange]] = [:]
         var order: [DatabaseKey] = []
@@ -107,7 +107,7 @@ public final class SubscriptionMatcher: RecordChangeObserver {
     }
 
     /// Wakes the hub for the logs the transaction moved.
-    public func changesDidCommit(_ changes: [StoreChange]) async {
+    package func changesDidCommit(_ changes: [StoreChange]) async {
         let key = ChangesKey(changes)
         guard let heads = moved.withLock({ $0.removeValue(forKey: key) }), !heads.isEmpty else { return }
         await listener.withLock({ $0 })?(heads)

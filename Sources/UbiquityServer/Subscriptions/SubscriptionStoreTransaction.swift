@@ -9,7 +9,7 @@ import UbiquityCore
 /// Notification logs are per user (`NotificationLogKey`): `appendNotifications` takes the log's
 /// head row for update, so sequences are handed out in commit order without gaps, across
 /// processes too (PostgreSQL holds the row lock until commit; SQLite has one writer).
-public protocol SubscriptionStoreTransaction {
+package protocol SubscriptionStoreTransaction {
     // MARK: Subscriptions
 
     /// Every subscription on a database (all subscribers), for matching changes.

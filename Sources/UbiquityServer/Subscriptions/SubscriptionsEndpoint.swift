@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// `subscriptions/list|lookup|modify` and `tokens/create|register`, with CloudKit's request
 /// and response shapes and per-item errors (`{subscriptionID, serverErrorCode, reason}`).
-public struct SubscriptionsEndpoint: Sendable {
+package struct SubscriptionsEndpoint: Sendable {
     /// The storage.
-    public let store: any RecordStore
+    package let store: any RecordStore
     /// Limits (token lifetime).
-    public let configuration: PushConfiguration
+    package let configuration: PushConfiguration
     let now: @Sendable () -> Int64
 
     /// Makes the endpoint.
-    public init(store: any RecordStore, configuration: PushConfiguration = PushConfiguration(),
+    package init(store: any RecordStore, configuration: PushConfiguration = PushConfiguration(),
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.store = store
         self.configuration = configuration
@@ -41,7 +42,7 @@ public struct SubscriptionsEndpoint: Sendable {
     // MARK: subscriptions/*
 
     /// `subscriptions/list`: the caller's subscriptions on the database.
-    public func list(context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
+    package func list(context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
         let (user, database) = try Self.subscriber(context, signInURL: signInURL)
         let found = try await store.read { tx in try tx.subscriptionStore().subscriptions(database: database, subscriber: user) }
         return .object(["subscriptions": .array(found.map { $0.json(ownerRecordName: Self.ownerName(database)) })])
@@ -50,7 +51,7 @@ public struct SubscriptionsEndpoint: Sendable {
     /// `subscriptions/lookup`: `{"subscriptions": [{"subscriptionID"}]}` → each subscription or a
     /// NOT_FOUND item. On the public path (also where a path without a database lands) the
     /// caller's private subscriptions are looked in too, as the documented path has no database.
-    public func lookup(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
+    package func lookup(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
         let (user, database) = try Self.subscriber(context, signInURL: signInURL)
         let reader = try WireReader(body, path: "")
         let items = try reader.requiredArray("subscriptions")
@@ -84,7 +85,7 @@ public struct SubscriptionsEndpoint: Sendable {
     /// `subscriptions/modify`: `create` (an existing ID is replaced, as saving a subscription
     /// does in CloudKit), `update` (NOT_FOUND when missing), `delete`. A malformed subscription
     /// (bad query, filter, type, zone) is a BAD_REQUEST item; the other items still apply.
-    public func modify(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
+    package func modify(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
         let (user, database) = try Self.subscriber(context, signInURL: signInURL)
         let reader = try WireReader(body, path: "")
         let operations = try reader.requiredArray("operations")
@@ -144,7 +145,7 @@ public struct SubscriptionsEndpoint: Sendable {
 
     /// `tokens/create`: a fresh push token for the signed-in user, and the URL that delivers the
     /// user's notifications by long-poll (plain GET) or WebSocket (upgrade).
-    public func createToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
+    package func createToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
         let user = try Self.tokenUser(context, signInURL: signInURL)
         let reader = try WireReader(body, path: "")
         let environment = try Self.apnsEnvironment(reader.string("apnsEnvironment") ?? context.environment.rawValue, path: "apnsEnvironment")
@@ -163,7 +164,7 @@ public struct SubscriptionsEndpoint: Sendable {
 
     /// `tokens/register`: binds a push token (a device's, or one from `tokens/create`) to the
     /// signed-in user. A token bound to another user is refused (BAD_REQUEST).
-    public func registerToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
+    package func registerToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
         let user = try Self.tokenUser(context, signInURL: signInURL)
         let reader = try WireReader(body, path: "")
         let environment = try Self.apnsEnvironment(reader.requiredString("apnsEnvironment"), path: "apnsEnvironment")

@@ -6,19 +6,19 @@ import Synchronization
 /// of bounded size. When a new caller would exceed `maximumCallers`, the buckets that have filled
 /// up again are forgotten (which changes nothing for them), and if that is not enough the least
 /// recently used half goes (those callers start again with a full bucket).
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     /// Requests per second per caller.
-    public let rate: Double
+    package let rate: Double
     /// Requests a caller may make at once.
-    public let burst: Int
+    package let burst: Int
     /// The most callers tracked at once.
-    public let maximumCallers: Int
+    package let maximumCallers: Int
     let clock: @Sendable () -> Double
     let buckets = Mutex<[String: TokenBucket]>([:])
 
     /// A limiter of `rate` (> 0) requests per second per caller; `clock` gives seconds on a
     /// monotonic clock (injectable for tests).
-    public init(rate: Double, burst: Int, maximumCallers: Int = 10_000,
+    package init(rate: Double, burst: Int, maximumCallers: Int = 10_000,
                 clock: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
         precondition(rate > 0, "a rate limiter needs a positive rate (no limiter means no limit)")
         self.rate = rate
@@ -28,7 +28,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// Takes a token for `caller`.
-    public func take(_ caller: String) -> TokenBucket.Decision {
+    package func take(_ caller: String) -> TokenBucket.Decision {
         let now = clock()
         return buckets.withLock { table in
             if table[caller] == nil, table.count >= maximumCallers { RateLimiter.evict(&table, now: now, keeping: maximumCallers) }
@@ -40,7 +40,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// How many callers are tracked.
-    public var callerCount: Int { buckets.withLock { $0.count } }
+    package var callerCount: Int { buckets.withLock { $0.count } }
 
     static func evict(_ table: inout [String: TokenBucket], now: Double, keeping limit: Int) {
         table = table.filter { !$0.value.isFull(at: now) }
@@ -50,7 +50,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// The whole seconds a client should wait, as `retryAfter` and `Retry-After` say it (≥ 1).
-    public static func wholeSeconds(_ seconds: Double) -> Int {
+    package static func wholeSeconds(_ seconds: Double) -> Int {
         max(1, Int(seconds.rounded(.up)))
     }
 }

@@ -5,18 +5,18 @@
 /// may fail `freeFailures` times in a row; after that every further failure blocks the key for
 /// twice as long as the one before (1 s, 2 s, 4 s … at most `maximumDelay`). A success forgets
 /// the key; so does a quiet spell of `maximumDelay` since the last failure.
-public struct SignInBackoff: Sendable {
+package struct SignInBackoff: Sendable {
     /// One key's state. Times are seconds on the clock the backoff is used with.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// Failures in a row.
-        public var failures: Int
+        package var failures: Int
         /// Until when the key must wait.
-        public var blockedUntil: Double
+        package var blockedUntil: Double
         /// When it last failed.
-        public var lastFailure: Double
+        package var lastFailure: Double
 
         /// Makes an entry.
-        public init(failures: Int, blockedUntil: Double, lastFailure: Double) {
+        package init(failures: Int, blockedUntil: Double, lastFailure: Double) {
             self.failures = failures
             self.blockedUntil = blockedUntil
             self.lastFailure = lastFailure
@@ -24,16 +24,16 @@ public struct SignInBackoff: Sendable {
     }
 
     /// Failures in a row before attempts are slowed.
-    public let freeFailures: Int
+    package let freeFailures: Int
     /// The longest wait, in seconds.
-    public let maximumDelay: Double
+    package let maximumDelay: Double
     /// The most keys tracked in memory; beyond it, the keys not blocked and idle longest are
     /// forgotten.
-    public let maximumKeys: Int
+    package let maximumKeys: Int
     var entries: [String: Entry] = [:]
 
     /// A backoff allowing `freeFailures` failures per key before slowing it.
-    public init(freeFailures: Int, maximumDelay: Double = 900, maximumKeys: Int = 10_000) {
+    package init(freeFailures: Int, maximumDelay: Double = 900, maximumKeys: Int = 10_000) {
         self.freeFailures = max(1, freeFailures)
         self.maximumDelay = maximumDelay
         self.maximumKeys = max(1, maximumKeys)
@@ -42,13 +42,13 @@ public struct SignInBackoff: Sendable {
     // MARK: One entry
 
     /// Seconds `entry` must still wait at `now`, or nil when it may try.
-    public static func wait(_ entry: Entry?, now: Double) -> Double? {
+    package static func wait(_ entry: Entry?, now: Double) -> Double? {
         guard let entry, entry.blockedUntil > now else { return nil }
         return entry.blockedUntil - now
     }
 
     /// `entry` after a wrong password at `now`.
-    public func failing(_ entry: Entry?, now: Double) -> Entry {
+    package func failing(_ entry: Entry?, now: Double) -> Entry {
         var entry = entry ?? Entry(failures: 0, blockedUntil: 0, lastFailure: now)
         if entry.blockedUntil <= now, now - entry.lastFailure >= maximumDelay { entry.failures = 0 }
         entry.failures += 1
@@ -60,7 +60,7 @@ public struct SignInBackoff: Sendable {
     /// `entry`, counted as failing when its attempt began, once the password is known to be
     /// wrong at `now`: its wait runs from the answer, not from the start of a check that may
     /// take seconds (scrypt on a busy machine); nil stays nil.
-    public func confirmingFailure(_ entry: Entry?, now: Double) -> Entry? {
+    package func confirmingFailure(_ entry: Entry?, now: Double) -> Entry? {
         guard var entry else { return nil }
         entry.lastFailure = max(entry.lastFailure, now)
         if entry.failures > freeFailures { entry.blockedUntil = max(entry.blockedUntil, now + delay(afterFailures: entry.failures)) }
@@ -75,7 +75,7 @@ public struct SignInBackoff: Sendable {
 
     /// `entry` with one failure recorded before its outcome was known taken back (the attempt
     /// turned out right), lifting the block that failure set; nil when nothing is left.
-    public func forgiving(_ entry: Entry?) -> Entry? {
+    package func forgiving(_ entry: Entry?) -> Entry? {
         guard var entry else { return nil }
         entry.failures -= 1
         if entry.failures <= 0 { return nil }
@@ -86,26 +86,26 @@ public struct SignInBackoff: Sendable {
     // MARK: Keys in memory
 
     /// Seconds `key` must still wait before its next attempt, or nil when it may try now.
-    public func wait(_ key: String, now: Double) -> Double? { Self.wait(entries[key], now: now) }
+    package func wait(_ key: String, now: Double) -> Double? { Self.wait(entries[key], now: now) }
 
     /// Records a wrong password for `key`.
-    public mutating func failed(_ key: String, now: Double) {
+    package mutating func failed(_ key: String, now: Double) {
         if entries[key] == nil, entries.count >= maximumKeys { prune(now: now) }
         entries[key] = failing(entries[key], now: now)
     }
 
     /// Records a correct password for `key`: it starts afresh.
-    public mutating func succeeded(_ key: String) {
+    package mutating func succeeded(_ key: String) {
         entries[key] = nil
     }
 
     /// Takes back one failure recorded for `key` before its outcome was known.
-    public mutating func forgive(_ key: String) {
+    package mutating func forgive(_ key: String) {
         entries[key] = forgiving(entries[key])
     }
 
     /// The number of keys tracked.
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     mutating func prune(now: Double) {
         entries = entries.filter { $0.value.blockedUntil > now || now - $0.value.lastFailure < maximumDelay }

@@ -12,7 +12,7 @@ import Synchronization
 /// the record store (issue 24, finding 6): a restart keeps them, and every server process
 /// sharing the store counts together. Times are the wall clock's, so they mean the same in
 /// every process.
-public final class SignInGuard: Sendable {
+package final class SignInGuard: Sendable {
     let store: any RecordStore
     let perAccount = SignInBackoff(freeFailures: 5)
     let perAddress = SignInBackoff(freeFailures: 20)
@@ -21,7 +21,7 @@ public final class SignInGuard: Sendable {
     let attempts = Atomic<Int>(0)
 
     /// A guard over `store`; `clock` gives seconds since 1970 (injectable for tests).
-    public init(store: any RecordStore, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    package init(store: any RecordStore, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.store = store
         self.clock = clock
     }
@@ -33,7 +33,7 @@ public final class SignInGuard: Sendable {
     static func addressKey(_ address: String) -> String { "address\n" + address }
 
     /// Whole seconds to wait before `user` may try again from `address`, or nil.
-    public func wait(user: String, address: String) async throws -> Int? {
+    package func wait(user: String, address: String) async throws -> Int? {
         let now = clock()
         let (account, address) = try await store.read { tx in
             (try tx.signInBackoff(Self.accountKey(user, address), forUpdate: false), try tx.signInBackoff(Self.addressKey(address), forUpdate: false))
@@ -49,7 +49,7 @@ public final class SignInGuard: Sendable {
     /// Lets an attempt of `user` from `address` through and counts it as a failure until
     /// ``finish(user:address:success:)`` says otherwise; or, when they must wait, the whole
     /// seconds to wait (nothing counted).
-    public func begin(user: String, address: String) async throws -> Int? {
+    package func begin(user: String, address: String) async throws -> Int? {
         let now = clock()
         let prune = attempts.wrappingAdd(1, ordering: .relaxed).newValue.isMultiple(of: 64)
         let perAccount = self.perAccount, perAddress = self.perAddress
@@ -69,7 +69,7 @@ public final class SignInGuard: Sendable {
     /// wait runs from now, the answer; a right password forgets the account's failures and takes
     /// back the address's count of this attempt (a guesser's own account must not reset the
     /// address's other failures).
-    public func finish(user: String, address: String, success: Bool) async throws {
+    package func finish(user: String, address: String, success: Bool) async throws {
         let perAccount = self.perAccount, perAddress = self.perAddress
         guard success else {
             let now = clock()

@@ -5,9 +5,9 @@
 /// than one token is refused, with how long until one is there.
 ///
 /// Times are seconds on any monotonic clock (the limiter's; tests pass plain numbers).
-public struct TokenBucket: Sendable, Hashable {
+package struct TokenBucket: Sendable, Hashable {
     /// What `take(now:)` decided.
-    public enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// The request may go on (a token was taken).
         case allowed
         /// The request is refused; a token will be there after `retryAfter` seconds.
@@ -15,16 +15,16 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// Tokens added per second (> 0).
-    public let rate: Double
+    package let rate: Double
     /// The most tokens the bucket holds: how many requests may come at once (≥ 1).
-    public let burst: Double
+    package let burst: Double
     /// Tokens in the bucket at `updated`.
-    public private(set) var tokens: Double
+    package private(set) var tokens: Double
     /// When `tokens` was last brought up to date.
-    public private(set) var updated: Double
+    package private(set) var updated: Double
 
     /// A full bucket at `now`. A `burst` below 1 is taken as 1; `rate` must be positive.
-    public init(rate: Double, burst: Int, now: Double) {
+    package init(rate: Double, burst: Int, now: Double) {
         precondition(rate > 0, "a token bucket needs a positive rate")
         self.rate = rate
         self.burst = Double(max(1, burst))
@@ -33,12 +33,12 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// The tokens there would be at `now` (a clock going backwards adds none).
-    public func available(at now: Double) -> Double {
+    package func available(at now: Double) -> Double {
         min(burst, tokens + max(0, now - updated) * rate)
     }
 
     /// Takes a token at `now`, or says how long until one is there.
-    public mutating func take(now: Double) -> Decision {
+    package mutating func take(now: Double) -> Decision {
         tokens = available(at: now)
         updated = max(updated, now)
         if tokens >= 1 {
@@ -49,5 +49,5 @@ public struct TokenBucket: Sendable, Hashable {
     }
 
     /// Whether the bucket is full at `now`: forgetting it changes nothing (a new one is full).
-    public func isFull(at now: Double) -> Bool { available(at: now) >= burst }
+    package func isFull(at now: Double) -> Bool { available(at: now) >= burst }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 extension UserDirectory {
     /// The signed-in caller, or 421 with the sign-in page (403 for a server-to-server key, which

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityWire
 
 /// Users of a container, as CloudKit has them: every account has a user record name per
 /// container, a user record (type `Users`, named by it) in the container's public database, and

@@ -12,20 +12,20 @@ import UbiquityCore
 /// Several processes (apps, the CLI, the daemon's sync) open one file at once; each write is one
 /// `IMMEDIATE` transaction and checks the limits (``KeyValueLimits``) inside it. Values are
 /// opaque here: the library encodes them (JSON, typed) and the server stores them as they are.
-public final class KeyValueDatabase: Sendable {
+package final class KeyValueDatabase: Sendable {
     /// One key's row.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The key.
-        public var key: String
+        package var key: String
         /// The encoded value; nil for a removed key (kept so that its removal syncs).
-        public var encodedValue: String?
+        package var encodedValue: String?
         /// When the value was set, in milliseconds since 1970 (by the device that set it).
-        public var modified: Int64
+        package var modified: Int64
         /// Whether the value was set here and not yet accepted by the server.
-        public var dirty: Bool
+        package var dirty: Bool
 
         /// Makes an entry.
-        public init(key: String, encodedValue: String?, modified: Int64, dirty: Bool) {
+        package init(key: String, encodedValue: String?, modified: Int64, dirty: Bool) {
             self.key = key
             self.encodedValue = encodedValue
             self.modified = modified
@@ -35,28 +35,28 @@ public final class KeyValueDatabase: Sendable {
 
     /// A change another connection logged: its sequence, the reason (the raw value of
     /// `NSUbiquitousKeyValueStoreChangeReason`), the keys and who wrote it.
-    public struct LoggedChange: Sendable, Hashable {
+    package struct LoggedChange: Sendable, Hashable {
         /// The change's sequence number (increasing).
-        public var sequence: Int64
+        package var sequence: Int64
         /// The reason's raw value (0 server change, 1 initial sync, 2 quota violation, 3 account change).
-        public var reason: Int
+        package var reason: Int
         /// The keys changed.
-        public var keys: [String]
+        package var keys: [String]
         /// The writer's identifier (a store instance's, or the sync's).
-        public var writer: String
+        package var writer: String
     }
 
     /// An entry as the server has it, for ``applyServerEntries(_:reason:writer:syncState:)``.
-    public struct ServerEntry: Sendable, Hashable {
+    package struct ServerEntry: Sendable, Hashable {
         /// The key.
-        public var key: String
+        package var key: String
         /// The encoded value; nil when the key is removed.
-        public var encodedValue: String?
+        package var encodedValue: String?
         /// The timestamp the server kept; nil when the record was deleted outright (no timestamp).
-        public var modified: Int64?
+        package var modified: Int64?
 
         /// Makes a server entry.
-        public init(key: String, encodedValue: String?, modified: Int64?) {
+        package init(key: String, encodedValue: String?, modified: Int64?) {
             self.key = key
             self.encodedValue = encodedValue
             self.modified = modified
@@ -64,7 +64,7 @@ public final class KeyValueDatabase: Sendable {
     }
 
     /// The file, nil in memory.
-    public let path: String?
+    package let path: String?
     let writer: DatabaseQueue
     let logger: Logger
     /// How many log rows are kept; a reader further behind reloads everything.
@@ -72,12 +72,12 @@ public final class KeyValueDatabase: Sendable {
 
     /// Whether the file was found corrupt when opened and replaced by an empty one (the old one
     /// is kept beside it as `<path>.corrupt-<date>`; the sync downloads the values again).
-    public let wasRebuilt: Bool
+    package let wasRebuilt: Bool
 
     /// Opens (creating folders and file if needed) the store at `path`. A file that is not a
     /// database or is corrupt is moved aside (with its WAL) and replaced by an empty store, with
     /// a warning logged.
-    public init(path: String, logger: Logger) throws {
+    package init(path: String, logger: Logger) throws {
         self.path = path
         self.logger = logger
         let folder = (path as NSString).deletingLastPathComponent
@@ -115,7 +115,7 @@ public final class KeyValueDatabase: Sendable {
     }
 
     /// A store in memory (tests, and a fallback when the file cannot be opened).
-    public init(inMemoryWithLogger logger: Logger) throws {
+    package init(inMemoryWithLogger logger: Logger) throws {
         path = nil
         wasRebuilt = false
         self.logger = logger
@@ -163,7 +163,7 @@ public final class KeyValueDatabase: Sendable {
     // MARK: - Reading
 
     /// Every row, removed keys included.
-    public func allEntries() throws -> [String: Entry] {
+    package func allEntries() throws -> [String: Entry] {
         try read("reading the entries") { db in
             var result: [String: Entry] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT key, value, modified, dirty FROM entries") {
@@ -175,13 +175,13 @@ public final class KeyValueDatabase: Sendable {
     }
 
     /// The rows of `keys` (missing ones are left out).
-    public func entries(_ keys: [String]) throws -> [String: Entry] {
+    package func entries(_ keys: [String]) throws -> [String: Entry] {
         guard !keys.isEmpty else { return [:] }
         return try read("reading entries") { db in try Self.entries(db, keys) }
     }
 
     /// The rows set here and not yet accepted by the server, oldest first.
-    public func dirtyEntries() throws -> [Entry] {
+    package func dirtyEntries() throws -> [Entry] {
         try read("reading the entries to upload") { db in
             try Row.fetchAll(db, sql: "SELECT key, value, modified, dirty FROM entries WHERE dirty = 1 ORDER BY modified")
                 .map(Self.entry)
@@ -190,18 +190,18 @@ public final class KeyValueDatabase: Sendable {
 
     /// SQLite's `PRAGMA data_version` on this connection: it changes when another connection
     /// (another process, or another store instance) commits a change to the file.
-    public func dataVersion() throws -> Int64 {
+    package func dataVersion() throws -> Int64 {
         try read("reading the data version") { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
     }
 
     /// The last logged change's sequence (0 when none).
-    public func lastChangeSequence() throws -> Int64 {
+    package func lastChangeSequence() throws -> Int64 {
         try read("reading the change log") { db in try Int64.fetchOne(db, sql: "SELECT max(seq) FROM change_log") ?? 0 }
     }
 
     /// The changes logged after `sequence`, and whether some were pruned (the caller is too
     /// far behind and should reload everything).
-    public func changes(after sequence: Int64) throws -> (changes: [LoggedChange], missed: Bool) {
+    package func changes(after sequence: Int64) throws -> (changes: [LoggedChange], missed: Bool) {
         try read("reading the change log") { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM change_log")
             let rows = try Row.fetchAll(db, sql: "SELECT seq, reason, keys, writer FROM change_log WHERE seq > ? ORDER BY seq",
@@ -217,14 +217,14 @@ public final class KeyValueDatabase: Sendable {
     }
 
     /// A value the sync keeps (its change token), nil when unset.
-    public func syncState(_ name: String) throws -> String? {
+    package func syncState(_ name: String) throws -> String? {
         try read("reading the sync state") { db in
             try String.fetchOne(db, sql: "SELECT value FROM sync_state WHERE name = ?", arguments: [name])
         }
     }
 
     /// Store and usage: the number of keys and the bytes they count for.
-    public func usage() throws -> (keys: Int, bytes: Int) {
+    package func usage() throws -> (keys: Int, bytes: Int) {
         try read("reading the usage") { db in try Self.usage(db) }
     }
 
@@ -233,10 +233,10 @@ public final class KeyValueDatabase: Sendable {
     /// The sync state's name for this clock's offset from the server's, in milliseconds (the
     /// daemon measures it; ``set(_:encodedValue:writer:now:)`` adds it, so last-writer-wins
     /// compares times on the server's clock, not on devices' clocks that may disagree).
-    public static let clockOffsetKey = "clockOffsetMilliseconds"
+    package static let clockOffsetKey = "clockOffsetMilliseconds"
 
     /// Records how many milliseconds the server's clock is ahead of this one (nil: forget it).
-    public func setClockOffset(_ milliseconds: Int64?) throws {
+    package func setClockOffset(_ milliseconds: Int64?) throws {
         try write("recording the clock offset") { db in
             if let milliseconds {
                 try db.execute(sql: "INSERT INTO sync_state(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
@@ -256,7 +256,7 @@ public final class KeyValueDatabase: Sendable {
     /// - Throws: `invalidArgument` for a bad key; `quotaExceeded` when the store would hold more
     ///   than 1024 keys or 1 MB (nothing is written).
     @discardableResult
-    public func set(_ key: String, encodedValue: String?, writer writerID: String, now: Int64? = nil) throws -> Entry? {
+    package func set(_ key: String, encodedValue: String?, writer writerID: String, now: Int64? = nil) throws -> Entry? {
         if let problem = KeyValueLimits.problem(withKey: key) {
             throw UbiquityError(.invalidArgument, "key-value store: \(problem)")
         }
@@ -288,7 +288,7 @@ public final class KeyValueDatabase: Sendable {
     /// Clears the dirty flag of `entry` if the row is still exactly that version (the server
     /// accepted it); a row set again meanwhile stays dirty. Returns whether it was cleared.
     @discardableResult
-    public func markUploaded(_ entry: Entry) throws -> Bool {
+    package func markUploaded(_ entry: Entry) throws -> Bool {
         try write("marking '\(entry.key)' uploaded") { db in
             try db.execute(sql: "UPDATE entries SET dirty = 0 WHERE key = ? AND modified = ? AND value IS ? AND dirty = 1",
                            arguments: [entry.key, entry.modified, entry.encodedValue])
@@ -301,7 +301,7 @@ public final class KeyValueDatabase: Sendable {
     /// server's value (and is clean). Sets `syncState` (nil values delete) in the same transaction and logs the
     /// keys whose visible value changed with `reason`. Returns those keys.
     @discardableResult
-    public func applyServerEntries(_ serverEntries: [ServerEntry], reason: Int, writer writerID: String,
+    package func applyServerEntries(_ serverEntries: [ServerEntry], reason: Int, writer writerID: String,
                                    syncState: [String: String?] = [:]) throws -> [String] {
         try write("applying server changes") { db in
             let local = try Self.entries(db, serverEntries.map(\.key))
@@ -329,7 +329,7 @@ public final class KeyValueDatabase: Sendable {
     /// first sync. Logs the removed keys with `reason` (account change, 3) in the same transaction,
     /// so every process using the store hears of it. Returns the keys.
     @discardableResult
-    public func resetForAccountChange(reason: Int = 3, writer writerID: String) throws -> [String] {
+    package func resetForAccountChange(reason: Int = 3, writer writerID: String) throws -> [String] {
         try write("resetting for an account change") { db in
             let keys = try String.fetchAll(db, sql: "SELECT key FROM entries WHERE value IS NOT NULL ORDER BY key")
             try db.execute(sql: "DELETE FROM entries")
@@ -340,7 +340,7 @@ public final class KeyValueDatabase: Sendable {
     }
 
     /// Logs a change that wrote nothing (an account change, say), so other connections hear of it.
-    public func logChange(reason: Int, keys: [String], writer writerID: String) throws {
+    package func logChange(reason: Int, keys: [String], writer writerID: String) throws {
         try write("logging a change") { db in try Self.log(db, reason: reason, keys: keys, writer: writerID) }
     }
 

@@ -3,9 +3,9 @@
 /// How a server entry meets the local row: last writer wins by timestamp, the server having
 /// decided among devices. Pure (no I/O); ``KeyValueDatabase/applyServerEntries(_:reason:writer:syncState:)``
 /// applies its decisions.
-public enum KeyValueMerge {
+package enum KeyValueMerge {
     /// What to do with the local row.
-    public enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// Leave it (a local change not uploaded yet is newer, or nothing to do).
         case keep
         /// Write this row (clean); `visible` when the value a reader sees changes.
@@ -19,7 +19,7 @@ public enum KeyValueMerge {
     /// - The same version as the local one: the local row becomes clean (the server has it).
     /// - A local change not uploaded yet with a later timestamp is kept (it uploads next).
     /// - Otherwise the server's entry is taken.
-    public static func decide(local: KeyValueDatabase.Entry?, server: KeyValueDatabase.ServerEntry) -> Decision {
+    package static func decide(local: KeyValueDatabase.Entry?, server: KeyValueDatabase.ServerEntry) -> Decision {
         guard let modified = server.modified else {
             guard let local, !local.dirty, local.encodedValue != nil else { return .keep }
             return .write(.init(key: server.key, encodedValue: nil, modified: local.modified, dirty: false), visible: true)

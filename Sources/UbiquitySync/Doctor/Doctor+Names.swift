@@ -5,16 +5,16 @@ import Glibc
 extension Doctor {
     /// What a walk of the sync folder found: its folders (each needs an inotify watch) and the
     /// names sync cannot carry.
-    public struct FolderWalk: Sendable, Hashable {
+    package struct FolderWalk: Sendable, Hashable {
         /// The folders, the root included (symbolic links not followed).
-        public var directories: Int
+        package var directories: Int
         /// Paths relative to the root whose last component is not valid UTF-8, each bad byte
         /// written `\xNN`.
-        public var invalidNames: [String]
+        package var invalidNames: [String]
     }
 
     /// Walks `root` with `readdir` (names as the kernel stores them), stopping after `limit` folders.
-    public static func walk(_ root: String, limit: Int = 2_000_000) -> FolderWalk? {
+    package static func walk(_ root: String, limit: Int = 2_000_000) -> FolderWalk? {
         guard DirectoryEntries.read(root) != nil else { return nil }
         var result = FolderWalk(directories: 0, invalidNames: [])
         var folders = [""]
@@ -29,7 +29,7 @@ extension Doctor {
     }
 
     /// The names sync cannot carry (not valid UTF-8), listed with the fix.
-    public static func names(invalid: [String]) -> DoctorFinding {
+    package static func names(invalid: [String]) -> DoctorFinding {
         guard !invalid.isEmpty else { return DoctorFinding("names", .ok, "every name in the folder is valid UTF-8") }
         let shown = invalid.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (invalid.count > 5 ? ", …" : "")
         return DoctorFinding("names", .warning,

@@ -8,9 +8,9 @@ import UbiquityIndex
 /// The checks of `ubiq doctor`, each a function that reads the system and returns findings.
 /// The parts that decide (limits against needs, file-system names, clock skew) are static and
 /// tested on their own.
-public enum Doctor {
+package enum Doctor {
     /// inotify's limits (`/proc/sys/fs/inotify/*`) against what watching `directories` folders needs.
-    public static func inotify(limits: (watches: Int, instances: Int, queue: Int)?, directories: Int?) -> [DoctorFinding] {
+    package static func inotify(limits: (watches: Int, instances: Int, queue: Int)?, directories: Int?) -> [DoctorFinding] {
         guard let limits else {
             return [DoctorFinding("inotify", .failure, "cannot read /proc/sys/fs/inotify: this kernel may lack inotify",
                                   fix: "run on Linux with inotify (CONFIG_INOTIFY_USER)")]
@@ -39,7 +39,7 @@ public enum Doctor {
     }
 
     /// The limits from `/proc`, or nil.
-    public static func readInotifyLimits() -> (watches: Int, instances: Int, queue: Int)? {
+    package static func readInotifyLimits() -> (watches: Int, instances: Int, queue: Int)? {
         func value(_ name: String) -> Int? {
             (try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
@@ -48,7 +48,7 @@ public enum Doctor {
     }
 
     /// The name of a file-system type from `statfs`'s `f_type`.
-    public static func fileSystemName(_ type: Int) -> String {
+    package static func fileSystemName(_ type: Int) -> String {
         switch type {
         case 0xEF53: return "ext4"
         case 0x9123683E: return "btrfs"
@@ -68,7 +68,7 @@ public enum Doctor {
     }
 
     /// What the folder's file system means for sync.
-    public static func folder(_ path: String, fileSystem: String?, exists: Bool) -> DoctorFinding {
+    package static func folder(_ path: String, fileSystem: String?, exists: Bool) -> DoctorFinding {
         guard exists else {
             return DoctorFinding("folder", .warning, "\(path) does not exist yet", fix: "it is created by `ubiq daemon` once you are signed in (`ubiq account login`)")
         }
@@ -88,7 +88,7 @@ public enum Doctor {
     /// The mounted folder (`ubiq daemon --mount`): whether FUSE can be used here (`/dev/fuse`
     /// readable and writable, `fusermount3` installed) and, when the folder is mounted,
     /// whether a daemon still serves it (`live` false: a stale mount of a killed daemon).
-    public static func mount(_ path: String, devFuse: Bool, fusermount: Bool, mounted live: Bool?) -> [DoctorFinding] {
+    package static func mount(_ path: String, devFuse: Bool, fusermount: Bool, mounted live: Bool?) -> [DoctorFinding] {
         var findings: [DoctorFinding] = []
         if devFuse && fusermount {
             findings.append(DoctorFinding("fuse", .ok, "/dev/fuse and fusermount3 are there (`ubiq daemon --mount` can serve the folder)"))
@@ -108,14 +108,14 @@ public enum Doctor {
     }
 
     /// The file system of `path` (statfs), or nil.
-    public static func fileSystem(of path: String) -> String? {
+    package static func fileSystem(of path: String) -> String? {
         var type: Int64 = 0
         guard ub_fs_type(path, &type) == 0 else { return nil }
         return fileSystemName(Int(type))
     }
 
     /// Whether user extended attributes (the skip-backup attribute) can be stored in `directory`.
-    public static func extendedAttributes(in directory: String) -> DoctorFinding {
+    package static func extendedAttributes(in directory: String) -> DoctorFinding {
         let probe = directory + "/.ubiquity-doctor-\(getpid())"
         guard FileManager.default.createFile(atPath: probe, contents: Data()) else {
             return DoctorFinding("xattr", .failure, "cannot create a file in \(directory)", fix: "check the folder's permissions")
@@ -133,7 +133,7 @@ public enum Doctor {
     }
 
     /// Free space in `path`.
-    public static func disk(_ path: String) -> DoctorFinding? {
+    package static func disk(_ path: String) -> DoctorFinding? {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
         let free = Int64(info.f_bavail) * Int64(info.f_frsize)
@@ -146,7 +146,7 @@ public enum Doctor {
     }
 
     /// The local clock against the server's (`Date` header), allowing `tolerance` seconds.
-    public static func clock(skew: Double?, server: String, tolerance: Double = 60) -> DoctorFinding {
+    package static func clock(skew: Double?, server: String, tolerance: Double = 60) -> DoctorFinding {
         guard let skew else { return DoctorFinding("clock", .warning, "\(server) sent no Date header: cannot compare clocks") }
         let rounded = Int(skew.rounded())
         if abs(skew) > tolerance {
@@ -158,7 +158,7 @@ public enum Doctor {
 
     /// The daemon's folder sync: fails when its passes keep failing (``SyncHealthReport/isFailing``),
     /// with the last error; warns after a failure or two.
-    public static func sync(_ report: SyncHealthReport, now: Date = Date()) -> DoctorFinding {
+    package static func sync(_ report: SyncHealthReport, now: Date = Date()) -> DoctorFinding {
         guard report.consecutiveFailures > 0 else {
             let last = report.lastSuccess.map { " (last pass \(Int(max(0, now.timeIntervalSince($0)).rounded())) s ago)" } ?? " (no pass has finished yet)"
             return DoctorFinding("sync", .ok, "\(report.folder) syncs\(last)")

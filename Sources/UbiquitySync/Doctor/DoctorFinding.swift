@@ -2,9 +2,9 @@
 import Foundation
 
 /// One result of `ubiq doctor`: what was checked, how it stands, and what to do about it.
-public struct DoctorFinding: Sendable, Hashable {
+package struct DoctorFinding: Sendable, Hashable {
     /// How a check came out.
-    public enum Level: String, Sendable, Hashable, Comparable {
+    package enum Level: String, Sendable, Hashable, Comparable {
         /// Fine.
         case ok
         /// Works, but something will bite later (low limits, a skewed clock).
@@ -14,20 +14,20 @@ public struct DoctorFinding: Sendable, Hashable {
 
         private var rank: Int { self == .ok ? 0 : self == .warning ? 1 : 2 }
         /// Orders ok < warning < failure.
-        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+        package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
     }
 
     /// The area checked: `inotify`, `daemon`, `account`, `server`, `clock`, `folder`, `xattr`, `disk`.
-    public var check: String
+    package var check: String
     /// How it came out.
-    public var level: Level
+    package var level: Level
     /// What was found.
-    public var detail: String
+    package var detail: String
     /// What to do, when something is to be done.
-    public var fix: String?
+    package var fix: String?
 
     /// A finding.
-    public init(_ check: String, _ level: Level, _ detail: String, fix: String? = nil) {
+    package init(_ check: String, _ level: Level, _ detail: String, fix: String? = nil) {
         self.check = check
         self.level = level
         self.detail = detail

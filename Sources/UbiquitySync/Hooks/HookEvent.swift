@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityWire
 
 /// What the daemon tells the user's hooks about (`$XDG_CONFIG_HOME/ubiquity/hooks/EVENT`).
-public enum HookEvent: String, CaseIterable, Sendable, CustomStringConvertible {
+package enum HookEvent: String, CaseIterable, Sendable, CustomStringConvertible {
     /// A file changed remotely and its new content is on this disk.
     case didDownload = "did-download"
     /// Two devices changed one document: the other content is kept as a conflict version.
@@ -20,24 +21,24 @@ public enum HookEvent: String, CaseIterable, Sendable, CustomStringConvertible {
     case accountChanged = "account-changed"
 
     /// The event's name, as its hook file is named.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// One occurrence of an event: the facts hooks get as JSON on stdin and, for the main ones, as
 /// environment variables (`UBIQUITY_EVENT`, and `UBIQUITY_<FACT>` for each fact: `path` →
 /// `UBIQUITY_PATH`, `container` → `UBIQUITY_CONTAINER`, …).
-public struct HookInvocation: Sendable, Hashable {
+package struct HookInvocation: Sendable, Hashable {
     /// The event.
-    public var event: HookEvent
+    package var event: HookEvent
     /// When it happened.
-    public var date: Date
+    package var date: Date
     /// The main facts (`path`, `container`, `device`, `error`, `version`, …), one line each.
-    public var facts: [String: String]
+    package var facts: [String: String]
     /// More detail for the JSON only (sizes, lists).
-    public var details: [String: JSONValue]
+    package var details: [String: JSONValue]
 
     /// An occurrence of `event` now.
-    public init(_ event: HookEvent, facts: [String: String] = [:], details: [String: JSONValue] = [:], date: Date = Date()) {
+    package init(_ event: HookEvent, facts: [String: String] = [:], details: [String: JSONValue] = [:], date: Date = Date()) {
         self.event = event
         self.facts = facts
         self.details = details
@@ -45,7 +46,7 @@ public struct HookInvocation: Sendable, Hashable {
     }
 
     /// The JSON written to the hook's stdin: `{"event", "time", facts…, "details"}`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: [String: JSONValue] = ["event": .string(event.rawValue), "time": .string(ISO8601DateFormatter().string(from: date))]
         for (key, value) in facts { object[key] = .string(value) }
         if !details.isEmpty { object["details"] = .object(details) }
@@ -53,7 +54,7 @@ public struct HookInvocation: Sendable, Hashable {
     }
 
     /// The environment variables added for the hook.
-    public var environment: [String: String] {
+    package var environment: [String: String] {
         var variables = ["UBIQUITY_EVENT": event.rawValue]
         for (key, value) in facts {
             let name = key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()

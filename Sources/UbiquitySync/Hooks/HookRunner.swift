@@ -15,21 +15,21 @@ import UbiquityCore
 /// hook limited to ``timeout`` (then its process group is killed). Failures — a non-zero exit, a
 /// time-out, a file that cannot be run — are logged with the first lines of the hook's output;
 /// sync never waits for a hook.
-public final class HookRunner: Sendable {
+package final class HookRunner: Sendable {
     /// The default hooks folder: `$XDG_CONFIG_HOME/ubiquity/hooks`.
-    public static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> URL {
+    package static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> URL {
         paths.configDirectory.appendingPathComponent("hooks", isDirectory: true)
     }
 
     /// Bytes of a hook's output kept for the log and ``HookResult/output``.
-    public static let outputLimit = 4096
+    package static let outputLimit = 4096
 
     /// The hooks folder.
-    public let directory: URL
+    package let directory: URL
     /// How long one hook may run.
-    public let timeout: Duration
+    package let timeout: Duration
     /// How many events may wait before the oldest are dropped.
-    public let maximumPending: Int
+    package let maximumPending: Int
     let logger: Logger
     private let queue: Mutex<Queue>
     /// The hooks folder's path, and when it was last seen there or not (``hasFolder()``).
@@ -49,7 +49,7 @@ public final class HookRunner: Sendable {
     }
 
     /// A runner for the hooks in `directory`.
-    public init(directory: URL = HookRunner.defaultDirectory(), timeout: Duration = .seconds(30), maximumPending: Int = 256, logger: Logger) {
+    package init(directory: URL = HookRunner.defaultDirectory(), timeout: Duration = .seconds(30), maximumPending: Int = 256, logger: Logger) {
         self.directory = directory
         self.timeout = timeout
         self.maximumPending = max(1, maximumPending)
@@ -60,7 +60,7 @@ public final class HookRunner: Sendable {
 
     /// The hooks `event` runs, in order: executable regular files only (hidden files and editor
     /// backups are skipped).
-    public func hooks(for event: HookEvent) -> [URL] {
+    package func hooks(for event: HookEvent) -> [URL] {
         var found: [URL] = []
         let single = directory.appendingPathComponent(event.rawValue)
         if Self.isRunnable(single) { found.append(single) }
@@ -75,7 +75,7 @@ public final class HookRunner: Sendable {
 
     /// Files in the hooks folder that look like hooks but will not run (not executable, or named
     /// after no event), with the reason: for `ubiq hooks list`.
-    public func problems() -> [(file: URL, reason: String)] {
+    package func problems() -> [(file: URL, reason: String)] {
         var problems: [(URL, String)] = []
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
         let events = Set(HookEvent.allCases.map(\.rawValue))
@@ -99,7 +99,7 @@ public final class HookRunner: Sendable {
 
     /// Queues `invocation` for the hooks of its event (returns at once).
     /// The invocation is made only when the hooks folder exists.
-    public func post(_ invocation: @autoclosure () -> HookInvocation) {
+    package func post(_ invocation: @autoclosure () -> HookInvocation) {
         // no hooks folder (the usual case): a stat now and then, not a listing per synced file
         guard hasFolder() else { return }
         let invocation = invocation()
@@ -131,7 +131,7 @@ public final class HookRunner: Sendable {
     }
 
     /// Runs every hook of `invocation` now and returns how each ended (`ubiq hooks test`).
-    public func run(_ invocation: HookInvocation) async -> [HookResult] {
+    package func run(_ invocation: HookInvocation) async -> [HookResult] {
         var results: [HookResult] = []
         let input = invocation.json.serialized()
         for hook in hooks(for: invocation.event) {
@@ -143,7 +143,7 @@ public final class HookRunner: Sendable {
     }
 
     /// Stops taking events and waits for the one running (pending ones are dropped).
-    public func stop() async {
+    package func stop() async {
         let worker = queue.withLock { queue -> Task<Void, Never>? in
             queue.stopped = true
             queue.pending.removeAll()

@@ -23,19 +23,19 @@ import UbiquityCore
 /// `Notes (com.example.Notes)`, then `Notes (com.example.Notes) 2`, …. A link keeps its name
 /// while it stays free and its display name stays the same. Links are local to this device:
 /// they are never uploaded.
-public final class AppFolderLinks: Sendable {
+package final class AppFolderLinks: Sendable {
     /// One link.
-    public struct Link: Sendable, Hashable {
+    package struct Link: Sendable, Hashable {
         /// The app container.
-        public var identifier: String
+        package var identifier: String
         /// The link's name at the top of the sync folder.
-        public var name: String
+        package var name: String
         /// What it points to: the container's `Documents/` (absolute).
-        public var target: String
+        package var target: String
     }
 
     /// The sync folder (absolute, symbolic links resolved).
-    public let folder: String
+    package let folder: String
     let logger: Logger
     /// The links placed, by name.
     let state = Mutex<[String: Link]>([:])
@@ -45,7 +45,7 @@ public final class AppFolderLinks: Sendable {
     /// The links of `folder` (made if missing). Links a previous run left there, to a
     /// container's `Documents/` in `containersDirectory`, are taken as links at once, so the
     /// drive's first pass never takes them for the user's.
-    public init(folder: String, containersDirectory: String? = nil, logger: Logger) throws {
+    package init(folder: String, containersDirectory: String? = nil, logger: Logger) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -65,17 +65,17 @@ public final class AppFolderLinks: Sendable {
     }
 
     /// The links placed so far.
-    public var links: [Link] { state.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
+    package var links: [Link] { state.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
     /// The name an app container's folder gets when nothing else has it: its display name when
     /// one is declared, else the identifier's last component (`iCloud.com.example.Notes` → `Notes`).
-    public static func preferredName(of identifier: String, displayName: String? = nil) -> String {
+    package static func preferredName(of identifier: String, displayName: String? = nil) -> String {
         displayName ?? String(identifier.split(separator: ".").last ?? Substring(identifier))
     }
 
     /// The disambiguated name: `Notes (com.example.Notes)`, then with ` 2`, ` 3`, … (`attempt`
     /// counts from 1).
-    public static func disambiguatedName(of identifier: String, displayName: String? = nil, attempt: Int) -> String {
+    package static func disambiguatedName(of identifier: String, displayName: String? = nil, attempt: Int) -> String {
         let qualifier = identifier.hasPrefix("iCloud.") ? String(identifier.dropFirst("iCloud.".count)) : identifier
         let base = "\(preferredName(of: identifier, displayName: displayName)) (\(qualifier))"
         return attempt <= 1 ? base : "\(base) \(attempt)"
@@ -94,7 +94,7 @@ public final class AppFolderLinks: Sendable {
     /// disambiguated ones; `isTaken` says whether a name is used by something that is not this
     /// container's link (a user's item). Identifiers are served in order, so the result is
     /// deterministic.
-    public static func names(for identifiers: [String], current: [String: String], displayNames: [String: String] = [:],
+    package static func names(for identifiers: [String], current: [String: String], displayNames: [String: String] = [:],
                              isTaken: (String) -> Bool) -> [String: String] {
         var result: [String: String] = [:]
         var used = Set<String>()
@@ -122,7 +122,7 @@ public final class AppFolderLinks: Sendable {
 
     /// Whether `relativePath` (relative to the folder) is one of the links: a top-level
     /// symbolic link with a link's name pointing at its container.
-    public func isLink(_ relativePath: String) -> Bool {
+    package func isLink(_ relativePath: String) -> Bool {
         guard !relativePath.utf8.contains(UInt8(ascii: "/")), let link = state.withLock({ $0[relativePath] }) else { return false }
         return Self.pointsAt(folder + "/" + relativePath, link.target)
     }
@@ -137,7 +137,7 @@ public final class AppFolderLinks: Sendable {
     /// A remote item of the drive is about to be written at `relativePath`: when its first
     /// component is a link, the link moves aside to a free disambiguated name (the user's
     /// item takes the name; the app's documents stay reachable under the new one).
-    public func makeRoom(for relativePath: String) {
+    package func makeRoom(for relativePath: String) {
         guard let first = relativePath.split(separator: "/").first.map(String.init), isLink(first) else { return }
         let displayNames = self.displayNames.withLock { $0 }
         state.withLock { links in
@@ -166,7 +166,7 @@ public final class AppFolderLinks: Sendable {
     /// links have and never replacing anything that is not a link of ours; removes the links of
     /// containers no longer given. Returns the links.
     @discardableResult
-    public func place(_ targets: [String: String], displayNames: [String: String] = [:]) -> [Link] {
+    package func place(_ targets: [String: String], displayNames: [String: String] = [:]) -> [Link] {
         self.displayNames.withLock { $0 = displayNames }
         return state.withLock { links in
             let current = Dictionary(links.values.map { ($0.identifier, $0.name) }, uniquingKeysWith: { first, _ in first })
@@ -203,7 +203,7 @@ public final class AppFolderLinks: Sendable {
 
     /// Removes every link (the account stops); returns what they were.
     @discardableResult
-    public func removeAll() -> [Link] {
+    package func removeAll() -> [Link] {
         state.withLock { links in
             let removed = Array(links.values)
             for link in removed where Self.pointsAt(folder + "/" + link.name, link.target) { unlink(folder + "/" + link.name) }

@@ -2,54 +2,55 @@
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// The record format of shared conflict versions (`docs/sync.md`): a device that keeps a
 /// conflict version of an item saves one `UbiquityConflictVersion` record beside the item's
 /// record, so every device shows the conflict; deleting the record resolves it everywhere.
-public enum ConflictRecord {
+package enum ConflictRecord {
     /// The record type.
-    public static let recordType = "UbiquityConflictVersion"
+    package static let recordType = "UbiquityConflictVersion"
 
     /// Field names.
-    public enum Field {
+    package enum Field {
         /// A reference to the item's `UbiquityItem` record (DELETE_SELF: deleting the item
         /// deletes its conflict versions).
-        public static let item = "item"
+        package static let item = "item"
         /// The item's path when the version was made (for display and logs).
-        public static let path = "path"
+        package static let path = "path"
         /// The name of the device that made the content.
-        public static let device = "device"
+        package static let device = "device"
         /// The content's modification time, milliseconds since 1970.
-        public static let modified = "modified"
+        package static let modified = "modified"
         /// Size in bytes.
-        public static let size = "size"
+        package static let size = "size"
         /// SHA-256 of the content, hex.
-        public static let contentHash = "contentHash"
+        package static let contentHash = "contentHash"
         /// The content as an asset (larger than ``SyncRecord/inlineLimit``).
-        public static let content = "content"
+        package static let content = "content"
         /// The content in the record itself (1 byte up to ``SyncRecord/inlineLimit``).
-        public static let inline = "inline"
+        package static let inline = "inline"
     }
 
     /// A conflict version as its record describes it.
-    public struct Version: Sendable, Hashable {
+    package struct Version: Sendable, Hashable {
         /// The record name.
-        public var recordName: String
+        package var recordName: String
         /// The item's record name.
-        public var itemID: String
+        package var itemID: String
         /// The item's path when the version was made.
-        public var path: String
+        package var path: String
         /// The device that made the content.
-        public var device: String
+        package var device: String
         /// The content's modification time in milliseconds since 1970.
-        public var modifiedMilliseconds: Int64
+        package var modifiedMilliseconds: Int64
         /// Size in bytes.
-        public var size: Int64
+        package var size: Int64
         /// SHA-256 of the content, hex (empty when unknown).
-        public var contentHash: String
+        package var contentHash: String
 
         /// A version from its parts.
-        public init(recordName: String, itemID: String, path: String, device: String, modifiedMilliseconds: Int64, size: Int64,
+        package init(recordName: String, itemID: String, path: String, device: String, modifiedMilliseconds: Int64, size: Int64,
                     contentHash: String) {
             self.recordName = recordName
             self.itemID = itemID
@@ -61,21 +62,21 @@ public enum ConflictRecord {
         }
 
         /// The modification time as a date.
-        public var modificationDate: Date { Date(timeIntervalSince1970: Double(modifiedMilliseconds) / 1000) }
+        package var modificationDate: Date { Date(timeIntervalSince1970: Double(modifiedMilliseconds) / 1000) }
     }
 
     /// The record name of the conflict version whose persistent identifier is `versionID` on the
     /// device that made it.
-    public static func recordName(forVersion versionID: String) -> String { "conflict-" + versionID }
+    package static func recordName(forVersion versionID: String) -> String { "conflict-" + versionID }
 
     /// Milliseconds since 1970 of `date` (rounded to the nearest).
-    public static func milliseconds(_ date: Date?) -> Int64 {
+    package static func milliseconds(_ date: Date?) -> Int64 {
         guard let date else { return 0 }
         return Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 
     /// Reads a conflict version from a fetched record; nil when it is not a well-formed one.
-    public static func version(from record: Record) -> Version? {
+    package static func version(from record: Record) -> Version? {
         guard record.recordType == recordType, let item = record[Field.item]?.referenceValue else { return nil }
         return Version(recordName: record.recordID.recordName, itemID: item.recordID.recordName,
                        path: record[Field.path]?.stringValue ?? "", device: record[Field.device]?.stringValue ?? "",
@@ -84,7 +85,7 @@ public enum ConflictRecord {
     }
 
     /// A new record for `version` (its content fields are the caller's).
-    public static func record(_ version: Version) -> Record {
+    package static func record(_ version: Version) -> Record {
         var record = Record(recordType: recordType, recordID: Record.ID(recordName: version.recordName, zoneID: SyncRecord.zoneID))
         record[Field.item] = .reference(Reference(recordID: Record.ID(recordName: version.itemID, zoneID: SyncRecord.zoneID), action: .deleteSelf))
         record[Field.path] = .string(version.path)

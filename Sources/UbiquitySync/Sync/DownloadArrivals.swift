@@ -2,6 +2,7 @@
 import Synchronization
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// The on-demand downloads that readers follow as their bytes arrive (the mounted folder's
 /// reads of an evicted file), by the item's relative path: one arrival per download, shared

@@ -3,24 +3,24 @@ import Foundation
 
 /// One item in the sync journal: its stable ID, where it is, what the local file was when it
 /// was last synced, and which server version that was.
-public struct JournalEntry: Sendable, Hashable {
+package struct JournalEntry: Sendable, Hashable {
     /// The item's ID (its record name).
-    public var id: String
+    package var id: String
     /// The path relative to the synced folder.
-    public var path: String
+    package var path: String
     /// The local state when last synced (the quick check compares with it).
-    public var stat: SyncStat
+    package var stat: SyncStat
     /// SHA-256 of the content when last synced (hex; symlinks: of the target; folders: empty).
-    public var contentHash: String
+    package var contentHash: String
     /// A symbolic link's target when last synced.
-    public var target: String?
+    package var target: String?
     /// The change tag of the server record this state matches; nil until first uploaded.
-    public var changeTag: String?
+    package var changeTag: String?
     /// The content hash both sides last agreed on (the merge base).
-    public var baseHash: String
+    package var baseHash: String
 
     /// An entry from its parts.
-    public init(id: String, path: String, stat: SyncStat, contentHash: String, target: String? = nil, changeTag: String?, baseHash: String? = nil) {
+    package init(id: String, path: String, stat: SyncStat, contentHash: String, target: String? = nil, changeTag: String?, baseHash: String? = nil) {
         self.id = id
         self.path = path
         self.stat = stat

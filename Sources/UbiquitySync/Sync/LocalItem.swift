@@ -5,18 +5,18 @@ import Glibc
 import UbiquityCore
 
 /// One item found by the local scan.
-public struct LocalItem: Sendable, Hashable {
+package struct LocalItem: Sendable, Hashable {
     /// The path relative to the synced folder.
-    public var path: String
+    package var path: String
     /// What `lstat` says.
-    public var stat: SyncStat
+    package var stat: SyncStat
     /// A symbolic link's target.
-    public var target: String?
+    package var target: String?
     /// Whether it carries the skip-backup attribute (its subtree is skipped).
-    public var excluded: Bool
+    package var excluded: Bool
     /// Whether it is an evicted file's hidden stub (``Placeholder``) standing for the file at
     /// ``path``: ``stat`` is the stub's. Its bytes are never uploaded.
-    public var isStub = false
+    package var isStub = false
 }
 
 /// File-system work of the sync engine (blocking: run through `BlockingWork`).

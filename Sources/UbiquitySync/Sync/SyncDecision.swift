@@ -4,9 +4,9 @@ import Foundation
 /// The per-item sync decision, from the journal, the local stat (and hash, when it was read)
 /// and the server's record: pure, no I/O, tested alone. ``SyncEngine`` gathers the inputs and
 /// carries out the result.
-public enum SyncDecision {
+package enum SyncDecision {
     /// What to do about a record that changed on the server.
-    public enum RemoteAction: Sendable, Hashable {
+    package enum RemoteAction: Sendable, Hashable {
         /// Our own change coming back, or nothing new: do nothing.
         case nothing
         /// Write the server's item locally (create or replace the content).
@@ -25,7 +25,7 @@ public enum SyncDecision {
     }
 
     /// What to do about a record deleted on the server.
-    public enum RemoteDeletion: Sendable, Hashable {
+    package enum RemoteDeletion: Sendable, Hashable {
         /// Not known here, or already gone locally: forget it.
         case forget
         /// Unchanged locally: delete the local item.
@@ -36,7 +36,7 @@ public enum SyncDecision {
     }
 
     /// What to do about an item found locally at a journaled path.
-    public enum LocalAction: Sendable, Hashable {
+    package enum LocalAction: Sendable, Hashable {
         /// Unchanged since it was synced.
         case nothing
         /// Only the stat changed (same content, kind and mode): record the new stat.
@@ -48,7 +48,7 @@ public enum SyncDecision {
     }
 
     /// Whether the local item changed since the journal's state: kind, size, mtime or inode.
-    public static func localChanged(_ entry: JournalEntry, _ local: SyncStat?) -> Bool {
+    package static func localChanged(_ entry: JournalEntry, _ local: SyncStat?) -> Bool {
         guard let local else { return true }
         return local.differs(from: entry.stat)
     }
@@ -61,7 +61,7 @@ public enum SyncDecision {
     ///   - localHash: the local content's hash, when the engine read it (needed only when the
     ///     local item changed or is not journaled; nil means not read).
     ///   - remote: the record.
-    public static func remoteChange(entry: JournalEntry?, local: SyncStat?, localHash: String?, remote: RemoteItem) -> RemoteAction {
+    package static func remoteChange(entry: JournalEntry?, local: SyncStat?, localHash: String?, remote: RemoteItem) -> RemoteAction {
         guard let entry else {
             guard let local else { return .download }
             if local.kind == remote.kind && (local.kind == .folder || localHash == remote.contentHash) { return .adopt }
@@ -91,7 +91,7 @@ public enum SyncDecision {
     /// local item is, so the engine drops it without looking at the file (a local change is the
     /// local pass's). A record without a tag, or an entry never confirmed by the server (no
     /// tag), is judged as usual.
-    public static func isAlreadyApplied(_ remote: RemoteItem, journaledTag: String?) -> Bool {
+    package static func isAlreadyApplied(_ remote: RemoteItem, journaledTag: String?) -> Bool {
         guard let tag = remote.changeTag, let journaledTag else { return false }
         return tag == journaledTag
     }
@@ -99,7 +99,7 @@ public enum SyncDecision {
     /// Splits fetched records into those to judge (in the order given) and those already
     /// applied here (``isAlreadyApplied(_:journaledTag:)``), given the journal's change tag by
     /// record ID.
-    public static func splitAlreadyApplied<Payload>(_ items: [(RemoteItem, Payload)], journaledTags: [String: String])
+    package static func splitAlreadyApplied<Payload>(_ items: [(RemoteItem, Payload)], journaledTags: [String: String])
         -> (judge: [(RemoteItem, Payload)], applied: [RemoteItem]) {
         var judge: [(RemoteItem, Payload)] = []
         var applied: [RemoteItem] = []
@@ -115,7 +115,7 @@ public enum SyncDecision {
     }
 
     /// Decides about a record deleted on the server.
-    public static func remoteDeletion(entry: JournalEntry?, local: SyncStat?) -> RemoteDeletion {
+    package static func remoteDeletion(entry: JournalEntry?, local: SyncStat?) -> RemoteDeletion {
         guard let entry, let local else { return .forget }
         if local.kind == .folder && entry.stat.kind == .folder { return .deleteLocal }  // removed if empty
         return localChanged(entry, local) ? .keepLocal : .deleteLocal
@@ -126,7 +126,7 @@ public enum SyncDecision {
     ///   - localHash: the content hash, read by the engine when the stat changed (nil: not read).
     ///   - target: a symbolic link's target now.
     ///   - excluded: whether the item carries the skip-backup attribute.
-    public static func localChange(entry: JournalEntry, local: SyncStat, localHash: String?, target: String? = nil, excluded: Bool) -> LocalAction {
+    package static func localChange(entry: JournalEntry, local: SyncStat, localHash: String?, target: String? = nil, excluded: Bool) -> LocalAction {
         if excluded { return entry.changeTag == nil ? .nothing : .deleteRemoteKeepLocal }
         if entry.changeTag == nil { return .upload(content: true) }
         let modeChanged = local.mode != entry.stat.mode && local.kind != .symlink
@@ -152,7 +152,7 @@ public enum SyncDecision {
     /// - Parameters:
     ///   - missing: entries whose path has no item now.
     ///   - created: new local items (path, stat, content hash when read).
-    public static func matchMoves(missing: [JournalEntry], created: [(path: String, stat: SyncStat, hash: String?)]) -> [String: String] {
+    package static func matchMoves(missing: [JournalEntry], created: [(path: String, stat: SyncStat, hash: String?)]) -> [String: String] {
         var moves: [String: String] = [:]
         var taken = Set<String>()
         var byInode: [UInt64: [JournalEntry]] = [:]
@@ -177,7 +177,7 @@ public enum SyncDecision {
 
     /// After the server refused a save because its record changed: the same content (kind and
     /// hash) means adopt the server's version; otherwise a conflict.
-    public static func refusedSave(localKind: SyncItemKind, localHash: String, server: RemoteItem) -> RemoteAction {
+    package static func refusedSave(localKind: SyncItemKind, localHash: String, server: RemoteItem) -> RemoteAction {
         if localKind == server.kind && (localKind == .folder || localHash == server.contentHash) { return .adopt }
         return .conflict
     }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// Conflict versions on every device (`docs/sync.md`, "Conflict versions on every device").
 ///
@@ -216,7 +217,7 @@ extension SyncEngine {
     /// A version of the item at absolute `path` was added, resolved or removed by some process:
     /// when it is in the folder, a pass soon compares the journaled conflicts with the store (no
     /// fetch), and shares a conflict version an app kept (SyncEngine+AppConflictVersions.swift).
-    public nonisolated func versionSettled(at path: String) {
+    package nonisolated func versionSettled(at path: String) {
         guard CanonicalPath.isSameOrDescendant(path, of: folder) else { return }
         versionCandidates.withLock { _ = $0.insert(path) }
         wakeContinuation.yield()

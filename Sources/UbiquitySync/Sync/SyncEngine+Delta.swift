@@ -3,37 +3,39 @@ import Foundation
 import Synchronization
 import Ubiquity
 import UbiquityCore
+import UbiquityWire
+import UbiquityCloudKit
 
 /// What the chunk-level downloads of one synced folder cost, since the process started.
-public struct SyncDeltaStatistics: Sendable, Hashable {
+package struct SyncDeltaStatistics: Sendable, Hashable {
     /// Downloads that had a basis (the previous synced version of the file).
-    public var downloads = 0
+    package var downloads = 0
     /// Of those, the ones assembled from the basis and ranges (the others were fetched whole).
-    public var assembled = 0
+    package var assembled = 0
     /// Bytes received over the network by those downloads (chunk lists and ranges, or the
     /// whole content after a fallback).
-    public var bytesReceived: Int64 = 0
+    package var bytesReceived: Int64 = 0
     /// Bytes taken from the basis files instead.
-    public var bytesCopied: Int64 = 0
+    package var bytesCopied: Int64 = 0
     /// Of the assembled downloads, the ones that read the basis to cut it into chunks (the
     /// others took the basis's kept chunk list, ``SyncJournal/chunkList(id:)``).
-    public var basisScans = 0
+    package var basisScans = 0
     /// Large files read (once each: chunks and hashes in one pass) to upload them.
-    public var uploadScans = 0
+    package var uploadScans = 0
     /// Chunk lists kept in the journal after an upload or a download.
-    public var listsKept = 0
+    package var listsKept = 0
     /// Chunks the upload scans recognised from the file's kept chunk list (hashed, not cut).
-    public var uploadChunksReused = 0
+    package var uploadChunksReused = 0
     /// Bytes the upload scans cut with FastCDC (the changed regions; the rest was recognised).
-    public var uploadBytesCut: Int64 = 0
+    package var uploadBytesCut: Int64 = 0
 
     /// No downloads yet.
-    public init() {}
+    package init() {}
 }
 
 extension SyncEngine {
     /// What this engine's chunk-level downloads cost so far.
-    public nonisolated var deltaStatistics: SyncDeltaStatistics {
+    package nonisolated var deltaStatistics: SyncDeltaStatistics {
         deltaCounters.withLock { $0 }
     }
 

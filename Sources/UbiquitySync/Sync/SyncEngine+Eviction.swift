@@ -5,6 +5,7 @@ import Ubiquity
 import UbiquityCore
 import UbiquityIndex
 import CUbiquityShims
+import UbiquityCloudKit
 
 /// Eviction and on-demand download (`docs/sync.md`, "Eviction"): an evicted file is a hidden
 /// stub `.NAME.icloud` (``Placeholder``) in place of `NAME`, the journal marks its ID evicted,
@@ -33,7 +34,7 @@ extension SyncEngine {
     /// - Throws: `invalidArgument` (not in the sync folder, excluded from sync, not a file, a
     ///   name too long for its stub), `notFound`, `conflict` (not uploaded yet, has unsaved
     ///   conflict versions, pinned, open in another program, changed while it was evicted).
-    public func evict(_ path: String, progress: (@Sendable (_ done: Int64, _ total: Int64) -> Void)? = nil) async throws -> [String] {
+    package func evict(_ path: String, progress: (@Sendable (_ done: Int64, _ total: Int64) -> Void)? = nil) async throws -> [String] {
         let relative = try relativePath(path)
         return try await exclusively {
             let entry = relative.isEmpty ? nil : try journal.entry(path: relative)
@@ -174,7 +175,7 @@ extension SyncEngine {
 
     /// The evicted files the absolute `path` names (a folder: every evicted file in it).
     /// - Throws: `invalidArgument` when it is not in the sync folder, `notFound` when nothing is there.
-    public func downloadTargets(_ path: String) throws -> [String] {
+    package func downloadTargets(_ path: String) throws -> [String] {
         let relative = try relativePath(path)
         if let entry = try journal.entry(path: relative), entry.stat.kind != .folder {
             // one file (an open of it through the mount waits for this): no walk of the journal
@@ -194,7 +195,7 @@ extension SyncEngine {
     /// (temporary file, hash check, fsync, rename), if the placeholder is still untouched.
     /// `progress` hears each file's percent done (throttled). Returns the paths downloaded.
     /// - Throws: what ``downloadTargets(_:)`` throws; `io` naming the files that failed.
-    public func startDownloading(_ path: String, progress: (@Sendable (_ path: String, _ percent: Double) -> Void)? = nil) async throws -> [String] {
+    package func startDownloading(_ path: String, progress: (@Sendable (_ path: String, _ percent: Double) -> Void)? = nil) async throws -> [String] {
         let targets = try downloadTargets(path)
         for target in targets { noteTransfer(try relativePath(target)) { $0.downloadRequested = true } }
         var done: [String] = []
@@ -426,7 +427,7 @@ extension SyncEngine {
     /// The sync state of the item at the absolute `path` (blocking: reads the journal and the
     /// item's conflict versions).
     /// - Throws: `invalidArgument` when it is not in the sync folder, `notFound` when nothing is there.
-    public nonisolated func itemState(_ path: String) throws -> ItemSyncState {
+    package nonisolated func itemState(_ path: String) throws -> ItemSyncState {
         let relative = try relativePath(path)
         let target = relative.isEmpty ? folder : folder + "/" + relative
         guard let stamp = Placeholder.stamp(ofItemAt: target) else { throw UbiquityError(.notFound, "no item at '\(target)'") }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 extension SyncEngine {
     /// One upload to do.

@@ -12,7 +12,7 @@ extension SyncEngine {
     /// Confirms the paused local deletes: a pass started now sends them. The confirmation is
     /// kept in the journal until they are sent, so it survives a restart.
     /// - Throws: `notFound` when no deletes wait (nothing is confirmed ahead of time).
-    public func confirmDeletes() throws {
+    package func confirmDeletes() throws {
         guard let paused = try pausedDeletes() else { throw UbiquityError(.notFound, "no deletes wait for a confirmation") }
         _ = paused
         try journal.setValue(String(Int(Date().timeIntervalSince1970)), Self.massDeleteConfirmedKey)
@@ -22,12 +22,12 @@ extension SyncEngine {
 
     /// The local deletes waiting for ``confirmDeletes()`` (how many, and of how many synced
     /// items), or nil when none wait.
-    public func pausedDeletes() throws -> (count: Int, total: Int)? {
+    package func pausedDeletes() throws -> (count: Int, total: Int)? {
         try Self.pausedDeletes(in: journal)
     }
 
     /// The deletes paused in `journal` (see ``pausedDeletes()``), read without an engine.
-    public static func pausedDeletes(in journal: SyncJournal) throws -> (count: Int, total: Int)? {
+    package static func pausedDeletes(in journal: SyncJournal) throws -> (count: Int, total: Int)? {
         guard let value = try journal.value(massDeletePausedKey) else { return nil }
         let parts = value.split(separator: "/").compactMap { Int($0) }
         return parts.count == 2 ? (parts[0], parts[1]) : nil

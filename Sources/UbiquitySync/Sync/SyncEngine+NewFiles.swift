@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 extension SyncEngine {
     /// New small files of a fetched page written per folder instead of one by one.

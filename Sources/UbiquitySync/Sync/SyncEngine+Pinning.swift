@@ -13,7 +13,7 @@ extension SyncEngine {
     /// - Throws: `invalidArgument` (not in the sync folder, excluded), `notFound`, `conflict`
     ///   (not uploaded yet: nothing to keep downloaded yet is not an error for a folder);
     ///   what the download throws.
-    public func pin(_ path: String) async throws -> [String] {
+    package func pin(_ path: String) async throws -> [String] {
         try await setPinned(path, true)
         return try await startDownloading(path)
     }
@@ -21,7 +21,7 @@ extension SyncEngine {
     /// Unpins the item at the absolute `path`: it may be evicted again. Items inside a pinned
     /// folder are unpinned with the folder.
     /// - Throws: as ``pin(_:)``, and `invalidArgument` when the pin is a folder's above it.
-    public func unpin(_ path: String) async throws {
+    package func unpin(_ path: String) async throws {
         try await setPinned(path, false)
     }
 

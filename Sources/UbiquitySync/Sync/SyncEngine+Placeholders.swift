@@ -17,7 +17,7 @@ extension SyncEngine {
     /// file is not evicted (any more), `replace` is an ordinary write. Taken in turn with
     /// passes, evictions and downloads.
     /// - Throws: `invalidArgument` outside the folder; what `replace` throws (nothing changed).
-    public func replacePlaceholder(_ path: String, by replace: @escaping @Sendable () throws -> Void) async throws {
+    package func replacePlaceholder(_ path: String, by replace: @escaping @Sendable () throws -> Void) async throws {
         let relative = try relativePath(path)
         try await exclusively {
             guard let entry = try journal.entry(path: relative), try journal.isEvicted(entry.id) else {

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 extension SyncEngine {
     /// Downloads the asset contents of the records about to be applied, ``transfersInFlight``

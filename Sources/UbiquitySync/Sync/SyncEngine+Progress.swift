@@ -4,6 +4,7 @@ import Synchronization
 import Ubiquity
 import UbiquityCore
 import UbiquityIndex
+import UbiquityCloudKit
 
 /// At most one progress report per item every `interval` (the first and the last always pass).
 final class ProgressThrottle: Sendable {

@@ -5,6 +5,7 @@ import Synchronization
 import Ubiquity
 import UbiquityCore
 import UbiquityIndex
+import UbiquityCloudKit
 
 /// Syncs one folder with the private database of a container: every item is a `UbiquityItem`
 /// record in the reserved zone `_ubiquityDocuments`, a file's content an asset (`docs/sync.md`).
@@ -15,23 +16,23 @@ import UbiquityIndex
 /// as path updates, deletes as record deletes). Passes are started by the folder's watcher, by
 /// push notifications of the zone subscription, and every `pollInterval` as a backstop. The
 /// journal (``SyncJournal``) makes every step restartable.
-public actor SyncEngine {
+package actor SyncEngine {
     /// Makes the container for an identifier (the account's credentials are the caller's).
-    public typealias ContainerFactory = @Sendable (String) -> CloudContainer
+    package typealias ContainerFactory = @Sendable (String) -> CloudContainer
     /// Told of an item's new sync state (absolute path): the daemon keeps the index's
     /// ubiquitous attributes with it.
-    public typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
+    package typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
     /// Hears of uploads, downloads, conflicts and failed uploads (the daemon's hooks).
-    public typealias EventHandler = @Sendable (SyncEvent) -> Void
+    package typealias EventHandler = @Sendable (SyncEvent) -> Void
     /// Told of an item's transfer state (absolute path): downloading status, progress.
-    public typealias TransferHandler = @Sendable (_ path: String, _ state: ItemSyncState) -> Void
+    package typealias TransferHandler = @Sendable (_ path: String, _ state: ItemSyncState) -> Void
 
     /// The synced folder (absolute, symbolic links resolved).
-    public nonisolated let folder: String
+    package nonisolated let folder: String
     /// The journal file.
-    public nonisolated let journalPath: String
+    package nonisolated let journalPath: String
     /// The container.
-    public nonisolated let containerIdentifier: String
+    package nonisolated let containerIdentifier: String
     let journal: SyncJournal
     let container: CloudContainer
     let database: CloudDatabase
@@ -79,9 +80,9 @@ public actor SyncEngine {
     var refusedDownloads: [String: String] = [:]
     /// The share of the synced items that one pass may delete without confirmation (with more
     /// than ``massDeleteMinimum`` items); more pauses the deletes (``confirmDeletes()``).
-    public nonisolated let massDeleteShare: Double
+    package nonisolated let massDeleteShare: Double
     /// The number of deletes a pass always may send, whatever their share.
-    public nonisolated let massDeleteMinimum: Int
+    package nonisolated let massDeleteMinimum: Int
     /// Asset contents fetched ahead of applying their records, by item ID (staging files).
     var prefetched: [String: (path: String, hash: String)] = [:]
     /// The paused deletes already reported (so a pause is reported once).
@@ -96,7 +97,7 @@ public actor SyncEngine {
     nonisolated let arrivals = DownloadArrivals()
     /// The most downloaded content (bytes) kept before the least recently used files are
     /// evicted; nil: no limit (`ubiq daemon --evict-budget`).
-    public nonisolated let evictionBudget: Int64?
+    package nonisolated let evictionBudget: Int64?
     /// A failure injected between the stages of the new-file writer (tests only).
     var newFilesFault: (@Sendable (String) throws -> Void)?
     /// Whether a pass, an eviction or an on-demand download runs (they take turns).
@@ -104,7 +105,7 @@ public actor SyncEngine {
     var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
     /// The app containers' links at the top of the folder, which this engine neither syncs nor
     /// follows (``AppFolderLinks``); nil for none.
-    public nonisolated let appLinks: AppFolderLinks?
+    package nonisolated let appLinks: AppFolderLinks?
     /// What chunk-level downloads cost so far (``deltaStatistics``, SyncEngine+Delta.swift).
     nonisolated let deltaCounters = Mutex(SyncDeltaStatistics())
     /// Called between reading a large file and uploading it (tests only: the file may change
@@ -120,7 +121,7 @@ public actor SyncEngine {
     /// are the app containers' links in the folder, left alone.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
-    public init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
+    package init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
                 journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30),
                 massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
                 onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil, onTransfer: TransferHandler? = nil,
@@ -163,7 +164,7 @@ public actor SyncEngine {
     }
 
     /// The journal's default place for `folder`: `$XDG_STATE_HOME/ubiquity/sync/<container>-<hash of the folder>.sqlite`.
-    public static func defaultJournalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths = UbiquityPaths()) -> String {
+    package static func defaultJournalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths = UbiquityPaths()) -> String {
         let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
         let digest = SyncFiles.hash(Data(canonical.utf8)).prefix(16)
         return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
@@ -174,7 +175,7 @@ public actor SyncEngine {
     static let fullScanInterval: Duration = .seconds(600)
 
     /// Starts watching the folder, listening for pushes and syncing.
-    public nonisolated func start() {
+    package nonisolated func start() {
         do {
             try watcher.watch(root: folder, ignoring: rules)
             self.watching.store(true, ordering: .relaxed)
@@ -227,20 +228,20 @@ public actor SyncEngine {
     }
 
     /// Stops syncing (a pass in flight is cancelled; the journal keeps what was done).
-    public nonisolated func stop() {
+    package nonisolated func stop() {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         wakeContinuation.finish()
         watcher.stop()
     }
 
     /// Asks for a pass soon (one that fetches the zone's changes too).
-    public nonisolated func wake() {
+    package nonisolated func wake() {
         remoteDirty.store(true, ordering: .relaxed)
         wakeContinuation.yield()
     }
 
     /// The number of passes completed (for tests and status).
-    public nonisolated var completedPasses: Int { passes.load(ordering: .relaxed) }
+    package nonisolated var completedPasses: Int { passes.load(ordering: .relaxed) }
 
     func run() async {
         let clock = ContinuousClock()
@@ -275,7 +276,7 @@ public actor SyncEngine {
     }
 
     /// Whether the passes succeed, and the last error while they do not (for `ubiq doctor`).
-    public func healthReport() -> SyncHealthReport {
+    package func healthReport() -> SyncHealthReport {
         health.report(folder: folder)
     }
 
@@ -285,7 +286,7 @@ public actor SyncEngine {
     }
 
     /// One pass: remote changes first, then local ones.
-    public func pass() async throws {
+    package func pass() async throws {
         try await pass(pullingRemote: true)
     }
 

@@ -2,7 +2,7 @@
 import Foundation
 
 /// Something the sync engine did that users' hooks hear of (``HookEvent``).
-public enum SyncEvent: Sendable, Hashable {
+package enum SyncEvent: Sendable, Hashable {
     /// A local change reached the server (the path relative to the folder).
     case didUpload(path: String)
     /// A remote change was written here.
@@ -16,7 +16,7 @@ public enum SyncEvent: Sendable, Hashable {
     case massDeletePaused(count: Int, total: Int)
 
     /// The hook invocation for the event, with the folder's absolute path and the container.
-    public func invocation(folder: String, container: String) -> HookInvocation {
+    package func invocation(folder: String, container: String) -> HookInvocation {
         var facts = ["container": container, "folder": folder]
         let event: HookEvent
         switch self {

@@ -2,6 +2,8 @@
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityWire
+import UbiquityCloudKit
 
 /// Content hashes of either kind (``AssetChecksum``): the journal and the records hold a
 /// whole-content SHA-256 (64 hex digits: small files, symbolic links, anything uploaded before

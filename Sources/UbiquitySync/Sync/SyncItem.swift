@@ -2,9 +2,11 @@
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityWire
+import UbiquityCloudKit
 
 /// The kind of a synced item.
-public enum SyncItemKind: String, Sendable, Hashable, Codable {
+package enum SyncItemKind: String, Sendable, Hashable, Codable {
     /// A regular file (its content is an asset).
     case file
     /// A folder.
@@ -15,20 +17,20 @@ public enum SyncItemKind: String, Sendable, Hashable, Codable {
 
 /// What sync knows about an item's local state: its kind, what `lstat` says (the quick check)
 /// and, when read, its content hash. A value with no I/O.
-public struct SyncStat: Sendable, Hashable {
+package struct SyncStat: Sendable, Hashable {
     /// The kind.
-    public var kind: SyncItemKind
+    package var kind: SyncItemKind
     /// Size in bytes (0 for folders).
-    public var size: Int64
+    package var size: Int64
     /// Modification time in nanoseconds (0 for folders: their times change with their children).
-    public var modifiedNanoseconds: Int64
+    package var modifiedNanoseconds: Int64
     /// The inode.
-    public var inode: UInt64
+    package var inode: UInt64
     /// The permission bits.
-    public var mode: UInt32
+    package var mode: UInt32
 
     /// A stat from its parts.
-    public init(kind: SyncItemKind, size: Int64, modifiedNanoseconds: Int64, inode: UInt64, mode: UInt32) {
+    package init(kind: SyncItemKind, size: Int64, modifiedNanoseconds: Int64, inode: UInt64, mode: UInt32) {
         self.kind = kind
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
@@ -37,7 +39,7 @@ public struct SyncStat: Sendable, Hashable {
     }
 
     /// The stat of a ``FileStamp``.
-    public init(_ stamp: FileStamp) {
+    package init(_ stamp: FileStamp) {
         kind = stamp.isSymbolicLink ? .symlink : stamp.isDirectory ? .folder : .file
         size = kind == .folder ? 0 : stamp.size
         modifiedNanoseconds = kind == .folder ? 0 : stamp.modificationNanoseconds
@@ -47,34 +49,34 @@ public struct SyncStat: Sendable, Hashable {
 
     /// Whether the item may have changed since `other` was recorded: kind, size, modification
     /// time or inode differ. (A mode change alone is not a content change.)
-    public func differs(from other: SyncStat) -> Bool {
+    package func differs(from other: SyncStat) -> Bool {
         kind != other.kind || size != other.size || modifiedNanoseconds != other.modifiedNanoseconds || inode != other.inode
     }
 }
 
 /// An item as the server has it: the fields of its `UbiquityItem` record.
-public struct RemoteItem: Sendable, Hashable {
+package struct RemoteItem: Sendable, Hashable {
     /// The record name (the item's stable ID).
-    public var id: String
+    package var id: String
     /// The record's change tag.
-    public var changeTag: String?
+    package var changeTag: String?
     /// The path relative to the synced folder.
-    public var path: String
+    package var path: String
     /// The kind.
-    public var kind: SyncItemKind
+    package var kind: SyncItemKind
     /// Size in bytes.
-    public var size: Int64
+    package var size: Int64
     /// Modification time in milliseconds since 1970.
-    public var modifiedMilliseconds: Int64
+    package var modifiedMilliseconds: Int64
     /// SHA-256 of the content (hex); for symlinks of the target; empty for folders.
-    public var contentHash: String
+    package var contentHash: String
     /// The permission bits.
-    public var mode: UInt32
+    package var mode: UInt32
     /// A symbolic link's target.
-    public var target: String?
+    package var target: String?
 
     /// An item from its parts.
-    public init(id: String, changeTag: String?, path: String, kind: SyncItemKind, size: Int64 = 0, modifiedMilliseconds: Int64 = 0,
+    package init(id: String, changeTag: String?, path: String, kind: SyncItemKind, size: Int64 = 0, modifiedMilliseconds: Int64 = 0,
                 contentHash: String = "", mode: UInt32 = 0o644, target: String? = nil) {
         self.id = id
         self.changeTag = changeTag
@@ -89,44 +91,44 @@ public struct RemoteItem: Sendable, Hashable {
 }
 
 /// The record format of synced items (`docs/sync.md`).
-public enum SyncRecord {
+package enum SyncRecord {
     /// The record type.
-    public static let recordType = "UbiquityItem"
+    package static let recordType = "UbiquityItem"
     /// The zone: the private database's reserved documents zone (`_ubiquityDocuments`).
-    public static let zoneName = "_ubiquityDocuments"
+    package static let zoneName = "_ubiquityDocuments"
     /// The zone's ID.
-    public static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName) }
+    package static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName) }
     /// The default container of the sync folder.
-    public static let defaultContainer = "iCloud.org.ubiquity.Drive"
+    package static let defaultContainer = "iCloud.org.ubiquity.Drive"
 
     /// Field names.
-    public enum Field {
+    package enum Field {
         /// The relative path (UTF-8).
-        public static let path = "path"
+        package static let path = "path"
         /// `file`, `folder` or `symlink`.
-        public static let kind = "kind"
+        package static let kind = "kind"
         /// Size in bytes.
-        public static let size = "size"
+        package static let size = "size"
         /// Modification time in milliseconds.
-        public static let modified = "modified"
+        package static let modified = "modified"
         /// SHA-256 of the content, hex.
-        public static let contentHash = "contentHash"
+        package static let contentHash = "contentHash"
         /// Permission bits.
-        public static let mode = "mode"
+        package static let mode = "mode"
         /// A symbolic link's target.
-        public static let target = "target"
+        package static let target = "target"
         /// The content as an asset (files larger than ``inlineLimit``; empty files have none).
-        public static let content = "content"
+        package static let content = "content"
         /// The content in the record itself (BYTES; files of 1 byte up to ``inlineLimit``).
-        public static let inline = "inline"
+        package static let inline = "inline"
     }
 
     /// The largest file whose content travels in the record (``Field/inline``) instead of as an
     /// asset: no asset round trips (well under CloudKit's 1 MB record limit).
-    public static let inlineLimit: Int64 = 64 << 10
+    package static let inlineLimit: Int64 = 64 << 10
 
     /// Reads an item from a fetched record; nil when it is not a well-formed item.
-    public static func item(from record: Record) -> RemoteItem? {
+    package static func item(from record: Record) -> RemoteItem? {
         guard record.recordType == recordType,
               let path = record[Field.path]?.stringValue, !path.isEmpty,
               let kind = record[Field.kind]?.stringValue.flatMap(SyncItemKind.init(rawValue:)) else { return nil }
@@ -139,7 +141,7 @@ public enum SyncRecord {
 
     /// A record to save for item `id`: an update of the version `changeTag` (only the fields set
     /// afterwards are sent), or a new record when `changeTag` is nil.
-    public static func record(id: String, changeTag: String?) throws -> Record {
+    package static func record(id: String, changeTag: String?) throws -> Record {
         guard let changeTag else {
             return Record(recordType: recordType, recordID: Record.ID(recordName: id, zoneID: zoneID))
         }

@@ -2,18 +2,19 @@
 import Foundation
 import GRDB
 import UbiquityCore
+import UbiquityWire
 
 /// A synced file's chunk list as the journal keeps it: the list and the file's stamp (device,
 /// inode, size, modification and change times) when the list was taken. The list describes the
 /// file only while the file still has that stamp.
-public struct JournalChunkList: Sendable, Hashable {
+package struct JournalChunkList: Sendable, Hashable {
     /// The file's chunk list (hashes possibly shortened, ``AssetChunkList/hashBytes``).
-    public var list: AssetChunkList
+    package var list: AssetChunkList
     /// The file's stamp when the list was recorded.
-    public var stamp: FileStamp
+    package var stamp: FileStamp
 
     /// Makes a kept list.
-    public init(list: AssetChunkList, stamp: FileStamp) {
+    package init(list: AssetChunkList, stamp: FileStamp) {
         self.list = list
         self.stamp = stamp
     }
@@ -21,7 +22,7 @@ public struct JournalChunkList: Sendable, Hashable {
     /// Whether `current` is still the file the list describes: the same device, inode, size,
     /// modification and change times (a write, a truncation, a rename over it or a metadata
     /// change all move the change time, which no user can set back).
-    public func describes(_ current: FileStamp?) -> Bool {
+    package func describes(_ current: FileStamp?) -> Bool {
         guard let current else { return false }
         return current.device == stamp.device && current.inode == stamp.inode && current.size == stamp.size
             && current.modificationNanoseconds == stamp.modificationNanoseconds && current.changeNanoseconds == stamp.changeNanoseconds
@@ -38,7 +39,7 @@ extension SyncJournal {
         """
 
     /// Keeps `list` as the chunk list of item `id`'s file while the file has `stamp`.
-    public func setChunkList(_ list: AssetChunkList, stamp: FileStamp, id: String) throws {
+    package func setChunkList(_ list: AssetChunkList, stamp: FileStamp, id: String) throws {
         let json = list.json.serialized()
         try write { db in
             try db.execute(sql: """
@@ -49,7 +50,7 @@ extension SyncJournal {
     }
 
     /// The chunk list kept for item `id` with the stamp it was recorded with, or nil.
-    public func chunkList(id: String) throws -> JournalChunkList? {
+    package func chunkList(id: String) throws -> JournalChunkList? {
         let row = try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM chunk_lists WHERE id = ?", arguments: [id]) }
         guard let row else { return nil }
         let data: Data = row["list"]
@@ -60,7 +61,7 @@ extension SyncJournal {
     }
 
     /// Forgets item `id`'s chunk list.
-    public func removeChunkList(id: String) throws {
+    package func removeChunkList(id: String) throws {
         try write { db in try db.execute(sql: "DELETE FROM chunk_lists WHERE id = ?", arguments: [id]) }
     }
 

@@ -5,18 +5,18 @@ import UbiquityCore
 
 /// One conflict version shared through the server: its `UbiquityConflictVersion` record, the
 /// item it belongs to and the version that stands for it in this device's version store.
-public struct JournalConflict: Sendable, Hashable {
+package struct JournalConflict: Sendable, Hashable {
     /// The `UbiquityConflictVersion` record's name.
-    public var record: String
+    package var record: String
     /// The item's record name (its journal ID).
-    public var item: String
+    package var item: String
     /// The local version's ``FileVersion/persistentIdentifier``.
-    public var version: String
+    package var version: String
     /// Whether the server has the record (false: made here and not sent yet).
-    public var published: Bool
+    package var published: Bool
 
     /// A conflict from its parts.
-    public init(record: String, item: String, version: String, published: Bool) {
+    package init(record: String, item: String, version: String, published: Bool) {
         self.record = record
         self.item = item
         self.version = version
@@ -33,19 +33,19 @@ extension SyncJournal {
         """
 
     /// Every shared conflict version this device knows.
-    public func conflicts() throws -> [JournalConflict] {
+    package func conflicts() throws -> [JournalConflict] {
         try queue.read { db in try Row.fetchAll(db, sql: "SELECT * FROM conflicts ORDER BY record").map(Self.conflict) }
     }
 
     /// The conflict of record `record`, if known here.
-    public func conflict(record: String) throws -> JournalConflict? {
+    package func conflict(record: String) throws -> JournalConflict? {
         try queue.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM conflicts WHERE record = ?", arguments: [record]).map(Self.conflict)
         }
     }
 
     /// Inserts or replaces a conflict.
-    public func putConflict(_ conflict: JournalConflict) throws {
+    package func putConflict(_ conflict: JournalConflict) throws {
         try queue.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO conflicts (record, item, version, published) VALUES (?, ?, ?, ?)",
                            arguments: [conflict.record, conflict.item, conflict.version, conflict.published ? 1 : 0])
@@ -53,7 +53,7 @@ extension SyncJournal {
     }
 
     /// Forgets the conflict of record `record`.
-    public func removeConflict(record: String) throws {
+    package func removeConflict(record: String) throws {
         try queue.write { db in try db.execute(sql: "DELETE FROM conflicts WHERE record = ?", arguments: [record]) }
     }
 

@@ -5,24 +5,24 @@ import UbiquityCore
 import UbiquityIndex
 
 /// One item's transfer state in the journal: what runs, how far, and the last errors.
-public struct SyncTransfer: Sendable, Hashable {
+package struct SyncTransfer: Sendable, Hashable {
     /// Whether an upload runs.
-    public var isUploading = false
+    package var isUploading = false
     /// Upload progress, 0…100.
-    public var percentUploaded: Double?
+    package var percentUploaded: Double?
     /// The last upload's error, until one succeeds.
-    public var uploadError: String?
+    package var uploadError: String?
     /// Whether a download runs.
-    public var isDownloading = false
+    package var isDownloading = false
     /// Download progress, 0…100.
-    public var percentDownloaded: Double?
+    package var percentDownloaded: Double?
     /// Whether a download was asked for and has not finished.
-    public var downloadRequested = false
+    package var downloadRequested = false
     /// The last download's error, until one succeeds.
-    public var downloadError: String?
+    package var downloadError: String?
 
     /// An idle transfer.
-    public init() {}
+    package init() {}
 
     /// Whether there is nothing to keep (nothing runs, no error, nothing asked for).
     var isIdle: Bool { !isUploading && !isDownloading && !downloadRequested && uploadError == nil && downloadError == nil }
@@ -40,7 +40,7 @@ extension SyncJournal {
     // MARK: Evicted items
 
     /// Records whether item `id` is evicted (a placeholder stands for it).
-    public func setEvicted(_ id: String, _ evicted: Bool) throws {
+    package func setEvicted(_ id: String, _ evicted: Bool) throws {
         try setMarked(id, evicted, in: "evicted")
     }
 
@@ -58,17 +58,17 @@ extension SyncJournal {
     }
 
     /// The IDs of the evicted items.
-    public func evicted() throws -> Set<String> {
+    package func evicted() throws -> Set<String> {
         try queue.read { db in Set(try String.fetchAll(db, sql: "SELECT id FROM evicted")) }
     }
 
     /// Whether item `id` is evicted.
-    public func isEvicted(_ id: String) throws -> Bool {
+    package func isEvicted(_ id: String) throws -> Bool {
         try queue.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM evicted WHERE id = ?", arguments: [id]) ?? false }
     }
 
     /// Whether the item at `path` is evicted (one query).
-    public func isEvicted(path: String) throws -> Bool {
+    package func isEvicted(path: String) throws -> Bool {
         try queue.read { db in
             try Bool.fetchOne(db, sql: "SELECT 1 FROM evicted JOIN items ON items.id = evicted.id WHERE items.path = ?", arguments: [path]) ?? false
         }
@@ -77,7 +77,7 @@ extension SyncJournal {
     // MARK: Transfers
 
     /// The transfer state of `path` (idle when none is recorded).
-    public func transfer(path: String) throws -> SyncTransfer {
+    package func transfer(path: String) throws -> SyncTransfer {
         try queue.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM transfers WHERE path = ?", arguments: [path]) else { return SyncTransfer() }
             var transfer = SyncTransfer()
@@ -94,7 +94,7 @@ extension SyncJournal {
 
     /// Changes the transfer state of `path` (an idle state is forgotten); returns the new state.
     @discardableResult
-    public func updateTransfer(path: String, _ change: (inout SyncTransfer) -> Void) throws -> SyncTransfer {
+    package func updateTransfer(path: String, _ change: (inout SyncTransfer) -> Void) throws -> SyncTransfer {
         var transfer = try self.transfer(path: path)
         change(&transfer)
         let result = transfer
@@ -145,7 +145,7 @@ extension SyncJournal {
 
     /// The item's state for `ubiq status` and the library: the sync state, whether it is
     /// downloaded (a placeholder of an evicted item is not), transfers and errors.
-    public func itemState(relativePath relative: String, absolute: String, status: SyncItemStatus) -> ItemSyncState {
+    package func itemState(relativePath relative: String, absolute: String, status: SyncItemStatus) -> ItemSyncState {
         let entry = try? entry(path: relative)
         let evicted = entry.map { (try? isEvicted($0.id)) ?? false } ?? false
         let transfer = (try? self.transfer(path: relative)) ?? SyncTransfer()
@@ -164,7 +164,7 @@ extension SyncJournal {
 
     /// The journal of the synced folder holding the absolute, canonical `path`, with the
     /// path relative to its folder; nil when no synced folder holds it.
-    public static func holding(_ canonical: String, directory: String = defaultDirectory()) -> (journal: SyncJournal, relative: String)? {
+    package static func holding(_ canonical: String, directory: String = defaultDirectory()) -> (journal: SyncJournal, relative: String)? {
         guard let files = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
         for file in files where file.hasSuffix(".sqlite") {
             guard let journal = try? SyncJournal(path: directory + "/" + file),
@@ -176,7 +176,7 @@ extension SyncJournal {
 
     /// The state of the item at the absolute `path` for `ubiq status`: nil when no synced folder
     /// holds it or it does not exist.
-    public static func itemState(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> ItemSyncState? {
+    package static func itemState(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> ItemSyncState? {
         guard let stamp = Placeholder.stamp(ofItemAt: path), let canonical = try? CanonicalPath.canonicalize(path),
               let (journal, relative) = holding(canonical, directory: directory) else { return nil }
         let status = journal.status(relativePath: relative, canonical: canonical, stamp: stamp, conflicts: conflicts)

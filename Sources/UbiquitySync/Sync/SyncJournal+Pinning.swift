@@ -9,19 +9,19 @@ extension SyncJournal {
         """
 
     /// Records whether item `id` is pinned: it (a folder: everything in it) stays downloaded.
-    public func setPinned(_ id: String, _ pinned: Bool) throws {
+    package func setPinned(_ id: String, _ pinned: Bool) throws {
         try setMarked(id, pinned, in: "pinned")
     }
 
     /// The paths of the pinned items (where their entries are now: a pin follows renames).
-    public func pinnedPaths() throws -> Set<String> {
+    package func pinnedPaths() throws -> Set<String> {
         try queue.read { db in
             Set(try String.fetchAll(db, sql: "SELECT items.path FROM pinned JOIN items ON items.id = pinned.id"))
         }
     }
 
     /// Whether the item at `path` is pinned, itself or through a folder above it.
-    public func isPinned(path: String) throws -> Bool {
+    package func isPinned(path: String) throws -> Bool {
         Self.isPinned(path, among: try pinnedPaths())
     }
 

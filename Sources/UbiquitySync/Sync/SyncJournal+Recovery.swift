@@ -12,7 +12,7 @@ extension SyncJournal {
     /// kept as a conflict version, items only here uploaded as new). Items deleted elsewhere
     /// while the journal was damaged come back, rather than local files being deleted.
     /// - Returns: the journal and, when it was rebuilt, where the damaged one went.
-    public static func openRecovering(path: String, logger: Logger) throws -> (journal: SyncJournal, movedAside: String?) {
+    package static func openRecovering(path: String, logger: Logger) throws -> (journal: SyncJournal, movedAside: String?) {
         do {
             let journal = try SyncJournal(path: path)
             try journal.checkIntegrity()

@@ -5,12 +5,12 @@ import UbiquityCore
 
 extension SyncJournal {
     /// The number of entries.
-    public func count() throws -> Int {
+    package func count() throws -> Int {
         try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0 }
     }
 
     /// Whether an entry is at `path`.
-    public func contains(path: String) throws -> Bool {
+    package func contains(path: String) throws -> Bool {
         try queue.read { db in
             try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM items WHERE path = ?"), arguments: [path]) ?? false
         }

@@ -5,14 +5,14 @@ import UbiquityIndex
 
 extension SyncJournal {
     /// The folder of journals: `$XDG_STATE_HOME/ubiquity/sync`.
-    public static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> String {
+    package static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> String {
         paths.stateDirectory.appendingPathComponent("sync").path
     }
 
     /// The sync state of the item at the absolute `path`, from the journal of the synced folder
     /// holding it (found in `directory`); nil when no synced folder holds it or it does not exist.
     /// `conflicts` is the item's number of unresolved conflict versions.
-    public static func status(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> SyncItemStatus? {
+    package static func status(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> SyncItemStatus? {
         guard let stamp = FileStamp.of(path),
               let canonical = try? CanonicalPath.canonicalize(path),
               let files = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
@@ -27,7 +27,7 @@ extension SyncJournal {
 
     /// The sync state of the item at `relative` (absolute: `canonical`, now `stamp`) in this
     /// journal's folder; `conflicts` is its number of unresolved conflict versions.
-    public func status(relativePath relative: String, canonical: String, stamp: FileStamp, conflicts: Int) -> SyncItemStatus {
+    package func status(relativePath relative: String, canonical: String, stamp: FileStamp, conflicts: Int) -> SyncItemStatus {
         if (try? excluded().contains(relative)) == true || (try? BackupExclusion.isExcluded(canonical)) == true { return .excluded }
         if conflicts > 0 { return .inConflict }
         guard let entry = try? entry(path: relative), entry.changeTag != nil else { return .uploading }

@@ -8,16 +8,16 @@ import UbiquityCore
 /// last synced state and server change tag; the zone's change token; the queue of pending
 /// uploads; and the items kept back (skip-backup). Every change is one transaction, so a daemon
 /// killed at any point restarts from a consistent state.
-public final class SyncJournal: Sendable {
+package final class SyncJournal: Sendable {
     /// The journal file.
-    public let path: String
+    package let path: String
     let queue: DatabaseQueue
     /// The write transactions committed (or tried) since the journal was opened (for tests and
     /// the batching figures: a page of new files is one transaction, not one per file).
     let writeTransactions = Atomic<Int>(0)
 
     /// Opens (creating) the journal at `path`.
-    public init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         // private whatever the umask: paths and content hashes of the user's files
         try PrivateFolder.prepareFile(path)
@@ -67,23 +67,23 @@ public final class SyncJournal: Sendable {
     // MARK: Items
 
     /// Every entry.
-    public func entries() throws -> [JournalEntry] {
+    package func entries() throws -> [JournalEntry] {
         try queue.read { db in try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM items").map(Self.entry) }
     }
 
     /// The entry with ID `id`.
-    public func entry(id: String) throws -> JournalEntry? {
+    package func entry(id: String) throws -> JournalEntry? {
         try queue.read { db in try Row.fetchOne(db, sql: "SELECT \(Self.itemColumns) FROM items WHERE id = ?", arguments: [id]).map(Self.entry) }
     }
 
     /// The entry at `path`.
-    public func entry(path: String) throws -> JournalEntry? {
+    package func entry(path: String) throws -> JournalEntry? {
         try queue.read { db in try Row.fetchOne(db, sql: "SELECT \(Self.itemColumns) FROM items WHERE path = ?", arguments: [path]).map(Self.entry) }
     }
 
     /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) and
     /// takes its path off the pending queue.
-    public func put(_ entry: JournalEntry) throws {
+    package func put(_ entry: JournalEntry) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
             try db.execute(sql: """
@@ -100,7 +100,7 @@ public final class SyncJournal: Sendable {
     /// Inserts or replaces several entries in one transaction (``put(_:)`` for each); with
     /// `enqueue`, their paths are put on the pending queue instead of taken off it (new items
     /// journaled before their first upload).
-    public func putAll(_ entries: [JournalEntry], enqueue: Bool = false) throws {
+    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false) throws {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try write { db in
@@ -147,7 +147,7 @@ public final class SyncJournal: Sendable {
     }
 
     /// Removes several entries in one transaction.
-    public func removeAll(ids: [String]) throws {
+    package func removeAll(ids: [String]) throws {
         guard !ids.isEmpty else { return }
         try write { db in
             for id in ids { try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
@@ -155,7 +155,7 @@ public final class SyncJournal: Sendable {
     }
 
     /// Removes the entry `id`.
-    public func remove(id: String) throws {
+    package func remove(id: String) throws {
         try write { db in
             try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
@@ -164,7 +164,7 @@ public final class SyncJournal: Sendable {
     }
 
     /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
-    public func movePrefix(from: String, to: String) throws {
+    package func movePrefix(from: String, to: String) throws {
         try write { db in
             try db.execute(sql: "UPDATE items SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
                            arguments: [to + "/", from.utf8.count + 2, from.utf8.count + 1, from + "/"])
@@ -177,12 +177,12 @@ public final class SyncJournal: Sendable {
     // MARK: Meta
 
     /// A stored value (the zone's change token, the subscription, the folder).
-    public func value(_ key: String) throws -> String? {
+    package func value(_ key: String) throws -> String? {
         try queue.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
     }
 
     /// Stores (or with nil removes) a value.
-    public func setValue(_ value: String?, _ key: String) throws {
+    package func setValue(_ value: String?, _ key: String) throws {
         try write { db in
             if let value {
                 try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
@@ -195,7 +195,7 @@ public final class SyncJournal: Sendable {
     // MARK: Queue and exclusions
 
     /// Adds paths to the pending upload queue.
-    public func enqueue(_ paths: [String]) throws {
+    package func enqueue(_ paths: [String]) throws {
         guard !paths.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try write { db in
@@ -204,19 +204,19 @@ public final class SyncJournal: Sendable {
     }
 
     /// Takes a path off the pending queue.
-    public func dequeue(_ path: String) throws {
+    package func dequeue(_ path: String) throws {
         try write { db in try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path]) }
     }
 
     /// The pending upload queue.
-    public func pending() throws -> [String] {
+    package func pending() throws -> [String] {
         try queue.read { db in try String.fetchAll(db, sql: "SELECT path FROM pending ORDER BY since, path") }
     }
 
     /// Records whether `path` is kept back because it carries the skip-backup attribute, and
     /// the inode of the file that carried it (an editor saving by rename makes a new file
     /// without the attribute: the engine puts it back).
-    public func setExcluded(_ path: String, _ excluded: Bool, inode: UInt64? = nil) throws {
+    package func setExcluded(_ path: String, _ excluded: Bool, inode: UInt64? = nil) throws {
         try write { db in
             if excluded {
                 try db.execute(sql: "INSERT OR IGNORE INTO excluded (path) VALUES (?)", arguments: [path])
@@ -232,7 +232,7 @@ public final class SyncJournal: Sendable {
     }
 
     /// The inodes the excluded paths had when they were excluded.
-    public func excludedInodes() throws -> [String: UInt64] {
+    package func excludedInodes() throws -> [String: UInt64] {
         try queue.read { db in
             var result: [String: UInt64] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT path, inode FROM excluded_inode") {
@@ -243,7 +243,7 @@ public final class SyncJournal: Sendable {
     }
 
     /// The excluded paths.
-    public func excluded() throws -> Set<String> {
+    package func excluded() throws -> Set<String> {
         try queue.read { db in Set(try String.fetchAll(db, sql: "SELECT path FROM excluded")) }
     }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Ubiquity
+import UbiquityCloudKit
 
 /// The pages of one listing of a zone's changes, fetched ahead of the one being looked at.
 ///

@@ -4,6 +4,7 @@ import Foundation
 import Ubiquity
 import UbiquityCore
 import UbiquityServer
+import UbiquityCloudKit
 
 /// `ubiq account login|logout|status`: the account this device is signed in to.
 struct AccountCommand: AsyncParsableCommand {

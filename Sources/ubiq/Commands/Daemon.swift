@@ -5,6 +5,7 @@ import Logging
 import Ubiquity
 import UbiquityIndex
 import UbiquitySync
+import UbiquityCloudKit
 
 /// `ubiq daemon`: the per-user daemon: the coordination service, the metadata index of the
 /// containers with live queries on its control socket, and, given a server, the sync of a folder

@@ -6,6 +6,7 @@ import UbiquityCore
 import UbiquityIndex
 import UbiquityMount
 import UbiquitySync
+import UbiquityCloudKit
 
 /// `ubiq doctor`: checks what Ubiquity depends on and says exactly what to fix.
 struct DoctorCommand: AsyncParsableCommand {

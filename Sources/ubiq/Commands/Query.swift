@@ -4,6 +4,7 @@ import Foundation
 import Ubiquity
 import Logging
 import UbiquityStore
+import UbiquityCloudKit
 
 /// `ubiq query PREDICATE [ARGS…]`: a metadata query (NSMetadataQuery) from the shell.
 struct Query: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Synchronization
 import Ubiquity
+import UbiquityCloudKit
 
 /// `ubiq records changes`: what changed in a zone (or which zones changed) since a token.
 struct RecordsChanges: AsyncParsableCommand {

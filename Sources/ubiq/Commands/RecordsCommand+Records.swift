@@ -2,6 +2,8 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquityWire
+import UbiquityCloudKit
 
 /// `ubiq records save`: saves records given as CloudKit record dictionaries.
 struct RecordsSave: AsyncParsableCommand {

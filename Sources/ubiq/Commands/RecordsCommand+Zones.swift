@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import Ubiquity
+import UbiquityCloudKit
 
 /// `ubiq records zones list|create|delete`.
 struct RecordsZones: AsyncParsableCommand {

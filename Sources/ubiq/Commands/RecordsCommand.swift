@@ -3,6 +3,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import Ubiquity
+import UbiquityWire
+import UbiquityCloudKit
 
 /// `ubiq records save|fetch|delete|query|zones|changes`: CloudKit records on a server that
 /// speaks CloudKit Web Services (`ubiq serve`), from the shell.

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Parses `--environment development|production` for `ubiq admin`.
 func adminEnvironment(_ text: String) throws -> CloudKitEnvironment {

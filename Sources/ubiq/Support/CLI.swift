@@ -20,12 +20,13 @@ enum CLI {
     }
 
     /// Prints `error` on stderr as `ubiq[ COMMAND]: message` and returns its exit code: 75 for a
-    /// time-out, 69 when a needed service went away, 1 otherwise.
+    /// time-out, 69 when a needed service went away (with pointers to `ubiq daemon` and `ubiq doctor`, since the
+    /// library's messages name no commands), 1 otherwise.
     static func report(_ error: any Error, command: String? = nil) -> ExitCode {
         let message: String
         var code = ExitCode.failure
         if let error = error as? UbiquityError {
-            message = error.description
+            message = error.description + (error.code == .serviceUnavailable ? " (`ubiq daemon` runs the daemon; `ubiq doctor` checks the set-up)" : "")
             if error.code == .timedOut { code = ExitCode(timedOut) }
             if error.code == .serviceUnavailable { code = ExitCode(unavailable) }
         } else {

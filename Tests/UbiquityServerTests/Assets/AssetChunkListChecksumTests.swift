@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// Chunk-list checksums on the server (`FileBlobStore+Verification.swift`) and the commit's
 /// retain (`FileBlobStore+Retention.swift`): a claimed list checksum is checked from the list at

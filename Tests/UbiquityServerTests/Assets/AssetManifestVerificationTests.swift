@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// A manifest committed with the uploader's claimed checksum (`FileBlobStore+Verification.swift`):
 /// answered without reading the chunks back, checked in the background, never a deduplication

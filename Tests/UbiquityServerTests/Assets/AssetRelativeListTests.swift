@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// Chunk lists relative to a stored asset's (`docs/assets.md`, "Lists relative to a base"): the
 /// upload's `chunks/missing` with `base` + `edits`, and the download's `?manifest=1&base=…`.

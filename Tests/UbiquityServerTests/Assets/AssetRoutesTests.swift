@@ -7,6 +7,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 struct AssetRoutesTests {
     /// Waits (at most `seconds`) until `condition` holds.

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 struct AssetSignerTests {
     let signer = AssetSigner(key: SymmetricKey(size: .bits256))

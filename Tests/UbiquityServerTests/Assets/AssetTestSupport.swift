@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Helpers shared by the asset tests: temporary stores, content, and a Hummingbird app with only
 /// the asset routes on a loopback port.

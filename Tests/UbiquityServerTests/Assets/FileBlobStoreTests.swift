@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 struct FileBlobStoreTests {
     @Test("a stored asset reads back whole and in ranges; its checksum is base64 SHA-256 of the content")

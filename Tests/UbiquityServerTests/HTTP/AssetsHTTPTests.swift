@@ -7,6 +7,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Assets end to end through the records server: `assets/upload`, the upload URL, saving the
 /// receipt in `records/modify`, download URLs on lookup, query and changes, `assets/rereference`,

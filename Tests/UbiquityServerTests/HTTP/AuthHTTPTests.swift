@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Authentication and access rules, as CloudKit Web Services documents them.
 @Suite struct AuthHTTPTests {

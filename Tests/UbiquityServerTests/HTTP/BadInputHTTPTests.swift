@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Bad input gets the documented error, the server stays up, and nothing is half-written.
 @Suite struct BadInputHTTPTests {

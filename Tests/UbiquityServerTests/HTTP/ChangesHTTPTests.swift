@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// Zones and change tracking: `zones/*`, `changes/database`, `changes/zone`, `records/changes`.
 @Suite struct ChangesHTTPTests {

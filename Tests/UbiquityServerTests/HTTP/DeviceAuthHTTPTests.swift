@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Device sign-in (`/auth/device`, `ubiq account login`): device tokens stand in for the API
 /// token in any container, are not rotated, and stop working once signed out.

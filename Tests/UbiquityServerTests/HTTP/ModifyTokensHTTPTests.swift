@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// `records/modify` says where a batch sits in its zone's change history (a Ubiquity
 /// extension: `syncTokenBefore` and `syncToken`), when its own changes are all that happened

@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// The token bucket as a state machine (no clock, no I/O), the bounded limiter over an injected
 /// clock, and a server with a tiny limit answering THROTTLED with retryAfter.

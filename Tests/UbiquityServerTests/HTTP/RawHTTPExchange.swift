@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import UbiquityCore
+import UbiquityWire
 
 /// HTTP/1.1 over a ``RawConnection`` for the connection-limit tests: requests written by hand
 /// (half a header, a body shorter than announced), responses read with a bounded wait, and

@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// `records/modify` and `records/lookup` over HTTP, written from the CloudKit Web Services
 /// documentation, against every store kind.

@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// `records/query`: every comparator, sorting (also by distance), paging and zone-wide queries.
 @Suite struct RecordsQueryHTTPTests {

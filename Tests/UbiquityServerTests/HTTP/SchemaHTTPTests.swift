@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Schemas and environments over HTTP: development's just-in-time schema, locked production,
 /// deploy and reset, index refusals in queries, and the public database's security roles.

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// A real `RecordsServer` on a loopback port over a store of the given kind, with a container,
 /// two users and their tokens; requests go over HTTP as any CloudKit Web Services client sends

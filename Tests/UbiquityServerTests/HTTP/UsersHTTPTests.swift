@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// Users over HTTP: discoverability opt-in and out, discovery and lookups that return only
 /// opted-in users, user records in the public database, per-container identities.

@@ -4,6 +4,7 @@ import Logging
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// The key-value store's zone on both stores: last writer wins by timestamp with the server
 /// deciding (an older save is answered with the stored record), removals as entries without a

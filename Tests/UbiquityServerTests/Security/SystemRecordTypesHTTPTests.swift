@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Issue 24, finding 3: one user cannot break everyone's saves by fixing a system record type's
 /// field types first. The types Ubiquity uses are declared (checked against the declaration, not

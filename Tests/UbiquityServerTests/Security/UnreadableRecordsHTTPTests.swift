@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Issue 24, finding 2: error answers never show, or confirm the existence of, a record the
 /// caller may not read (the public database, a type `_world` cannot read): a create of its name

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// Issue 24, finding 1: knowing a file's checksum (or its chunks' hashes) is not enough to get
 /// it. Another user's upload is never answered from content it has not shown: not by checksum,

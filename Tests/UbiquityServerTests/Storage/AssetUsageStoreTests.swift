@@ -4,6 +4,7 @@ import Logging
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// The stores keep each database's usage and asset references up to date on every record write,
 /// delete and zone delete (no scan), counting each distinct asset once per database.

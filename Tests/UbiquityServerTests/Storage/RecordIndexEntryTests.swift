@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Bytes and assets have no index rows ("Data fields aren't searchable", Apple's `CKRecord`):
 /// a 1 KiB inline file's record wrote a 256-character text row, the largest key of its index

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Testing
 import UbiquityServer
+import UbiquityWire
 
 /// Every `RecordStore` behaves the same: each test runs on every available store kind
 /// (`StoreKind.available`: SQLite always, PostgreSQL when `UBIQUITY_TEST_POSTGRES_URL` is set).

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// The schema primitives of both stores (`SchemaStoreTransaction`), the schema file format and the
 /// deployment rules.

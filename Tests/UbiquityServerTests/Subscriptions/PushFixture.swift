@@ -8,6 +8,7 @@ import NIOHTTP1
 import Synchronization
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 /// Servers for push tests: one or more `RecordsServer`s on one store location (each with a
 /// store instance of its own, as separate processes would have), a container and two users;

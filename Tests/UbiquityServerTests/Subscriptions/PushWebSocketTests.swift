@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// The WebSocket channel: frames, resuming, and a client that never reads (bounded memory, the
 /// others unaffected, the slow one disconnected).

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import UbiquityCore
 @testable import UbiquityServer
+import UbiquityWire
 
 /// The subscription index against a brute-force evaluation of every subscription on every
 /// change: the same notifications, counted, for a thousand subscriptions.

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import Ubiquity
 import UbiquityCore
+import UbiquityCloudKit
 
 /// `ubiq account login|status|logout` against a real `ubiq serve`, and the library's view of the
 /// account (identity token, a container signed in with the device token).

@@ -7,6 +7,8 @@ import Logging
 import Testing
 import Ubiquity
 import UbiquityCore
+import UbiquityWire
+import UbiquityCloudKit
 
 /// Push across real `ubiq serve` processes, with the Swift client's notification sequence: a
 /// save through one server reaches a subscriber connected to another (PostgreSQL

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import Testing
 import UbiquityCore
+import UbiquityWire
 
 /// `ubiq serve` and `ubiq admin` as real processes: readiness, health, metrics, graceful
 /// shutdown without losing a committed write, and several servers on one PostgreSQL.

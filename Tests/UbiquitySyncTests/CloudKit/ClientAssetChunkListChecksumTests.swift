@@ -4,6 +4,8 @@ import Testing
 @testable import Ubiquity
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
+import UbiquityCloudKit
 
 /// Assets known by their chunk-list checksum (`docs/assets.md`, "Chunk-list checksums"), by the
 /// Swift client against a real `RecordsServer`: the first upload (streamed, then named by its

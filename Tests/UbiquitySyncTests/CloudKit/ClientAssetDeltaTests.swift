@@ -7,6 +7,8 @@ import Testing
 import Ubiquity
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
+import UbiquityCloudKit
 
 /// Chunk-level downloads against a real `RecordsServer`: the client fetches the asset's chunk
 /// list (`?manifest=1` on the download URL), copies the chunks an older local version has and

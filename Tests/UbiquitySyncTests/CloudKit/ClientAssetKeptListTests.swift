@@ -4,6 +4,7 @@ import Testing
 import Ubiquity
 import UbiquityCore
 import UbiquityServer
+import UbiquityCloudKit
 
 /// Chunk-level downloads from a basis whose chunk list is known (``AssetDownloadBasis``), and
 /// uploads from a scan (``AssetFileScan``), against a real `RecordsServer`. What is read and

@@ -4,6 +4,8 @@ import Testing
 @testable import Ubiquity
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
+@testable import UbiquityCloudKit
 
 /// Chunk lists sent relative to the previous version (`docs/assets.md`, "Lists relative to a
 /// base"), by the Swift client against a real `RecordsServer`: the upload from a scan that was

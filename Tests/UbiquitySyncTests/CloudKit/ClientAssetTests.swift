@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 import Ubiquity
 import UbiquityServer
+import UbiquityCloudKit
 
 /// The Swift client's assets against a real `RecordsServer` with an asset store: saving a record
 /// with `Asset(fileURL:)` uploads the file; fetched records download it.

@@ -4,6 +4,7 @@ import Logging
 import Testing
 import Ubiquity
 import UbiquityServer
+import UbiquityCloudKit
 
 /// The Swift CloudKit client (`Ubiquity`) against a real `RecordsServer` on loopback.
 @Suite struct ClientServerTests {

@@ -4,6 +4,7 @@ import Logging
 import Testing
 import Ubiquity
 import UbiquityServer
+import UbiquityCloudKit
 
 /// The Swift client's user discovery and its honouring of `retryAfter`, against a real
 /// `RecordsServer` on loopback.

@@ -4,6 +4,7 @@ import Logging
 import Testing
 import UbiquityCore
 import UbiquitySync
+import UbiquityWire
 
 /// The daemon's hooks: real executables in a temporary hooks folder.
 @Suite struct HookRunnerTests {

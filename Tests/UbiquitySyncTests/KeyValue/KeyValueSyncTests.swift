@@ -7,6 +7,7 @@ import Ubiquity
 import UbiquityServer
 import UbiquityStore
 import UbiquitySync
+import UbiquityCloudKit
 
 /// `KeyValueSync` in-process against a real `RecordsServer` on loopback, with two devices (two
 /// local stores in two state folders, one user): a set on one reaches the other with its

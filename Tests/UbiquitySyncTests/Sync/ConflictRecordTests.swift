@@ -4,6 +4,7 @@ import Testing
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
+import UbiquityCloudKit
 
 /// The shared conflict version's record format and its journal table, without I/O beyond a
 /// temporary journal file.

@@ -4,6 +4,7 @@ import Testing
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
+import UbiquityCloudKit
 
 /// Conflict versions on every device, with real processes: one `ubiq serve` and three `ubiq
 /// daemon` devices. A conflict made between A and B shows on A, B and C; resolving it on B

@@ -8,6 +8,8 @@ import UbiquityServer
 import UbiquityStore
 @testable import UbiquitySync
 import UbiquityIndex
+import UbiquityWire
+import UbiquityCloudKit
 
 /// `SyncEngine` in-process against a real `RecordsServer` on loopback (SQLite in a temporary
 /// folder), passes run by hand: many items travel in batched `records/modify` requests, small

@@ -5,6 +5,8 @@ import Testing
 @testable import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
+import UbiquityWire
+@testable import UbiquityCloudKit
 
 /// Content hashes of both kinds in the sync engine (`SyncFiles+ChecksumKinds.swift`): a file is
 /// hashed the way the hash it is compared with was made, so old whole-content SHA-256 hashes (64

@@ -4,6 +4,7 @@ import Testing
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
+import UbiquityCloudKit
 
 /// Chunk-level downloads in the engine: when another device edits a file this device has
 /// synced, only the changed chunks travel; the rest is copied from the local version. Bytes

@@ -5,6 +5,7 @@ import Testing
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
+import UbiquityCloudKit
 
 /// Sync end to end with real processes: one `ubiq serve` (SQLite, port 0) and two `ubiq daemon`
 /// devices, each with its own folder, state, runtime folder and sockets. Every wait is a

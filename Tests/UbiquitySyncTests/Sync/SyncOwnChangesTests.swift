@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import Ubiquity
 @testable import UbiquitySync
+import UbiquityCloudKit
 
 /// A device's own uploads do not come back to it through the zone's changes: when the server
 /// says a batch's saves are all that changed since the device's change token, the token moves

@@ -11,9 +11,10 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
-import Ubiquity
+import UbiquityCloudKit
 import UbiquityCore
 import UbiquityServer
+import UbiquityWire
 
 func option(_ name: String) -> String? {
     let arguments = CommandLine.arguments

@@ -18,15 +18,15 @@ import UbiquityCore
 /// a transaction that meets a deadlock or a serialization failure (SQLSTATE 40P01, 40001) runs
 /// again, up to `maximumAttempts` times, so bodies must be safe to repeat (they are: everything
 /// they do is in the transaction).
-public final class PostgresRecordStore: RecordStore {
+package final class PostgresRecordStore: RecordStore {
     let url: PostgresURL
     let pool: PostgresConnectionPool
     let logger: Logger
     /// The schema the store's tables are in (`search_path`), or nil for the server's default.
-    public let schema: String?
+    package let schema: String?
 
     /// How many times a transaction runs at most when it meets deadlocks or serialization failures.
-    public static let maximumAttempts = 5
+    package static let maximumAttempts = 5
 
     /// Connects to the server at `url`, creating `schema` and the store's tables when missing.
     ///
@@ -44,7 +44,7 @@ public final class PostgresRecordStore: RecordStore {
     /// - Throws: `UbiquityError` `.invalidArgument` for a malformed URL or schema (naming what is
     ///   wrong), `.serviceUnavailable` when the server cannot be reached (naming the host),
     ///   `.permissionDenied` when it refuses the user, `.notFound` when the database is missing.
-    public init(url: String, schema: String? = nil, maximumConnections: Int = 8,
+    package init(url: String, schema: String? = nil, maximumConnections: Int = 8,
                 eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) async throws {
         let parsed = try PostgresURL(url)
         if let schema {
@@ -73,21 +73,21 @@ public final class PostgresRecordStore: RecordStore {
     }
 
     /// `"postgres HOST:PORT/DB"` (the socket's folder as the host for a Unix socket).
-    public var description: String { "postgres \(url.displayName)" }
+    package var description: String { "postgres \(url.displayName)" }
 
     /// Runs `body` in a `REPEATABLE READ READ ONLY` transaction: one snapshot.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
         try await run(readOnly: true) { session in try body(PostgresTransaction(session: session)) }
     }
 
     /// Runs `body` in a read-write transaction (`BEGIN … COMMIT`; rolled back when it throws).
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
         try await run(readOnly: false) { session in try body(PostgresTransaction(session: session)) }
     }
 
     /// Closes the idle connections; those in use close when their transaction ends. Later calls
     /// fail with `.serviceUnavailable`.
-    public func close() async throws {
+    package func close() async throws {
         await pool.close()
     }
 

@@ -2,6 +2,7 @@
 import Foundation
 import PostgresNIO
 import UbiquityCore
+import UbiquityWire
 
 /// Schemas and security roles in PostgreSQL (`schema_types`, `schema_fields`,
 /// `schema_permissions`, `schema_roles` and `role_members` of the `v6-schema` migration).

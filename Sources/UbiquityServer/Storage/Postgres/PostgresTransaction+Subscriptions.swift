@@ -2,6 +2,7 @@
 import Foundation
 import PostgresNIO
 import UbiquityCore
+import UbiquityWire
 
 /// Subscriptions, notification logs and push tokens in PostgreSQL (tables of the
 /// `v3-subscriptions` migration). Appending to a log takes its head row `FOR UPDATE` (through

@@ -2,6 +2,7 @@
 import Foundation
 import PostgresNIO
 import UbiquityCore
+import UbiquityWire
 
 /// `RecordStoreTransaction` over one PostgreSQL connection inside a transaction: the same
 /// statements as `SQLiteTransaction`, in PostgreSQL's dialect. Inserts that may meet an existing

@@ -6,14 +6,14 @@ import UbiquityCore
 
 /// The embedded record store: one SQLite file (WAL) through GRDB. GRDB's writer queue is the one
 /// writer, so database locks are implicit; readers see snapshots and never wait for it.
-public final class SQLiteRecordStore: RecordStore {
+package final class SQLiteRecordStore: RecordStore {
     let pool: DatabasePool
     let logger: Logger
     /// The database file.
-    public let path: String
+    package let path: String
 
     /// Opens (creating or migrating) the store in `directory` (`records.sqlite`).
-    public init(directory: URL, logger: Logger) throws {
+    package init(directory: URL, logger: Logger) throws {
         if FileStamp.of(directory.path) == nil { try PrivateFolder.ensure(directory.path) }
         path = directory.appendingPathComponent("records.sqlite").path
         // private whatever the umask: every record, password hashes, the asset signing key
@@ -38,20 +38,20 @@ public final class SQLiteRecordStore: RecordStore {
     }
 
     /// `"sqlite PATH"`.
-    public var description: String { "sqlite \(path)" }
+    package var description: String { "sqlite \(path)" }
 
     /// Runs `body` on a read snapshot.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
         try await pool.read { db in try body(SQLiteTransaction(db: db)) }
     }
 
     /// Runs `body` in an immediate write transaction.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
         try await pool.write { db in try body(SQLiteTransaction(db: db)) }
     }
 
     /// Closes the pool.
-    public func close() async throws {
+    package func close() async throws {
         try pool.close()
     }
 

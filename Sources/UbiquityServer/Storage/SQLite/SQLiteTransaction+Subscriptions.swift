@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import UbiquityCore
+import UbiquityWire
 
 /// Subscriptions, notification logs and push tokens in SQLite (tables of the `v3-subscriptions`
 /// migration). GRDB's one writer serializes appends, so log sequences follow commit order.

@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import UbiquityCore
+import UbiquityWire
 
 /// `RecordStoreTransaction` over one GRDB connection inside a transaction.
 struct SQLiteTransaction: RecordStoreTransaction {

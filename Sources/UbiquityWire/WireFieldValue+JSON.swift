@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+extension WireFieldValue {
+    /// Reads a record field dictionary (`{"value": …, "type": "INT64"}`). The type is optional,
+    /// as in CloudKit: without it the type is inferred from the JSON (`string` → STRING,
+    /// integer → INT64, fraction → DOUBLE, `{recordName}` → REFERENCE, `{latitude, longitude}`
+    /// → LOCATION, `{fileChecksum|receipt}` → ASSETID, arrays → the element's `_LIST`).
+    package init(fieldJSON json: JSONValue, path: String) throws {
+        let reader = try WireReader(json, path: path)
+        var type: WireFieldType?
+        if let tag = try reader.string("type") {
+            guard let parsed = WireFieldType(tag: tag) else {
+                throw WireReader.invalid(reader.path("type"), "unknown field type \(tag); expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION or one of their _LIST forms")
+            }
+            type = parsed
+        }
+        guard let value = reader.members["value"] else { throw WireReader.missing(reader.path("value"), "a value") }
+        try self.init(value: value, type: type, path: reader.path("value"))
+    }
+
+    /// Reads a bare value of the given type (inferred when nil).
+    package init(value: JSONValue, type: WireFieldType?, path: String) throws {
+        switch type ?? WireFieldValue.inferType(value) {
+        case .scalar(let scalar):
+            self = try WireFieldValue.scalar(value, scalar, path: path)
+        case .list(let element):
+            guard let items = value.arrayValue else { throw WireReader.mismatch(path, expected: "an array", got: value) }
+            var elementType = element
+            var decoded: [WireFieldValue] = []
+            decoded.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                let itemType = elementType ?? {
+                    if case .scalar(let scalar) = WireFieldValue.inferType(item) { return scalar }
+                    return .string
+                }()
+                if case .array = item {
+                    throw WireReader.invalid("\(path)[\(index)]", "lists cannot contain lists")
+                }
+                decoded.append(try WireFieldValue.scalar(item, itemType, path: "\(path)[\(index)]"))
+                elementType = itemType
+            }
+            self = .list(element: elementType, decoded)
+        }
+    }
+
+    static func inferType(_ value: JSONValue) -> WireFieldType {
+        switch value {
+        case .string, .null: return .scalar(.string)
+        case .integer, .bool: return .scalar(.int64)
+        case .number: return .scalar(.double)
+        case .object(let members):
+            if members["latitude"] != nil || members["longitude"] != nil { return .scalar(.location) }
+            if members["fileChecksum"] != nil || members["receipt"] != nil || members["downloadURL"] != nil { return .scalar(.asset) }
+            return .scalar(.reference)
+        case .array(let items):
+            guard let first = items.first, case .scalar(let scalar) = inferType(first) else { return .list(nil) }
+            return .list(scalar)
+        }
+    }
+
+    static func scalar(_ value: JSONValue, _ type: WireFieldType.Scalar, path: String) throws -> WireFieldValue {
+        switch type {
+        case .string:
+            guard let text = value.stringValue else { throw WireReader.mismatch(path, expected: "a string for STRING", got: value) }
+            return .string(text)
+        case .int64:
+            switch value {
+            case .integer(let number): return .int64(number)
+            case .bool(let flag): return .int64(flag ? 1 : 0)
+            case .number(let number) where number == number.rounded() && abs(number) < 9.2e18: return .int64(Int64(number))
+            case .string(let text) where Int64(text) != nil: return .int64(Int64(text)!)
+            default: throw WireReader.mismatch(path, expected: "an integer for INT64", got: value)
+            }
+        case .double:
+            if let number = value.doubleValue { return .double(number) }
+            if let text = value.stringValue, let number = Double(text), number.isFinite { return .double(number) }
+            throw WireReader.mismatch(path, expected: "a number for DOUBLE", got: value)
+        case .timestamp:
+            switch value {
+            case .integer(let number): return .timestamp(number)
+            case .number(let number) where abs(number) < 9.2e18: return .timestamp(Int64(number.rounded()))
+            case .string(let text) where Int64(text) != nil: return .timestamp(Int64(text)!)
+            default: throw WireReader.mismatch(path, expected: "milliseconds since 1970 for TIMESTAMP", got: value)
+            }
+        case .bytes:
+            guard let text = value.stringValue else { throw WireReader.mismatch(path, expected: "a Base64 string for BYTES", got: value) }
+            guard let data = Data(base64Encoded: text) ?? Data(base64Encoded: WireFieldValue.padBase64(text)) else {
+                throw WireReader.invalid(path, "expected Base64 for BYTES")
+            }
+            return .bytes(data)
+        case .reference:
+            return .reference(try WireReference(json: value, path: path))
+        case .location:
+            return .location(try WireLocation(json: value, path: path))
+        case .asset:
+            return .asset(try WireAsset(json: value, path: path))
+        }
+    }
+
+    static func padBase64(_ text: String) -> String {
+        var text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.utf8.count % 4 != 0 { text += "=" }
+        return text
+    }
+
+    /// The record field dictionary: `{"value": …, "type": "…"}`.
+    package func fieldJSON(numbersAsStrings: Bool = false) -> JSONValue {
+        .object(["value": valueJSON(numbersAsStrings: numbersAsStrings), "type": .string(type.description)])
+    }
+
+    /// The bare value as CloudKit writes it.
+    package func valueJSON(numbersAsStrings: Bool = false) -> JSONValue {
+        switch self {
+        case .string(let text): return .string(text)
+        case .int64(let number): return numbersAsStrings ? .string(String(number)) : .integer(number)
+        case .double(let number): return numbersAsStrings ? .string(String(number)) : .number(number)
+        case .timestamp(let millis): return numbersAsStrings ? .string(String(millis)) : .integer(millis)
+        case .bytes(let data): return .string(data.base64EncodedString())
+        case .reference(let reference): return reference.json
+        case .location(let location): return location.json
+        case .asset(let asset): return asset.json
+        case .list(_, let items): return .array(items.map { $0.valueJSON(numbersAsStrings: numbersAsStrings) })
+        }
+    }
+}
+
+extension WireReference {
+    /// Reads a reference dictionary.
+    package init(json: JSONValue, path: String) throws {
+        let reader = try WireReader(json, path: path)
+        recordName = try reader.requiredString("recordName")
+        guard !recordName.isEmpty else { throw WireReader.invalid(reader.path("recordName"), "must not be empty") }
+        zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
+        if let actionName = try reader.string("action") {
+            guard let parsed = Action(rawValue: actionName.uppercased()) else {
+                throw WireReader.invalid(reader.path("action"), "unknown action \(actionName); expected NONE, DELETE_SELF or VALIDATE")
+            }
+            action = parsed
+        }
+    }
+
+    /// The reference dictionary.
+    package var json: JSONValue {
+        var writer = WireWriter()
+        writer.set("recordName", recordName)
+        writer.set("zoneID", zoneID?.json)
+        writer.set("action", action?.rawValue)
+        return writer.json
+    }
+}
+
+extension WireLocation {
+    /// Reads a location dictionary; latitude must be in [-90, 90] and longitude in [-180, 180].
+    package init(json: JSONValue, path: String) throws {
+        let reader = try WireReader(json, path: path)
+        guard let latitude = try reader.double("latitude") else { throw WireReader.missing(reader.path("latitude"), "a number") }
+        guard let longitude = try reader.double("longitude") else { throw WireReader.missing(reader.path("longitude"), "a number") }
+        guard (-90...90).contains(latitude) else { throw WireReader.invalid(reader.path("latitude"), "must be between -90 and 90") }
+        guard (-180...180).contains(longitude) else { throw WireReader.invalid(reader.path("longitude"), "must be between -180 and 180") }
+        self.init(latitude: latitude, longitude: longitude,
+                  horizontalAccuracy: try reader.double("horizontalAccuracy"), verticalAccuracy: try reader.double("verticalAccuracy"),
+                  altitude: try reader.double("altitude"), speed: try reader.double("speed"), course: try reader.double("course"),
+                  timestamp: try reader.integer("timestamp"))
+    }
+
+    /// The location dictionary.
+    package var json: JSONValue {
+        var members: [String: JSONValue] = ["latitude": .number(latitude), "longitude": .number(longitude)]
+        if let horizontalAccuracy { members["horizontalAccuracy"] = .number(horizontalAccuracy) }
+        if let verticalAccuracy { members["verticalAccuracy"] = .number(verticalAccuracy) }
+        if let altitude { members["altitude"] = .number(altitude) }
+        if let speed { members["speed"] = .number(speed) }
+        if let course { members["course"] = .number(course) }
+        if let timestamp { members["timestamp"] = .integer(timestamp) }
+        return .object(members)
+    }
+}
+
+extension WireAsset {
+    /// Reads an asset dictionary.
+    package init(json: JSONValue, path: String) throws {
+        let reader = try WireReader(json, path: path)
+        self.init(fileChecksum: try reader.string("fileChecksum"), size: try reader.integer("size"),
+                  referenceChecksum: try reader.string("referenceChecksum"), wrappingKey: try reader.string("wrappingKey"),
+                  receipt: try reader.string("receipt"), downloadURL: try reader.string("downloadURL"))
+    }
+
+    /// The asset dictionary.
+    package var json: JSONValue {
+        var writer = WireWriter()
+        writer.set("fileChecksum", fileChecksum)
+        writer.set("size", size)
+        writer.set("referenceChecksum", referenceChecksum)
+        writer.set("wrappingKey", wrappingKey)
+        writer.set("receipt", receipt)
+        writer.set("downloadURL", downloadURL)
+        return writer.json
+    }
+}

@@ -46,7 +46,8 @@ package actor AccountSync {
         package var containerIdentifier: String
         /// The containers whose key-value stores are synced.
         package var keyValueContainers: [String]
-        /// This device's name (default: the account's, then `UBIQUITY_DEVICE_NAME`).
+        /// This device's name (default: the account's; the CLI passes `--device-name` or
+        /// `UBIQUITY_DEVICE_NAME` here, nothing reads the environment below it).
         package var deviceName: String?
         /// The sync journal; default one per folder, container and account under `paths.stateDirectory`.
         package var journalPath: String?

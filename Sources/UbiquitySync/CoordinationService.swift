@@ -6,7 +6,10 @@ import Ubiquity
 import UbiquityCore
 
 /// The cross-process coordination service hosted by `ubiq daemon`: one ``CoordinationEngine``
-/// for every process of the user, reached through a Unix socket under `$XDG_RUNTIME_DIR`.
+/// for every process of the user, reached through a Unix socket under `$XDG_RUNTIME_DIR`. It is
+/// the hosting process's own engine (`CoordinationRuntime.shared.engine`), so the daemon's
+/// file coordinators (the sync's writes) meet every client's claims and presenters in-process;
+/// the daemon configures its coordination not to use the daemon (`usesDaemon = false`).
 ///
 /// A writer in one process makes presenters in other processes relinquish, save and hear of the
 /// change. When a client process dies, its presenters are forgotten (messages waiting for them
@@ -17,7 +20,9 @@ package final class CoordinationService: Sendable {
     package let socketPath: String
     let engine: CoordinationEngine
     let logger: Logger
-    private let nextID = Atomic<UInt64>(1)
+    /// The IDs this service gives its clients' claims and presenters in the shared engine,
+    /// from 2^62 up: the in-process registry and runtime number theirs from 1.
+    private let nextID = Atomic<UInt64>(1 << 62)
     private let server: SocketServer
     /// Told when a client resolved or removed a version (CoordinationService+Versions.swift).
     let versionObservers = Mutex<[@Sendable (_ path: String) -> Void]>([])
@@ -28,7 +33,7 @@ package final class CoordinationService: Sendable {
         self.socketPath = socketPath
         self.logger = logger
         server = try SocketServer(path: socketPath, name: "coordination")
-        engine = CoordinationEngine(logger: logger)
+        engine = CoordinationRuntime.shared.engine
     }
 
     /// Accepts connections on a dedicated thread until ``stop()``.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
-import Synchronization
 
 /// A directory's entries as the kernel stores them (`readdir`), told apart by whether their
 /// names are valid UTF-8.
@@ -9,7 +8,7 @@ import Synchronization
 /// Foundation's `contentsOfDirectory` repairs names that are not UTF-8 (each bad byte becomes
 /// U+FFFD), so a file named with Latin-1 bytes comes back under a name that does not exist, and
 /// sync would skip it without a word. Record names are strings; such a file cannot be synced,
-/// so the scan lists it here and the engine reports it (``UnsyncableNames``).
+/// so it is listed here; the scan returns it (``LocalScan/unsyncable``) and the engine reports it once.
 struct DirectoryEntries {
     /// The names that are valid UTF-8, in directory order.
     var names: [String] = []
@@ -74,30 +73,5 @@ struct DirectoryEntries {
 private extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}
-
-/// The names a scan found but cannot sync (not valid UTF-8), per synced folder, until the
-/// engine of that folder reports them. The scan runs off the engine (in `BlockingWork`), so it
-/// leaves them here instead of changing every scan's result; each path is reported once per
-/// process (the log, the `upload-failed` hook, `ubiq doctor` lists them all again).
-enum UnsyncableNames {
-    private static let state = Mutex<(found: [String: Set<String>], reported: [String: Set<String>])>(([:], [:]))
-
-    /// Notes that `path` (relative, escaped) under `root` cannot be synced.
-    static func note(root: String, path: String) {
-        state.withLock { state in
-            guard state.reported[root]?.contains(path) != true else { return }
-            state.found[root, default: []].insert(path)
-        }
-    }
-
-    /// The paths under `root` found since the last call and never reported before, sorted.
-    static func takeNew(root: String) -> [String] {
-        state.withLock { state in
-            guard let found = state.found.removeValue(forKey: root) else { return [] }
-            state.reported[root, default: []].formUnion(found)
-            return found.sorted()
-        }
     }
 }

@@ -39,12 +39,13 @@ enum SyncFiles {
         return rules.isIgnored(name: name, relativePath: relativePath, isDirectory: isDirectory)
     }
 
-    /// Every item under `root` (not following symbolic links), by relative path. Ignored names
-    /// and the contents of excluded folders are left out; excluded items are reported as such.
-    static func scan(root: String, rules: IgnoreRules) -> [String: LocalItem] {
-        var items: [String: LocalItem] = [:]
-        scan(root: root, from: [""], rules: rules, into: &items)
-        return items
+    /// Every item under `root` (not following symbolic links), by relative path, and the names
+    /// that cannot be synced. Ignored names and the contents of excluded folders are left out;
+    /// excluded items are reported as such.
+    static func scan(root: String, rules: IgnoreRules) -> LocalScan {
+        var scan = LocalScan()
+        self.scan(root: root, from: [""], rules: rules, into: &scan)
+        return scan
     }
 
     /// The items a narrowed pass looks at: each path of `scope` (nothing when it is gone, its
@@ -52,8 +53,8 @@ enum SyncFiles {
     /// folders (not `journaled`). A path inside a folder scanned whole is read once, by that
     /// scan (a batch of 10,000 new files in 100 new folders names each file and each folder).
     static func scan(root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
-                     journaled: (String) -> Bool) -> [String: LocalItem] {
-        var items: [String: LocalItem] = [:]
+                     journaled: (String) -> Bool) -> LocalScan {
+        var found = LocalScan()
         var folders: [String] = []
         var wholeFolders = Set<String>()
         var reachableFolders = ReachableFolders(excluded: excluded, rules: rules)
@@ -68,26 +69,26 @@ enum SyncFiles {
             if isOwnTemporary(name) { continue }
             guard let stamp = FileStamp.of(full) else {
                 if let stub = stubItem(path: path, absolute: full) {  // evicted: its stub stands for it
-                    items[path] = stub
+                    found.items[path] = stub
                     continue
                 }
                 // the watcher names a file whose name is not UTF-8 with U+FFFD in place of the bad bytes
                 if name.contains("\u{FFFD}"), let entries = DirectoryEntries.read((full as NSString).deletingLastPathComponent) {
                     let parent = (path as NSString).deletingLastPathComponent
-                    for bad in entries.invalid { UnsyncableNames.note(root: root, path: parent.isEmpty ? bad : parent + "/" + bad) }
+                    for bad in entries.invalid { found.unsyncable.insert(parent.isEmpty ? bad : parent + "/" + bad) }
                 }
                 continue
             }
             if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
             let item = localItem(path: path, absolute: full, stamp: stamp)
-            items[path] = item
+            found.items[path] = item
             if item.stat.kind == .folder && !item.excluded && (scope.subtrees.contains(path) || !journaled(path)) {
                 folders.append(path)
                 wholeFolders.insert(path)
             }
         }
-        scan(root: root, from: folders, rules: rules, into: &items)
-        return items
+        scan(root: root, from: folders, rules: rules, into: &found)
+        return found
     }
 
     /// Whether a folder above `path` (relative) is one of `folders`.
@@ -100,14 +101,14 @@ enum SyncFiles {
         return false
     }
 
-    /// Adds every item under the folders `start` (relative; "" is the root) to `items`.
-    private static func scan(root: String, from start: [String], rules: IgnoreRules, into items: inout [String: LocalItem]) {
+    /// Adds every item under the folders `start` (relative; "" is the root) to `found`.
+    private static func scan(root: String, from start: [String], rules: IgnoreRules, into found: inout LocalScan) {
         var folders = start
         while let relative = folders.popLast() {
             let absolute = relative.isEmpty ? root : root + "/" + relative
             guard let entries = DirectoryEntries.read(absolute) else { continue }
             for name in entries.invalid {  // record names are strings: reported, never synced
-                UnsyncableNames.note(root: root, path: relative.isEmpty ? name : relative + "/" + name)
+                found.unsyncable.insert(relative.isEmpty ? name : relative + "/" + name)
             }
             var names: Set<String>?  // asked only when the folder holds a stub
             for name in entries.names {
@@ -119,7 +120,7 @@ enum SyncFiles {
                     if names == nil { names = Set(entries.names) }
                     let documentPath = relative.isEmpty ? document : relative + "/" + document
                     if names?.contains(document) == true || isIgnored(name: document, relativePath: documentPath, isDirectory: false, rules: rules) { continue }
-                    if let stub = stubItem(path: documentPath, absolute: root + "/" + documentPath) { items[documentPath] = stub }
+                    if let stub = stubItem(path: documentPath, absolute: root + "/" + documentPath) { found.items[documentPath] = stub }
                     continue
                 }
                 if isOwnTemporary(name) {
@@ -131,7 +132,7 @@ enum SyncFiles {
                 guard let stamp = FileStamp.of(full) else { continue }
                 if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
                 let item = localItem(path: path, absolute: full, stamp: stamp)
-                items[path] = item
+                found.items[path] = item
                 if item.stat.kind == .folder && !item.excluded { folders.append(path) }
             }
         }
@@ -165,19 +166,7 @@ enum SyncFiles {
 
     /// The hex SHA-256 of `data`.
     static func hash(_ data: some DataProtocol) -> String {
-        hex(SHA256.hash(data: data))
-    }
-
-    /// Lower-case hex of `bytes` (a digest), without formatting each byte with `String(format:)`.
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.encode(SHA256.hash(data: data))
     }
 
     /// Copies the file at `source` to `destination` while hashing it; returns the hash and the
@@ -197,7 +186,7 @@ enum SyncFiles {
             try SafeSave.writeAll(output, chunk, path: destination)
         }
         guard let after = FileStamp.of(source) else { throw UbiquityError(.notFound, "'\(source)' vanished while it was read") }
-        return (hex(hasher.finalize()), before, after)
+        return (Hex.encode(hasher.finalize()), before, after)
     }
 
     /// Reads the file at `source` into memory while hashing it, when it has at most `limit`
@@ -239,7 +228,7 @@ enum SyncFiles {
         defer { close(input) }
         var hasher = SHA256()
         try readAll(input, path: path) { hasher.update(bufferPointer: $0) }
-        return hex(hasher.finalize())
+        return Hex.encode(hasher.finalize())
     }
 
     /// The content hash of a local item: a file's content, a link's target, nothing for folders.

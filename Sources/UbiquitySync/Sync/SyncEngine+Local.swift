@@ -42,17 +42,18 @@ extension SyncEngine {
         if scope.isEmpty { return }
         let previouslyExcluded = try journal.excluded()
         let synced = try journal.count()
-        var items: [String: LocalItem]
+        let scan: LocalScan
         if scope.full {
-            items = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
+            scan = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
         } else {
             let scope = scope, journal = self.journal
-            items = try await BlockingWork.run {
+            scan = try await BlockingWork.run {
                 SyncFiles.scan(root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
                                journaled: { (try? journal.contains(path: $0)) ?? false })
             }
         }
-        reportUnsyncableNames()  // SyncEngine+Names.swift
+        reportUnsyncableNames(scan.unsyncable)  // SyncEngine+Names.swift
+        var items = scan.items
         appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         // a narrowed pass reads only the entries in its scope (by path), not the whole journal
         let entries = try journal.entries(in: scope)

@@ -87,6 +87,8 @@ package actor SyncEngine {
     var prefetched: [String: (path: String, hash: String)] = [:]
     /// The paused deletes already reported (so a pause is reported once).
     var massDeletePaused: Int?
+    /// The names found unsyncable and already reported (SyncEngine+Names.swift).
+    var unsyncableNames = UnsyncableNames()
     let onStatus: StatusHandler?
     let onEvent: EventHandler?
     nonisolated let onTransfer: TransferHandler?
@@ -146,7 +148,7 @@ package actor SyncEngine {
         self.pollInterval = pollInterval
         self.massDeleteShare = massDeleteShare
         self.massDeleteMinimum = massDeleteMinimum
-        self.deviceName = deviceName ?? ProcessInfo.processInfo.environment["UBIQUITY_DEVICE_NAME"] ?? "this device"
+        self.deviceName = deviceName ?? "this device"
         var logger = logger
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
         self.logger = logger

@@ -177,14 +177,15 @@ struct Daemon: AsyncParsableCommand {
             // `ubiq doctor` hears whether the sync's passes keep failing, and why
             indexService.setSyncHealth { [sync] in await sync.healthReport() }
             path = try socket.map(CLI.absolutePath) ?? CoordinationConfiguration().socketPath
+            // this process coordinates in-process, with the engine the socket serves to every
+            // other process: the sync's own writes never go through its own socket
+            var coordination = CoordinationConfiguration()
+            coordination.socketPath = path
+            coordination.usesDaemon = false
+            FileCoordinator.configure(coordination)
             coordinationService = try CoordinationService(socketPath: path, logger: logger)
             // a conflict resolved by any process (`ubiq resolve`, an app) reaches the other devices at once
             coordinationService.observeSettledVersions { [sync] path in Task { await sync.currentEngine?.versionSettled(at: path) } }
-            if socket != nil {
-                var coordination = CoordinationConfiguration()
-                coordination.socketPath = path
-                FileCoordinator.configure(coordination)
-            }
             if mount {
                 guard mountFetchTimeout > 0, mountFetchTimeout.isFinite else {
                     throw UbiquityError(.invalidArgument, "--mount-fetch-timeout \(mountFetchTimeout): expected a number of seconds > 0")
@@ -260,7 +261,6 @@ struct Daemon: AsyncParsableCommand {
         let folderPath = try folder.map(CLI.absolutePath) ?? environment["UBIQUITY_FOLDER"].flatMap { $0.isEmpty ? nil : try? CLI.absolutePath($0) }
             ?? paths.home.appendingPathComponent("Ubiquity").path
         let device = deviceName ?? environment["UBIQUITY_DEVICE_NAME"]
-        if let device { setenv("UBIQUITY_DEVICE_NAME", device, 1) }
         // The key-value stores of the synced container and of every app container on this disk.
         let local = ((try? FileManager.default.contentsOfDirectory(atPath: paths.containersDirectory.path)) ?? [])
             .map { $0.replacingOccurrences(of: "~", with: ".") }.filter { (try? ContainerIdentifier($0)) != nil }

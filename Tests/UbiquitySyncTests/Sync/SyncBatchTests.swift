@@ -410,7 +410,7 @@ extension SyncBatchTests {
         foldersOnly.paths = ["old.txt", "kept/c.txt"]
         foldersOnly.subtrees = ["new"]
         let scan = { (scope: LocalScope) in
-            SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { $0 == "kept" })
+            SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { $0 == "kept" }).items
         }
         let items = scan(named)
         #expect(Set(items.keys) == ["new", "new/a.txt", "new/sub", "new/sub/b.txt", "old.txt", "kept/c.txt"])
@@ -437,11 +437,11 @@ extension SyncBatchTests {
         }
         var scope = LocalScope(full: false)
         scope.subtrees = Set((0..<23).map { "f\($0)" })
-        let items = SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { _ in false })
+        let items = SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { _ in false }).items
         #expect(Set(items.keys) == expected)
         for folder in 0..<23 {  // the scope's walk removed the leftovers (before the whole scan below could)
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("f\(folder)/\(SyncFiles.temporaryPrefix)left").path))
         }
-        #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).mapValues(\.stat))
+        #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).items.mapValues(\.stat))
     }
 }

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// What one scan of the synced folder found (``SyncFiles/scan(root:rules:)``): the items, and
+/// the names it cannot sync. The scan runs off the engine (in `BlockingWork`) and hands all of
+/// it back; nothing is left in a global for the engine to collect.
+struct LocalScan: Sendable {
+    /// The items, by path relative to the synced folder.
+    var items: [String: LocalItem] = [:]
+    /// The relative paths of names that are not valid UTF-8 (record names are Unicode text),
+    /// each bad byte written `\xNN` (``DirectoryEntries``): never synced, reported instead.
+    var unsyncable: Set<String> = []
+}

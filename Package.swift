@@ -242,12 +242,46 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the end-to-end suites share: simulated devices (their own HOME, XDG folders and
+        // sockets), `ubiq` as a real process, the sync rig (a server and daemons), hang guards.
+        .target(
+            name: "UbiquityTestSupport",
+            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityCore"],
+            path: "Tests/UbiquityTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The sync engine, the key-value store and the hooks, end to end with real daemons.
         .testTarget(
             name: "UbiquitySyncTests",
             dependencies: [
-                "UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore", "UbiquityIndex", "UbiquityStore",
-                "UbiquityServer", "UbiquityMount", "ubiq", "MonkeyDocument",
-                "CloudKitAtlas", "UbiquityBench", "KeyValue",
+                "UbiquityTestSupport", "UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore",
+                "UbiquityIndex", "UbiquityStore", "UbiquityServer", "UbiquityMount", "ubiq", "UbiquityBench", "KeyValue",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `ubiq`'s commands as real processes, and `ubiq doctor`.
+        .testTarget(
+            name: "UbiquityCLITests",
+            dependencies: [
+                "UbiquityTestSupport", "ubiq", "UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore",
+                "UbiquityIndex", "UbiquityStore", "UbiquityServer", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // vim, Neovim and Emacs through their hooks, against real daemons.
+        .testTarget(
+            name: "UbiquityEditorTests",
+            dependencies: ["UbiquityTestSupport", "ubiq", "UbiquitySync", "UbiquityCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The Swift CloudKit client against a real server, the samples, and coordination across
+        // processes through the daemon.
+        .testTarget(
+            name: "UbiquityClientServerTests",
+            dependencies: [
+                "UbiquityTestSupport", "ubiq", "Ubiquity", "UbiquityCloudKit", "UbiquityWire", "UbiquityCore", "UbiquityServer",
+                "MonkeyDocument", "CloudKitAtlas", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

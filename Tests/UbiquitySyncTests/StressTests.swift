@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 /// Many coordinated readers and writers on many files across several processes, through the
 /// daemon and without it: no two writers ever overlap and no reader overlaps a writer (checked

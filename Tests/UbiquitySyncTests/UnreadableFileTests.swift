@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 /// Files the user may not read: clear errors, nothing changed, no temporary files. Root reads
 /// everything, so the programs run as `nobody` through setpriv(1) (skipped when that is not

@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Testing
+import UbiquityTestSupport
 import UbiquityCore
 import UbiquitySync
 import UbiquityWire

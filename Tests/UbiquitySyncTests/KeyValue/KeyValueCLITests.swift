@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 /// `ubiq kv` and the KeyValue sample as real processes on one device: values set by one process
 /// are read and watched by others; bad keys and values exit 64 with a clear message.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
@@ -9,8 +10,6 @@ import UbiquityCore
 /// devices of one account, a `ubiq serve`, documents written through an app's container on one
 /// device and through the folder's link on the other. Every wait is a hang guard.
 @Suite(.serialized) struct AccountSyncAppsTests {
-    typealias SignedInDevice = AccountSyncTests.SignedInDevice
-
     /// An app container's `Documents/` on `device`.
     static func documents(_ device: SignedInDevice, _ identifier: String) -> URL {
         device.device.root.appendingPathComponent("data/ubiquity/containers")
@@ -43,16 +42,16 @@ import UbiquityCore
         let admin = Device()
         let data = admin.root.appendingPathComponent("server").path
         #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
-        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        let server = try ServeRig.startServer(admin, ["--data", data])
         defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
         let a = SignedInDevice()
         try a.login(server.url, user: "mei", password: "pw-mei")
         try Self.startDaemon(a, log: a.device.root.appendingPathComponent("daemon.log"), pollInterval: 3600)
         try Self.write("first", to: a.folder.appendingPathComponent("top.txt"))
-        #expect(SyncEndToEndTests.eventually("A syncs") { (try? a.device.run(["status", a.folder.appendingPathComponent("top.txt").path]).stdout)?.contains("uploaded") == true })
+        #expect(SyncRig.eventually("A syncs") { (try? a.device.run(["status", a.folder.appendingPathComponent("top.txt").path]).stdout)?.contains("uploaded") == true })
         let fresh = "iCloud.com.example.Fresh"
         try Self.write("fresh", to: Self.documents(a, fresh).appendingPathComponent("fresh.txt"))
-        #expect(SyncEndToEndTests.eventually("the new container's link is in A's folder", seconds: 60) {
+        #expect(SyncRig.eventually("the new container's link is in A's folder", seconds: 60) {
             Self.link(a.folder.appendingPathComponent("Fresh")) == Self.documents(a, fresh).path
         })
     }
@@ -61,7 +60,7 @@ import UbiquityCore
         let admin = Device()
         let data = admin.root.appendingPathComponent("server").path
         #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw-mei").status == 0)
-        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        let server = try ServeRig.startServer(admin, ["--data", data])
         defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
         let host = URL(string: server.url)!.host!
         let sketch = "iCloud.com.example.Sketch", notes = "iCloud.com.example.Notes", later = "iCloud.com.example.Later"
@@ -82,13 +81,13 @@ import UbiquityCore
         try b.startDaemon()
 
         // B: the app's documents in its container and under the link, without the app running there
-        #expect(SyncEndToEndTests.eventually("B has A's drawing under Sketch/") { b.file("Sketch/drawing.txt") == "from A" })
+        #expect(SyncRig.eventually("B has A's drawing under Sketch/") { b.file("Sketch/drawing.txt") == "from A" })
         #expect(Self.read(Self.documents(b, sketch).appendingPathComponent("drawing.txt")) == "from A")
         #expect(Self.link(b.folder.appendingPathComponent("Sketch")) == Self.documents(b, sketch).path)
         // the name clash: the user's folder keeps the name on both devices, the app's is qualified
         #expect(Self.link(a.folder.appendingPathComponent("Notes (com.example.Notes)")) == Self.documents(a, notes).path)
         #expect(Self.link(a.folder.appendingPathComponent("Notes")) == nil)
-        #expect(SyncEndToEndTests.eventually("B has the user's Notes folder and the app's notes beside it") {
+        #expect(SyncRig.eventually("B has the user's Notes folder and the app's notes beside it") {
             b.file("Notes/mine.txt") == "user's notes" && b.file("Notes (com.example.Notes)/list.txt") == "app notes"
         })
         #expect(Self.link(b.folder.appendingPathComponent("Notes")) == nil)
@@ -96,17 +95,17 @@ import UbiquityCore
 
         // an edit through B's link goes back to A's container
         try Self.write("from B", to: b.folder.appendingPathComponent("Sketch/drawing.txt"))
-        #expect(SyncEndToEndTests.eventually("A's container has B's edit") {
+        #expect(SyncRig.eventually("A's container has B's edit") {
             Self.read(Self.documents(a, sketch).appendingPathComponent("drawing.txt")) == "from B"
         })
         #expect(a.file("Sketch/drawing.txt") == "from B")
         // a container an app makes while the daemons run
         try Self.write("later", to: Self.documents(a, later).appendingPathComponent("later.txt"))
-        #expect(SyncEndToEndTests.eventually("B has the new app's document") { b.file("Later/later.txt") == "later" })
+        #expect(SyncRig.eventually("B has the new app's document") { b.file("Later/later.txt") == "later" })
         // the drive's own files are unaffected, and ubiq status works through the link
         try Self.write("drive", to: a.folder.appendingPathComponent("top.txt"))
-        #expect(SyncEndToEndTests.eventually("B has the drive's file") { b.file("top.txt") == "drive" })
-        #expect(SyncEndToEndTests.eventually("B's status through the link says uploaded") {
+        #expect(SyncRig.eventually("B has the drive's file") { b.file("top.txt") == "drive" })
+        #expect(SyncRig.eventually("B's status through the link says uploaded") {
             (try? b.device.run(["status", b.folder.appendingPathComponent("Sketch/drawing.txt").path]).stdout)?.contains("uploaded") == true
         })
         // the folder commands take paths through the link (`ubiq ls FOLDER/Sketch` itself shows the link)
@@ -119,9 +118,9 @@ import UbiquityCore
         _ = stopped?.wait(seconds: 30)
         try b.startDaemon()
         try Self.write("after B's restart", to: Self.documents(a, sketch).appendingPathComponent("restart.txt"))
-        #expect(SyncEndToEndTests.eventually("B has the app's new document after its restart") { b.file("Sketch/restart.txt") == "after B's restart" })
+        #expect(SyncRig.eventually("B has the app's new document after its restart") { b.file("Sketch/restart.txt") == "after B's restart" })
         try Self.write("drive again", to: b.folder.appendingPathComponent("top2.txt"))
-        #expect(SyncEndToEndTests.eventually("A has B's drive file") { a.file("top2.txt") == "drive again" })
+        #expect(SyncRig.eventually("A has B's drive file") { a.file("top2.txt") == "drive again" })
         // the links were never sent as drive records: each device has its own, and nothing was
         // moved aside for a downloaded item of a link's name
         for device in [a, b] {
@@ -131,21 +130,21 @@ import UbiquityCore
             #expect(Self.link(device.folder.appendingPathComponent("Sketch")) == Self.documents(device, sketch).path)
         }
         // the broken container was reported, and did not stop the others
-        #expect(SyncEndToEndTests.eventually("A reported the broken container") {
+        #expect(SyncRig.eventually("A reported the broken container") {
             (Self.read(log) ?? "").contains("an app container cannot be synced") && (Self.read(log) ?? "").contains("Broken")
         })
 
         // signing out keeps A's app documents aside with the drive's, as folders of their names
         #expect(try a.device.run(["account", "logout"]).status == 0)
         let aside = a.home.appendingPathComponent("Ubiquity (mei on \(host))")
-        #expect(SyncEndToEndTests.eventually("A's app documents are kept aside") {
+        #expect(SyncRig.eventually("A's app documents are kept aside") {
             Self.read(aside.appendingPathComponent("Sketch/drawing.txt")) == "from B"
                 && Self.read(aside.appendingPathComponent("Notes (com.example.Notes)/list.txt")) == "app notes"
         })
         #expect(Self.read(aside.appendingPathComponent("Notes/mine.txt")) == "user's notes")
         #expect(Self.read(aside.appendingPathComponent("Later/later.txt")) == "later")
         #expect(Self.link(aside.appendingPathComponent("Sketch")) == nil)
-        #expect(SyncEndToEndTests.eventually("A's app container is empty for the next account") {
+        #expect(SyncRig.eventually("A's app container is empty for the next account") {
             ((try? FileManager.default.contentsOfDirectory(atPath: Self.documents(a, sketch).path)) ?? ["?"]).filter { !$0.hasPrefix(".ubiquity-") }.isEmpty
         })
         #expect(Self.link(a.folder.appendingPathComponent("Sketch")) == nil)
@@ -153,7 +152,7 @@ import UbiquityCore
         let c = SignedInDevice()
         try c.login(server.url, user: "mei", password: "pw-mei")
         try c.startDaemon()
-        #expect(SyncEndToEndTests.eventually("C has the apps' documents") {
+        #expect(SyncRig.eventually("C has the apps' documents") {
             c.file("Sketch/drawing.txt") == "from B" && c.file("Later/later.txt") == "later" && c.file("Notes (com.example.Notes)/list.txt") == "app notes"
         })
         #expect(b.file("Sketch/drawing.txt") == "from B")
@@ -163,7 +162,7 @@ import UbiquityCore
         let admin = Device()
         let data = admin.root.appendingPathComponent("server").path
         #expect(try admin.run(["admin", "--data", data, "user", "add", "ren", "--password-stdin"], input: "pw-ren").status == 0)
-        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        let server = try ServeRig.startServer(admin, ["--data", data])
         defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
         let sketch = "iCloud.com.example.Sketch"
         let a = SignedInDevice(), b = SignedInDevice()
@@ -177,19 +176,19 @@ import UbiquityCore
         for device in [a, b] { try device.login(server.url, user: "ren", password: "pw-ren") }
         try a.startDaemon()
         try b.startDaemon()
-        #expect(SyncEndToEndTests.eventually("A shows the app's folder by its name") {
+        #expect(SyncRig.eventually("A shows the app's folder by its name") {
             Self.link(a.folder.appendingPathComponent("My Sketches")) == Self.documents(a, sketch).path
         })
-        #expect(SyncEndToEndTests.eventually("B shows the app's folder by the name A's app declared") {
+        #expect(SyncRig.eventually("B shows the app's folder by the name A's app declared") {
             b.file("My Sketches/drawing.txt") == "drawn"
         })
         #expect(Self.link(b.folder.appendingPathComponent("Sketch")) == nil)
         // a new name while the daemons run: both folders follow; the documents stay
         #expect(try a.device.run(["container", "name", sketch, "--set", "Drawings", "--container", sketch]).status == 0)
-        #expect(SyncEndToEndTests.eventually("B's folder follows the new name") {
+        #expect(SyncRig.eventually("B's folder follows the new name") {
             b.file("Drawings/drawing.txt") == "drawn" && Self.link(b.folder.appendingPathComponent("My Sketches")) == nil
         })
-        #expect(SyncEndToEndTests.eventually("A's folder follows the new name") {
+        #expect(SyncRig.eventually("A's folder follows the new name") {
             a.file("Drawings/drawing.txt") == "drawn" && Self.link(a.folder.appendingPathComponent("My Sketches")) == nil
         })
         // nothing named after a link was uploaded as a drive item

@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Testing
+import UbiquityTestSupport
 @testable import UbiquitySync
 
 /// The app containers' links in the sync folder: names (pure), and placing and moving them in a

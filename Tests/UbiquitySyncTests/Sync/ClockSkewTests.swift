@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import UbiquityCore
 
 /// libfaketime, where installed.
@@ -74,7 +75,7 @@ struct ClockSkewTests {
         let admin = Device()
         let data = admin.root.appendingPathComponent("server").path
         #expect(try admin.run(["admin", "--data", data, "user", "add", "mei", "--password-stdin"], input: "pw").status == 0)
-        let server = try ServeCLITests.startServer(admin, ["--data", data])
+        let server = try ServeRig.startServer(admin, ["--data", data])
         defer { server.process.kill(SIGTERM); _ = server.process.wait(seconds: 30) }
 
         let behind = Device(extraEnvironment: FakeTime.skewed("-3h"), launcher: FakeTime.launcher),
@@ -116,11 +117,11 @@ struct ClockSkewTests {
 
         // edits go both ways, and the later one wins although its device's clock is 8 hours behind
         try write(behind, "doc.txt", "one")
-        #expect(SyncEndToEndTests.eventually("ahead has doc.txt") { read(ahead, "doc.txt") == "one" })
+        #expect(SyncRig.eventually("ahead has doc.txt") { read(ahead, "doc.txt") == "one" })
         try write(ahead, "doc.txt", "two, from the clock 5 h ahead")
-        #expect(SyncEndToEndTests.eventually("behind has the edit") { read(behind, "doc.txt") == "two, from the clock 5 h ahead" })
+        #expect(SyncRig.eventually("behind has the edit") { read(behind, "doc.txt") == "two, from the clock 5 h ahead" })
         try write(behind, "doc.txt", "three, from the clock 3 h behind")
-        #expect(SyncEndToEndTests.eventually("ahead has the later edit") { read(ahead, "doc.txt") == "three, from the clock 3 h behind" })
+        #expect(SyncRig.eventually("ahead has the later edit") { read(ahead, "doc.txt") == "three, from the clock 3 h behind" })
 
         // both edit while one is away: the server's version takes the name, the other is a conflict version
         stop(ahead)
@@ -129,10 +130,10 @@ struct ClockSkewTests {
         try await Task.sleep(for: .seconds(1))
         try write(ahead, "doc.txt", "four, ahead, offline")
         try start(ahead)
-        #expect(SyncEndToEndTests.eventually("both have the server's version") {
+        #expect(SyncRig.eventually("both have the server's version") {
             read(ahead, "doc.txt") == "four, behind" && read(behind, "doc.txt") == "four, behind" && read(ahead, "marker.txt") == "after four"
         })
-        #expect(SyncEndToEndTests.eventually("ahead keeps its edit as a conflict version") {
+        #expect(SyncRig.eventually("ahead keeps its edit as a conflict version") {
             guard let run = try? ahead.run(["versions", folder(ahead).appendingPathComponent("doc.txt").path, "--json"]), run.status == 0,
                   let json = try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
                   let version = (json["versions"] as? [[String: Any]])?.first(where: { $0["conflict"] as? Bool == true }),
@@ -147,10 +148,10 @@ struct ClockSkewTests {
             return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(kv(behind, ["set", "theme", "from behind"]) != nil)
-        #expect(SyncEndToEndTests.eventually("ahead has behind's set") { kv(ahead, ["get", "theme"]) == "from behind" })
+        #expect(SyncRig.eventually("ahead has behind's set") { kv(ahead, ["get", "theme"]) == "from behind" })
         #expect(kv(ahead, ["set", "theme", "from ahead"]) != nil)
-        #expect(SyncEndToEndTests.eventually("behind has ahead's later set") { kv(behind, ["get", "theme"]) == "from ahead" })
+        #expect(SyncRig.eventually("behind has ahead's later set") { kv(behind, ["get", "theme"]) == "from ahead" })
         #expect(kv(behind, ["set", "theme", "later, from behind"]) != nil)
-        #expect(SyncEndToEndTests.eventually("ahead has the later set from the clock 8 h behind") { kv(ahead, ["get", "theme"]) == "later, from behind" })
+        #expect(SyncRig.eventually("ahead has the later set from the clock 8 h behind") { kv(ahead, ["get", "theme"]) == "later, from behind" })
     }
 }

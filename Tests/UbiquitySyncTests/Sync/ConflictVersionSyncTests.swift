@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
@@ -11,8 +12,8 @@ import UbiquityCloudKit
 /// clears it everywhere; a restart neither loses nor duplicates it; deleting the item deletes
 /// its conflict records. Every wait is a hang guard (120 s), never a timing assertion.
 @Suite(.serialized) struct ConflictVersionSyncTests {
-    typealias Cloud = SyncEndToEndTests.Cloud
-    typealias SyncDevice = SyncEndToEndTests.SyncDevice
+    typealias Cloud = SyncRig.Cloud
+    typealias SyncDevice = SyncRig.SyncDevice
 
     /// A device's unresolved conflict versions of `relative` (`ubiq versions --json`): saving
     /// device and content; nil when the command fails.
@@ -49,12 +50,12 @@ import UbiquityCloudKit
     static func makeConflict(_ relative: String, a: SyncDevice, b: SyncDevice, cloud: Cloud, fromA: String, fromB: String) async throws {
         b.stop()
         try a.write(relative, fromA)
-        #expect(await SyncEndToEndTests.eventuallyAsync("A uploaded its edit") {
-            try await cloud.items()[relative]?.hash == SyncEndToEndTests.sha(fromA)
+        #expect(await SyncRig.eventuallyAsync("A uploaded its edit") {
+            try await cloud.items()[relative]?.hash == SyncRig.sha(fromA)
         })
         try b.write(relative, fromB)
         try b.start()
-        #expect(SyncEndToEndTests.eventually("B has the server's version") { b.read(relative) == fromA })
+        #expect(SyncRig.eventually("B has the server's version") { b.read(relative) == fromA })
     }
 
     @Test func aConflictShowsOnEveryDeviceAndResolvesEverywhere() async throws {
@@ -64,7 +65,7 @@ import UbiquityCloudKit
         try b.start()
         try c.start()
         try a.write("doc.txt", "base")
-        #expect(SyncEndToEndTests.eventually("B and C have the document") { b.read("doc.txt") == "base" && c.read("doc.txt") == "base" })
+        #expect(SyncRig.eventually("B and C have the document") { b.read("doc.txt") == "base" && c.read("doc.txt") == "base" })
 
         // a presenter of the file on C (an open document there, through C's daemon) hears of the version
         let presenter = try c.device.present(c.url("doc.txt"))
@@ -72,11 +73,11 @@ import UbiquityCloudKit
         try await Self.makeConflict("doc.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: "from B, offline")
         #expect(presenter.waitForLine(containing: "\"didGainVersion\"", seconds: 120) != nil, "\(presenter.output)")
         for device in [b, a, c] {
-            #expect(SyncEndToEndTests.eventually("\(device.name) shows B's conflict version") {
+            #expect(SyncRig.eventually("\(device.name) shows B's conflict version") {
                 guard let conflicts = Self.conflicts(device, "doc.txt"), conflicts.count == 1 else { return false }
                 return conflicts[0].device == "beta" && conflicts[0].content == "from B, offline"
             })
-            #expect(SyncEndToEndTests.eventually("\(device.name) says in conflict") { device.syncStatus("doc.txt") == "in conflict" })
+            #expect(SyncRig.eventually("\(device.name) says in conflict") { device.syncStatus("doc.txt") == "in conflict" })
         }
         #expect(try await Self.conflictRecords(cloud).count == 1)
 
@@ -84,8 +85,8 @@ import UbiquityCloudKit
         a.stop()
         try a.start()
         try a.write("nudge-a.txt", "a pass on A")
-        #expect(SyncEndToEndTests.eventually("B has A's nudge") { b.read("nudge-a.txt") == "a pass on A" })
-        #expect(SyncEndToEndTests.eventually("A says in conflict after a restart") { a.syncStatus("doc.txt") == "in conflict" })
+        #expect(SyncRig.eventually("B has A's nudge") { b.read("nudge-a.txt") == "a pass on A" })
+        #expect(SyncRig.eventually("A says in conflict after a restart") { a.syncStatus("doc.txt") == "in conflict" })
         #expect(Self.conflicts(a, "doc.txt")?.count == 1)
         #expect(Self.conflicts(b, "doc.txt")?.count == 1)  // B's own record came back to it: not added twice
 
@@ -94,10 +95,10 @@ import UbiquityCloudKit
         let resolve = try b.device.run(["resolve", b.url("doc.txt").path, "--keep", "current"])
         #expect(resolve.status == 0, "\(resolve)")
         for device in [a, c] {
-            #expect(SyncEndToEndTests.eventually("\(device.name) no longer has the conflict") { Self.conflicts(device, "doc.txt")?.isEmpty == true })
-            #expect(SyncEndToEndTests.eventually("\(device.name) says uploaded") { device.syncStatus("doc.txt") == "uploaded" })
+            #expect(SyncRig.eventually("\(device.name) no longer has the conflict") { Self.conflicts(device, "doc.txt")?.isEmpty == true })
+            #expect(SyncRig.eventually("\(device.name) says uploaded") { device.syncStatus("doc.txt") == "uploaded" })
         }
-        #expect(await SyncEndToEndTests.eventuallyAsync("the server's record is deleted") { try await Self.conflictRecords(cloud).isEmpty })
+        #expect(await SyncRig.eventuallyAsync("the server's record is deleted") { try await Self.conflictRecords(cloud).isEmpty })
         #expect(presenter.waitForLine(containing: "\"didResolveConflictVersion\"", seconds: 120) != nil, "\(presenter.output)")
         #expect(presenter.waitForLine(containing: "\"didLoseVersion\"", seconds: 120) != nil, "\(presenter.output)")
         #expect(a.read("doc.txt") == "from A" && c.read("doc.txt") == "from A")
@@ -112,30 +113,30 @@ import UbiquityCloudKit
         try a.start()
         try b.start()
         try a.write("big.txt", "base")
-        #expect(SyncEndToEndTests.eventually("B has the document") { b.read("big.txt") == "base" })
+        #expect(SyncRig.eventually("B has the document") { b.read("big.txt") == "base" })
 
         let large = String(repeating: "B's long offline edit. ", count: 8_000)  // > 64 KiB: an asset
         try await Self.makeConflict("big.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: large)
-        #expect(SyncEndToEndTests.eventually("A shows B's large conflict version") {
+        #expect(SyncRig.eventually("A shows B's large conflict version") {
             guard let conflicts = Self.conflicts(a, "big.txt"), conflicts.count == 1 else { return false }
             return conflicts[0].content == large
         })
         // resolved on A (the device that did not make it): B's copy goes too
         let resolve = try a.device.run(["resolve", a.url("big.txt").path, "--keep", "current"])
         #expect(resolve.status == 0, "\(resolve)")
-        #expect(SyncEndToEndTests.eventually("B no longer has the conflict") { Self.conflicts(b, "big.txt")?.isEmpty == true })
+        #expect(SyncRig.eventually("B no longer has the conflict") { Self.conflicts(b, "big.txt")?.isEmpty == true })
 
         // another conflict, then the item is deleted: its conflict record goes with it
         try await Self.makeConflict("big.txt", a: a, b: b, cloud: cloud, fromA: "from A again", fromB: "from B again")
-        #expect(SyncEndToEndTests.eventually("A shows the new conflict") { Self.conflicts(a, "big.txt")?.count == 1 })
+        #expect(SyncRig.eventually("A shows the new conflict") { Self.conflicts(a, "big.txt")?.count == 1 })
         #expect(try await Self.conflictRecords(cloud).count == 1)
         try FileManager.default.removeItem(at: a.url("big.txt"))
-        #expect(await SyncEndToEndTests.eventuallyAsync("the item and its conflict records are deleted") {
+        #expect(await SyncRig.eventuallyAsync("the item and its conflict records are deleted") {
             let itemGone = try await cloud.items()["big.txt"] == nil
             let recordsGone = try await Self.conflictRecords(cloud).isEmpty
             return itemGone && recordsGone
         })
-        #expect(SyncEndToEndTests.eventually("B deleted the item") { !b.exists("big.txt") })
+        #expect(SyncRig.eventually("B deleted the item") { !b.exists("big.txt") })
         a.stop()
         b.stop()
     }
@@ -154,28 +155,28 @@ import UbiquityCloudKit
         try a.start()
         try b.start()
         try a.write("doc.txt", "base")
-        #expect(SyncEndToEndTests.eventually("B has the document") { b.read("doc.txt") == "base" })
+        #expect(SyncRig.eventually("B has the document") { b.read("doc.txt") == "base" })
         try await Self.makeConflict("doc.txt", a: a, b: b, cloud: cloud, fromA: "from A", fromB: "from B, offline")
-        #expect(SyncEndToEndTests.eventually("B's index has the conflict") { Self.conflictedInIndex(b)?.contains("doc.txt") == true })
+        #expect(SyncRig.eventually("B's index has the conflict") { Self.conflictedInIndex(b)?.contains("doc.txt") == true })
 
         // renamed on B (a plain rename): the index flags the new path only, the commands work there
         try FileManager.default.moveItem(at: b.url("doc.txt"), to: b.url("renamed.txt"))
-        #expect(SyncEndToEndTests.eventually("B's index flags the new path, not the old one") {
+        #expect(SyncRig.eventually("B's index flags the new path, not the old one") {
             guard let listed = Self.conflictedInIndex(b) else { return false }
             return listed.contains("renamed.txt") && !listed.contains("doc.txt")
         })
         #expect(Self.conflicts(b, "renamed.txt")?.count == 1)
         #expect(b.syncStatus("renamed.txt") == "in conflict")
         // A gets the rename (a remote rename there): its index follows too
-        #expect(SyncEndToEndTests.eventually("A has the rename") { a.read("renamed.txt") == "from A" })
-        #expect(SyncEndToEndTests.eventually("A's index flags the new path") {
+        #expect(SyncRig.eventually("A has the rename") { a.read("renamed.txt") == "from A" })
+        #expect(SyncRig.eventually("A's index flags the new path") {
             guard let listed = Self.conflictedInIndex(a) else { return false }
             return listed.contains("renamed.txt") && !listed.contains("doc.txt")
         })
         let resolve = try b.device.run(["resolve", b.url("renamed.txt").path, "--keep", "current"])
         #expect(resolve.status == 0, "\(resolve)")
         for device in [a, b] {
-            #expect(SyncEndToEndTests.eventually("\(device.name)'s index no longer lists the conflict") { Self.conflictedInIndex(device)?.contains("renamed.txt") == false })
+            #expect(SyncRig.eventually("\(device.name)'s index no longer lists the conflict") { Self.conflictedInIndex(device)?.contains("renamed.txt") == false })
             #expect(Self.conflicts(device, "renamed.txt")?.isEmpty == true)
         }
         a.stop()

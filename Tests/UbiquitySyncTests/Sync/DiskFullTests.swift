@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import UbiquityCore
 
 /// The receiving device's disk is full: the download fails without a partial file, the other
@@ -37,8 +38,8 @@ import UbiquityCore
 
     @Test(.enabled(if: DiskFullTests.canMount, "needs root to mount a small tmpfs"))
     func aFullDiskLosesNothingAndCatchesUp() async throws {
-        let cloud = try SyncEndToEndTests.Cloud()
-        let a = SyncEndToEndTests.SyncDevice("alpha", cloud), b = SyncEndToEndTests.SyncDevice("beta", cloud)
+        let cloud = try SyncRig.Cloud()
+        let a = SyncRig.SyncDevice("alpha", cloud), b = SyncRig.SyncDevice("beta", cloud)
         try FileManager.default.createDirectory(at: b.folder, withIntermediateDirectories: true)
         try #require(Self.mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", b.folder.path]))
         defer { b.stop(); Self.unmount(b.folder.path) }
@@ -49,7 +50,7 @@ import UbiquityCore
         let big = Data((0..<(3 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try big.write(to: a.url("big.bin"))
         try a.write("small.txt", "still arrives")
-        #expect(SyncEndToEndTests.eventually("B has the small file") { b.read("small.txt") == "still arrives" })
+        #expect(SyncRig.eventually("B has the small file") { b.read("small.txt") == "still arrives" })
         // no partial file under the real name (a retry's temporary may be in flight)
         try await Task.sleep(for: .seconds(1))  // let B try the big one (not a timing assertion)
         let names = try FileManager.default.contentsOfDirectory(atPath: b.folder.path)
@@ -57,15 +58,15 @@ import UbiquityCore
         #expect(Set(names) == ["small.txt"], "\(names)")
         // B's own changes still go up while its disk is full (the user's write is retried while a
         // download retry's temporary fills the disk for a moment: it is removed when it fails)
-        #expect(SyncEndToEndTests.eventually("B's user could write a small file") { (try? b.write("from-b.txt", "B")) != nil })
-        #expect(SyncEndToEndTests.eventually("A has B's file") { a.read("from-b.txt") == "B" })
+        #expect(SyncRig.eventually("B's user could write a small file") { (try? b.write("from-b.txt", "B")) != nil })
+        #expect(SyncRig.eventually("A has B's file") { a.read("from-b.txt") == "B" })
 
         // room again: the file arrives whole
         #expect(Self.mount(["-o", "remount,size=16m", b.folder.path]))
-        #expect(SyncEndToEndTests.eventually("B has the big file", seconds: 180) {
+        #expect(SyncRig.eventually("B has the big file", seconds: 180) {
             (try? Data(contentsOf: b.url("big.bin"))) == big
         })
-        #expect(SyncEndToEndTests.eventually("no temporary is left behind") {
+        #expect(SyncRig.eventually("no temporary is left behind") {
             ((try? FileManager.default.contentsOfDirectory(atPath: b.folder.path)) ?? []).allSatisfy { !$0.hasPrefix("..ubiq-tmp-") }
         })
         a.stop()

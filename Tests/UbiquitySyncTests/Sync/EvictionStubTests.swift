@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
@@ -42,7 +43,7 @@ import UbiquityCore
             #expect(FileStamp.of(file) == nil, "nothing at the name: no program reads a placeholder as the document")
             #expect(open(file, O_RDONLY) == -1 && errno == ENOENT)
             let stub = try #require(Self.stub(a, "doc.txt"))
-            #expect(stub.name == "doc.txt" && stub.size == 18 && stub.hash == SyncEndToEndTests.sha("the server's bytes"))
+            #expect(stub.name == "doc.txt" && stub.size == 18 && stub.hash == SyncRig.sha("the server's bytes"))
             #expect(Placeholder.isEvicted(file))
             let state = try a.engine.itemState(file)
             #expect(state.downloadingStatus == .notDownloaded && state.sync == .uploaded)
@@ -75,7 +76,7 @@ import UbiquityCore
             #expect(Self.stub(a, "doc.txt") == nil)
             try await b.engine.pass()
             #expect(b.read("doc.txt") == Data("the server's bytes".utf8), "every other device keeps the content")
-            #expect(try await Self.serverHash(b, "doc.txt") == SyncEndToEndTests.sha("the server's bytes"))
+            #expect(try await Self.serverHash(b, "doc.txt") == SyncRig.sha("the server's bytes"))
             #expect(Self.unresolved(b, "doc.txt").count == 1, "the conflict version is shared")
         }
     }
@@ -111,7 +112,7 @@ import UbiquityCore
             try await b.engine.pass()
             try await a.engine.pass()
             #expect(a.read("doc.txt") == nil)
-            #expect(Self.stub(a, "doc.txt")?.hash == SyncEndToEndTests.sha("version two, longer"))
+            #expect(Self.stub(a, "doc.txt")?.hash == SyncRig.sha("version two, longer"))
             #expect(Self.stub(a, "doc.txt")?.size == 19)
             // B renames: the stub moves
             try FileManager.default.moveItem(atPath: Self.path(b, "doc.txt"), toPath: Self.path(b, "renamed.txt"))

@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import UbiquityTestSupport
 import UbiquityCore
 @testable import UbiquitySync
 
@@ -55,8 +56,8 @@ import UbiquityCore
     }
 
     @Test func aNameThatIsNotUTF8IsReportedAndTheRestSyncs() async throws {
-        let cloud = try SyncEndToEndTests.Cloud()
-        let a = SyncEndToEndTests.SyncDevice("alpha", cloud), b = SyncEndToEndTests.SyncDevice("beta", cloud)
+        let cloud = try SyncRig.Cloud()
+        let a = SyncRig.SyncDevice("alpha", cloud), b = SyncRig.SyncDevice("beta", cloud)
         let failures = a.device.root.appendingPathComponent("failures.log")
         try HookRunnerTests.script(a.device.root.appendingPathComponent("config/ubiquity/hooks/upload-failed"),
                                    "echo \"$UBIQUITY_PATH|$UBIQUITY_ERROR\" >> '\(failures.path)'")
@@ -65,8 +66,8 @@ import UbiquityCore
         try FileManager.default.createDirectory(at: a.folder, withIntermediateDirectories: true)
         try Self.createFile(in: a.folder, "caf", [0xE9], ".txt", content: "latin-1 name")
         try a.write("ok.txt", "fine")
-        #expect(SyncEndToEndTests.eventually("B has ok.txt") { b.read("ok.txt") == "fine" })
-        #expect(SyncEndToEndTests.eventually("the upload-failed hook names the file") {
+        #expect(SyncRig.eventually("B has ok.txt") { b.read("ok.txt") == "fine" })
+        #expect(SyncRig.eventually("the upload-failed hook names the file") {
             let log = (try? String(contentsOf: failures, encoding: .utf8)) ?? ""
             return log.contains("caf\\xE9.txt|") && log.contains("not valid UTF-8")
         })

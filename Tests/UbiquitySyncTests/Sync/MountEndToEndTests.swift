@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
 import UbiquityMount
@@ -14,11 +15,11 @@ import UbiquityMount
 /// left). Every wait is a hang guard, never a timing assertion.
 @Suite(.serialized, .enabled(if: FuseSupport.available, "needs /dev/fuse and fusermount3 (Debian: fuse3)"))
 struct MountEndToEndTests {
-    typealias Cloud = SyncEndToEndTests.Cloud
-    typealias SyncDevice = SyncEndToEndTests.SyncDevice
+    typealias Cloud = SyncRig.Cloud
+    typealias SyncDevice = SyncRig.SyncDevice
 
     static func eventually(_ what: String, seconds: Double = 120, _ check: () -> Bool) -> Bool {
-        SyncEndToEndTests.eventually(what, seconds: seconds, check)
+        SyncRig.eventually(what, seconds: seconds, check)
     }
 
     static func mounted(_ name: String, _ cloud: Cloud, _ more: [String] = []) -> SyncDevice {
@@ -54,16 +55,16 @@ struct MountEndToEndTests {
     }
 
     static func status(_ device: SyncDevice, _ relative: String) -> [String: Any]? {
-        EvictionEndToEndTests.status(device, relative)
+        SyncRig.status(device, relative)
     }
 
-    static func uploaded(_ device: SyncDevice, _ relative: String) -> Bool { EvictionEndToEndTests.uploaded(device, relative) }
+    static func uploaded(_ device: SyncDevice, _ relative: String) -> Bool { SyncRig.uploaded(device, relative) }
 
     static func downloading(_ device: SyncDevice, _ relative: String) -> String? {
         status(device, relative)?["downloadingStatus"] as? String
     }
 
-    static func content(_ seed: String, size: Int) -> Data { EvictionEndToEndTests.content(seed, size: size) }
+    static func content(_ seed: String, size: Int) -> Data { SyncRig.content(seed, size: size) }
 
     /// The unresolved conflict versions of `path` on `device`.
     static func conflicts(_ device: SyncDevice, _ path: String) -> Int {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Testing
+import UbiquityTestSupport
 import UbiquityMount
 @testable import UbiquitySync
 

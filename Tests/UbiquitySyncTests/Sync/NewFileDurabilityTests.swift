@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import UbiquityTestSupport
 import UbiquityCore
 @testable import UbiquitySync
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityServer
 import UbiquityStore

@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import Testing
+import UbiquityTestSupport
 @testable import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 @testable import UbiquitySync
 
 /// The per-item sync decision as a pure function: journal state + local stat (+ hash) + remote

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 @testable import UbiquitySync
 
@@ -18,7 +19,7 @@ import Ubiquity
     /// The zone's live records: path → record names.
     static func liveRecords(_ engine: SyncEngine) async throws -> [String: [String]] {
         var paths: [String: [String]] = [:]
-        for record in try await SyncEndToEndTests.liveRecords(engine.database) {
+        for record in try await SyncRig.liveRecords(engine.database) {
             guard let item = SyncRecord.item(from: record) else { continue }
             paths[item.path, default: []].append(item.id)
         }

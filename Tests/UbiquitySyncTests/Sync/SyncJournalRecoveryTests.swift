@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
 @testable import UbiquitySync
@@ -27,13 +28,13 @@ import UbiquityCore
     }
 
     @Test func aDeviceWithADamagedJournalConvergesWithoutLoss() async throws {
-        let cloud = try SyncEndToEndTests.Cloud()
-        let a = SyncEndToEndTests.SyncDevice("alpha", cloud), b = SyncEndToEndTests.SyncDevice("beta", cloud)
+        let cloud = try SyncRig.Cloud()
+        let a = SyncRig.SyncDevice("alpha", cloud), b = SyncRig.SyncDevice("beta", cloud)
         try a.start()
         try b.start()
         try a.write("x.txt", "x1")
         try a.write("y.txt", "y1")
-        #expect(SyncEndToEndTests.eventually("B has x and y") { b.read("x.txt") == "x1" && b.read("y.txt") == "y1" })
+        #expect(SyncRig.eventually("B has x and y") { b.read("x.txt") == "x1" && b.read("y.txt") == "y1" })
         b.stop()
         await AccountSync.waitForLock(b.folder.path + "/.ubiquity-sync.lock")
 
@@ -47,14 +48,14 @@ import UbiquityCore
         try b.write("z.txt", "z from B")
 
         try b.start()
-        #expect(SyncEndToEndTests.eventually("B has A's edit") { b.read("x.txt") == "x2 from A" })
-        #expect(SyncEndToEndTests.eventually("A has B's new file") { a.read("z.txt") == "z from B" })
+        #expect(SyncRig.eventually("B has A's edit") { b.read("x.txt") == "x2 from A" })
+        #expect(SyncRig.eventually("A has B's new file") { a.read("z.txt") == "z from B" })
         #expect((try FileManager.default.contentsOfDirectory(atPath: journals.path)).contains { $0.hasPrefix(journal + ".corrupt-") })
         // B's edit of y, made when its journal was lost, is kept: as y itself or as a conflict version
-        let versions = CLIVersionCommandTests()
-        #expect(SyncEndToEndTests.eventually("B's y edit is kept") {
+        let store = b.device.dataHome.appendingPathComponent("ubiquity/versions", isDirectory: true)
+        #expect(SyncRig.eventually("B's y edit is kept") {
             if b.read("y.txt") == "y2 from B" { return true }
-            let conflicts = (try? versions.withStore(b.device) { FileVersion.unresolvedConflictVersionsOfItem(at: b.url("y.txt")) ?? [] }) ?? []
+            let conflicts = VersionStoreLocation.$override.withValue(store) { FileVersion.unresolvedConflictVersionsOfItem(at: b.url("y.txt")) ?? [] }
             return conflicts.contains { (try? String(contentsOf: $0.url, encoding: .utf8)) == "y2 from B" }
         })
         a.stop()

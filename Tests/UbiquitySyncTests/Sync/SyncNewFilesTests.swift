@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 @testable import UbiquitySync
 

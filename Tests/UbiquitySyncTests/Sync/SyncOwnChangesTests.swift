@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityTestSupport
 import Ubiquity
 @testable import UbiquitySync
 import UbiquityCloudKit

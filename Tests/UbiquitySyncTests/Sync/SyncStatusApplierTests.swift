@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Testing
+import UbiquityTestSupport
 import UbiquityIndex
 import UbiquityStore
 @testable import UbiquitySync

@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import Testing
+import UbiquityTestSupport
 @testable import UbiquitySync
 
 /// An edit made right after the engine wrote a remote change — between its rename and its

@@ -246,7 +246,9 @@ let package = Package(
         // sockets), `ubiq` as a real process, the sync rig (a server and daemons), hang guards.
         .target(
             name: "UbiquityTestSupport",
-            dependencies: ["UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityCore"],
+            dependencies: [
+                "UbiquitySync", "Ubiquity", "UbiquityCloudKit", "UbiquityCore", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Tests/UbiquityTestSupport",
             swiftSettings: swiftSettings
         ),

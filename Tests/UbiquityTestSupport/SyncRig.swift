@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Synchronization
 import Testing
 import Ubiquity
 import UbiquityCloudKit
 import UbiquityCore
-@testable import UbiquitySync
+import UbiquitySync
 
 /// Sync end to end with real processes: one `ubiq serve` (SQLite, port 0) and `ubiq daemon`
 /// devices, each with its own folder, state, runtime folder and sockets; and the hang guards
@@ -173,14 +174,14 @@ package enum SyncRig {
         return false
     }
 
-    package static func sha(_ text: String) -> String { SyncFiles.hash(Data(text.utf8)) }
+    package static func sha(_ text: String) -> String { Hex.encode(SHA256.hash(data: Data(text.utf8))) }
 
     /// Bytes that differ from file to file (no run of zeros a placeholder could be taken for).
     package static func content(_ seed: String, size: Int) -> Data {
         var data = Data(capacity: size)
         var counter = 0
         while data.count < size {
-            data.append(contentsOf: SyncFiles.hash(Data("\(seed)-\(counter)".utf8)).utf8)
+            data.append(contentsOf: Hex.encode(SHA256.hash(data: Data("\(seed)-\(counter)".utf8))).utf8)
             counter += 1
         }
         return data.prefix(size)

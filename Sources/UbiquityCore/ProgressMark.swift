@@ -39,7 +39,20 @@ package final class ProgressMark: Sendable {
     /// Raises the mark to `value` (a lower value changes nothing) and resumes the waiters it
     /// reaches.
     package func advance(to value: UInt64) {
+        raise { max($0, value) }
+    }
+
+    /// Raises the mark by one (a change happened) and resumes the waiters it reaches; two
+    /// increments at once raise it by two.
+    package func increment() {
+        raise { $0 + 1 }
+    }
+
+    /// Sets the mark to `next(mark)` in one step under the lock (a lower value changes
+    /// nothing) and resumes, outside it, the waiters it reaches.
+    private func raise(_ next: (UInt64) -> UInt64) {
         let reached: [Waiter] = state.withLock { state in
+            let value = next(state.value)
             guard value > state.value else { return [] }
             state.value = value
             let (done, waiting) = state.waiters.reduce(into: ([Waiter](), [Waiter]())) { parts, waiter in
@@ -49,11 +62,6 @@ package final class ProgressMark: Sendable {
             return done
         }
         for waiter in reached { waiter.continuation.resume(returning: true) }
-    }
-
-    /// Raises the mark by one (a change happened) and resumes the waiters it reaches.
-    package func increment() {
-        advance(to: state.withLock { $0.value } + 1)
     }
 
     /// Waits until the mark is at least `target`; true when it got there, false when `timeout`

@@ -122,12 +122,12 @@ package final class IndexService: Sendable {
         let (checks, check) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let signal = FileChangeSignal(path: databasePath, suffixes: [], logger: logger) { check.yield() }
         let watchdog = Task { [weak self] in
+            defer { signal?.stop() }
             // One check at a time: a rebuild in progress is not started twice.
             for await _ in checks {
                 guard let self, !Task.isCancelled else { return }
                 await self.checkIndexFile()
             }
-            signal?.stop()
         }
         let watchdogTimer = Task {
             while (try? await Task.sleep(for: watchdogBackstop)) != nil { check.yield() }

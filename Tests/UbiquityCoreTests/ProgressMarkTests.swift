@@ -41,4 +41,12 @@ import Testing
         #expect(await task.value == false)
         #expect(mark.waiting == 0)
     }
+
+    @Test func incrementsAtOnceAreEachCounted() async {
+        let mark = ProgressMark()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 { group.addTask { mark.increment() } }
+        }
+        #expect(mark.value == 200)
+    }
 }

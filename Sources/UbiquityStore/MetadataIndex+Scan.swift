@@ -22,7 +22,7 @@ extension MetadataIndex {
     /// Forgets `root`; with `removingItems`, deletes its rows too.
     package func unregisterRoot(_ root: String, removingItems: Bool) throws -> IndexDelta {
         let root = Self.normalize(root)
-        return try write("unregister root") { db in
+        return try writeDelta("unregister root") { db in
             try db.execute(sql: "DELETE FROM roots WHERE path = ?", arguments: [root])
             var delta = IndexDelta()
             if removingItems {
@@ -78,9 +78,9 @@ extension MetadataIndex {
         guard sessions.contains(session.id) else {
             throw UbiquityError(.invalidArgument, "Scan session \(session.id) of '\(session.root)' is not active")
         }
-        return try write("add scanned items") { db in
+        return try writeDelta("add scanned items") { db in
             var delta = IndexDelta()
-            try Self.upsert(records, db: db, generation: session.id, sessions: sessions, delta: &delta)
+            try upsert(records, db: db, generation: session.id, sessions: sessions, delta: &delta)
             return delta
         }
     }
@@ -90,7 +90,7 @@ extension MetadataIndex {
     package func finishScan(_ session: IndexScanSession) throws -> IndexDelta {
         defer { activeScans.withLock { _ = $0.remove(session.id) } }
         let range = Self.subtreeRange(of: session.root)
-        return try write("finish scan") { db in
+        return try writeDelta("finish scan") { db in
             let unseen = """
                 path >= ? AND path < ? AND id NOT IN (SELECT item_id FROM temp.scan_seen WHERE session = ?)
                 """

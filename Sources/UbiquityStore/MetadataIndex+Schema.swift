@@ -105,6 +105,7 @@ extension MetadataIndex {
                 DROP INDEX items_status;
                 """)
         }
+        registerSyncJournalMigration(&migrator)  // MetadataIndex+SyncJournals.swift
         return migrator
     }()
 

@@ -7,13 +7,13 @@ extension MetadataIndex {
     ///
     /// Quick-check: a row whose size, modification and change times, inode and kind equal the
     /// record's is not written and not in the delta. Ubiquitous attributes of existing rows are
-    /// kept (sync owns them: ``updateUbiquitousAttributes(path:_:)``).
+    /// kept (sync owns them: `SyncJournal` sets them with its journal rows).
     package func apply(_ records: [IndexRecord]) throws -> IndexDelta {
         guard !records.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
-        return try write("apply") { db in
+        return try writeDelta("apply") { db in
             var delta = IndexDelta()
-            try Self.upsert(records, db: db, generation: 0, sessions: sessions, delta: &delta)
+            try upsert(records, db: db, generation: 0, sessions: sessions, delta: &delta)
             return delta
         }
     }
@@ -26,14 +26,14 @@ extension MetadataIndex {
         let files = records.filter { !$0.isDirectory }
         guard !files.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
-        return try write("apply files") { db in
+        return try writeDelta("apply files") { db in
             var delta = IndexDelta()
             let wasFolder = try db.cachedStatement(sql: "SELECT is_directory FROM items WHERE path = ?")
             for record in files {
                 guard try Bool.fetchOne(wasFolder, arguments: [record.path]) == true else { continue }
                 try Self.removeDescendants(of: record.path, db: db, delta: &delta)
             }
-            try Self.upsert(files, db: db, generation: 0, sessions: sessions, delta: &delta)
+            try upsert(files, db: db, generation: 0, sessions: sessions, delta: &delta)
             return delta
         }
     }
@@ -41,7 +41,7 @@ extension MetadataIndex {
     /// Removes each path and everything under it. The delta lists every removed row.
     package func remove(pathsAndSubtrees paths: [String]) throws -> IndexDelta {
         guard !paths.isEmpty else { return IndexDelta() }
-        return try write("remove") { db in
+        return try writeDelta("remove") { db in
             var delta = IndexDelta()
             for path in paths { try Self.removeSubtree(Self.normalize(path), db: db, delta: &delta) }
             return delta
@@ -58,7 +58,7 @@ extension MetadataIndex {
         if to.hasPrefix(from + "/") || from.hasPrefix(to + "/") {
             throw UbiquityError(.invalidArgument, "Cannot move '\(from)' to '\(to)': one contains the other")
         }
-        return try write("move") { db in
+        return try writeDelta("move") { db in
             var delta = IndexDelta()
             guard let old = try Self.fetchRecord(path: from, db: db) else { return delta }
             try Self.removeSubtree(to, db: db, delta: &delta)
@@ -92,7 +92,7 @@ extension MetadataIndex {
     /// or is empty when the row does not exist or already had these attributes.
     package func updateUbiquitousAttributes(path: String, _ attrs: UbiquitousAttributes) throws -> IndexDelta {
         let path = Self.normalize(path)
-        return try write("update ubiquitous attributes") { db in
+        return try writeDelta("update ubiquitous attributes") { db in
             guard var record = try Self.fetchRecord(path: path, db: db), record.ubiquitous != attrs else {
                 return IndexDelta()
             }
@@ -102,65 +102,30 @@ extension MetadataIndex {
         }
     }
 
-    /// Changes the ubiquitous attributes of several rows in one transaction (sync's states of
-    /// a pass): each change is given the row's current attributes, in order (a path named twice
-    /// sees the first change). Returns the delta (the rows that changed) and the paths that are
-    /// not indexed (yet).
-    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
-        -> (delta: IndexDelta, missing: [String]) {
-        guard !changes.isEmpty else { return (IndexDelta(), []) }
-        return try write("update ubiquitous attributes") { db in
-            var changed: [String: IndexRecord] = [:]
-            var order: [String] = []
-            var missing: [String] = []
-            // the rows read a chunk of paths per query, not one query per path
-            let current = try Self.fetchRecords(paths: changes.map { Self.normalize($0.path) }, db: db)
-            for (original, change) in changes {
-                let path = Self.normalize(original)
-                guard var record = changed[path] ?? current[path] else {
-                    missing.append(original)
-                    continue
-                }
-                var attrs = record.ubiquitous
-                change(&attrs)
-                guard attrs != record.ubiquitous else { continue }
-                try Self.writeUbiquitousAttributes(attrs, path: path, db: db)
-                record.ubiquitous = attrs
-                if changed[path] == nil { order.append(path) }
-                changed[path] = record
-            }
-            return (IndexDelta(changed: order.compactMap { changed[$0] }), missing)
-        }
-    }
-
-    /// ``updateUbiquitousAttributes(_:)`` reading and writing the attributes only: returns the
-    /// paths whose attributes changed (in order), not a delta of their records, and the paths
-    /// that are not indexed (yet). For when no live query listens: decoding whole rows was
-    /// about half of an update's cost.
-    package func updateUbiquitousAttributesOnly(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
+    /// Applies attribute `changes` inside a write transaction, reading and writing the attributes
+    /// only (decoding whole rows was about half of an update's cost): the paths whose attributes
+    /// changed, in order, and those not indexed.
+    package static func changeAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)], db: Database) throws
         -> (changed: [String], missing: [String]) {
-        guard !changes.isEmpty else { return ([], []) }
-        return try write("update ubiquitous attributes") { db in
-            var current = try Self.fetchByPath(changes.map { Self.normalize($0.path) }, columns: Self.attributeColumns, db: db,
-                                               decode: Self.decodeAttributes)
-            var changed: [String] = []
-            var seen = Set<String>()
-            var missing: [String] = []
-            for (original, change) in changes {
-                let path = Self.normalize(original)
-                guard let before = current[path] else {
-                    missing.append(original)
-                    continue
-                }
-                var attrs = before
-                change(&attrs)
-                guard attrs != before else { continue }
-                try Self.writeUbiquitousAttributes(attrs, path: path, db: db)
-                current[path] = attrs
-                if seen.insert(path).inserted { changed.append(path) }
+        var current = try Self.fetchByPath(changes.map { Self.normalize($0.path) }, columns: Self.attributeColumns, db: db,
+                                           decode: Self.decodeAttributes)
+        var changed: [String] = []
+        var seen = Set<String>()
+        var missing: [String] = []
+        for (original, change) in changes {
+            let path = Self.normalize(original)
+            guard let before = current[path] else {
+                missing.append(original)
+                continue
             }
-            return (changed, missing)
+            var attrs = before
+            change(&attrs)
+            guard attrs != before else { continue }
+            try Self.writeUbiquitousAttributes(attrs, path: path, db: db)
+            current[path] = attrs
+            if seen.insert(path).inserted { changed.append(path) }
         }
+        return (changed, missing)
     }
 
     /// The records at `paths` (normalized) that are indexed, by path: ``lookupChunk`` paths per
@@ -253,10 +218,11 @@ extension MetadataIndex {
 
     /// Upserts `records` with the quick-check (looked up a chunk of paths per query) and marks
     /// their rows seen in `sessions`.
-    static func upsert(
+    func upsert(
         _ records: [IndexRecord], db: Database, generation: Int64, sessions: Set<Int64>, delta: inout IndexDelta
     ) throws {
-        let placeholders = Array(repeating: "?", count: lookupChunk).joined(separator: ",")
+        let firstAdded = delta.added.count
+        let placeholders = Array(repeating: "?", count: Self.lookupChunk).joined(separator: ",")
         let lookup = try db.cachedStatement(sql: """
             SELECT path, id, size, mtime_ns, inode, ctime_ns, is_directory FROM items WHERE path IN (\(placeholders))
             """)
@@ -273,12 +239,12 @@ extension MetadataIndex {
         var inserted: [Int64] = []
         var start = 0
         while start < records.count {
-            let end = min(start + lookupChunk, records.count)
+            let end = min(start + Self.lookupChunk, records.count)
             let chunk = records[start..<end]
             start = end
             // Look the chunk's paths up in one query (padded with the last path to keep one statement).
             var paths = chunk.map { $0.path.databaseValue }
-            paths += Array(repeating: paths[paths.count - 1], count: lookupChunk - paths.count)
+            paths += Array(repeating: paths[paths.count - 1], count: Self.lookupChunk - paths.count)
             lookup.setUncheckedArguments(StatementArguments(paths))
             var existing: [String: QuickStat] = [:]
             existing.reserveCapacity(chunk.count)
@@ -290,13 +256,13 @@ extension MetadataIndex {
                 if let stat = existing[record.path] {
                     rowID = stat.id
                     if !stat.matches(record) {
-                        try update(rowID: rowID, with: record, db: db, generation: generation, delta: &delta)
+                        try Self.update(rowID: rowID, with: record, db: db, generation: generation, delta: &delta)
                         existing[record.path] = QuickStat(id: rowID, record)
                     }
                 } else {
                     let u = record.ubiquitous
                     insert.setUncheckedArguments([
-                        record.path, record.name, fold(record.name), record.size,
+                        record.path, record.name, Self.fold(record.name), record.size,
                         record.creationDate?.timeIntervalSince1970, record.contentChangeDate.timeIntervalSince1970,
                         record.contentType, record.isDirectory, Int64(bitPattern: record.inode),
                         record.mtimeNanoseconds, record.ctimeNanoseconds, u.isUploaded, u.isUploading,
@@ -317,7 +283,13 @@ extension MetadataIndex {
                 }
             }
         }
-        try indexNames(ofRows: inserted, db: db)
+        try Self.indexNames(ofRows: inserted, db: db)
+        if delta.added.count > firstAdded {
+            // rows of a synced folder take the state their journal holds (MetadataIndex+SyncJournals.swift)
+            var added = Array(delta.added[firstAdded...])
+            try Self.fillSyncState(&added, index: self, db: db)
+            delta.added.replaceSubrange(firstAdded..., with: added)
+        }
     }
 
     /// Adds the names of freshly inserted rows to `names_fts`: one statement for a contiguous

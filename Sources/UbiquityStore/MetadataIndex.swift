@@ -8,7 +8,12 @@ import UbiquityCore
 /// queried by metadata queries and kept current by the indexer.
 ///
 /// One writer per process (GRDB serializes writes); reads run concurrently with it. Every write
-/// returns an ``IndexDelta`` describing the rows it touched, for live queries.
+/// returns an ``IndexDelta`` describing the rows it touched and publishes it on ``changes``, the
+/// device's one change feed, in commit order.
+///
+/// In the daemon this is the device's one database: beside the index rows it holds the sync
+/// journals (`sync_` tables, written by `SyncJournal` in transactions of
+/// ``write(_:publishing:)``, so an item's sync state commits with its journal row).
 ///
 /// If the database file is deleted while open, connections already open keep using the unlinked
 /// file, new reader connections fail (`UbiquityError(.io)`, "unable to open database file") and
@@ -24,6 +29,13 @@ package final class MetadataIndex: Sendable {
     /// Scan sessions in progress (``beginScan(root:)``): rows written meanwhile count as seen.
     let activeScans = Mutex<Set<Int64>>([])
     let nextScanID = Mutex<Int64>(1)
+    /// The change feed: every committed write's delta, in commit order (published on the
+    /// writer's queue right after the commit, before the next write starts).
+    let feed = Broadcaster<IndexDelta>()
+    /// The folders of the sync journals in this database (``SyncJournalFolders``), read once and
+    /// kept current by ``registerJournal(name:folder:)``: a row inserted under one of them takes
+    /// its sync state from the journal.
+    let journalFolders = Mutex<SyncJournalFolders?>(nil)
 
     /// Opens (creating folders and file if needed) the index at `path` and migrates it.
     ///
@@ -80,17 +92,49 @@ package final class MetadataIndex: Sendable {
         }
     }
 
-    private init(writer: any DatabaseWriter, logger: Logger) {
+    private init(writer: any DatabaseWriter, path: String? = nil, logger: Logger) {
         self.writer = writer
-        self.path = nil
+        self.path = path
         self.logger = logger
         self.wasRebuilt = false
     }
 
+    /// The index file at `path` opened for reading only (no migration, no rebuild, nothing
+    /// written: for the CLI beside a running daemon); nil when there is no such file or it is
+    /// not a database. Reads of tables an older daemon has not made yet fail.
+    package static func openForReading(path: String, logger: Logger) -> MetadataIndex? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        var configuration = configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(2)
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        return MetadataIndex(writer: queue, path: path, logger: logger)
+    }
+
     private static func openPool(path: String) throws -> DatabasePool {
         let pool = try DatabasePool(path: path, configuration: configuration())
+        // damage a read does not meet at once (a page in the middle) is found now, before sync
+        // relies on the journals in the file: a damaged file is moved aside like a corrupt one
+        let check = try pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
+        guard check == "ok" else { throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(check ?? "no answer")") }
         try migrator.migrate(pool)
         return pool
+    }
+
+    /// Runs `body` in one write transaction with the SQLite file at `path` attached as `alias`
+    /// (read from, never written: importing a legacy file), and publishes nothing.
+    package func withAttached<T>(_ path: String, as alias: String, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "ATTACH DATABASE ? AS \(alias)", arguments: [path])
+                defer { try? db.execute(sql: "DETACH DATABASE \(alias)") }
+                return try db.inTransactionReturning(body)
+            }
+        } catch let error as UbiquityError {
+            throw error
+        } catch {
+            throw UbiquityError(.io, "Metadata index: attaching '\(path)' failed", underlying: error)
+        }
     }
 
     static func isCorruption(_ error: DatabaseError) -> Bool {
@@ -105,6 +149,17 @@ package final class MetadataIndex: Sendable {
         return formatter.string(from: Date())
     }
 
+    /// A new subscription to the change feed: the delta of every write committed from now on,
+    /// in commit order (the indexer's, and sync's changes of the rows' ubiquitous attributes).
+    package func changes() -> AsyncStream<IndexDelta> { feed.subscribe() }
+
+    /// Whether anybody follows the change feed now (when nobody does, writes may skip reading
+    /// the records a delta would carry).
+    package var hasSubscribers: Bool { feed.subscriberCount > 0 }
+
+    /// Ends every subscription to the change feed (the index is closed or replaced).
+    package func finishChanges() { feed.finish() }
+
     /// Runs `body` in a write transaction, turning database errors into ``UbiquityError``.
     func write<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
         do {
@@ -116,8 +171,35 @@ package final class MetadataIndex: Sendable {
         }
     }
 
+    /// Runs `body` in one write transaction and, once it committed, publishes the delta `body`
+    /// built on the change feed, before any later write runs: subscribers see the changes in
+    /// commit order. Sync's journal writes come here with their index changes (`SyncJournal`).
+    package func write<T>(_ what: String, publishing body: (Database, inout IndexDelta) throws -> T) throws -> T {
+        do {
+            var delta = IndexDelta()
+            return try writer.transaction({ db in
+                delta = IndexDelta()
+                return try body(db, &delta)
+            }, afterCommit: { _, _ in
+                if !delta.isEmpty { feed.yield(delta) }
+            })
+        } catch let error as UbiquityError {
+            throw error
+        } catch {
+            throw UbiquityError(.io, "Metadata index: \(what) failed", underlying: error)
+        }
+    }
+
+    /// ``write(_:publishing:)`` for a body that returns its delta.
+    func writeDelta(_ what: String, _ body: (Database) throws -> IndexDelta) throws -> IndexDelta {
+        try write(what, publishing: { db, delta in
+            delta = try body(db)
+            return delta
+        })
+    }
+
     /// Runs `body` in a read transaction, turning database errors into ``UbiquityError``.
-    func read<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
+    package func read<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
         do {
             return try writer.read(body)
         } catch let error as UbiquityError {

@@ -43,3 +43,36 @@ package struct UbiquitousAttributes: Sendable, Hashable, Codable {
         self.downloadingError = downloadingError
     }
 }
+
+extension UbiquitousAttributes {
+    /// Sets the attributes that follow from sync's state of the item: a function of `status`
+    /// alone (and of `evicted`: an evicted item is not downloaded), so the same state gives the
+    /// same attributes whichever path it took. The transfer attributes (downloading, progress,
+    /// errors) are left as they are; an unknown state changes nothing.
+    package mutating func apply(_ status: SyncItemStatus, evicted: Bool = false) {
+        switch status {
+        case .uploaded, .inConflict:
+            hasUnresolvedConflicts = status == .inConflict
+            isUploaded = true
+            isUploading = false
+            percentUploaded = 100
+            downloadingStatus = evicted ? .notDownloaded : .current
+            isExcludedFromBackup = false
+        case .uploading:
+            hasUnresolvedConflicts = false
+            isUploaded = false
+            isUploading = true
+            percentUploaded = 0
+            isExcludedFromBackup = false
+            if evicted { downloadingStatus = .notDownloaded }
+        case .excluded:
+            hasUnresolvedConflicts = false
+            isUploaded = false
+            isUploading = false
+            percentUploaded = 0
+            isExcludedFromBackup = true
+        case .unknown:
+            break
+        }
+    }
+}

@@ -11,10 +11,6 @@ extension AccountSync {
         let configuration = self.configuration, index = self.index, hooks = self.hooks, logger = self.logger
         let deviceName = configuration.deviceName ?? account?.deviceName
         let makeEngine: AppContainerSync.EngineFactory = { identifier, documents in
-            var onStatus: SyncEngine.StatusHandler?
-            if let index { onStatus = { path, status in index.applySyncStatus(status, at: path) } }
-            var onTransfer: SyncEngine.TransferHandler?
-            if let index { onTransfer = { path, state in index.applyTransfer(state, at: path) } }
             var onEvent: SyncEngine.EventHandler?
             if let hooks {
                 let folder = (try? CanonicalPath.canonicalize(documents, resolveLast: true)) ?? documents
@@ -23,18 +19,18 @@ extension AccountSync {
             let journal = Self.journalPath(folder: documents, containerIdentifier: identifier, paths: configuration.paths, account: account)
             var engineLogger = logger
             engineLogger[metadataKey: "ubiquity.container"] = "\(identifier)"
-            return try SyncEngine(containerIdentifier: identifier, makeContainer: factory, folder: documents, journalPath: journal,
+            return try SyncEngine(containerIdentifier: identifier, makeContainer: factory, folder: documents, deviceDatabase: index.host.index,
+                                  journalName: Self.journalName(journal), legacyJournal: journal,
                                   deviceName: deviceName, pollInterval: configuration.pollInterval,
                                   massDeleteShare: configuration.massDeleteShare, massDeleteMinimum: configuration.massDeleteMinimum,
-                                  logger: engineLogger, onStatus: onStatus, onEvent: onEvent, onTransfer: onTransfer,
-                                  evictionBudget: configuration.evictionBudget)
+                                  logger: engineLogger, onEvent: onEvent, evictionBudget: configuration.evictionBudget)
         }
         let registry = AppContainerRegistry(database: factory(configuration.containerIdentifier).privateCloudDatabase)
         let apps = AppContainerSync(paths: configuration.paths, driveContainer: configuration.containerIdentifier, links: links,
                                     registry: registry, interval: configuration.pollInterval, logger: logger,
                                     makeEngine: makeEngine)
         // the index watches the containers folder: a container made on this disk is seen at once
-        apps.start(localChanges: index?.childFolderChanges(of: configuration.paths.containersDirectory.path,
+        apps.start(localChanges: index.childFolderChanges(of: configuration.paths.containersDirectory.path,
                                                           infoFile: UbiquityContainers.containerInfoFileName))
         self.apps = apps
         appLinks = links
@@ -73,7 +69,7 @@ extension AccountSync {
         var used = Set(linked.values.map(\.name))
         for identifier in AppContainerSync.localContainers(paths: configuration.paths, driveContainer: configuration.containerIdentifier).sorted() {
             let documents = AppContainerSync.documents(of: identifier, paths: configuration.paths)
-            Self.forgetJournal(appJournalPath(identifier, documents: documents, account: account))
+            forgetJournal(appJournalPath(identifier, documents: documents, account: account))
             guard Self.hasContent(documents) else { continue }
             if let link = linked[identifier] {
                 result.append(link)

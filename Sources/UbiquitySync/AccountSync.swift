@@ -49,7 +49,9 @@ package actor AccountSync {
         /// This device's name (default: the account's; the CLI passes `--device-name` or
         /// `UBIQUITY_DEVICE_NAME` here, nothing reads the environment below it).
         package var deviceName: String?
-        /// The sync journal; default one per folder, container and account under `paths.stateDirectory`.
+        /// The journal file of an earlier version to bring into the device database (its name
+        /// names the journal); default: the one that version kept for the folder, container and
+        /// account under `paths.stateDirectory` (`sync/NAME.sqlite`), if any.
         package var journalPath: String?
         /// Fetches of remote changes when no push arrives.
         package var pollInterval: Duration
@@ -84,20 +86,24 @@ package actor AccountSync {
     /// The configuration.
     package let configuration: Configuration
     let hooks: HookRunner?
-    let index: IndexService?
+    /// The daemon's index: its database is the device's one database, which holds the journals.
+    let index: IndexService
     let logger: Logger
     var engine: SyncEngine?
     var keyValueSyncs: [KeyValueSync] = []
     var active: UbiquityAccountFile.Account?
     var follower: Task<Void, Never>?
+    /// Follows rebuilds of the device database (``databaseRebuilt()``).
+    var rebuildFollower: Task<Void, Never>?
     var monitor: UbiquityIdentityMonitor?
     /// The app containers' sync and their links in the folder (AccountSync+Apps.swift).
     var apps: AppContainerSync?
     var appLinks: AppFolderLinks?
 
     /// A sync for `configuration`; `hooks` hears of account changes and sync events; `index`
-    /// (the daemon's) indexes the synced folder with each item's sync state.
-    package init(configuration: Configuration, hooks: HookRunner? = nil, index: IndexService? = nil, logger: Logger) {
+    /// (the daemon's) indexes the synced folder, and its database holds the journals, whose
+    /// sync states reach the index's rows in the same transactions.
+    package init(configuration: Configuration, hooks: HookRunner? = nil, index: IndexService, logger: Logger) {
         self.configuration = configuration
         self.hooks = hooks
         self.index = index
@@ -130,6 +136,10 @@ package actor AccountSync {
     /// - Throws: what starting the folder sync throws for the first account (another daemon
     ///   on the folder, an unreadable journal); later account changes only log.
     package func start() async throws {
+        let rebuilds = index.rebuilds()
+        rebuildFollower = Task { [weak self] in
+            for await _ in rebuilds { await self?.databaseRebuilt() }
+        }
         if let explicit = configuration.explicit {
             try startSyncing(serverURL: explicit.serverURL, credentials: explicit.credentials, account: nil)
             return
@@ -153,6 +163,8 @@ package actor AccountSync {
     package func stop() async {
         follower?.cancel()
         follower = nil
+        rebuildFollower?.cancel()
+        rebuildFollower = nil
         await stopSyncing()
     }
 
@@ -170,11 +182,6 @@ package actor AccountSync {
             CloudContainer(identifier: identifier, serverURL: serverURL, credentials: credentials, logger: logger)
         }
         let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
-        let index = self.index
-        var onStatus: SyncEngine.StatusHandler?
-        if let index { onStatus = { path, status in index.applySyncStatus(status, at: path) } }
-        var onTransfer: SyncEngine.TransferHandler?
-        if let index { onTransfer = { path, state in index.applyTransfer(state, at: path) } }
         var onEvent: SyncEngine.EventHandler?
         if let hooks {
             let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
@@ -183,10 +190,11 @@ package actor AccountSync {
         }
         let links = configuration.appFolders ? try AppFolderLinks(folder: configuration.folder, containersDirectory: configuration.paths.containersDirectory.path, logger: logger) : nil
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
-                                    journalPath: journal, deviceName: configuration.deviceName ?? account?.deviceName,
+                                    deviceDatabase: index.host.index, journalName: Self.journalName(journal), legacyJournal: journal,
+                                    deviceName: configuration.deviceName ?? account?.deviceName,
                                     pollInterval: configuration.pollInterval, massDeleteShare: configuration.massDeleteShare,
                                     massDeleteMinimum: configuration.massDeleteMinimum, logger: logger,
-                                    onStatus: onStatus, onEvent: onEvent, onTransfer: onTransfer,
+                                    onEvent: onEvent,
                                     evictionBudget: configuration.evictionBudget, appLinks: links)
         var syncs: [KeyValueSync] = []
         for identifier in configuration.keyValueContainers {
@@ -198,10 +206,8 @@ package actor AccountSync {
         }
         engine.start()
         for sync in syncs { sync.start() }
-        if let index {
-            let folder = engine.folder
-            Task { await index.indexSyncedFolder(folder) }
-        }
+        let folder = engine.folder, index = self.index
+        Task { await index.indexSyncedFolder(folder) }
         self.engine = engine
         if let links { startApps(links: links, factory: factory, account: account) }
         keyValueSyncs = syncs
@@ -220,6 +226,26 @@ package actor AccountSync {
         for sync in keyValueSyncs { await sync.stop() }
         keyValueSyncs = []
         if let folder { await Self.waitForLock(folder + "/.ubiquity-sync.lock") }
+    }
+
+    /// The device database was rebuilt (its file was deleted, replaced or damaged while the
+    /// daemon ran): the journals went with it, so the sync starts again on the new one, which
+    /// matches the folder with the server by path and content (nothing is deleted; identical
+    /// content is adopted, different content kept as a conflict version).
+    func databaseRebuilt() async {
+        guard engine != nil else { return }
+        logger.warning("the device database was rebuilt: the sync starts again, matching the folder with the server")
+        let account = active
+        await stopSyncing()
+        do {
+            if let explicit = configuration.explicit {
+                try startSyncing(serverURL: explicit.serverURL, credentials: explicit.credentials, account: nil)
+            } else if let account {
+                try startSyncing(for: account)
+            }
+        } catch {
+            logger.error("cannot restart the sync on the rebuilt database", metadata: ["ubiquity.error": "\(error)"])
+        }
     }
 
     /// The account file was rewritten: nothing to do when it names the same account with the
@@ -261,8 +287,7 @@ package actor AccountSync {
     /// it or deleted from the old account's server copy.
     func keepAside(_ account: UbiquityAccountFile.Account) {
         let folder = (try? CanonicalPath.canonicalize(configuration.folder, resolveLast: true)) ?? configuration.folder
-        let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
-        Self.forgetJournal(journal)
+        forgetJournal(configuration.journalPath ?? Self.journalPath(configuration, account: account))
         let apps = appsToKeepAside(account)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0 != ".ubiquity-sync.lock" }
         guard !names.isEmpty || !apps.isEmpty else { return }
@@ -310,17 +335,29 @@ package actor AccountSync {
     /// place without one).
     static func journalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths, account: UbiquityAccountFile.Account?) -> String {
         guard let account else {
-            return SyncEngine.defaultJournalPath(folder: folder, containerIdentifier: containerIdentifier, paths: paths)
+            let name = SyncEngine.defaultJournalName(folder: folder, containerIdentifier: containerIdentifier)
+            return paths.stateDirectory.appendingPathComponent("sync/\(name).sqlite").path
         }
         let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
         let digest = SHA256.hexHash("\(canonical)\n\(account.server)\n\(account.user)".utf8).prefix(16)
         return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
     }
 
-    /// Deletes a journal and its staging folder.
-    static func forgetJournal(_ journal: String) {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
-        try? FileManager.default.removeItem(atPath: journal + ".staging")
+    /// The name of the journal whose earlier file is `path` (`sync/NAME.sqlite`).
+    static func journalName(_ path: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        return name.hasSuffix(".sqlite") ? String(name.dropLast(".sqlite".count)) : name
+    }
+
+    /// Deletes the journal whose earlier file is `path`: its rows, its staging folder, and that
+    /// file if it was never brought in.
+    func forgetJournal(_ path: String) {
+        let name = Self.journalName(path), database = index.host.index
+        do { try database.forgetJournal(name: name) } catch {
+            logger.error("cannot forget the previous account's journal", metadata: ["ubiquity.journal": "\(name)", "ubiquity.error": "\(error)"])
+        }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try? FileManager.default.removeItem(atPath: SyncEngine.stagingFolder(database: database, journalName: name))
     }
 
     /// Waits (at most 30 s) until nobody holds the folder's lock: the stopped engine's pass ended.

@@ -19,7 +19,9 @@ package final class IndexService: Sendable {
     let control: ControlService
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let identity: Mutex<FileIdentity?>
-    let syncStatusApplier: SyncStatusApplier
+    /// Told when the index file was rebuilt (a new device database: the sync, whose journals
+    /// were in the old one, starts again on it).
+    private let rebuildRelay = Broadcaster<Void>()
     /// Every delta of the host of the moment, across rebuilds (``childFolderChanges(of:)``).
     private let deltaRelay = Broadcaster<IndexDelta>()
 
@@ -42,7 +44,6 @@ package final class IndexService: Sendable {
         let box = HostReference(host)
         hostBox = box
         identity = Mutex(Self.identity(of: databasePath))
-        syncStatusApplier = SyncStatusApplier(host: { box.current })
         control = try ControlService(socketPath: controlSocket, hostProvider: { box.current },
                                      databasePath: databasePath, logger: logger)
         relayDeltas(of: host)
@@ -85,6 +86,10 @@ package final class IndexService: Sendable {
             || delta.removed.contains { isChild($0) || isInfo($0) }
             || delta.moved.contains { isChild($0.from) || isInfo($0.from) || ($0.record.isDirectory && isChild($0.record.path)) || isInfo($0.record.path) }
     }
+
+    /// A stream with an element each time the index file is rebuilt while the daemon runs: the
+    /// device database (and the journals in it) is a new one, ``host``'s from then on.
+    package func rebuilds() -> AsyncStream<Void> { rebuildRelay.subscribe() }
 
     /// The host answering queries now.
     package var host: IndexHost { hostBox.current }
@@ -175,6 +180,7 @@ package final class IndexService: Sendable {
                 }
             }
             fresh.note("the index file \(reason) while the daemon ran; it was rebuilt from a full scan")
+            rebuildRelay.yield(())
         } catch {
             logger.error("cannot rebuild the index", metadata: ["ubiquity.error": "\(error)"])
         }

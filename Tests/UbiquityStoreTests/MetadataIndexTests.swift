@@ -188,26 +188,30 @@ import UbiquityCore
         #expect(throws: UbiquityError.self) { try index.addScanned([S.file("/r/late")], to: session) }
     }
 
-    /// Sync's states of a pass, many paths at once (read a chunk of paths per query): each row
-    /// changed as asked, a path named twice sees the first change, missing paths reported —
-    /// with the changed records, or (`attributesOnly`, nobody listening) their paths.
+    /// Sync's states of a pass, many paths at once, inside a transaction of the device database
+    /// (read a chunk of paths per query): each row changed as asked, a path named twice sees the
+    /// first change, missing paths reported. The changed records go on the change feed only
+    /// when somebody follows it (`listening`); otherwise only the attributes are read.
     @Test(arguments: [false, true])
-    func ubiquitousAttributesUpdateManyPaths(attributesOnly: Bool) throws {
+    func ubiquitousAttributesUpdateManyPaths(listening: Bool) async throws {
         let index = try S.memoryIndex()
         let count = MetadataIndex.lookupChunk * 2 + 3
         _ = try index.apply((0..<count).map { S.file("/r/f\($0)") })
+        let feed = listening ? index.changes() : nil
         var changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)] = (0..<count).map { index in
             ("/r/f\(index)", { $0.isUploaded = true; $0.percentUploaded = Double(index % 100) })
         }
         changes.append(("/r/f0", { $0.isUploading = !$0.isUploaded }))  // sees the first change
         changes.append(("/r/missing", { $0.isUploaded = true }))
         changes.append(("/r/f1/", { $0.hasUnresolvedConflicts = true }))  // normalized
-        func update(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws -> (changed: [String], missing: [String]) {
-            if attributesOnly { return try index.updateUbiquitousAttributesOnly(changes) }
-            let (delta, missing) = try index.updateUbiquitousAttributes(changes)
-            return (delta.changed.map(\.path), missing)
+        func update(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) throws
+            -> (changed: [String], missing: [String], delta: IndexDelta) {
+            try index.write("test", publishing: { db, delta in
+                let result = try index.changeAttributes(changes, db: db, delta: &delta)
+                return (result.changed, result.missing, delta)
+            })
         }
-        let (changed, missing) = try update(changes)
+        let (changed, missing, delta) = try update(changes)
         #expect(missing == ["/r/missing"])
         #expect(changed.count == count && Set(changed).count == count)
         for position in 0..<count {
@@ -222,9 +226,18 @@ import UbiquityCore
             ("/r/f\(index)", { $0.isUploaded = true; $0.percentUploaded = Double(index % 100) })
         })
         #expect(again.changed.isEmpty && again.missing.isEmpty)
-        if !attributesOnly {
-            let delta = try index.updateUbiquitousAttributes([("/r/f2", { $0.isUploading = true })]).delta
-            #expect(delta.changed.map(\.path) == ["/r/f2"] && delta.changed.first?.ubiquitous.isUploading == true)
+        if let feed {
+            var delta2 = IndexDelta()
+            try index.write("test", publishing: { db, delta in
+                try index.changeAttributes([("/r/f2", { $0.isUploading = true })], db: db, delta: &delta)
+                delta2 = delta
+            })
+            #expect(delta2.changed.map(\.path) == ["/r/f2"] && delta2.changed.first?.ubiquitous.isUploading == true)
+            var iterator = feed.makeAsyncIterator()
+            _ = await iterator.next()  // the apply of the rows
+            #expect(await iterator.next() == delta2)
+        } else {
+            #expect(delta.isEmpty, "nobody follows the feed: no records read")
         }
     }
 

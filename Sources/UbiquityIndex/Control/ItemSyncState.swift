@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import UbiquityCore
+import UbiquityStore
 
 /// An item's sync state as the sync journal and the daemon know it: what `ubiq status` shows
 /// and the library's ubiquitous resource values are made of (Apple's `NSURLUbiquitousItem…`
@@ -42,5 +43,21 @@ package struct ItemSyncState: Codable, Sendable, Hashable {
         self.percentUploaded = percentUploaded
         self.uploadError = uploadError
         self.downloadError = downloadError
+    }
+}
+
+extension UbiquitousAttributes {
+    /// Sets the transfer attributes from an item's state: downloading status, whether a download
+    /// runs and how far, the errors, and while an upload runs its progress.
+    package mutating func apply(transfer: ItemSyncState) {
+        downloadingStatus = transfer.downloadingStatus
+        uploadingError = transfer.uploadError
+        downloadingError = transfer.downloadError
+        isDownloading = transfer.isDownloading
+        percentDownloaded = transfer.percentDownloaded ?? (transfer.downloadingStatus == .notDownloaded ? 0 : 100)
+        if transfer.isUploading {
+            isUploading = true
+            percentUploaded = transfer.percentUploaded ?? 0
+        }
     }
 }

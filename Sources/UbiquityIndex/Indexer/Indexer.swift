@@ -4,8 +4,8 @@ import UbiquityCore
 import UbiquityStore
 
 /// Keeps a ``MetadataIndex`` current for a set of roots: full scans when a root is added or
-/// events were lost, and the watcher's batches in between. Every non-empty delta it writes is
-/// published to the subscribers of ``deltas`` (live queries), in order.
+/// events were lost, and the watcher's batches in between. Every write is published on the
+/// index's change feed (``MetadataIndex/changes()``) as it commits.
 ///
 /// Scans and SQLite writes block, so they run one at a time on a dedicated thread, never on the
 /// Swift cooperative pool. The thread runs at nice ``niceness``: when the cores are busy (a
@@ -19,7 +19,6 @@ package actor Indexer {
     private var roots: [String: IgnoreRules] = [:]
     private var warnings: [String: [ScanWarning]] = [:]
     private let worker = BackgroundThread(name: "ubiquity.indexer", nice: Indexer.niceness)
-    private nonisolated let subscribers = Broadcaster<IndexDelta>()
 
     /// An indexer writing `index` with `scanner`.
     package init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
@@ -32,11 +31,7 @@ package actor Indexer {
     /// (the daemon's threads run at 0, the indexer's at 10).
     package static let niceness: Int32 = 10
 
-    deinit { subscribers.finish() }  // (the worker's thread ends with it: BackgroundThread.deinit)
-
-    /// A new subscription to the deltas this indexer writes, from now on: each access of this
-    /// property makes one more subscriber, and every subscriber gets every non-empty delta.
-    package nonisolated var deltas: AsyncStream<IndexDelta> { subscribers.subscribe() }
+    // (the worker's thread ends with the indexer: BackgroundThread.deinit)
 
     /// The registered roots.
     package var rootPaths: [String] { roots.keys.sorted() }
@@ -68,9 +63,7 @@ package actor Indexer {
         warnings[root] = nil
         let job = makeJob()
         return try await run {
-            let delta = try job.index.unregisterRoot(root, removingItems: true)
-            job.subscribers.publish(delta)
-            return delta
+            try job.index.unregisterRoot(root, removingItems: true)
         }
     }
 
@@ -135,46 +128,10 @@ package actor Indexer {
     // MARK: - Running jobs
 
     private func makeJob() -> IndexerJob {
-        IndexerJob(index: index, scanner: scanner, logger: logger, roots: roots, subscribers: subscribers)
+        IndexerJob(index: index, scanner: scanner, logger: logger, roots: roots)
     }
 
     /// Runs `body` on the worker queue (one job at a time, in submission order).
-    /// Changes the ubiquitous attributes of the row at `path` (sync keeps them true) in order
-    /// with the indexing work, and publishes the change to live queries. Returns false when the
-    /// path is not indexed (yet).
-    package func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
-        let job = makeJob()
-        return try await run {
-            guard let record = try job.index.record(at: path) else { return false }
-            var attributes = record.ubiquitous
-            change(&attributes)
-            job.subscribers.publish(try job.index.updateUbiquitousAttributes(path: path, attributes))
-            return true
-        }
-    }
-
-    /// Changes the ubiquitous attributes of several rows in one transaction, in order with the
-    /// indexing work (``updateUbiquitousAttributes(path:_:)`` for each), and publishes the
-    /// changes at once. Returns the paths that are not indexed (yet).
-    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
-        guard !changes.isEmpty else { return [] }
-        let job = makeJob()
-        return try await run {
-            guard job.subscribers.isEmpty else {
-                let (delta, missing) = try job.index.updateUbiquitousAttributes(changes)
-                if !delta.isEmpty { job.subscribers.publish(delta) }
-                return missing
-            }
-            // nobody listens: the attributes alone, not the rows' records
-            let (changed, missing) = try job.index.updateUbiquitousAttributesOnly(changes)
-            // a live query that began meanwhile may have read the rows before this change
-            if !changed.isEmpty, !job.subscribers.isEmpty {
-                job.subscribers.publish(IndexDelta(changed: try changed.compactMap { try job.index.record(at: $0) }))
-            }
-            return missing
-        }
-    }
-
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             worker.async { continuation.resume(with: Result { try body() }) }

@@ -8,12 +8,11 @@ struct IndexerJob: Sendable {
     let scanner: TreeScanner
     let logger: Logger
     let roots: [String: IgnoreRules]
-    let subscribers: Broadcaster<IndexDelta>
 
-    /// Publishes a step's delta and keeps it for the job's merged result.
+    /// Keeps a step's delta for the job's merged result (the index published it on its change
+    /// feed when the step committed).
     func publish(_ delta: IndexDelta, into steps: inout [IndexDelta]) {
         guard !delta.isEmpty else { return }
-        subscribers.publish(delta)
         steps.append(delta)
     }
 
@@ -214,15 +213,4 @@ struct IndexerJob: Sendable {
     private func descendantsOnly(_ path: String) throws -> [String] {
         try index.records(under: path).map(\.path)
     }
-}
-
-extension Broadcaster where Element == IndexDelta {
-    /// Hands `delta` to every subscriber, unless it is empty.
-    func publish(_ delta: IndexDelta) {
-        guard !delta.isEmpty else { return }
-        yield(delta)
-    }
-
-    /// Whether nobody subscribes now.
-    var isEmpty: Bool { subscriberCount == 0 }
 }

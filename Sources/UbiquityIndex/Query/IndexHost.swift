@@ -44,7 +44,7 @@ package final class IndexHost: Sendable {
         let task = Task { [indexer, weak self] in
             for await batch in batches {
                 do {
-                    // The indexer publishes each step's delta to ``deltas()`` before it returns.
+                    // Each step's delta is on the index's change feed (``deltas()``) before it returns.
                     _ = try await indexer.apply(batch)
                     self?.noteRescans(batch)
                 } catch {
@@ -68,10 +68,11 @@ package final class IndexHost: Sendable {
 
     private static let localHost = Mutex<IndexHost?>(nil)
 
-    /// Stops watching; subscriptions end when the indexer goes away.
+    /// Stops watching and ends the subscriptions to the change feed.
     package func shutdown() {
         watcher.stop()
         pump.withLock { $0?.cancel() }
+        index.finishChanges()
     }
 
     // MARK: Roots
@@ -139,19 +140,6 @@ package final class IndexHost: Sendable {
 
     /// The roots indexed now.
     package var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
-
-    /// Changes the ubiquitous attributes of the row at `path` and tells live queries; false
-    /// when the path is not indexed (yet). See ``Indexer/updateUbiquitousAttributes(path:_:)``.
-    package func updateUbiquitousAttributes(path: String, _ change: @escaping @Sendable (inout UbiquitousAttributes) -> Void) async throws -> Bool {
-        try await indexer.updateUbiquitousAttributes(path: path, change)
-    }
-
-    /// Changes the ubiquitous attributes of several rows in one transaction and tells live
-    /// queries; returns the paths that are not indexed (yet). See
-    /// ``Indexer/updateUbiquitousAttributes(_:)``.
-    package func updateUbiquitousAttributes(_ changes: [(path: String, change: @Sendable (inout UbiquitousAttributes) -> Void)]) async throws -> [String] {
-        try await indexer.updateUbiquitousAttributes(changes)
-    }
 
     /// Rescans `path` (a root or a folder inside one) now: the on-demand backstop.
     @discardableResult
@@ -225,9 +213,9 @@ package final class IndexHost: Sendable {
 
     // MARK: Deltas
 
-    /// Every delta applied from now on (scans, rescans and watcher batches), until the stream
-    /// is dropped or the host goes away.
+    /// Every delta committed from now on (scans, rescans, watcher batches and sync's states: the
+    /// index's change feed), until the stream is dropped or the host shuts down.
     package func deltas() -> AsyncStream<IndexDelta> {
-        indexer.deltas
+        index.changes()
     }
 }

@@ -388,14 +388,7 @@ package final class KeyValueDatabase: Sendable {
 
     func write<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
         do {
-            return try writer.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
-            }
+            return try writer.transaction(kind: .immediate, body)
         } catch let error as UbiquityError {
             throw error
         } catch {

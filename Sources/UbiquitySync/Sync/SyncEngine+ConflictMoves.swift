@@ -2,6 +2,7 @@
 import Foundation
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 
 /// The "in conflict" state follows its item through renames and moves (`docs/sync.md`,
 /// "Conflicts never lose data"): the engine keeps the items with unresolved conflict versions

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityCloudKit
 
 /// Conflict versions on every device (`docs/sync.md`, "Conflict versions on every device").

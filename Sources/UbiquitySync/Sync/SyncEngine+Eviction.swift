@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityIndex
 import CUbiquityShims
 import UbiquityCloudKit
@@ -119,7 +120,7 @@ extension SyncEngine {
         }
         var updated = entry
         updated.stat = stub.stat
-        try journal.put(updated)
+        try journalSynced([updated])
         try journal.setEvicted(entry.id, true)
         noteTransfer(entry.path) { transfer in
             transfer.downloadRequested = false
@@ -274,7 +275,7 @@ extension SyncEngine {
             guard local.stat.differs(from: entry.stat) else { return }
             var updated = entry
             updated.stat = local.stat
-            try journal.put(updated)
+            try journalSynced([updated])
             return
         }
         try await settleWrittenOverStub(entry, local)
@@ -290,10 +291,9 @@ extension SyncEngine {
         if local.stat.kind == .file, try await hashOf(local, like: entry.contentHash) == entry.contentHash {
             var updated = entry
             updated.stat = local.stat
-            try journal.put(updated)
-            try journal.setEvicted(entry.id, false)
+            try journalSynced([updated])
+            try journal.setEvicted(entry.id, false)  // downloaded again, in the index too
             Placeholder.removeStub(for: absolute(entry.path))
-            publishTransfer(entry.path)
             logger.info("the evicted file's own content was put back: it is downloaded", metadata: ["ubiquity.path": "\(entry.path)"])
             return
         }
@@ -348,7 +348,7 @@ extension SyncEngine {
         if let stub {
             var updated = entry
             updated.stat = stub.stat
-            try journal.put(updated)
+            try journalSynced([updated])
         }
         logger.notice("an evicted file's stub was renamed to a document's name: the stub is written again, the renamed file is a new item",
                       metadata: ["ubiquity.path": "\(entry.path)"])
@@ -379,9 +379,8 @@ extension SyncEngine {
             }
         }
         guard let stub else { return false }
-        try journal.put(JournalEntry(id: item.id, path: item.path, stat: stub.stat, contentHash: item.contentHash, target: nil,
-                                     changeTag: item.changeTag))
-        report(item.path, .uploaded)
+        try journalSynced([JournalEntry(id: item.id, path: item.path, stat: stub.stat, contentHash: item.contentHash, target: nil,
+                                        changeTag: item.changeTag)])
         logger.debug("stub updated", metadata: ["ubiquity.path": "\(item.path)"])
         return true
     }
@@ -433,6 +432,6 @@ extension SyncEngine {
         guard let stamp = Placeholder.stamp(ofItemAt: target) else { throw UbiquityError(.notFound, "no item at '\(target)'") }
         let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: URL(fileURLWithPath: target))?.count ?? 0
         let status = journal.status(relativePath: relative, canonical: target, stamp: stamp, conflicts: conflicts)
-        return journal.itemState(relativePath: relative, absolute: target, status: status)
+        return journal.itemState(relativePath: relative, status: status)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityCloudKit
 
 extension SyncEngine {
@@ -113,7 +114,7 @@ extension SyncEngine {
             case .adopt:
                 var updated = entry
                 updated.stat = local.stat
-                try journal.put(updated)
+                try journalSynced([updated])
             case .upload(let content):
                 uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: content, hash: hash))
             case .deleteRemoteKeepLocal:
@@ -189,7 +190,7 @@ extension SyncEngine {
         let refused = Set(uploads.lazy.filter { upload in self.refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }.map(\.id))
         if !refused.isEmpty {
             // kept, not sent until it changes
-            try journal.putAll(uploads.filter { refused.contains($0.id) && $0.isNew }.map(\.newEntry), enqueue: true)
+            try journal.putAll(uploads.filter { refused.contains($0.id) && $0.isNew }.map(\.newEntry), enqueue: true) { _ in .uploading }
             uploads.removeAll { refused.contains($0.id) }
         }
         var failed = try await sendAll(uploads)
@@ -201,8 +202,7 @@ extension SyncEngine {
         }
         for (path, entry) in excludedNow {
             if let entry { try await deleteRemote(entry) }
-            try journal.setExcluded(path, true, inode: items[path]?.stat.inode)
-            report(path, .excluded)
+            try journal.setExcluded(path, true, inode: items[path]?.stat.inode)  // excluded in the index too
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
         // the pass counts as failed, so retries back off instead of spinning

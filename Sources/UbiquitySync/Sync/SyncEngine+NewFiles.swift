@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityCloudKit
 
 extension SyncEngine {
@@ -95,17 +96,14 @@ extension SyncEngine {
                 }
             }
             guard !written.isEmpty else { continue }
+            // a new item: not in conflict, not evicted, no upload state; its index row (if the
+            // index met the file already) is current and uploaded from this transaction on
             try journal.putAll(written.map { file, stamp in
                 JournalEntry(id: file.item.id, path: file.item.path, stat: SyncStat(stamp), contentHash: file.item.contentHash,
                              target: nil, changeTag: file.item.changeTag)
-            })
-            let hadTransfers = try journal.finishDownloads(paths: written.map(\.0.item.path))
-            for (file, _) in written {
-                if hadTransfers.contains(file.item.path) { publishTransfer(file.item.path) }  // progress over
-                // a new item: not in conflict, not evicted, no upload state (``report(_:_:)`` asks)
-                onStatus?(absolute(file.item.path), .uploaded)
-                onEvent?(.didDownload(path: file.item.path))
-            }
+            }) { _ in .uploaded }
+            try journal.finishDownloads(paths: written.map(\.0.item.path))  // progress over
+            for (file, _) in written { onEvent?(.didDownload(path: file.item.path)) }
             logger.debug("downloaded new files together", metadata: ["ubiquity.count": "\(written.count)"])
         }
         return (alone, failed)

@@ -42,7 +42,6 @@ extension SyncEngine {
             throw UbiquityError(.invalidArgument, "'\(absolute(relative))' is kept downloaded by a pinned folder above it: unpin that folder")
         }
         try journal.setPinned(entry.id, pinned)
-        publishTransfer(relative)
         logger.info("\(what)", metadata: ["ubiquity.path": "\(relative)"])
     }
 

@@ -31,20 +31,12 @@ final class ProgressThrottle: Sendable {
 }
 
 extension SyncEngine {
-    /// The transfer state of `relative` as status and the index show it, published to the
-    /// transfer handler (the daemon's index).
-    nonisolated func publishTransfer(_ relative: String) {
-        guard let onTransfer else { return }
-        let absolute = folder + "/" + relative
-        onTransfer(absolute, journal.itemState(relativePath: relative, absolute: absolute, status: .uploaded))
-    }
-
-    /// Changes the journal's transfer state of `relative` and publishes it.
+    /// Changes the journal's transfer state of `relative` (its index row follows in the same
+    /// transaction).
     nonisolated func noteTransfer(_ relative: String, _ change: (inout SyncTransfer) -> Void) {
         do { try journal.updateTransfer(path: relative, change) } catch {
             logger.debug("transfer state not recorded", metadata: ["ubiquity.path": "\(relative)", "ubiquity.error": "\(error)"])
         }
-        publishTransfer(relative)
     }
 
     /// The progress callback of a download of `relative`: percent downloaded, throttled (at
@@ -109,13 +101,15 @@ extension SyncEngine {
         }
     }
 
-    /// The upload of `relative` reached the server: its error is forgotten.
-    func noteUploaded(_ relative: String) {
-        guard let transfer = try? journal.transfer(path: relative), !transfer.isIdle else { return }
-        noteTransfer(relative) { transfer in
-            transfer.isUploading = false
-            transfer.percentUploaded = nil
-            transfer.uploadError = nil
+    /// The uploads of `paths` reached the server: their progress and errors are forgotten (one
+    /// read for the batch; a write only for those with a transfer state).
+    func noteUploaded(_ paths: [String]) {
+        for relative in (try? journal.transfers(among: paths)) ?? [] {
+            noteTransfer(relative) { transfer in
+                transfer.isUploading = false
+                transfer.percentUploaded = nil
+                transfer.uploadError = nil
+            }
         }
     }
 

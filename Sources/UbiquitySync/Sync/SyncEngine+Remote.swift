@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityCloudKit
 
 extension SyncEngine {
@@ -204,9 +205,8 @@ extension SyncEngine {
             try await download(item, record, expected: expected)
         case .adopt:
             guard let local else { return }
-            try journal.put(JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
-                                         changeTag: item.changeTag))
-            report(localPath, .uploaded)
+            try journalSynced([JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
+                                            changeTag: item.changeTag)])
             if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it
         case .apply(let move, let content, let mode):
             guard var current = entry, let local else { return }
@@ -224,7 +224,7 @@ extension SyncEngine {
             if !changedHere, let fresh = FileStamp.of(absolute(item.path)) { current.stat = SyncStat(fresh) }
             current.changeTag = item.changeTag
             current.baseHash = item.contentHash
-            try journal.put(current)
+            try journalSynced([current], status: changedHere ? .uploading : .uploaded)  // a local edit still waits
         case .conflict:
             try await keepConflict(item, record, localPath: localPath, local: local)
         case .deleteRemote:
@@ -370,10 +370,9 @@ extension SyncEngine {
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         // (where its stub was, when it was evicted: asked once, as before)
         let evictedAt = try journal.isEvicted(item.id) ? try journal.entry(id: item.id)?.path ?? item.path : nil
-        try journal.put(JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: item.target,
-                                     changeTag: item.changeTag))
+        try journalSynced([JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash,
+                                        target: item.target, changeTag: item.changeTag)])
         try noteDownloaded(item, evictedAt: evictedAt)  // no longer evicted; progress over (SyncEngine+Progress.swift)
-        report(item.path, .uploaded)
         onEvent?(.didDownload(path: item.path))
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityCloudKit
 
 extension SyncEngine {
@@ -69,10 +70,12 @@ extension SyncEngine {
 
     /// ``prepareAll(_:)`` of window `index`; nothing past the last one. Its new items are
     /// journaled first, with their new IDs, so a restart after their records were saved (and
-    /// before the answer was journaled) reuses the IDs instead of making second records.
+    /// before the answer was journaled) reuses the IDs instead of making second records; the
+    /// window's items are "uploading" from then on (two transactions for the window).
     private func prepareWindow(_ index: Int, of windows: [[Upload]]) async throws -> ([PreparedUpload], Int) {
         guard index < windows.count else { return ([], 0) }
-        try journal.putAll(windows[index].filter(\.isNew).map(\.newEntry), enqueue: true)
+        try journal.putAll(windows[index].filter(\.isNew).map(\.newEntry), enqueue: true) { _ in .uploading }
+        report(windows[index].filter { !$0.isNew }.map(\.path), .uploading)
         return try await prepareAll(windows[index])
     }
 
@@ -177,7 +180,6 @@ extension SyncEngine {
     /// the file changed while it was read or uploaded (queued for the next pass).
     func prepare(_ upload: Upload) async throws -> PreparedUpload? {
         let target = absolute(upload.path)
-        report(upload.path, .uploading)
         var record = try SyncRecord.record(id: upload.id, changeTag: upload.previous?.changeTag)
         var stat = upload.local.stat
         var hash = upload.previous?.contentHash ?? ""
@@ -205,8 +207,7 @@ extension SyncEngine {
                 guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, inlineBytes: 0) }
                 var adopted = previous
                 adopted.stat = stat
-                try journal.put(adopted)
-                report(upload.path, .uploaded)
+                try journalSynced([adopted])
                 return nil
             }
             record[SyncRecord.Field.content] = .asset(Asset(fileURL: URL(fileURLWithPath: target), scan: scan))
@@ -270,7 +271,6 @@ extension SyncEngine {
             try Task.checkCancellation()
             let chunk = Array(uploads[start..<min(start + Self.smallFilesPerClaim, uploads.count)])
             start += chunk.count
-            for (_, upload) in chunk { report(upload.path, .uploading) }
             // (`isDirectory: false`: a file, so `URL` need not stat it to find out)
             let intents = chunk.map { FileAccessIntent.readingIntent(with: URL(fileURLWithPath: absolute($0.1.path), isDirectory: false)) }
             let reads: [SmallFileRead]
@@ -387,9 +387,8 @@ extension SyncEngine {
                 if uploadFailed(item.upload, error) { failed += 1 }
             }
         }
-        try journal.putAll(saved.map(\.1))
+        try journalSynced(saved.map(\.1))  // one transaction for the batch, states included (SyncEngine.swift)
         if saved.count == batch.count { try skipOwnChanges(tokens) }
-        reportUploaded(saved.map(\.0.upload.path))  // one journal read for the batch (SyncEngine.swift)
         for (item, _) in saved {
             refusedUploads[item.upload.path] = nil
             onEvent?(.didUpload(path: item.upload.path))
@@ -424,9 +423,8 @@ extension SyncEngine {
         guard let serverRecord, let server = SyncRecord.item(from: serverRecord) else { throw error }
         switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server) {
         case .adopt:
-            try journal.put(JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
-                                         changeTag: server.changeTag))
-            report(upload.path, .uploaded)
+            try journalSynced([JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
+                                            changeTag: server.changeTag)])
             if server.path != upload.path { wakeLater() }
         default:
             // fetch the record with its download URL, then keep both versions

@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityIndex
 import UbiquityCloudKit
 
@@ -15,22 +16,16 @@ import UbiquityCloudKit
 /// folder against the journal and upload what changed (read under a coordinated read, renames
 /// as path updates, deletes as record deletes). Passes are started by the folder's watcher, by
 /// push notifications of the zone subscription, and every `pollInterval` as a backstop. The
-/// journal (``SyncJournal``) makes every step restartable.
+/// journal (``SyncJournal``, in the device database) makes every step restartable, and carries
+/// each item's sync state to its index row in the same transaction.
 package actor SyncEngine {
     /// Makes the container for an identifier (the account's credentials are the caller's).
     package typealias ContainerFactory = @Sendable (String) -> CloudContainer
-    /// Told of an item's new sync state (absolute path): the daemon keeps the index's
-    /// ubiquitous attributes with it.
-    package typealias StatusHandler = @Sendable (_ path: String, _ status: SyncItemStatus) -> Void
     /// Hears of uploads, downloads, conflicts and failed uploads (the daemon's hooks).
     package typealias EventHandler = @Sendable (SyncEvent) -> Void
-    /// Told of an item's transfer state (absolute path): downloading status, progress.
-    package typealias TransferHandler = @Sendable (_ path: String, _ state: ItemSyncState) -> Void
 
     /// The synced folder (absolute, symbolic links resolved).
     package nonisolated let folder: String
-    /// The journal file.
-    package nonisolated let journalPath: String
     /// The container.
     package nonisolated let containerIdentifier: String
     let journal: SyncJournal
@@ -89,9 +84,7 @@ package actor SyncEngine {
     var massDeletePaused: Int?
     /// The names found unsyncable and already reported (SyncEngine+Names.swift).
     var unsyncableNames = UnsyncableNames()
-    let onStatus: StatusHandler?
     let onEvent: EventHandler?
-    nonisolated let onTransfer: TransferHandler?
     nonisolated let progressThrottle = ProgressThrottle()
     /// Who hears an item's download progress besides the index (`ubiq download`), by path.
     nonisolated let progressListeners = Mutex<[String: @Sendable (Double) -> Void]>([:])
@@ -117,31 +110,33 @@ package actor SyncEngine {
     /// (tests only: the file may be edited there; SyncEngine+Remote.swift, +NewFiles.swift).
     var afterWrite: (@Sendable (String) -> Void)?
 
-    /// An engine for `folder` (created if missing) with its journal at `journalPath`. A pass
-    /// that would delete more than `massDeleteShare` of the synced items and more than
-    /// `massDeleteMinimum` of them pauses the deletes until ``confirmDeletes()``. `appLinks`
-    /// are the app containers' links in the folder, left alone.
+    /// An engine for `folder` (created if missing) with its journal `journalName` in the device
+    /// database `deviceDatabase` (the daemon's index: the journal's states reach the index's rows in
+    /// the same transactions); a journal file an earlier version kept for the folder
+    /// (`legacyJournal`) is brought in first. A pass that would delete more than
+    /// `massDeleteShare` of the synced items and more than `massDeleteMinimum` of them pauses
+    /// the deletes until ``confirmDeletes()``. `appLinks` are the app containers' links in the
+    /// folder, left alone.
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     package init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
-                journalPath: String, deviceName: String? = nil, pollInterval: Duration = .seconds(30),
-                massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
-                onStatus: StatusHandler? = nil, onEvent: EventHandler? = nil, onTransfer: TransferHandler? = nil,
-                evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil) throws {
+                deviceDatabase: MetadataIndex, journalName: String, legacyJournal: String? = nil, deviceName: String? = nil,
+                pollInterval: Duration = .seconds(30), massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
+                onEvent: EventHandler? = nil, evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
-        self.journalPath = journalPath
         self.containerIdentifier = containerIdentifier
         lock = try FolderLock(path: canonical + "/.ubiquity-sync.lock")
         // temporaries of new files left by a killed engine (NewFilesFolder.swift): ours now
         let leftovers = NewFilesFolder.clear(root: canonical)
         if leftovers > 0 { logger.debug("removed temporaries of new files left by an earlier run", metadata: ["ubiquity.count": "\(leftovers)"]) }
-        journal = try SyncJournal.openRecovering(path: journalPath, logger: logger).journal
-        if let recorded = try journal.value("folder"), recorded != canonical {
-            logger.warning("the journal was made for another folder: it is used for this one", metadata: ["ubiquity.journal": "\(journalPath)"])
+        journal = try SyncJournal(database: deviceDatabase, name: journalName, folder: canonical)
+        if let previous = journal.previousFolder {
+            logger.warning("the journal was made for another folder: it is used for this one",
+                           metadata: ["ubiquity.journal": "\(journalName)", "ubiquity.previous": "\(previous)"])
         }
-        try journal.setValue(canonical, "folder")
+        if let legacyJournal { journal.importLegacyFile(legacyJournal, logger: logger) }
         container = makeContainer(containerIdentifier)
         database = container.privateCloudDatabase
         rules = IgnoreRules.load(root: canonical)
@@ -152,12 +147,10 @@ package actor SyncEngine {
         var logger = logger
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
         self.logger = logger
-        stagingDirectory = journalPath + ".staging"
+        stagingDirectory = Self.stagingFolder(database: deviceDatabase, journalName: journalName)
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
-        self.onStatus = onStatus
         self.onEvent = onEvent
-        self.onTransfer = onTransfer
         self.evictionBudget = evictionBudget
         self.appLinks = appLinks
         try journal.resetRunningTransfers()
@@ -165,11 +158,18 @@ package actor SyncEngine {
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// The journal's default place for `folder`: `$XDG_STATE_HOME/ubiquity/sync/<container>-<hash of the folder>.sqlite`.
-    package static func defaultJournalPath(folder: String, containerIdentifier: String, paths: UbiquityPaths = UbiquityPaths()) -> String {
+    /// The default journal name for `folder`: `<container>-<hash of the folder>` (the name an
+    /// earlier version gave its journal file, `$XDG_STATE_HOME/ubiquity/sync/NAME.sqlite`).
+    package static func defaultJournalName(folder: String, containerIdentifier: String) -> String {
         let canonical = (try? CanonicalPath.canonicalize(folder, resolveLast: true)) ?? folder
-        let digest = SyncFiles.hash(Data(canonical.utf8)).prefix(16)
-        return paths.stateDirectory.appendingPathComponent("sync/\(containerIdentifier)-\(digest).sqlite").path
+        return "\(containerIdentifier)-\(SyncFiles.hash(Data(canonical.utf8)).prefix(16))"
+    }
+
+    /// Where the engine of journal `journalName` keeps its staging files: `sync/NAME.staging`
+    /// beside the device database (the system's temporary folder for one in memory).
+    static func stagingFolder(database: MetadataIndex, journalName: String) -> String {
+        let base = database.path.map { ($0 as NSString).deletingLastPathComponent } ?? NSTemporaryDirectory()
+        return base + "/sync/" + journalName + ".staging"
     }
 
     /// How often a watched folder is scanned whole anyway (the poll fetches changes every
@@ -338,34 +338,45 @@ package actor SyncEngine {
 
     func absolute(_ relative: String) -> String { folder + "/" + relative }
 
-    /// Reports an item's sync state to the status handler (an item with unresolved conflict
-    /// versions stays "in conflict").
-    func report(_ relative: String, _ status: SyncItemStatus) {
-        onStatus?(absolute(relative), status == .uploaded && isConflicted(relative) ? .inConflict : status)
-        if status == .uploaded { noteUploaded(relative) }
-        // an evicted item stays "not downloaded" in the index (the status resets it)
-        if status == .uploaded, (try? journal.isEvicted(path: relative)) == true {
-            publishTransfer(relative)
-        }
+    /// The state an item in `status` is recorded in: one with unresolved conflict versions
+    /// stays "in conflict" when uploaded.
+    func state(_ relative: String, _ status: SyncItemStatus) -> SyncItemStatus {
+        status == .uploaded && isConflicted(relative) ? .inConflict : status
     }
 
-    /// ``report(_:_:)`` with `.uploaded` for a batch of items the server took: what it asks the
-    /// journal per item (a transfer state to clear, an evicted item) is asked once for all.
-    func reportUploaded(_ paths: [String]) {
-        guard let facts = try? journal.uploadFacts(paths: paths) else {
-            for path in paths { report(path, .uploaded) }
-            return
+    /// Records the sync state of items whose journal rows are not being written now (the
+    /// journal keeps it, their index rows get it in the same transaction).
+    func report(_ paths: [String], _ status: SyncItemStatus) {
+        guard !paths.isEmpty else { return }
+        do {
+            if status == .uploaded {
+                let conflicted = paths.filter(isConflicted)
+                try journal.setStatus(.inConflict, paths: conflicted)
+                try journal.setStatus(.uploaded, paths: paths.filter { !conflicted.contains($0) })
+            } else {
+                try journal.setStatus(status, paths: paths)
+            }
+        } catch {
+            logger.warning("sync state not recorded", metadata: ["ubiquity.count": "\(paths.count)", "ubiquity.error": "\(error)"])
         }
-        for path in paths {
-            onStatus?(absolute(path), isConflicted(path) ? .inConflict : .uploaded)
-            if facts.transfers.contains(path) { noteUploaded(path) }
-            if facts.evicted.contains(path) { publishTransfer(path) }
-        }
+        if status == .uploaded { noteUploaded(paths) }
+    }
+
+    /// ``report(_:_:)`` of one item.
+    func report(_ relative: String, _ status: SyncItemStatus) {
+        report([relative], status)
+    }
+
+    /// Journals `entries` in one transaction, each in its sync state (`status`, in conflict for
+    /// an item with unresolved conflict versions); an upload's progress or error is cleared.
+    func journalSynced(_ entries: [JournalEntry], status: SyncItemStatus = .uploaded) throws {
+        try journal.putAll(entries) { state($0.path, status) }
+        if status == .uploaded { noteUploaded(entries.map(\.path)) }
     }
 
     /// Items whose conflicts were resolved (`ubiq resolve`, the API) are reported uploaded again.
     func noteResolvedConflicts() async {
-        guard !conflicted.isEmpty, onStatus != nil else { return }
+        guard !conflicted.isEmpty else { return }
         let folder = self.folder
         for (id, path) in conflicted {
             let url = URL(fileURLWithPath: folder + "/" + path)

@@ -30,43 +30,38 @@ package struct JournalChunkList: Sendable, Hashable {
 }
 
 extension SyncJournal {
-    /// Migration `v-chunk-lists` (a new table: older journals gain it here): per item ID, the
-    /// chunk list of its file as last uploaded or downloaded, keyed by the file's stamp.
-    static let chunkListSchema = """
-        CREATE TABLE IF NOT EXISTS chunk_lists (
-            id TEXT PRIMARY KEY, device INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
-            mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, list BLOB NOT NULL);
-        """
-
     /// Keeps `list` as the chunk list of item `id`'s file while the file has `stamp`.
     package func setChunkList(_ list: AssetChunkList, stamp: FileStamp, id: String) throws {
         let json = list.json.serialized()
         try write { db in
             try db.execute(sql: """
-                INSERT OR REPLACE INTO chunk_lists (id, device, inode, size, mtime, ctime, list) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, Int64(bitPattern: stamp.device), Int64(bitPattern: stamp.inode), stamp.size,
+                INSERT OR REPLACE INTO sync_chunk_lists (journal, id, device, inode, size, mtime, ctime, list) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [scope, id, Int64(bitPattern: stamp.device), Int64(bitPattern: stamp.inode), stamp.size,
                                  stamp.modificationNanoseconds, stamp.changeNanoseconds, json])
         }
     }
 
     /// The chunk list kept for item `id` with the stamp it was recorded with, or nil.
     package func chunkList(id: String) throws -> JournalChunkList? {
-        let row = try queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM chunk_lists WHERE id = ?", arguments: [id]) }
+        let row = try read { db in
+            try Row.fetchOne(db, sql: "SELECT device, inode, size, mtime, ctime, list FROM sync_chunk_lists WHERE journal = ? AND id = ?",
+                             arguments: [scope, id])
+        }
         guard let row else { return nil }
-        let data: Data = row["list"]
+        let data: Data = row[5]
         guard let json = try? JSONValue.parse(data), let list = try? AssetChunkList(json: json) else { return nil }
-        let stamp = FileStamp(device: UInt64(bitPattern: row["device"]), inode: UInt64(bitPattern: row["inode"]), size: row["size"],
-                              modificationNanoseconds: row["mtime"], changeNanoseconds: row["ctime"])
+        let stamp = FileStamp(device: UInt64(bitPattern: row[0]), inode: UInt64(bitPattern: row[1]), size: row[2],
+                              modificationNanoseconds: row[3], changeNanoseconds: row[4])
         return JournalChunkList(list: list, stamp: stamp)
     }
 
     /// Forgets item `id`'s chunk list.
     package func removeChunkList(id: String) throws {
-        try write { db in try db.execute(sql: "DELETE FROM chunk_lists WHERE id = ?", arguments: [id]) }
+        try write { db in try db.execute(sql: "DELETE FROM sync_chunk_lists WHERE journal = ? AND id = ?", arguments: [scope, id]) }
     }
 
     /// How many chunk lists are kept (for tests).
     func chunkListCount() throws -> Int {
-        try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk_lists") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_chunk_lists WHERE journal = ?", arguments: [scope]) ?? 0 }
     }
 }

@@ -25,39 +25,36 @@ package struct JournalConflict: Sendable, Hashable {
 }
 
 extension SyncJournal {
-    /// The table added with shared conflict versions (new: older journals gain it when opened).
-    static let conflictSchema = """
-        CREATE TABLE IF NOT EXISTS conflicts (
-            record TEXT PRIMARY KEY, item TEXT NOT NULL, version TEXT NOT NULL, published INTEGER NOT NULL);
-        CREATE INDEX IF NOT EXISTS conflicts_item ON conflicts (item);
-        """
-
     /// Every shared conflict version this device knows.
     package func conflicts() throws -> [JournalConflict] {
-        try queue.read { db in try Row.fetchAll(db, sql: "SELECT * FROM conflicts ORDER BY record").map(Self.conflict) }
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT record, item, version, published FROM sync_conflicts WHERE journal = ? ORDER BY record",
+                             arguments: [scope]).map(Self.conflict)
+        }
     }
 
     /// The conflict of record `record`, if known here.
     package func conflict(record: String) throws -> JournalConflict? {
-        try queue.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM conflicts WHERE record = ?", arguments: [record]).map(Self.conflict)
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT record, item, version, published FROM sync_conflicts WHERE journal = ? AND record = ?",
+                             arguments: [scope, record]).map(Self.conflict)
         }
     }
 
     /// Inserts or replaces a conflict.
     package func putConflict(_ conflict: JournalConflict) throws {
-        try queue.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO conflicts (record, item, version, published) VALUES (?, ?, ?, ?)",
-                           arguments: [conflict.record, conflict.item, conflict.version, conflict.published ? 1 : 0])
+        try write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO sync_conflicts (journal, record, item, version, published) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [scope, conflict.record, conflict.item, conflict.version, conflict.published ? 1 : 0])
         }
     }
 
     /// Forgets the conflict of record `record`.
     package func removeConflict(record: String) throws {
-        try queue.write { db in try db.execute(sql: "DELETE FROM conflicts WHERE record = ?", arguments: [record]) }
+        try write { db in try db.execute(sql: "DELETE FROM sync_conflicts WHERE journal = ? AND record = ?", arguments: [scope, record]) }
     }
 
     static func conflict(_ row: Row) -> JournalConflict {
-        JournalConflict(record: row["record"], item: row["item"], version: row["version"], published: (row["published"] as Int64) != 0)
+        JournalConflict(record: row[0], item: row[1], version: row[2], published: (row[3] as Int64) != 0)
     }
 }

@@ -3,21 +3,20 @@ import Foundation
 import GRDB
 
 extension SyncJournal {
-    /// Added with pinning (Apple's "Keep Downloaded"): the pinned items, by ID.
-    static let pinningSchema = """
-        CREATE TABLE IF NOT EXISTS pinned (id TEXT PRIMARY KEY, since INTEGER NOT NULL);
-        """
-
     /// Records whether item `id` is pinned: it (a folder: everything in it) stays downloaded.
     package func setPinned(_ id: String, _ pinned: Bool) throws {
-        try setMarked(id, pinned, in: "pinned")
+        try write { db in try setMarked(id, pinned, in: "sync_pinned", db) }
     }
 
     /// The paths of the pinned items (where their entries are now: a pin follows renames).
     package func pinnedPaths() throws -> Set<String> {
-        try queue.read { db in
-            Set(try String.fetchAll(db, sql: "SELECT items.path FROM pinned JOIN items ON items.id = pinned.id"))
-        }
+        try read { db in try pinnedPaths(db) }
+    }
+
+    func pinnedPaths(_ db: Database) throws -> Set<String> {
+        Set(try String.fetchAll(db.cachedStatement(sql: """
+            SELECT s.path FROM sync_pinned p JOIN sync_items s ON s.journal = p.journal AND s.id = p.id WHERE p.journal = ?
+            """), arguments: [scope]))
     }
 
     /// Whether the item at `path` is pinned, itself or through a folder above it.

@@ -6,13 +6,13 @@ import UbiquityCore
 extension SyncJournal {
     /// The number of entries.
     package func count() throws -> Int {
-        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM items") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sync_items WHERE journal = ?", arguments: [scope]) ?? 0 }
     }
 
     /// Whether an entry is at `path`.
     package func contains(path: String) throws -> Bool {
-        try queue.read { db in
-            try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM items WHERE path = ?"), arguments: [path]) ?? false
+        try read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM sync_items WHERE journal = ? AND path = ?"), arguments: [scope, path]) ?? false
         }
     }
 
@@ -20,15 +20,15 @@ extension SyncJournal {
     /// instead of two per record).
     func known(ids: [String], paths: [String]) throws -> (ids: Set<String>, paths: Set<String>) {
         guard !ids.isEmpty || !paths.isEmpty else { return ([], []) }
-        return try queue.read { db in
-            let byID = try db.cachedStatement(sql: "SELECT 1 FROM items WHERE id = ?")
-            let byPath = try db.cachedStatement(sql: "SELECT 1 FROM items WHERE path = ?")
+        return try read { db in
+            let byID = try db.cachedStatement(sql: "SELECT 1 FROM sync_items WHERE journal = ? AND id = ?")
+            let byPath = try db.cachedStatement(sql: "SELECT 1 FROM sync_items WHERE journal = ? AND path = ?")
             var knownIDs = Set<String>(), knownPaths = Set<String>()
             for id in ids {
-                if try Bool.fetchOne(byID, arguments: [id]) != nil { knownIDs.insert(id) }
+                if try Bool.fetchOne(byID, arguments: [scope, id]) != nil { knownIDs.insert(id) }
             }
             for path in paths {
-                if try Bool.fetchOne(byPath, arguments: [path]) != nil { knownPaths.insert(path) }
+                if try Bool.fetchOne(byPath, arguments: [scope, path]) != nil { knownPaths.insert(path) }
             }
             return (knownIDs, knownPaths)
         }
@@ -39,32 +39,43 @@ extension SyncJournal {
     /// has in the fetched version (its own uploads coming back).
     func changeTags(ids: [String]) throws -> [String: String] {
         guard !ids.isEmpty else { return [:] }
-        return try queue.read { db in
-            let byID = try db.cachedStatement(sql: "SELECT tag FROM items WHERE id = ?")
+        return try read { db in
+            let byID = try db.cachedStatement(sql: "SELECT tag FROM sync_items WHERE journal = ? AND id = ?")
             var tags: [String: String] = [:]
             tags.reserveCapacity(ids.count)
             for id in ids {
-                if let tag = try String?.fetchOne(byID, arguments: [id]) ?? nil { tags[id] = tag }
+                if let tag = try String?.fetchOne(byID, arguments: [scope, id]) ?? nil { tags[id] = tag }
             }
             return tags
         }
     }
 
     /// Of `paths` just uploaded, those with a recorded transfer state (an upload's progress or
-    /// error to clear) and those whose item is evicted (its state is published again): one read
-    /// for a batch, instead of two per item.
-    func uploadFacts(paths: [String]) throws -> (transfers: Set<String>, evicted: Set<String>) {
-        guard !paths.isEmpty else { return ([], []) }
-        return try queue.read { db in
-            let transfer = try db.cachedStatement(sql: "SELECT 1 FROM transfers WHERE path = ?")
-            let evicted = try db.cachedStatement(sql: "SELECT 1 FROM evicted JOIN items ON items.id = evicted.id WHERE items.path = ?")
-            var transfers = Set<String>(), evictedPaths = Set<String>()
-            for path in paths {
-                if try Bool.fetchOne(transfer, arguments: [path]) != nil { transfers.insert(path) }
-                if try Bool.fetchOne(evicted, arguments: [path]) != nil { evictedPaths.insert(path) }
-            }
-            return (transfers, evictedPaths)
+    /// error to clear): one read for a batch, instead of one per item.
+    func transfers(among paths: [String]) throws -> Set<String> {
+        guard !paths.isEmpty else { return [] }
+        return try read { db in
+            // (mostly no transfer is recorded: then no lookups)
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sync_transfers WHERE journal = ?)"),
+                                    arguments: [scope]) == true else { return [] }
+            let transfer = try db.cachedStatement(sql: "SELECT 1 FROM sync_transfers WHERE journal = ? AND path = ?")
+            var transfers = Set<String>()
+            for path in paths where try Bool.fetchOne(transfer, arguments: [scope, path]) != nil { transfers.insert(path) }
+            return transfers
         }
+    }
+
+    /// Of `paths`, those whose item is evicted (inside a transaction).
+    func evictedPaths(among paths: [String], _ db: Database) throws -> Set<String> {
+        // (mostly nothing is evicted: then no lookups)
+        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sync_evicted WHERE journal = ?)"),
+                                arguments: [scope]) == true else { return [] }
+        let evicted = try db.cachedStatement(sql: """
+            SELECT 1 FROM sync_evicted e JOIN sync_items s ON s.journal = e.journal AND s.id = e.id WHERE s.journal = ? AND s.path = ?
+            """)
+        var found = Set<String>()
+        for path in paths where try Bool.fetchOne(evicted, arguments: [scope, path]) != nil { found.insert(path) }
+        return found
     }
 
     /// The entries a narrowed pass looks at: the one at each named path, and every one at or
@@ -72,16 +83,16 @@ extension SyncJournal {
     /// subtree), never by reading every entry. The whole journal when the scope is full.
     func entries(in scope: LocalScope) throws -> [JournalEntry] {
         if scope.full { return try entries() }
-        return try queue.read { db in
+        return try read { db in
             var found: [String: JournalEntry] = [:]
-            let single = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM items WHERE path = ?")
+            let single = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND path = ?")
             for path in scope.paths.union(scope.subtrees) {
-                if let row = try Row.fetchOne(single, arguments: [path]) { found[path] = Self.entry(row) }
+                if let row = try Row.fetchOne(single, arguments: [self.scope, path]) { found[path] = Self.entry(row) }
             }
             // the paths under `prefix/`: from "prefix/" up to "prefix0" ("0" follows "/" in byte order)
-            let range = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM items WHERE path > ? AND path < ?")
+            let range = try db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND path > ? AND path < ?")
             for subtree in scope.subtrees {
-                for row in try Row.fetchAll(range, arguments: [subtree + "/", subtree + "0"]) {
+                for row in try Row.fetchAll(range, arguments: [self.scope, subtree + "/", subtree + "0"]) {
                     let entry = Self.entry(row)
                     found[entry.path] = entry
                 }

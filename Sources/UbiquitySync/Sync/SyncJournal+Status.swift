@@ -2,27 +2,16 @@
 import Foundation
 import UbiquityCore
 import UbiquityIndex
+import UbiquityStore
 
 extension SyncJournal {
-    /// The folder of journals: `$XDG_STATE_HOME/ubiquity/sync`.
-    package static func defaultDirectory(paths: UbiquityPaths = UbiquityPaths()) -> String {
-        paths.stateDirectory.appendingPathComponent("sync").path
-    }
-
     /// The sync state of the item at the absolute `path`, from the journal of the synced folder
-    /// holding it (found in `directory`); nil when no synced folder holds it or it does not exist.
-    /// `conflicts` is the item's number of unresolved conflict versions.
-    package static func status(ofItemAt path: String, conflicts: Int, directory: String = defaultDirectory()) -> SyncItemStatus? {
-        guard let stamp = FileStamp.of(path),
-              let canonical = try? CanonicalPath.canonicalize(path),
-              let files = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
-        for file in files where file.hasSuffix(".sqlite") {
-            guard let journal = try? SyncJournal(path: directory + "/" + file),
-                  let folder = try? journal.value("folder"), canonical.hasPrefix(folder + "/") else { continue }
-            return journal.status(relativePath: String(canonical.dropFirst(folder.count + 1)), canonical: canonical, stamp: stamp,
-                                  conflicts: conflicts)
-        }
-        return nil
+    /// holding it in the device database at `database`; nil when no synced folder holds it or it
+    /// does not exist. `conflicts` is the item's number of unresolved conflict versions.
+    package static func status(ofItemAt path: String, conflicts: Int, database: String) -> SyncItemStatus? {
+        guard let stamp = FileStamp.of(path), let canonical = try? CanonicalPath.canonicalize(path),
+              let (journal, relative) = holding(canonical, database: database) else { return nil }
+        return journal.status(relativePath: relative, canonical: canonical, stamp: stamp, conflicts: conflicts)
     }
 
     /// The sync state of the item at `relative` (absolute: `canonical`, now `stamp`) in this

@@ -1,148 +1,169 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import GRDB
+import Logging
 import Synchronization
 import UbiquityCore
+import UbiquityStore
 
-/// The sync journal of one folder: a SQLite file (GRDB, WAL) with, per item, its ID, path and
-/// last synced state and server change tag; the zone's change token; the queue of pending
-/// uploads; and the items kept back (skip-backup). Every change is one transaction, so a daemon
-/// killed at any point restarts from a consistent state.
+/// The sync journal of one folder: its rows in the device's one database (`MetadataIndex`, the
+/// `sync_` tables keyed by the journal's ID): per item, its ID, path, last synced state, server
+/// change tag and sync state; the zone's change token; the queue of pending uploads; and the
+/// items kept back (skip-backup). Every change is one transaction of the device database, and
+/// a change of an item's sync state updates the item's index row in that same transaction
+/// (metadata queries hear it on the index's change feed), so a daemon killed at any point
+/// restarts from a consistent state and no state waits for a row to exist: a row indexed later
+/// takes its state from the journal when it is inserted.
 package final class SyncJournal: Sendable {
-    /// The journal file.
-    package let path: String
-    let queue: DatabaseQueue
+    /// The device database.
+    package let database: MetadataIndex
+    /// The journal's name in the database (one per folder, container and account).
+    package let name: String
+    /// The synced folder (absolute, canonical): the index rows of its items are `folder/PATH`.
+    package let folder: String
+    /// The key of this journal's rows.
+    let scope: Int64
+    /// The folder the journal was made for, when it was made for another one (the folder moved).
+    package let previousFolder: String?
     /// The write transactions committed (or tried) since the journal was opened (for tests and
     /// the batching figures: a page of new files is one transaction, not one per file).
     let writeTransactions = Atomic<Int>(0)
 
-    /// Opens (creating) the journal at `path`.
-    package init(path: String) throws {
-        self.path = path
-        // private whatever the umask: paths and content hashes of the user's files
-        try PrivateFolder.prepareFile(path)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+    /// The journal `name` for `folder` in `database` (made if new).
+    package init(database: MetadataIndex, name: String, folder: String) throws {
+        self.database = database
+        self.name = name
+        self.folder = folder
         do {
-            queue = try DatabaseQueue(path: path, configuration: configuration)
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode=WAL") }
-            // WAL with synchronous=NORMAL: a commit survives a killed daemon (what the restart
-            // logic relies on); only a power loss may take back the last commits, which the next
-            // pass finds again by the scan and the change token
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous=NORMAL") }
-            // 16 MiB of page cache (the default is 2 MiB): a pass over 100,000 items reads each
-            // page once
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA cache_size=-16384") }
-            try write { db in
-                try db.execute(sql: """
-                    CREATE TABLE IF NOT EXISTS items (
-                        id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, size INTEGER NOT NULL,
-                        mtime INTEGER NOT NULL, inode INTEGER NOT NULL, mode INTEGER NOT NULL, hash TEXT NOT NULL,
-                        target TEXT, tag TEXT, base TEXT NOT NULL);
-                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                    CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, since INTEGER NOT NULL);
-                    CREATE TABLE IF NOT EXISTS excluded (path TEXT PRIMARY KEY);
-                    CREATE TABLE IF NOT EXISTS excluded_inode (path TEXT PRIMARY KEY, inode INTEGER NOT NULL);
-                    """)
-                // added with eviction (new tables: older journals gain them here)
-                try db.execute(sql: Self.evictionSchema)
-                // added with shared conflict versions (SyncJournal+Conflicts.swift)
-                try db.execute(sql: Self.conflictSchema)
-                // added with kept chunk lists, migration v-chunk-lists (SyncJournal+ChunkLists.swift)
-                try db.execute(sql: Self.chunkListSchema)
-                // added with pinning (SyncJournal+Pinning.swift)
-                try db.execute(sql: Self.pinningSchema)
-            }
+            (scope, previousFolder) = try database.registerJournal(name: name, folder: folder)
         } catch {
-            throw UbiquityError(.io, "cannot open the sync journal '\(path)'", underlying: error)
+            throw UbiquityError(.io, "cannot open the sync journal '\(name)'", underlying: error)
         }
     }
 
-    /// Runs `body` in one write transaction (counted in ``writeTransactions``).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        writeTransactions.add(1, ordering: .relaxed)
-        return try queue.write(body)
+    /// An existing journal of `database` for reading (nothing is made).
+    init(reading database: MetadataIndex, name: String, scope: Int64, folder: String) {
+        self.database = database
+        self.name = name
+        self.folder = folder
+        self.scope = scope
+        previousFolder = nil
     }
+
+    /// Runs `body` in one write transaction of the device database (counted in
+    /// ``writeTransactions``); the index changes `body` makes are published when it commits.
+    func write<T>(_ body: (Database, inout IndexDelta) throws -> T) throws -> T {
+        writeTransactions.add(1, ordering: .relaxed)
+        return try database.write("sync journal", publishing: body)
+    }
+
+    /// Runs `body` in one write transaction that changes no index row.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try write { db, _ in try body(db) }
+    }
+
+    /// Runs `body` in a read transaction.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try database.read("sync journal", body)
+    }
+
+    /// The absolute path of the item at `relative`.
+    func absolute(_ relative: String) -> String { folder + "/" + relative }
 
     // MARK: Items
 
     /// Every entry.
     package func entries() throws -> [JournalEntry] {
-        try queue.read { db in try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM items").map(Self.entry) }
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ?", arguments: [scope]).map(Self.entry)
+        }
     }
 
     /// The entry with ID `id`.
     package func entry(id: String) throws -> JournalEntry? {
-        try queue.read { db in try Row.fetchOne(db, sql: "SELECT \(Self.itemColumns) FROM items WHERE id = ?", arguments: [id]).map(Self.entry) }
+        try read { db in try entry(id: id, db) }
+    }
+
+    func entry(id: String, _ db: Database) throws -> JournalEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND id = ?"),
+                         arguments: [scope, id]).map(Self.entry)
     }
 
     /// The entry at `path`.
     package func entry(path: String) throws -> JournalEntry? {
-        try queue.read { db in try Row.fetchOne(db, sql: "SELECT \(Self.itemColumns) FROM items WHERE path = ?", arguments: [path]).map(Self.entry) }
+        try read { db in try entry(path: path, db) }
     }
 
-    /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) and
-    /// takes its path off the pending queue.
-    package func put(_ entry: JournalEntry) throws {
-        try write { db in
-            try db.execute(sql: "DELETE FROM items WHERE path = ? AND id != ?", arguments: [entry.path, entry.id])
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
-                                 Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                 entry.changeTag, entry.baseHash])
-            try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [entry.path])
-            try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [entry.path])
-        }
+    func entry(path: String, _ db: Database) throws -> JournalEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND path = ?"),
+                         arguments: [scope, path]).map(Self.entry)
     }
 
-    /// Inserts or replaces several entries in one transaction (``put(_:)`` for each); with
-    /// `enqueue`, their paths are put on the pending queue instead of taken off it (new items
-    /// journaled before their first upload).
+    /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) with
+    /// its sync state `status`, and takes its path off the pending queue; the item's index row
+    /// gets the state in the same transaction.
+    package func put(_ entry: JournalEntry, status: SyncItemStatus = .uploaded) throws {
+        try putAll([entry], status: { _ in status })
+    }
+
+    /// ``putAll(_:enqueue:status:)`` with every entry uploaded, or uploading when enqueued.
     package func putAll(_ entries: [JournalEntry], enqueue: Bool = false) throws {
+        try putAll(entries, enqueue: enqueue) { _ in enqueue ? .uploading : .uploaded }
+    }
+
+    /// Inserts or replaces several entries in one transaction (``put(_:status:)`` for each, the
+    /// state of each from `status`); with `enqueue`, their paths are put on the pending queue
+    /// instead of taken off it (new items journaled before their first upload).
+    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, status: (JournalEntry) -> SyncItemStatus) throws {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        try write { db in
+        var states: [(path: String, status: SyncItemStatus)] = []
+        states.reserveCapacity(entries.count)
+        try write { db, delta in
             // statements compiled once per transaction, not once per entry; (`OR REPLACE` also
             // deletes an entry at the same path with another ID: `path` is unique)
             let insert = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO items (id, path, kind, size, mtime, inode, mode, hash, target, tag, base)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO sync_items (journal, id, path, kind, size, mtime, inode, mode, hash, target, tag, base, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)")
-            let dequeue = try db.cachedStatement(sql: "DELETE FROM pending WHERE path = ?")
-            let include = try db.cachedStatement(sql: "DELETE FROM excluded WHERE path = ?")
+            let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sync_pending (journal, path, since) VALUES (?, ?, ?)")
+            let dequeue = try db.cachedStatement(sql: "DELETE FROM sync_pending WHERE journal = ? AND path = ?")
+            let include = try db.cachedStatement(sql: "DELETE FROM sync_excluded WHERE journal = ? AND path = ?")
             // (mostly nothing is excluded, and a receiver has nothing pending: then no lookups)
-            let excludes = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM excluded)")) ?? true
-            let queued = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pending)")) ?? true
+            let excludes = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sync_excluded WHERE journal = ?)"),
+                                             arguments: [scope]) ?? true
+            let queued = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sync_pending WHERE journal = ?)"),
+                                           arguments: [scope]) ?? true
             // an entry already journaled under its ID and path (an upload's answer after its new
             // item was journaled, an edit): updated in place, no index entry touched
             let update = try db.cachedStatement(sql: """
-                UPDATE items SET kind = ?, size = ?, mtime = ?, inode = ?, mode = ?, hash = ?, target = ?, tag = ?, base = ?
-                WHERE id = ? AND path = ?
+                UPDATE sync_items SET kind = ?, size = ?, mtime = ?, inode = ?, mode = ?, hash = ?, target = ?, tag = ?, base = ?, state = ?
+                WHERE journal = ? AND id = ? AND path = ?
                 """)
             for entry in entries {
+                let state = status(entry)
+                states.append((entry.path, state))
                 if !enqueue {
                     try update.execute(arguments: [entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
                                                    Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                                   entry.changeTag, entry.baseHash, entry.id, entry.path])
+                                                   entry.changeTag, entry.baseHash, state.rawValue, scope, entry.id, entry.path])
                     if db.changesCount > 0 {
-                        if queued { try dequeue.execute(arguments: [entry.path]) }
-                        if excludes { try include.execute(arguments: [entry.path]) }
+                        if queued { try dequeue.execute(arguments: [scope, entry.path]) }
+                        if excludes { try include.execute(arguments: [scope, entry.path]) }
                         continue
                     }
                 }
-                try insert.execute(arguments: [entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
+                try insert.execute(arguments: [scope, entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
                                                Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                               entry.changeTag, entry.baseHash])
+                                               entry.changeTag, entry.baseHash, state.rawValue])
                 if enqueue {
-                    try queue.execute(arguments: [entry.path, now])
+                    try queue.execute(arguments: [scope, entry.path, now])
                 } else {
-                    if queued { try dequeue.execute(arguments: [entry.path]) }
-                    if excludes { try include.execute(arguments: [entry.path]) }
+                    if queued { try dequeue.execute(arguments: [scope, entry.path]) }
+                    if excludes { try include.execute(arguments: [scope, entry.path]) }
                 }
             }
+            try applyStates(states, db, &delta)
         }
     }
 
@@ -150,44 +171,74 @@ package final class SyncJournal: Sendable {
     package func removeAll(ids: [String]) throws {
         guard !ids.isEmpty else { return }
         try write { db in
-            for id in ids { try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id]) }
+            let delete = try db.cachedStatement(sql: "DELETE FROM sync_items WHERE journal = ? AND id = ?")
+            for id in ids { try delete.execute(arguments: [scope, id]) }
         }
     }
 
     /// Removes the entry `id`.
     package func remove(id: String) throws {
         try write { db in
-            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM evicted WHERE id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM pinned WHERE id = ?", arguments: [id])
+            for table in ["sync_items", "sync_evicted", "sync_pinned"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE journal = ? AND id = ?", arguments: [scope, id])
+            }
         }
     }
 
     /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
     package func movePrefix(from: String, to: String) throws {
         try write { db in
-            try db.execute(sql: "UPDATE items SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
-                           arguments: [to + "/", from.utf8.count + 2, from.utf8.count + 1, from + "/"])
-            try db.execute(sql: "UPDATE items SET path = ? WHERE path = ?", arguments: [to, from])
-            try db.execute(sql: "DELETE FROM transfers WHERE path = ? OR substr(path, 1, ?) = ?",
-                           arguments: [from, from.utf8.count + 1, from + "/"])
+            try db.execute(sql: "UPDATE sync_items SET path = ? || substr(path, ?) WHERE journal = ? AND substr(path, 1, ?) = ?",
+                           arguments: [to + "/", from.utf8.count + 2, scope, from.utf8.count + 1, from + "/"])
+            try db.execute(sql: "UPDATE sync_items SET path = ? WHERE journal = ? AND path = ?", arguments: [to, scope, from])
+            try db.execute(sql: "DELETE FROM sync_transfers WHERE journal = ? AND (path = ? OR substr(path, 1, ?) = ?)",
+                           arguments: [scope, from, from.utf8.count + 1, from + "/"])
         }
+    }
+
+    // MARK: Sync states
+
+    /// Records the sync state of the items at `paths` (relative; journaled items keep it in their
+    /// row) and updates their index rows, in one transaction.
+    package func setStatus(_ status: SyncItemStatus, paths: [String]) throws {
+        guard !paths.isEmpty else { return }
+        try write { db, delta in
+            let update = try db.cachedStatement(sql: "UPDATE sync_items SET state = ? WHERE journal = ? AND path = ?")
+            for path in paths { try update.execute(arguments: [status.rawValue, scope, path]) }
+            try applyStates(paths.map { ($0, status) }, db, &delta)
+        }
+    }
+
+    /// The sync state recorded for the item at `path` (excluded when it is kept back); nil when
+    /// the journal does not know it.
+    package func state(path: String) throws -> SyncItemStatus? {
+        try read { db in try MetadataIndex.journaledState(journal: scope, relative: path, db: db)?.status }
+    }
+
+    /// Gives the index rows of `states` (relative paths) their sync state (evicted items stay
+    /// not downloaded), inside the caller's transaction; changed rows go in `delta`.
+    func applyStates(_ states: [(path: String, status: SyncItemStatus)], _ db: Database, _ delta: inout IndexDelta) throws {
+        guard !states.isEmpty else { return }
+        let evicted = try evictedPaths(among: states.map(\.path), db)
+        try database.applySyncStates(states.map { (absolute($0.path), $0.status, evicted.contains($0.path)) }, db: db, delta: &delta)
     }
 
     // MARK: Meta
 
-    /// A stored value (the zone's change token, the subscription, the folder).
+    /// A stored value (the zone's change token, the subscription).
     package func value(_ key: String) throws -> String? {
-        try queue.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, key])
+        }
     }
 
     /// Stores (or with nil removes) a value.
     package func setValue(_ value: String?, _ key: String) throws {
         try write { db in
             if let value {
-                try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
+                try db.execute(sql: "INSERT OR REPLACE INTO sync_meta (journal, key, value) VALUES (?, ?, ?)", arguments: [scope, key, value])
             } else {
-                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+                try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, key])
             }
         }
     }
@@ -199,44 +250,48 @@ package final class SyncJournal: Sendable {
         guard !paths.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try write { db in
-            for path in paths { try db.execute(sql: "INSERT OR IGNORE INTO pending (path, since) VALUES (?, ?)", arguments: [path, now]) }
+            let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sync_pending (journal, path, since) VALUES (?, ?, ?)")
+            for path in paths { try queue.execute(arguments: [scope, path, now]) }
         }
     }
 
     /// Takes a path off the pending queue.
     package func dequeue(_ path: String) throws {
-        try write { db in try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path]) }
+        try write { db in try db.execute(sql: "DELETE FROM sync_pending WHERE journal = ? AND path = ?", arguments: [scope, path]) }
     }
 
     /// The pending upload queue.
     package func pending() throws -> [String] {
-        try queue.read { db in try String.fetchAll(db, sql: "SELECT path FROM pending ORDER BY since, path") }
+        try read { db in try String.fetchAll(db, sql: "SELECT path FROM sync_pending WHERE journal = ? ORDER BY since, path", arguments: [scope]) }
     }
 
     /// Records whether `path` is kept back because it carries the skip-backup attribute, and
     /// the inode of the file that carried it (an editor saving by rename makes a new file
-    /// without the attribute: the engine puts it back).
+    /// without the attribute: the engine puts it back). The item's state (excluded, or
+    /// uploading when included again) goes to its index row in the same transaction.
     package func setExcluded(_ path: String, _ excluded: Bool, inode: UInt64? = nil) throws {
-        try write { db in
+        try write { db, delta in
             if excluded {
-                try db.execute(sql: "INSERT OR IGNORE INTO excluded (path) VALUES (?)", arguments: [path])
-                try db.execute(sql: "DELETE FROM pending WHERE path = ?", arguments: [path])
-                if let inode {
-                    try db.execute(sql: "INSERT OR REPLACE INTO excluded_inode (path, inode) VALUES (?, ?)", arguments: [path, Int64(bitPattern: inode)])
-                }
+                try db.execute(sql: """
+                    INSERT INTO sync_excluded (journal, path, inode) VALUES (?, ?, ?)
+                    ON CONFLICT (journal, path) DO UPDATE SET inode = coalesce(excluded.inode, sync_excluded.inode)
+                    """, arguments: [scope, path, inode.map { Int64(bitPattern: $0) }])
+                try db.execute(sql: "DELETE FROM sync_pending WHERE journal = ? AND path = ?", arguments: [scope, path])
+                try applyStates([(path, .excluded)], db, &delta)
             } else {
-                try db.execute(sql: "DELETE FROM excluded WHERE path = ?", arguments: [path])
-                try db.execute(sql: "DELETE FROM excluded_inode WHERE path = ?", arguments: [path])
+                try db.execute(sql: "DELETE FROM sync_excluded WHERE journal = ? AND path = ?", arguments: [scope, path])
+                if db.changesCount > 0 { try applyStates([(path, .uploading)], db, &delta) }
             }
         }
     }
 
     /// The inodes the excluded paths had when they were excluded.
     package func excludedInodes() throws -> [String: UInt64] {
-        try queue.read { db in
+        try read { db in
             var result: [String: UInt64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT path, inode FROM excluded_inode") {
-                result[row["path"]] = UInt64(bitPattern: row["inode"] as Int64)
+            for row in try Row.fetchAll(db, sql: "SELECT path, inode FROM sync_excluded WHERE journal = ? AND inode IS NOT NULL",
+                                        arguments: [scope]) {
+                result[row[0]] = UInt64(bitPattern: row[1] as Int64)
             }
             return result
         }
@@ -244,7 +299,7 @@ package final class SyncJournal: Sendable {
 
     /// The excluded paths.
     package func excluded() throws -> Set<String> {
-        try queue.read { db in Set(try String.fetchAll(db, sql: "SELECT path FROM excluded")) }
+        try read { db in Set(try String.fetchAll(db, sql: "SELECT path FROM sync_excluded WHERE journal = ?", arguments: [scope])) }
     }
 
     /// The columns ``entry(_:)`` reads, in its order.

@@ -31,8 +31,10 @@ struct Daemon: AsyncParsableCommand {
             ready line; it follows sign-outs and account switches (the old account's documents are \
             kept aside as 'FOLDER (USER on HOST)'). --server with --api-token/--web-auth-token (or \
             $UBIQUITY_SERVER, $UBIQUITY_API_TOKEN, $UBIQUITY_WEB_AUTH_TOKEN) syncs with those \
-            credentials instead. The journal lives in --journal (default \
-            $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite). A second daemon on the same \
+            credentials instead. The sync journals live in the index file, the device's one \
+            database, with each item's sync state beside its index row (a journal file of an \
+            earlier version, $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite or --journal, \
+            is brought in once and kept as ….imported). A second daemon on the same \
             folder is refused. --local-server runs a records server inside the daemon (SQLite in \
             $XDG_DATA_HOME/ubiquity/server, 127.0.0.1 only, port 8080 or a free one) and, when no \
             account is signed in, creates one (--local-user, default $USER) and signs this device \
@@ -96,7 +98,7 @@ struct Daemon: AsyncParsableCommand {
     @Option(help: "This device's name, recorded with the conflict versions it keeps (overrides $UBIQUITY_DEVICE_NAME).")
     var deviceName: String?
 
-    @Option(help: "The sync journal (default $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite).")
+    @Option(help: "A sync journal file of an earlier version to bring into the index file, naming the journal (default $XDG_STATE_HOME/ubiquity/sync/CONTAINER-HASH.sqlite, if there is one).")
     var journal: String?
 
     @Option(help: "Seconds between fetches of remote changes when no push arrives (the backstop).")

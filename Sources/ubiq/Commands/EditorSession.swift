@@ -205,7 +205,7 @@ final class EditorSession: Sendable {
         let exists = FileStamp.of(url.path) != nil
         let conflicts = exists ? FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 : 0
         let excluded = exists && ((try? BackupExclusion.isExcluded(url.path)) ?? false)
-        let item = exists ? SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts) : nil
+        let item = exists ? SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts, database: Status.defaultIndexDatabase()) : nil
         let (sync, progress) = item.map(Self.syncText) ?? (nil, nil)
         var pairs: [(String, Any?)] = [("sync", sync)]
         if let progress { pairs.append(("progress", progress)) }
@@ -224,15 +224,8 @@ final class EditorSession: Sendable {
     }
 
     /// The synced folder holding `path` (existing or not), if any.
-    static func syncedFolder(holding path: String, directory: String = SyncJournal.defaultDirectory()) -> String? {
-        let canonical = (try? CanonicalPath.canonicalize(path)) ?? path
-        guard let files = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
-        for file in files where file.hasSuffix(".sqlite") {
-            guard let journal = try? SyncJournal(path: directory + "/" + file),
-                  let folder = try? journal.value("folder"), canonical.hasPrefix(folder + "/") else { continue }
-            return folder
-        }
-        return nil
+    static func syncedFolder(holding path: String, database: String = Status.defaultIndexDatabase()) -> String? {
+        SyncJournal.holding((try? CanonicalPath.canonicalize(path)) ?? path, database: database)?.journal.folder
     }
 }
 

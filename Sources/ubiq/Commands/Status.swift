@@ -57,7 +57,7 @@ struct Status: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds between looks with --watch.", visibility: .hidden))
     var interval: Double = 0.25
 
-    @Option(help: "For a folder: the index file to count its items' states from (default $UBIQUITY_INDEX_DATABASE or $XDG_STATE_HOME/ubiquity/index.sqlite).")
+    @Option(help: "The device database the states are read from: the daemon's index, which holds the sync journals (default $UBIQUITY_INDEX_DATABASE or $XDG_STATE_HOME/ubiquity/index.sqlite).")
     var index: String?
 
     func run() throws {
@@ -68,7 +68,7 @@ struct Status: ParsableCommand {
             }
             let database = try index.map(CLI.absolutePath) ?? Self.defaultIndexDatabase()
             if watch { return watchChanges(url, database: database) }
-            var state = Self.state(of: url)
+            var state = Self.state(of: url, database: database)
             let summary = Self.folderSummary(of: url, state: state, database: database)
             if let summary { state["items"] = summary.json }
             if json { return try DocumentCommandIO.printJSON(state) }
@@ -103,7 +103,7 @@ struct Status: ParsableCommand {
         var summary: FolderStatusSummary?
         var summarized = Date.distantPast
         while true {
-            var state = Self.state(of: url)
+            var state = Self.state(of: url, database: database)
             if Date().timeIntervalSince(summarized) >= summaryInterval {
                 summary = Self.folderSummary(of: url, state: state, database: database)
                 summarized = Date()
@@ -126,8 +126,9 @@ struct Status: ParsableCommand {
         }
     }
 
-    /// The item's state as the JSON object `--json` prints.
-    static func state(of url: URL) -> [String: Any] {
+    /// The item's state as the JSON object `--json` prints (its sync state from the device
+    /// database at `database`).
+    static func state(of url: URL, database: String = defaultIndexDatabase()) -> [String: Any] {
         // an evicted file: its stub stands for it (the stub's times, the document's size)
         let own = FileStamp.of(url.path) ?? Placeholder.standingFor(url.path).flatMap { stub in
             FileStamp.of(Placeholder.stubPath(for: url.path)).map { var stamp = $0; stamp.size = stub.size; return stamp }
@@ -142,7 +143,7 @@ struct Status: ParsableCommand {
             excluded = (try? url.ubiquityIsExcludedFromBackup) ?? false  // no user attributes there: nothing can be excluded
         }
         let conflicts = FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0
-        let sync = stamp == nil ? nil : SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts)
+        let sync = stamp == nil ? nil : SyncJournal.itemState(ofItemAt: url.path, conflicts: conflicts, database: database)
         var state: [String: Any] = [
             "path": url.path,
             "exists": stamp != nil,

@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 import UbiquityIndex
+import UbiquityStore
 
 /// An item's sync state on the control socket: the typed states travel as their raw values, and
 /// a state this build does not know decodes as `unknown` with the item's other facts intact.

@@ -220,8 +220,8 @@ import UbiquityStore
         let tree = ScanTestTree()
         defer { tree.remove() }
         let indexer = try makeIndexer()
-        let first = indexer.deltas
-        let second = indexer.deltas
+        let first = indexer.index.changes()
+        let second = indexer.index.changes()
         tree.file("a")
         _ = try await indexer.addRoot(tree.root, ignoring: .defaults)
         tree.file("b")
@@ -233,29 +233,6 @@ import UbiquityStore
                 if names.count == 2 { break }
             }
             #expect(names == ["a", "b"])
-        }
-    }
-
-    /// Sync's states: with nobody listening only the attributes are read and written; once a
-    /// live query listens, it hears of each change with the row's record.
-    @Test func syncStatesReachTheRowsAndTheSubscribersThereAre() async throws {
-        let tree = ScanTestTree()
-        defer { tree.remove() }
-        tree.file("a")
-        tree.file("b")
-        let indexer = try makeIndexer()
-        _ = try await indexer.addRoot(tree.root, ignoring: .defaults)
-        let uploaded: @Sendable (inout UbiquitousAttributes) -> Void = { $0.isUploaded = true; $0.percentUploaded = 100 }
-        let uploading: @Sendable (inout UbiquitousAttributes) -> Void = { $0.isUploading = true }
-        let missing = try await indexer.updateUbiquitousAttributes([(tree.path("a"), uploaded), (tree.path("nowhere"), uploaded)])
-        #expect(missing == [tree.path("nowhere")])
-        #expect(try indexer.index.record(at: tree.path("a"))?.ubiquitous.isUploaded == true)
-        let stream = indexer.deltas
-        #expect(try await indexer.updateUbiquitousAttributes([(tree.path("b"), uploading)]).isEmpty)
-        for await delta in stream {
-            #expect(delta.changed.map(\.name) == ["b"])
-            #expect(delta.changed.first?.ubiquitous.isUploading == true)
-            break
         }
     }
 

@@ -4,6 +4,7 @@ import Testing
 import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 @testable import UbiquitySync
 import UbiquityCloudKit
 
@@ -29,7 +30,7 @@ import UbiquityCloudKit
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-conflicts-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("journal.sqlite").path
-        let journal = try SyncJournal(path: path)
+        let journal = try SyncJournal.test(at: path)
         #expect(try journal.conflicts().isEmpty)
         try journal.putConflict(JournalConflict(record: "conflict-1", item: "I", version: "V", published: false))
         try journal.putConflict(JournalConflict(record: "conflict-2", item: "I", version: "W", published: true))
@@ -37,7 +38,7 @@ import UbiquityCloudKit
         #expect(!first.published && first.version == "V")
         first.published = true
         try journal.putConflict(first)
-        let reopened = try SyncJournal(path: path)
+        let reopened = try SyncJournal.test(at: path)
         #expect(try reopened.conflicts().map(\.record) == ["conflict-1", "conflict-2"])
         #expect(try reopened.conflict(record: "conflict-1")?.published == true)
         try reopened.removeConflict(record: "conflict-1")

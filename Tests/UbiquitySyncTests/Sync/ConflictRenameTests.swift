@@ -5,6 +5,7 @@ import Testing
 import UbiquityTestSupport
 import Ubiquity
 import UbiquityCore
+import UbiquityStore
 import UbiquityIndex
 @testable import UbiquitySync
 
@@ -17,24 +18,14 @@ import UbiquityIndex
 @Suite(.serialized) struct ConflictRenameTests {
     typealias Harness = SyncBatchTests.Harness
 
-    /// The last sync state reported per absolute path.
-    final class Statuses: Sendable {
-        let last = Mutex<[String: SyncItemStatus]>([:])
-        var handler: SyncEngine.StatusHandler { { path, status in self.last.withLock { $0[path] = status } } }
-        func callAsFunction(_ device: SyncBatchTests.Device, _ relative: String) -> SyncItemStatus? {
-            last.withLock { $0[device.folder.appendingPathComponent(relative).path] }
-        }
-    }
-
     static func unresolved(_ device: SyncBatchTests.Device, _ relative: String) -> [FileVersion] {
         FileVersion.unresolvedConflictVersionsOfItem(at: device.folder.appendingPathComponent(relative)) ?? []
     }
 
     @Test func theConflictStateFollowsALocalAndARemoteRename() async throws {
         try await Harness.with { harness in
-            let statusesA = Statuses(), statusesB = Statuses()
-            let a = try await harness.device("a", onStatus: statusesA.handler)
-            let b = try await harness.device("b", onStatus: statusesB.handler)
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
 
             try a.write("doc.txt", Data("base".utf8))
             try await a.engine.pass()
@@ -48,14 +39,14 @@ import UbiquityIndex
             try await b.engine.pass()
             #expect(b.read("doc.txt") == Data("from A".utf8))
             #expect(Self.unresolved(b, "doc.txt").count == 1)
-            #expect(statusesB(b, "doc.txt") == .inConflict)
+            #expect(try b.state("doc.txt") == .inConflict)
             try await a.engine.pass()
             #expect(Self.unresolved(a, "doc.txt").count == 1, "A imported B's conflict version")
 
             // renamed here (a plain rename, found by the scan): the flag and the versions follow
             try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("renamed.txt"))
             try await b.engine.pass()
-            #expect(statusesB(b, "renamed.txt") == .inConflict)
+            #expect(try b.state("renamed.txt") == .inConflict)
             #expect(await b.engine.isConflicted("renamed.txt"))
             #expect(await !b.engine.isConflicted("doc.txt"))
             #expect(Self.unresolved(b, "renamed.txt").count == 1)
@@ -64,7 +55,7 @@ import UbiquityIndex
             // A gets the rename (a remote rename moves its copy): its flag follows too
             try await a.engine.pass()
             #expect(a.read("renamed.txt") == Data("from A".utf8))
-            #expect(statusesA(a, "renamed.txt") == .inConflict)
+            #expect(try a.state("renamed.txt") == .inConflict)
             #expect(await a.engine.isConflicted("renamed.txt"))
             #expect(Self.unresolved(a, "renamed.txt").count == 1)
 
@@ -72,10 +63,10 @@ import UbiquityIndex
             try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("moved"), withIntermediateDirectories: true)
             try FileManager.default.moveItem(at: a.folder.appendingPathComponent("renamed.txt"), to: a.folder.appendingPathComponent("moved/again.txt"))
             try await a.engine.pass()
-            #expect(statusesA(a, "moved/again.txt") == .inConflict)
+            #expect(try a.state("moved/again.txt") == .inConflict)
             try await b.engine.pass()
             #expect(b.read("moved/again.txt") == Data("from A".utf8))
-            #expect(statusesB(b, "moved/again.txt") == .inConflict)
+            #expect(try b.state("moved/again.txt") == .inConflict)
             #expect(await !b.engine.isConflicted("renamed.txt"))
             #expect(try await b.engine.journalConflicts().count == 1)
 
@@ -84,11 +75,11 @@ import UbiquityIndex
             #expect(versions.count == 1)
             for version in versions { try version.markResolved() }
             try await b.engine.pass()
-            #expect(statusesB(b, "moved/again.txt") == .uploaded)
+            #expect(try b.state("moved/again.txt") == .uploaded)
             #expect(try await b.engine.journalConflicts().isEmpty)
             try await a.engine.pass()
             #expect(Self.unresolved(a, "moved/again.txt").isEmpty)
-            #expect(statusesA(a, "moved/again.txt") == .uploaded)
+            #expect(try a.state("moved/again.txt") == .uploaded)
         }
     }
 }

@@ -56,7 +56,8 @@ import UbiquityCloudKit
         let transport: CountingTransport
         let events: Events
         let folder: URL
-        let journal: String
+        /// The device database its journal is in.
+        let database: MetadataIndex
 
         func write(_ relative: String, _ data: Data, mode: Int = 0o644) throws {
             let url = folder.appendingPathComponent(relative)
@@ -66,6 +67,14 @@ import UbiquityCloudKit
         }
 
         func read(_ relative: String) -> Data? { FileManager.default.contents(atPath: folder.appendingPathComponent(relative).path) }
+
+        /// The device's journal, as another reader of the device database sees it.
+        func openJournal() throws -> SyncJournal {
+            try SyncJournal(database: database, name: Harness.journalName, folder: folder.path)
+        }
+
+        /// The sync state the journal records for `relative`.
+        func state(_ relative: String) throws -> SyncItemStatus? { try openJournal().state(path: relative) }
     }
 
     /// A server with one user (`mei`), and devices made against it.
@@ -77,6 +86,11 @@ import UbiquityCloudKit
         let task: Task<Void, any Error>
         let directory: URL
         let logger: Logger
+        /// Each device's database, by name (a device restarted keeps its database, as a daemon's
+        /// state folder does).
+        let databases = Mutex<[String: MetadataIndex]>([:])
+        /// The journal's name in every device's database.
+        static let journalName = "test"
 
         init() async throws {
             directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-syncbatch-\(UUID().uuidString.prefix(8))")
@@ -100,21 +114,26 @@ import UbiquityCloudKit
         /// A device `name` (its folder and journal under the harness's folder; the same name
         /// again is the same device restarted).
         func device(_ name: String, token: String? = nil, massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50,
-                    rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil,
-                    onStatus: SyncEngine.StatusHandler? = nil) async throws -> Device {
+                    rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil) async throws -> Device {
             let token = try await admin.issueToken(forUser: "mei")
             let transport = CountingTransport(rewrite: rewrite)
             let events = Events()
             let folder = directory.appendingPathComponent(name)
-            let journal = directory.appendingPathComponent("\(name)-journal.sqlite").path
+            let path = directory.appendingPathComponent("\(name)-device.sqlite").path
             let (url, api, logger) = (self.url, self.api, self.logger)
+            let database = try databases.withLock { databases in
+                if let known = databases[name] { return known }
+                let made = try MetadataIndex(path: path, logger: logger)
+                databases[name] = made
+                return made
+            }
             let engine = try SyncEngine(makeContainer: { identifier in
                 CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: transport,
                                logger: logger)
-            }, folder: folder.path, journalPath: journal, deviceName: name, massDeleteShare: massDeleteShare,
-               massDeleteMinimum: massDeleteMinimum, logger: logger, onStatus: onStatus, onEvent: { events.add($0) })
+            }, folder: folder.path, deviceDatabase: database, journalName: Self.journalName, deviceName: name,
+               massDeleteShare: massDeleteShare, massDeleteMinimum: massDeleteMinimum, logger: logger, onEvent: { events.add($0) })
             return Device(engine: engine, transport: transport, events: events,
-                          folder: URL(fileURLWithPath: engine.folder), journal: journal)
+                          folder: URL(fileURLWithPath: engine.folder), database: database)
         }
 
         /// Runs `body` with a fresh harness and always stops it (and deletes its folder) after.
@@ -280,7 +299,7 @@ import UbiquityCloudKit
             #expect(try await a!.engine.pausedDeletes() == nil)
             try await b.engine.pass()
             #expect(Self.files(in: b.folder) == (30..<40).map { "docs/file\($0).txt" }.sorted() + ["docs/new.txt"])
-            let journal = try SyncJournal(path: a!.journal)
+            let journal = try a!.openJournal()
             #expect(try journal.value("massDeleteConfirmed") == nil)
 
             // remote mass deletes are applied as before (the other device asked)
@@ -326,7 +345,7 @@ extension SyncBatchTests {
                                                  "two/keep.txt", "two/moved.txt"])
             #expect(b.read("two/moved.txt") == Self.content(0))
             // the rename kept its record: a path update, not a new upload plus a delete
-            let journal = try SyncJournal(path: a.journal)
+            let journal = try a.openJournal()
             #expect(try journal.entry(path: "two/moved.txt") != nil)
             #expect(!FileManager.default.fileExists(atPath: b.folder.appendingPathComponent("tree").path))
 
@@ -352,7 +371,7 @@ extension SyncBatchTests {
             try a.write("doc.txt", Data("the document".utf8))
             try await a.engine.pass()
             try await b.engine.pass()
-            let id = try #require(try SyncJournal(path: a.journal).entry(path: "doc.txt")?.id)
+            let id = try #require(try a.openJournal().entry(path: "doc.txt")?.id)
 
             a.engine.watching.store(true, ordering: .relaxed)
             let root = a.engine.folder
@@ -363,7 +382,7 @@ extension SyncBatchTests {
             a.transport.reset()
             try await a.engine.pass()
             #expect(a.transport.count("records/modify") == 0, "the record is not deleted")
-            #expect(try SyncJournal(path: a.journal).entry(id: id)?.path == "doc.txt")
+            #expect(try a.openJournal().entry(id: id)?.path == "doc.txt")
 
             var moved = WatchBatch(changes: [.moved(from: root + "/doc.txt", to: root + "/renamed.txt")])
             moved.sequence = 2
@@ -371,8 +390,8 @@ extension SyncBatchTests {
             try await a.engine.pass()
             try await b.engine.pass()
             #expect(Self.files(in: b.folder) == ["renamed.txt"])
-            #expect(try SyncJournal(path: a.journal).entry(path: "renamed.txt")?.id == id)
-            #expect(try SyncJournal(path: b.journal).entry(path: "renamed.txt")?.id == id)
+            #expect(try a.openJournal().entry(path: "renamed.txt")?.id == id)
+            #expect(try b.openJournal().entry(path: "renamed.txt")?.id == id)
         }
     }
 
@@ -444,5 +463,12 @@ extension SyncBatchTests {
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("f\(folder)/\(SyncFiles.temporaryPrefix)left").path))
         }
         #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).items.mapValues(\.stat))
+    }
+}
+
+extension SyncJournal {
+    /// A journal alone in a device database of its own at `path` (made if new), for tests.
+    static func test(at path: String) throws -> SyncJournal {
+        try SyncJournal(database: try MetadataIndex(path: path, logger: Logger(label: "test")), name: "test", folder: "/ubiquity-test-folder")
     }
 }

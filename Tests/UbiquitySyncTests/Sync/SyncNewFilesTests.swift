@@ -177,7 +177,7 @@ import Ubiquity
     @Test func aNarrowedPassReadsTheJournalByPath() throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-scope-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let journal = try SyncJournal.test(at: directory.appendingPathComponent("journal.sqlite").path)
         let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
         let paths = ["a", "a/b", "a/b/c", "a b", "a0", "ab", "b", "b/c", "c", "é/x", "é"]
         try journal.putAll(paths.map { JournalEntry(id: "id-" + $0, path: $0, stat: stat, contentHash: "h", changeTag: "t") })
@@ -197,7 +197,7 @@ import Ubiquity
     func batchedJournalLookups() throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-known-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let journal = try SyncJournal.test(at: directory.appendingPathComponent("journal.sqlite").path)
         let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
         try journal.putAll([
             JournalEntry(id: "1", path: "a", stat: stat, contentHash: "h", changeTag: "t1"),
@@ -212,16 +212,15 @@ import Ubiquity
 
         try journal.updateTransfer(path: "a") { $0.uploadError = "refused" }
         try journal.setEvicted("3", true)
-        let facts = try journal.uploadFacts(paths: ["a", "b/c", "é", "x"])
-        #expect(facts.transfers == ["a"])
-        #expect(facts.evicted == ["é"])
+        #expect(try journal.transfers(among: ["a", "b/c", "é", "x"]) == ["a"])
+        #expect(try journal.read { db in try journal.evictedPaths(among: ["a", "b/c", "é", "x"], db) } == ["é"])
     }
 
     @Test("putAll: new entries queued, answers updated in place, another ID at a path replaced, queue and exclusions cleared")
     func journalPutAllKeepsOneEntryPerPath() throws {
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-putall-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let journal = try SyncJournal(path: directory.appendingPathComponent("journal.sqlite").path)
+        let journal = try SyncJournal.test(at: directory.appendingPathComponent("journal.sqlite").path)
         let stat = SyncStat(kind: .file, size: 1, modifiedNanoseconds: 1, inode: 1, mode: 0o644)
         // new items journaled before their upload: queued
         try journal.putAll([JournalEntry(id: "1", path: "a", stat: stat, contentHash: "h", changeTag: nil),

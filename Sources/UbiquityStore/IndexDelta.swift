@@ -11,17 +11,22 @@ package struct IndexDelta: Sendable, Hashable {
     package var removed: [String]
     /// Rows that now live at another path.
     package var moved: [MovedRecord]
+    /// Paths the watcher named that cannot be rows: names that are not valid UTF-8 (the bad
+    /// bytes read as U+FFFD). Not indexed; sync looks at their folder to report them.
+    package var unindexable: [String]
 
     /// A delta with the given parts (empty by default).
-    package init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [String] = [], moved: [MovedRecord] = []) {
+    package init(added: [IndexRecord] = [], changed: [IndexRecord] = [], removed: [String] = [], moved: [MovedRecord] = [],
+                 unindexable: [String] = []) {
         self.added = added
         self.changed = changed
         self.removed = removed
         self.moved = moved
+        self.unindexable = unindexable
     }
 
     /// Whether nothing changed.
-    package var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty && moved.isEmpty }
+    package var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty && moved.isEmpty && unindexable.isEmpty }
 
     /// The number of rows affected.
     package var count: Int { added.count + changed.count + removed.count + moved.count }
@@ -32,9 +37,11 @@ package struct IndexDelta: Sendable, Hashable {
     package mutating func merge(_ later: IndexDelta) {
         if isEmpty { self = later; return }
         if later.isEmpty { return }
+        let unindexable = self.unindexable + later.unindexable
         var state = Coalescer(self)
         state.fold(later)
         self = state.delta
+        self.unindexable = unindexable
     }
 
     /// The deltas in order folded into one (see ``merge(_:)``), in time linear in their size.
@@ -42,6 +49,14 @@ package struct IndexDelta: Sendable, Hashable {
         let nonEmpty = deltas.filter { !$0.isEmpty }
         guard let first = nonEmpty.first else { return IndexDelta() }
         if nonEmpty.count == 1 { return first }
+        var merged = rowsMerged(nonEmpty)
+        merged.unindexable = nonEmpty.flatMap(\.unindexable)
+        return merged
+    }
+
+    /// ``merging(_:)`` of the rows of at least two non-empty deltas.
+    private static func rowsMerged(_ nonEmpty: [IndexDelta]) -> IndexDelta {
+        let first = nonEmpty[0]
         // Fast path (a scan's batches): only additions and changes, each path once.
         if nonEmpty.allSatisfy({ $0.removed.isEmpty && $0.moved.isEmpty }) {
             var seen = Set<String>()

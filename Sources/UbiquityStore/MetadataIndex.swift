@@ -32,6 +32,8 @@ package final class MetadataIndex: Sendable {
     /// The change feed: every committed write's delta, in commit order (published on the
     /// writer's queue right after the commit, before the next write starts).
     let feed = Broadcaster<IndexDelta>()
+    /// The same feed without the writes that change sync states only (``fileChanges()``).
+    let fileFeed = Broadcaster<IndexDelta>()
     /// The folders of the sync journals in this database (``SyncJournalFolders``), read once and
     /// kept current by ``registerJournal(name:folder:)``: a row inserted under one of them takes
     /// its sync state from the journal.
@@ -153,12 +155,21 @@ package final class MetadataIndex: Sendable {
     /// in commit order (the indexer's, and sync's changes of the rows' ubiquitous attributes).
     package func changes() -> AsyncStream<IndexDelta> { feed.subscribe() }
 
-    /// Whether anybody follows the change feed now (when nobody does, writes may skip reading
-    /// the records a delta would carry).
+    /// A new subscription to what changes on disk: the change feed's deltas of the indexer's
+    /// writes (items added, changed, removed, moved, in commit order), without those that only
+    /// change sync states. Sync follows the folder it syncs through it: the index's watcher and
+    /// walker are the only ones that look at the disk for changes.
+    package func fileChanges() -> AsyncStream<IndexDelta> { fileFeed.subscribe() }
+
+    /// Whether anybody follows the whole change feed now (when nobody does, sync-state writes
+    /// skip reading the records a delta would carry).
     package var hasSubscribers: Bool { feed.subscriberCount > 0 }
 
     /// Ends every subscription to the change feed (the index is closed or replaced).
-    package func finishChanges() { feed.finish() }
+    package func finishChanges() {
+        feed.finish()
+        fileFeed.finish()
+    }
 
     /// Runs `body` in a write transaction, turning database errors into ``UbiquityError``.
     func write<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
@@ -173,20 +184,34 @@ package final class MetadataIndex: Sendable {
 
     /// Runs `body` in one write transaction and, once it committed, publishes the delta `body`
     /// built on the change feed, before any later write runs: subscribers see the changes in
-    /// commit order. Sync's journal writes come here with their index changes (`SyncJournal`).
-    package func write<T>(_ what: String, publishing body: (Database, inout IndexDelta) throws -> T) throws -> T {
+    /// commit order. Sync's journal writes come here with their index changes (`SyncJournal`),
+    /// as `syncStates` (they are not published to ``fileChanges()``).
+    package func write<T>(_ what: String, syncStates: Bool = false, publishing body: (Database, inout IndexDelta) throws -> T) throws -> T {
         do {
             var delta = IndexDelta()
             return try writer.transaction({ db in
                 delta = IndexDelta()
                 return try body(db, &delta)
             }, afterCommit: { _, _ in
-                if !delta.isEmpty { feed.yield(delta) }
+                guard !delta.isEmpty else { return }
+                feed.yield(delta)
+                if !syncStates { fileFeed.yield(delta) }
             })
         } catch let error as UbiquityError {
             throw error
         } catch {
             throw UbiquityError(.io, "Metadata index: \(what) failed", underlying: error)
+        }
+    }
+
+    /// Publishes names the watcher reported that cannot be rows (``IndexDelta/unindexable``) on
+    /// the change feed, in order with the writes.
+    package func publishUnindexable(_ paths: [String]) {
+        guard !paths.isEmpty else { return }
+        let delta = IndexDelta(unindexable: paths)
+        writer.writeWithoutTransaction { _ in
+            feed.yield(delta)
+            fileFeed.yield(delta)
         }
     }
 

@@ -19,7 +19,7 @@ extension AccountSync {
             let journal = Self.journalPath(folder: documents, containerIdentifier: identifier, paths: configuration.paths, account: account)
             var engineLogger = logger
             engineLogger[metadataKey: "ubiquity.container"] = "\(identifier)"
-            return try SyncEngine(containerIdentifier: identifier, makeContainer: factory, folder: documents, deviceDatabase: index.host.index,
+            return try SyncEngine(containerIdentifier: identifier, makeContainer: factory, folder: documents, index: index.host,
                                   journalName: Self.journalName(journal), legacyJournal: journal,
                                   deviceName: deviceName, pollInterval: configuration.pollInterval,
                                   massDeleteShare: configuration.massDeleteShare, massDeleteMinimum: configuration.massDeleteMinimum,

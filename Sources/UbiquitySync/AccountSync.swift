@@ -190,7 +190,7 @@ package actor AccountSync {
         }
         let links = configuration.appFolders ? try AppFolderLinks(folder: configuration.folder, containersDirectory: configuration.paths.containersDirectory.path, logger: logger) : nil
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
-                                    deviceDatabase: index.host.index, journalName: Self.journalName(journal), legacyJournal: journal,
+                                    index: index.host, journalName: Self.journalName(journal), legacyJournal: journal,
                                     deviceName: configuration.deviceName ?? account?.deviceName,
                                     pollInterval: configuration.pollInterval, massDeleteShare: configuration.massDeleteShare,
                                     massDeleteMinimum: configuration.massDeleteMinimum, logger: logger,

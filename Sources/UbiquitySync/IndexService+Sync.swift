@@ -6,15 +6,12 @@ import UbiquityIndex
 import UbiquityStore
 
 extension IndexService {
-    /// Indexes `folder` too (the synced folder, once sync starts there), or rescans it when it
-    /// is indexed already (after its content was moved aside for another account).
+    /// Indexes and watches `folder` too (the synced folder, once sync starts there: its engine
+    /// follows the index's change feed), or brings it up to date when it is indexed already (its
+    /// content was moved aside for another account: the folder made anew is watched again).
     package func indexSyncedFolder(_ folder: String) async {
         do {
-            if host.roots.contains(folder) {
-                _ = try await host.rescan(folder)
-            } else {
-                try await host.addPermanentRoot(folder)
-            }
+            try await host.refresh(folder)
         } catch {
             logger.error("cannot index the synced folder", metadata: ["ubiquity.root": "\(folder)", "ubiquity.error": "\(error)"])
         }

@@ -33,7 +33,9 @@ package final class IndexService: Sendable {
     /// Opens (or rebuilds) the index at `databasePath` and binds the control socket.
     package init(databasePath: String, controlSocket: String, permanentRoots: [String], logger: Logger) throws {
         self.databasePath = databasePath
-        self.permanentRoots = permanentRoots
+        // symbolic links resolved: the engines' folders are canonical, and the index's rows must
+        // be named as they name them for the change feed to reach them
+        self.permanentRoots = permanentRoots.map { (try? CanonicalPath.canonicalize($0, resolveLast: true)) ?? $0 }
         self.logger = logger
         let index = try MetadataIndex(path: databasePath, logger: logger)
         if index.wasRebuilt {

@@ -98,6 +98,13 @@ struct IndexerJob: Sendable {
     /// anything else (folders, removals, moves, ignored or vanished items) goes one by one.
     func apply(_ changes: [WatchChange], into total: inout [IndexDelta]) throws {
         let changes = Self.standingForStubs(changes)
+        // names that are not valid UTF-8 (U+FFFD for the bad bytes) are never rows: told as such
+        let unindexable = changes.compactMap { change -> String? in
+            switch change {
+            case .changed(let path), .removed(let path), .moved(_, let path): path.contains("\u{FFFD}") ? path : nil
+            }
+        }
+        index.publishUnindexable(unindexable)
         var files: [IndexRecord] = []
         func flush(into total: inout [IndexDelta]) throws {
             guard !files.isEmpty else { return }

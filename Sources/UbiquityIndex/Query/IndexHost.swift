@@ -32,6 +32,8 @@ package final class IndexHost: Sendable {
         var references: Int
         var ready: Bool
         var pinned: Bool
+        /// False while the root's folder is gone (deleted or moved away) and not watched again.
+        var watched = true
     }
 
     /// A host over `index`, watching with `watcher` settings.
@@ -47,6 +49,7 @@ package final class IndexHost: Sendable {
                     // Each step's delta is on the index's change feed (``deltas()``) before it returns.
                     _ = try await indexer.apply(batch)
                     self?.noteRescans(batch)
+                    await self?.watchAgain(batch.rescans.filter { $0.reason == .rootChanged }.map(\.path))
                 } catch {
                     logger.error("index update failed", metadata: ["ubiquity.error": "\(error)"])
                 }
@@ -138,6 +141,14 @@ package final class IndexHost: Sendable {
         }
     }
 
+    /// Whether a root indexed and watched now (its first scan done) holds `path`: the host tells
+    /// of every change under it.
+    package func covers(_ path: String) -> Bool {
+        state.withLock { state in
+            Self.coveringRoot(of: path, in: state.roots).map { state.roots[$0]?.ready == true && state.roots[$0]?.watched == true } ?? false
+        }
+    }
+
     /// The roots indexed now.
     package var roots: [String] { state.withLock { Array($0.roots.keys).sorted() } }
 
@@ -174,6 +185,37 @@ package final class IndexHost: Sendable {
                 throw UbiquityError(.timedOut, "the first scan of '\(root)' did not finish in an hour")
             }
         }
+    }
+
+    /// Roots whose folder was deleted or moved away (the watcher dropped their watches): when a
+    /// folder is there again (sync keeps an account's documents aside and makes the folder anew),
+    /// it is watched and rescanned; while none is, the root is not ``covers(_:)``'s.
+    private func watchAgain(_ roots: [String]) async {
+        for root in roots where state.withLock({ $0.roots[root] != nil }) {
+            do {
+                try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
+                state.withLock { $0.roots[root]?.watched = true }
+                _ = try await indexer.rescan(root)
+            } catch {
+                state.withLock { $0.roots[root]?.watched = false }
+                logger.warning("a root's folder is gone: it is watched again once it is back", metadata: ["ubiquity.root": "\(root)"])
+            }
+        }
+    }
+
+    /// Brings `root` up to date: watched again first when its folder had gone (a folder made
+    /// anew at its path), then rescanned; a root not indexed yet is added for good.
+    package func refresh(_ root: String) async throws {
+        let normalized = try Self.normalizedRoot(root)
+        guard let watched = state.withLock({ $0.roots[normalized]?.watched }) else {
+            try await addPermanentRoot(normalized)
+            return
+        }
+        if !watched {
+            try watcher.watch(root: normalized, ignoring: IgnoreRules.load(root: normalized))
+            state.withLock { $0.roots[normalized]?.watched = true }
+        }
+        _ = try await indexer.rescan(normalized)
     }
 
     private func noteRescans(_ batch: WatchBatch) {

@@ -2,10 +2,11 @@
 import Foundation
 import UbiquityCore
 import UbiquityIndex
+import UbiquityStore
 
-/// What the local part of the next pass looks at: everything (a full scan: at start, after a
-/// watcher overflow or a lost watch, on the poll interval, after a failed pass), or the paths
-/// the watcher named since the last pass. A value with no I/O.
+/// What the local part of the next pass looks at: everything (a full scan: at start, on the poll
+/// interval, after a failed pass, while the index does not watch the folder), or the paths the
+/// index's change feed named since the last pass. A value with no I/O.
 struct LocalScope: Sendable, Equatable {
     /// Scan the whole folder.
     var full = true
@@ -17,34 +18,49 @@ struct LocalScope: Sendable, Equatable {
     /// Whether nothing needs looking at.
     var isEmpty: Bool { !full && paths.isEmpty && subtrees.isEmpty }
 
-    /// Adds a watcher batch for the folder `root` (absolute paths outside it are ignored).
-    mutating func add(_ batch: WatchBatch, root: String) {
+    /// Adds what a delta of the index's change feed changed in the folder `root` (rows outside
+    /// it are ignored): an added or changed item is looked at again, a new folder and whatever
+    /// was removed or moved (both ends) is a subtree. Returns whether the delta touched the
+    /// folder (a pass is worth asking for).
+    @discardableResult
+    mutating func add(_ delta: IndexDelta, root: String) -> Bool {
         let prefix = Array((root + "/").utf8)
+        var touched = false
         func relative(_ path: String) -> String? {
-            if path == root { full = true; return nil }
-            // on the bytes: a batch names every file written (thousands)
+            if path == root {
+                full = true
+                touched = true
+                return nil
+            }
+            // on the bytes: a delta names every file written (thousands)
             let bytes = path.utf8
-            guard bytes.count >= prefix.count, bytes.starts(with: prefix) else { return nil }
+            guard bytes.count > prefix.count, bytes.starts(with: prefix) else { return nil }
+            touched = true
             let relative = String(decoding: bytes.dropFirst(prefix.count), as: UTF8.self)
-            // an evicted file's stub stands for the file (``Placeholder``)
+            // an evicted file's stub stands for the file (``Placeholder``; the index names the
+            // document already, this is for a stub it indexed as itself)
             if bytes.last == UInt8(ascii: "d"), let document = Placeholder.documentPath(ofStub: relative) { return document }
             return relative
         }
-        for change in batch.changes {
-            switch change {
-            case .changed(let path): if let path = relative(path) { paths.insert(path) }
-            case .removed(let path): if let path = relative(path) { subtrees.insert(path) }
-            case .moved(let from, let to):
-                if let from = relative(from) { subtrees.insert(from) }
-                if let to = relative(to) { subtrees.insert(to) }
-            }
+        for record in delta.added {
+            guard let path = relative(record.path) else { continue }
+            if record.isDirectory { subtrees.insert(path) } else { paths.insert(path) }
         }
-        for rescan in batch.rescans {
-            switch rescan.reason {
-            case .newDirectory: if let path = relative(rescan.path) { subtrees.insert(path) }
-            case .overflow, .watchLimit, .rootChanged: full = true
-            }
+        for record in delta.changed {
+            if let path = relative(record.path) { paths.insert(path) }
         }
+        for path in delta.removed {
+            if let path = relative(path) { subtrees.insert(path) }
+        }
+        for move in delta.moved {
+            if let from = relative(move.from) { subtrees.insert(from) }
+            if let to = relative(move.record.path) { subtrees.insert(to) }
+        }
+        // the scan reads the folder of a name that is not UTF-8 and reports it unsyncable
+        for path in delta.unindexable {
+            if let path = relative(path) { paths.insert(path) }
+        }
+        return touched
     }
 
     /// The scope so far, leaving an empty one in its place.

@@ -34,9 +34,10 @@ extension SyncEngine {
     func pushLocal() async throws {
         let root = folder, rules = self.rules
         var scope = self.scope.withLock { $0.take() }
-        // without a watcher, and while deletes are paused (they are counted again), every pass is whole
+        // while the index's feed cannot be trusted for the folder, and while deletes are paused
+        // (they are counted again), every pass is whole
         let paused = try journal.value(Self.massDeletePausedKey) != nil
-        if !watching.load(ordering: .relaxed) || paused { scope.full = true }
+        if !followsChanges || paused { scope.full = true }
         // paths queued for (at least) a metadata upload: a name the server does not have yet
         let queued = Set(try journal.pending())
         scope.paths.formUnion(queued)

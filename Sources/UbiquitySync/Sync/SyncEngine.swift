@@ -14,10 +14,11 @@ import UbiquityCloudKit
 /// One worker task runs passes: fetch the zone's changes since the saved change token and
 /// apply them (download under a coordinated write, conflicts kept as versions), then scan the
 /// folder against the journal and upload what changed (read under a coordinated read, renames
-/// as path updates, deletes as record deletes). Passes are started by the folder's watcher, by
-/// push notifications of the zone subscription, and every `pollInterval` as a backstop. The
-/// journal (``SyncJournal``, in the device database) makes every step restartable, and carries
-/// each item's sync state to its index row in the same transaction.
+/// as path updates, deletes as record deletes). Passes are started by the index's change feed
+/// (the device's one watcher and walker: ``IndexHost``), by push notifications of the zone
+/// subscription, and every `pollInterval` as a backstop. The journal (``SyncJournal``, in the
+/// device database) makes every step restartable, and carries each item's sync state to its
+/// index row in the same transaction.
 package actor SyncEngine {
     /// Makes the container for an identifier (the account's credentials are the caller's).
     package typealias ContainerFactory = @Sendable (String) -> CloudContainer
@@ -38,7 +39,9 @@ package actor SyncEngine {
     let deviceName: String
     let stagingDirectory: String
     let coordinator = FileCoordinator()
-    nonisolated let watcher: FileWatcher
+    /// The device's index: its database holds the journal, and its change feed says what
+    /// changed in the folder (the engine has no watcher of its own).
+    nonisolated let localIndex: IndexHost
     nonisolated let wakeStream: AsyncStream<Void>
     nonisolated let wakeContinuation: AsyncStream<Void>.Continuation
     nonisolated let tasks = Mutex<[Task<Void, Never>]>([])
@@ -51,7 +54,8 @@ package actor SyncEngine {
     /// and follow-ups; a pass started by the watcher alone only sends (a stale base is caught by
     /// the server's change tags, and the next push fetches).
     nonisolated let remoteDirty = Atomic<Bool>(true)
-    /// Whether the watcher runs: without it every pass scans the whole folder.
+    /// Whether the engine follows the index's change feed (``start()``): without it, or while
+    /// the index does not watch the folder, every pass scans the whole folder.
     nonisolated let watching = Atomic<Bool>(false)
     var subscribed = false
     /// Items with unresolved conflict versions, until they are resolved (for the index): item
@@ -111,8 +115,10 @@ package actor SyncEngine {
     var afterWrite: (@Sendable (String) -> Void)?
 
     /// An engine for `folder` (created if missing) with its journal `journalName` in the device
-    /// database `deviceDatabase` (the daemon's index: the journal's states reach the index's rows in
-    /// the same transactions); a journal file an earlier version kept for the folder
+    /// database of `index` (the daemon's index: the journal's states reach the index's rows in
+    /// the same transactions, and its change feed tells the engine what changed in the folder,
+    /// which the index must cover: `IndexHost.addPermanentRoot`); a journal file an earlier
+    /// version kept for the folder
     /// (`legacyJournal`) is brought in first. A pass that would delete more than
     /// `massDeleteShare` of the synced items and more than `massDeleteMinimum` of them pauses
     /// the deletes until ``confirmDeletes()``. `appLinks` are the app containers' links in the
@@ -120,7 +126,7 @@ package actor SyncEngine {
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     package init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
-                deviceDatabase: MetadataIndex, journalName: String, legacyJournal: String? = nil, deviceName: String? = nil,
+                index: IndexHost, journalName: String, legacyJournal: String? = nil, deviceName: String? = nil,
                 pollInterval: Duration = .seconds(30), massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
                 onEvent: EventHandler? = nil, evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -131,7 +137,8 @@ package actor SyncEngine {
         // temporaries of new files left by a killed engine (NewFilesFolder.swift): ours now
         let leftovers = NewFilesFolder.clear(root: canonical)
         if leftovers > 0 { logger.debug("removed temporaries of new files left by an earlier run", metadata: ["ubiquity.count": "\(leftovers)"]) }
-        journal = try SyncJournal(database: deviceDatabase, name: journalName, folder: canonical)
+        localIndex = index
+        journal = try SyncJournal(database: index.index, name: journalName, folder: canonical)
         if let previous = journal.previousFolder {
             logger.warning("the journal was made for another folder: it is used for this one",
                            metadata: ["ubiquity.journal": "\(journalName)", "ubiquity.previous": "\(previous)"])
@@ -147,14 +154,13 @@ package actor SyncEngine {
         var logger = logger
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
         self.logger = logger
-        stagingDirectory = Self.stagingFolder(database: deviceDatabase, journalName: journalName)
+        stagingDirectory = Self.stagingFolder(database: index.index, journalName: journalName)
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)
         self.onEvent = onEvent
         self.evictionBudget = evictionBudget
         self.appLinks = appLinks
         try journal.resetRunningTransfers()
-        watcher = FileWatcher(logger: logger)
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -172,21 +178,18 @@ package actor SyncEngine {
         return base + "/sync/" + journalName + ".staging"
     }
 
-    /// How often a watched folder is scanned whole anyway (the poll fetches changes every
-    /// `pollInterval`; a folder without a watcher is scanned at every poll).
+    /// How often a followed folder is scanned whole anyway (the poll fetches changes every
+    /// `pollInterval`; a folder the index does not watch is scanned at every poll).
     static let fullScanInterval: Duration = .seconds(600)
 
-    /// Starts watching the folder, listening for pushes and syncing.
+    /// Starts following the index's change feed for the folder, listening for pushes and
+    /// syncing (the first pass scans the whole folder).
     package nonisolated func start() {
-        do {
-            try watcher.watch(root: folder, ignoring: rules)
-            self.watching.store(true, ordering: .relaxed)
-        } catch {
-            logger.error("cannot watch the sync folder; changes are found by the periodic scan only", metadata: ["ubiquity.error": "\(error)"])
-        }
-        let batches = Task { [self, watcher, wakeContinuation, folder] in
-            for await batch in watcher.batches {
-                scope.withLock { $0.add(batch, root: folder) }
+        // subscribed before the first pass: nothing the index sees from now on is missed
+        let changes = localIndex.index.fileChanges()
+        watching.store(true, ordering: .relaxed)
+        let feed = Task { [self, wakeContinuation, folder] in
+            for await delta in changes where scope.withLock({ $0.add(delta, root: folder) }) {
                 wakeContinuation.yield()
             }
         }
@@ -213,10 +216,11 @@ package actor SyncEngine {
             var scanned = clock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: pollInterval)
-                // the correctness backstop, a whole scan: every poll without a watcher, else every
-                // `fullScanInterval` (the watcher names what changes, and asks for a whole scan
-                // itself after an overflow or a lost watch; 100,000 items cost ~1.6 CPU-s a scan)
-                if !watching.load(ordering: .relaxed) || clock.now - scanned >= Self.fullScanInterval {
+                // the correctness backstop, a whole scan: every poll while the index does not
+                // watch the folder, else every `fullScanInterval` (the index's feed names what
+                // changes, and rescans itself after an overflow or a lost watch; 100,000 items
+                // cost ~1.6 CPU-s a scan)
+                if !followsChanges || clock.now - scanned >= Self.fullScanInterval {
                     scope.withLock { $0.full = true }
                     scanned = clock.now
                 }
@@ -226,14 +230,19 @@ package actor SyncEngine {
         }
         let worker = Task { await self.run() }
         wakeContinuation.yield()
-        tasks.withLock { $0 += [batches, pushes, poll, worker] }
+        tasks.withLock { $0 += [feed, pushes, poll, worker] }
     }
 
     /// Stops syncing (a pass in flight is cancelled; the journal keeps what was done).
     package nonisolated func stop() {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         wakeContinuation.finish()
-        watcher.stop()
+    }
+
+    /// Whether a narrowed pass may trust the index's change feed: the engine follows it and the
+    /// index watches the folder (a root indexed and watched holds it).
+    nonisolated var followsChanges: Bool {
+        watching.load(ordering: .relaxed) && localIndex.covers(folder)
     }
 
     /// Asks for a pass soon (one that fetches the zone's changes too).
@@ -250,11 +259,11 @@ package actor SyncEngine {
         var notBefore = clock.now
         for await _ in wakeStream {
             if Task.isCancelled { return }
-            // after a failed pass, wake-ups (the watcher, pushes) wait out the back-off: a pass that
+            // after a failed pass, wake-ups (the index's feed, pushes) wait out the back-off: a pass that
             // fails at once (a full disk) must not run in a loop
             if clock.now < notBefore { try? await Task.sleep(until: notBefore, clock: clock) }
             if Task.isCancelled { return }
-            // no settle delay: the watcher's batches are settled already, and wakes that come
+            // no settle delay: the index's deltas come from settled watcher batches, and wakes that come
             // while a pass runs are folded into one (the stream keeps the newest only)
             do {
                 try await pass(pullingRemote: remoteDirty.exchange(false, ordering: .relaxed))

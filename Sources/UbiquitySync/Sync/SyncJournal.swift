@@ -54,7 +54,7 @@ package final class SyncJournal: Sendable {
     /// ``writeTransactions``); the index changes `body` makes are published when it commits.
     func write<T>(_ body: (Database, inout IndexDelta) throws -> T) throws -> T {
         writeTransactions.add(1, ordering: .relaxed)
-        return try database.write("sync journal", publishing: body)
+        return try database.write("sync journal", syncStates: true, publishing: body)
     }
 
     /// Runs `body` in one write transaction that changes no index row.

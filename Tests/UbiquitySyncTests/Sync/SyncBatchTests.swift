@@ -56,8 +56,10 @@ import UbiquityCloudKit
         let transport: CountingTransport
         let events: Events
         let folder: URL
+        /// The device's index (watching its folder), whose database holds its journal.
+        let index: IndexHost
         /// The device database its journal is in.
-        let database: MetadataIndex
+        var database: MetadataIndex { index.index }
 
         func write(_ relative: String, _ data: Data, mode: Int = 0o644) throws {
             let url = folder.appendingPathComponent(relative)
@@ -86,9 +88,9 @@ import UbiquityCloudKit
         let task: Task<Void, any Error>
         let directory: URL
         let logger: Logger
-        /// Each device's database, by name (a device restarted keeps its database, as a daemon's
-        /// state folder does).
-        let databases = Mutex<[String: MetadataIndex]>([:])
+        /// Each device's index, by name (a device restarted keeps its index and database, as a
+        /// daemon's state folder does).
+        let indexes = Mutex<[String: IndexHost]>([:])
         /// The journal's name in every device's database.
         static let journalName = "test"
 
@@ -121,19 +123,21 @@ import UbiquityCloudKit
             let folder = directory.appendingPathComponent(name)
             let path = directory.appendingPathComponent("\(name)-device.sqlite").path
             let (url, api, logger) = (self.url, self.api, self.logger)
-            let database = try databases.withLock { databases in
-                if let known = databases[name] { return known }
-                let made = try MetadataIndex(path: path, logger: logger)
-                databases[name] = made
-                return made
+            let (index, isNew) = try indexes.withLock { indexes in
+                if let known = indexes[name] { return (known, false) }
+                let made = IndexHost(index: try MetadataIndex(path: path, logger: logger), logger: logger)
+                indexes[name] = made
+                return (made, true)
             }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            if isNew { try await index.addPermanentRoot(folder.path) }
             let engine = try SyncEngine(makeContainer: { identifier in
                 CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: transport,
                                logger: logger)
-            }, folder: folder.path, deviceDatabase: database, journalName: Self.journalName, deviceName: name,
+            }, folder: folder.path, index: index, journalName: Self.journalName, deviceName: name,
                massDeleteShare: massDeleteShare, massDeleteMinimum: massDeleteMinimum, logger: logger, onEvent: { events.add($0) })
             return Device(engine: engine, transport: transport, events: events,
-                          folder: URL(fileURLWithPath: engine.folder), database: database)
+                          folder: URL(fileURLWithPath: engine.folder), index: index)
         }
 
         /// Runs `body` with a fresh harness and always stops it (and deletes its folder) after.
@@ -149,6 +153,7 @@ import UbiquityCloudKit
         }
 
         func stop() async {
+            for index in indexes.withLock({ Array($0.values) }) { index.shutdown() }
             task.cancel()
             _ = try? await task.value
             try? FileManager.default.removeItem(at: directory)
@@ -333,11 +338,9 @@ extension SyncBatchTests {
             try FileManager.default.removeItem(atPath: root + "/tree")
             try a.write("new/inner/fresh.txt", Data("fresh".utf8))
             try a.write("one/unnamed.txt", Data("not named by the watcher".utf8))
-            var batch = WatchBatch(changes: [.moved(from: root + "/one/file0.txt", to: root + "/two/moved.txt"), .removed(root + "/tree"),
-                                             .changed(root + "/new")],
-                                   rescans: [RescanRequest(path: root + "/new", reason: .newDirectory)])
-            batch.sequence = 1
-            a.engine.scope.withLock { $0.add(batch, root: root) }
+            let delta = IndexDelta(added: [Self.row(root + "/new", folder: true)], removed: [root + "/tree"],
+                                   moved: [MovedRecord(from: root + "/one/file0.txt", record: Self.row(root + "/two/moved.txt"))])
+            a.engine.scope.withLock { _ = $0.add(delta, root: root) }
             a.transport.reset()
             try await a.engine.pass()
             try await b.engine.pass()
@@ -376,17 +379,14 @@ extension SyncBatchTests {
             a.engine.watching.store(true, ordering: .relaxed)
             let root = a.engine.folder
             try FileManager.default.moveItem(atPath: root + "/doc.txt", toPath: root + "/renamed.txt")
-            var changed = WatchBatch(changes: [.changed(root + "/doc.txt")])
-            changed.sequence = 1
-            a.engine.scope.withLock { $0.add(changed, root: root) }
+            a.engine.scope.withLock { _ = $0.add(IndexDelta(changed: [Self.row(root + "/doc.txt")]), root: root) }
             a.transport.reset()
             try await a.engine.pass()
             #expect(a.transport.count("records/modify") == 0, "the record is not deleted")
             #expect(try a.openJournal().entry(id: id)?.path == "doc.txt")
 
-            var moved = WatchBatch(changes: [.moved(from: root + "/doc.txt", to: root + "/renamed.txt")])
-            moved.sequence = 2
-            a.engine.scope.withLock { $0.add(moved, root: root) }
+            let moved = IndexDelta(moved: [MovedRecord(from: root + "/doc.txt", record: Self.row(root + "/renamed.txt"))])
+            a.engine.scope.withLock { _ = $0.add(moved, root: root) }
             try await a.engine.pass()
             try await b.engine.pass()
             #expect(Self.files(in: b.folder) == ["renamed.txt"])
@@ -395,13 +395,22 @@ extension SyncBatchTests {
         }
     }
 
-    @Test func aWatcherBatchNarrowsTheScope() {
+    /// An index row with only a path (and whether it is a folder), for deltas made by hand.
+    static func row(_ path: String, folder: Bool = false) -> IndexRecord {
+        IndexRecord(path: path, size: 0, isDirectory: folder, inode: 0, mtimeNanoseconds: 0, ctimeNanoseconds: 0)
+    }
+
+    @Test func anIndexDeltaNarrowsTheScope() {
         let root = "/data/folder"
         var scope = LocalScope()
         #expect(scope.take().full)
         #expect(scope.isEmpty)
-        scope.add(WatchBatch(changes: [.changed(root + "/a/b.txt"), .removed(root + "/gone"), .moved(from: root + "/x", to: root + "/y/z"),
-                                       .changed("/elsewhere/file")]), root: root)
+        let elsewhere = scope.add(IndexDelta(changed: [Self.row("/elsewhere/file"), Self.row(root + "-sibling/file")]), root: root)
+        #expect(!elsewhere)
+        #expect(scope.isEmpty, "what the index changed elsewhere is not this folder's")
+        let touched = scope.add(IndexDelta(changed: [Self.row(root + "/a/b.txt"), Self.row("/elsewhere/file")], removed: [root + "/gone"],
+                                           moved: [MovedRecord(from: root + "/x", record: Self.row(root + "/y/z"))]), root: root)
+        #expect(touched)
         #expect(!scope.full)
         #expect(scope.paths == ["a/b.txt"])
         #expect(scope.subtrees == ["gone", "x", "y/z"])
@@ -410,7 +419,13 @@ extension SyncBatchTests {
         // only a removal or a move lets the pass judge a missing item deleted
         #expect(scope.namesRemoval(of: "gone") && scope.namesRemoval(of: "gone/deep/file") && scope.namesRemoval(of: "x"))
         #expect(!scope.namesRemoval(of: "a/b.txt") && !scope.namesRemoval(of: "y"))
-        scope.add(WatchBatch(rescans: [RescanRequest(path: root, reason: .overflow)]), root: root)
+        // a name that is not UTF-8 is no row: the scan looks at it to report it
+        scope.add(IndexDelta(unindexable: [root + "/caf\u{FFFD}.txt"]), root: root)
+        #expect(scope.paths.contains("caf\u{FFFD}.txt"))
+        // a new folder is scanned whole; the folder itself changed: everything
+        scope.add(IndexDelta(added: [Self.row(root + "/new", folder: true), Self.row(root + "/new/file")]), root: root)
+        #expect(scope.subtrees.contains("new") && scope.paths.contains("new/file"))
+        scope.add(IndexDelta(changed: [Self.row(root, folder: true)]), root: root)
         #expect(scope.full && scope.contains("anything"))
     }
 

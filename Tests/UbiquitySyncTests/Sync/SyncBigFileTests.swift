@@ -117,7 +117,7 @@ import UbiquityCore
             // a new file (streamed whole): changed after it was read, before it is uploaded
             await a.engine.setAfterScan { [second] relative in
                 guard fired.add(1, ordering: .relaxed).oldValue == 0 else { return }
-                let device = SyncBatchTests.Device(engine: a.engine, transport: a.transport, events: a.events, folder: folder, database: a.database)
+                let device = SyncBatchTests.Device(engine: a.engine, transport: a.transport, events: a.events, folder: folder, index: a.index)
                 try? SyncDeltaTests.edit(device, relative, second, at: 1_700_000_500)
             }
             try a.write("big.bin", first)
@@ -137,7 +137,7 @@ import UbiquityCore
             fired.store(0, ordering: .relaxed)
             await a.engine.setAfterScan { [fourth] relative in
                 guard fired.add(1, ordering: .relaxed).oldValue == 0 else { return }
-                let device = SyncBatchTests.Device(engine: a.engine, transport: a.transport, events: a.events, folder: folder, database: a.database)
+                let device = SyncBatchTests.Device(engine: a.engine, transport: a.transport, events: a.events, folder: folder, index: a.index)
                 try? SyncDeltaTests.edit(device, relative, fourth, at: 1_700_000_700)
             }
             try SyncDeltaTests.edit(a, "big.bin", third, at: 1_700_000_600)

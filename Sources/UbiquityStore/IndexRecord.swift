@@ -26,6 +26,22 @@ package struct IndexRecord: Sendable, Hashable, Codable {
     package var ctimeNanoseconds: Int64
     /// The iCloud-style state.
     package var ubiquitous: UbiquitousAttributes
+    /// `st_mode`: the type and permission bits (0 when not read).
+    package var mode: UInt32 = 0
+    /// A symbolic link's target.
+    package var linkTarget: String?
+    /// Whether the row stands for an evicted file's hidden stub (``Placeholder``): the stub's
+    /// times, inode and mode under the document's name and size.
+    package var isStub = false
+
+    /// Whether the item is a symbolic link (from ``mode``).
+    package var isSymbolicLink: Bool { mode & 0o170000 == 0o120000 }
+
+    /// What travels to clients (the control socket): the sync facts stay in the daemon.
+    private enum CodingKeys: String, CodingKey {
+        case path, name, size, creationDate, contentChangeDate, contentType, isDirectory, inode, mtimeNanoseconds,
+             ctimeNanoseconds, ubiquitous
+    }
 
     /// A record with every field given.
     package init(
@@ -69,6 +85,15 @@ package struct IndexRecord: Sendable, Hashable, Codable {
         guard let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
         let name = trimmed[trimmed.index(after: slash)...]
         return name.isEmpty ? String(trimmed) : String(name)
+    }
+
+    /// The same record with the sync facts the scanner reads beside the stat.
+    package func with(mode: UInt32, linkTarget: String?, isStub: Bool = false) -> IndexRecord {
+        var record = self
+        record.mode = mode
+        record.linkTarget = linkTarget
+        record.isStub = isStub
+        return record
     }
 
     /// Whether the file-system facts the quick-check compares (size, times, inode, kind) equal

@@ -9,6 +9,12 @@ extension MetadataIndex {
         return try read("record lookup") { db in try Self.fetchRecord(path: path, db: db) }
     }
 
+    /// The rows at `paths` (absolute) that are indexed, by path: a chunk of paths per query.
+    package func records(atPaths paths: [String]) throws -> [String: IndexRecord] {
+        guard !paths.isEmpty else { return [:] }
+        return try read("records lookup") { db in try Self.fetchRecords(paths: paths.map(Self.normalize), db: db) }
+    }
+
     /// The rows strictly under `root` (every row when nil), sorted by path.
     package func records(under root: String?) throws -> [IndexRecord] {
         try read("records lookup") { db in

@@ -106,6 +106,16 @@ extension MetadataIndex {
                 """)
         }
         registerSyncJournalMigration(&migrator)  // MetadataIndex+SyncJournals.swift
+        migrator.registerMigration("v6-file-facts") { db in
+            // What sync reads from the rows instead of walking the folder itself: the mode (type
+            // and permissions), a link's target, and whether the row stands for an evicted file's
+            // stub. Rows written before stay 0/NULL until their item changes or is rescanned.
+            try db.execute(sql: """
+                ALTER TABLE items ADD COLUMN mode INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE items ADD COLUMN link_target TEXT;
+                ALTER TABLE items ADD COLUMN stub INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }()
 
@@ -115,7 +125,8 @@ extension MetadataIndex {
         items.content_type, items.is_directory, items.inode, items.mtime_ns, items.ctime_ns, \
         items.is_uploaded, items.is_uploading, items.percent_uploaded, items.downloading_status, \
         items.is_downloading, items.percent_downloaded, items.has_unresolved_conflicts, \
-        items.is_excluded_from_backup, items.id, items.uploading_error, items.downloading_error
+        items.is_excluded_from_backup, items.id, items.uploading_error, items.downloading_error, \
+        items.mode, items.link_target, items.stub
         """
 
     /// The record of a row selected with ``recordColumns``.
@@ -133,6 +144,7 @@ extension MetadataIndex {
                 downloadingStatus: UbiquitousDownloadingStatus(rawValue: status) ?? .current,
                 isDownloading: row[14], percentDownloaded: row[15], hasUnresolvedConflicts: row[16],
                 isExcludedFromBackup: row[17], uploadingError: row[19], downloadingError: row[20]))
+            .with(mode: UInt32(truncatingIfNeeded: row[21] as Int64), linkTarget: row[22], isStub: row[23])
     }
 
     /// The columns ``decodeAttributes(_:)`` reads: the path, then the ubiquitous attributes.

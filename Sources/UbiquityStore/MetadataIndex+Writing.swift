@@ -188,9 +188,10 @@ extension MetadataIndex {
     /// How many paths one quick-check query looks up.
     static let lookupChunk = 256
 
-    /// What the quick-check compares, per path.
+    /// What the quick-check compares, per path (the mode too: a row written before the
+    /// `v6-file-facts` migration has none, and gets it at the next scan).
     private struct QuickStat {
-        var id: Int64, size: Int64, mtime: Int64, inode: Int64, ctime: Int64, isDirectory: Bool
+        var id: Int64, size: Int64, mtime: Int64, inode: Int64, ctime: Int64, isDirectory: Bool, mode: Int64
 
         init(id: Int64, _ record: IndexRecord) {
             self.id = id
@@ -199,6 +200,7 @@ extension MetadataIndex {
             inode = Int64(bitPattern: record.inode)
             ctime = record.ctimeNanoseconds
             isDirectory = record.isDirectory
+            mode = Int64(record.mode)
         }
 
         init(_ row: Row) {
@@ -208,11 +210,12 @@ extension MetadataIndex {
             inode = row[4]
             ctime = row[5]
             isDirectory = row[6]
+            mode = row[7]
         }
 
         func matches(_ record: IndexRecord) -> Bool {
             size == record.size && mtime == record.mtimeNanoseconds && inode == Int64(bitPattern: record.inode)
-                && ctime == record.ctimeNanoseconds && isDirectory == record.isDirectory
+                && ctime == record.ctimeNanoseconds && isDirectory == record.isDirectory && mode == Int64(record.mode)
         }
     }
 
@@ -224,14 +227,14 @@ extension MetadataIndex {
         let firstAdded = delta.added.count
         let placeholders = Array(repeating: "?", count: Self.lookupChunk).joined(separator: ",")
         let lookup = try db.cachedStatement(sql: """
-            SELECT path, id, size, mtime_ns, inode, ctime_ns, is_directory FROM items WHERE path IN (\(placeholders))
+            SELECT path, id, size, mtime_ns, inode, ctime_ns, is_directory, mode FROM items WHERE path IN (\(placeholders))
             """)
         let insert = try db.cachedStatement(sql: """
             INSERT INTO items (path, name, name_folded, size, creation_date, content_change_date, content_type,
             is_directory, inode, mtime_ns, ctime_ns, is_uploaded, is_uploading, percent_uploaded,
             downloading_status, is_downloading, percent_downloaded, has_unresolved_conflicts,
-            is_excluded_from_backup, uploading_error, downloading_error, scan_generation)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            is_excluded_from_backup, uploading_error, downloading_error, scan_generation, mode, link_target, stub)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let seen = sessions.isEmpty ? nil : try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO temp.scan_seen (session, item_id) VALUES (?, ?)
@@ -268,6 +271,7 @@ extension MetadataIndex {
                         record.mtimeNanoseconds, record.ctimeNanoseconds, u.isUploaded, u.isUploading,
                         u.percentUploaded, u.downloadingStatus.rawValue, u.isDownloading, u.percentDownloaded,
                         u.hasUnresolvedConflicts, u.isExcludedFromBackup, u.uploadingError, u.downloadingError, generation,
+                        Int64(record.mode), record.linkTarget, record.isStub,
                     ])
                     try insert.execute()
                     rowID = db.lastInsertedRowID
@@ -312,12 +316,13 @@ extension MetadataIndex {
     ) throws {
         try db.cachedStatement(sql: """
             UPDATE items SET size = ?, creation_date = ?, content_change_date = ?, content_type = ?,
-            is_directory = ?, inode = ?, mtime_ns = ?, ctime_ns = ?, scan_generation = ? WHERE id = ?
+            is_directory = ?, inode = ?, mtime_ns = ?, ctime_ns = ?, scan_generation = ?, mode = ?, link_target = ?, stub = ?
+            WHERE id = ?
             """).execute(arguments: [
                 record.size, record.creationDate?.timeIntervalSince1970,
                 record.contentChangeDate.timeIntervalSince1970, record.contentType, record.isDirectory,
                 Int64(bitPattern: record.inode), record.mtimeNanoseconds, record.ctimeNanoseconds,
-                generation, rowID,
+                generation, Int64(record.mode), record.linkTarget, record.isStub, rowID,
             ])
         if let updated = try fetchRecord(path: record.path, db: db) { delta.changed.append(updated) }
     }

@@ -14,9 +14,29 @@ import UbiquityCore
             "id", "path", "name", "name_folded", "size", "creation_date", "content_change_date", "content_type",
             "is_directory", "inode", "mtime_ns", "ctime_ns", "is_uploaded", "is_uploading", "percent_uploaded",
             "downloading_status", "is_downloading", "percent_downloaded", "has_unresolved_conflicts",
-            "is_excluded_from_backup", "scan_generation", "uploading_error", "downloading_error", "listing",
+            "is_excluded_from_backup", "scan_generation", "uploading_error", "downloading_error", "listing", "mode", "link_target", "stub",
         ])
         #expect(try index.writer.read { db in try db.tableExists("names_fts") && db.tableExists("roots") })
+        // the device's one database: the sync journals live beside the rows
+        #expect(try index.writer.read { db in try db.tableExists("sync_journals") && db.tableExists("sync_items") })
+    }
+
+    /// What sync reads from a row instead of the disk: the mode, a link's target, a stub; a row
+    /// without a mode (written before the index kept modes) is brought up to date by the next
+    /// scan even though its stat did not move.
+    @Test func rowsKeepTheSyncFactsAndOlderRowsGetThem() throws {
+        let index = try S.memoryIndex()
+        let link = S.file("/r/link").with(mode: 0o120777, linkTarget: "target.txt")
+        let stub = S.file("/r/away.txt").with(mode: 0o100600, linkTarget: nil, isStub: true)
+        let old = S.file("/r/old.txt")  // mode 0: as written before
+        _ = try index.apply([link, stub, old])
+        let read = try index.records(atPaths: ["/r/link", "/r/away.txt", "/r/old.txt"])
+        #expect(read["/r/link"]?.isSymbolicLink == true && read["/r/link"]?.linkTarget == "target.txt")
+        #expect(read["/r/away.txt"]?.isStub == true && read["/r/away.txt"]?.mode == 0o100600)
+        #expect(read["/r/old.txt"]?.mode == 0)
+        let rescanned = try index.apply([old.with(mode: 0o100644, linkTarget: nil)])
+        #expect(rescanned.changed.map(\.mode) == [0o100644])
+        #expect(try index.apply([old.with(mode: 0o100644, linkTarget: nil)]).isEmpty, "then the quick-check holds again")
     }
 
     /// `ubiq ls` reads every row's sync state under a folder: an index-only scan in path order.

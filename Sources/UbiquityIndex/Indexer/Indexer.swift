@@ -8,8 +8,9 @@ import UbiquityStore
 /// index's change feed (``MetadataIndex/changes()``) as it commits.
 ///
 /// Scans and SQLite writes block, so they run one at a time on a dedicated thread, never on the
-/// Swift cooperative pool. The thread runs at nice ``niceness``: when the cores are busy (a
-/// burst of thousands of new files), sync and the server go first and the index catches up.
+/// Swift cooperative pool. The thread runs at nice ``niceness``, as the daemon's other threads:
+/// sync follows the index's change feed, so the index is not put behind it (at nice 10, a burst
+/// of new files waited for the index and reached the server later: workload 2).
 package actor Indexer {
     /// The index this indexer writes.
     package nonisolated let index: MetadataIndex
@@ -28,8 +29,8 @@ package actor Indexer {
     }
 
     /// How many nice steps the indexer's thread runs below the thread that made the indexer
-    /// (the daemon's threads run at 0, the indexer's at 10).
-    package static let niceness: Int32 = 10
+    /// (none: sync waits for what the index writes).
+    package static let niceness: Int32 = 0
 
     // (the worker's thread ends with the indexer: BackgroundThread.deinit)
 

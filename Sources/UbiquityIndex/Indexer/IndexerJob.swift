@@ -44,6 +44,8 @@ struct IndexerJob: Sendable {
                 publish(try index.addScanned(batch, to: session), into: &total)
             }
             publish(try index.finishScan(session), into: &total)
+            // names that are not UTF-8 are no rows: their folders are named on the feed (sync reports them)
+            index.publishUnindexable(summary.foldersWithInvalidNames.sorted().map { $0 + "/\u{FFFD}" })
             return summary
         } catch {
             index.cancelScan(session)

@@ -6,6 +6,8 @@ package struct ScanSummary: Sendable, Hashable {
     package var directoryCount = 0
     /// Entries skipped because their names are not valid UTF-8.
     package var invalidNameCount = 0
+    /// The folders (absolute paths) holding such entries: sync looks at them to report them.
+    package var foldersWithInvalidNames: Set<String> = []
     /// Entries skipped because they vanished while the scan ran.
     package var vanishedCount = 0
     /// Problems worth telling the user (unreadable folders, the first few invalid names).

@@ -24,6 +24,7 @@ struct StatX: ~Copyable {
         var ctimeNanoseconds: Int64
         var birthNanoseconds: Int64?
         var isDirectory: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFDIR) }
+        var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
     }
 
     /// `struct statx` (256 bytes, kernel ABI).

@@ -69,6 +69,7 @@ package struct TreeScanner: Sendable {
                 if cName[0] == 0x2E && (cName[1] == 0 || (cName[1] == 0x2E && cName[2] == 0)) { continue }
                 guard let name = String(validatingCString: cName) else {
                     summary.invalidNameCount += 1
+                    summary.foldersWithInvalidNames.insert(folder)
                     if summary.invalidNameCount <= maximumInvalidNameWarnings {
                         summary.warnings.append(ScanWarning(
                             kind: .invalidName, path: prefix + Self.escaped(cName),
@@ -115,7 +116,7 @@ package struct TreeScanner: Sendable {
                     continue
                 }
                 let path = prefix + name
-                batch.append(Self.makeRecord(path: path, name: name, info))
+                batch.append(Self.makeRecord(path: path, name: name, info, linkTarget: info.isSymbolicLink ? Self.linkTarget(cName, in: fd) : nil))
                 summary.itemCount += 1
                 if isDirectory {
                     summary.directoryCount += 1
@@ -143,7 +144,8 @@ package struct TreeScanner: Sendable {
         guard let info = path.withCString({ stat.stat($0, in: AT_FDCWD) }) else {
             return errno == ENOENT ? stubRecord(documentPath: path) : nil
         }
-        return makeRecord(path: path, name: IndexRecord.lastComponent(of: path), info)
+        let target = info.isSymbolicLink ? path.withCString { linkTarget($0, in: AT_FDCWD) } : nil
+        return makeRecord(path: path, name: IndexRecord.lastComponent(of: path), info, linkTarget: target)
     }
 
     /// The record of the evicted file at `documentPath` from its stub (the stub's times, inode
@@ -153,8 +155,9 @@ package struct TreeScanner: Sendable {
         var stat = StatX()
         guard let info = stubPath.withCString({ stat.stat($0, in: AT_FDCWD) }), !info.isDirectory,
               let stub = Placeholder.read(stubAt: stubPath) else { return nil }
-        var record = makeRecord(path: documentPath, name: IndexRecord.lastComponent(of: documentPath), info)
+        var record = makeRecord(path: documentPath, name: IndexRecord.lastComponent(of: documentPath), info, linkTarget: nil)
         record.size = stub.size
+        record.isStub = true
         record.ubiquitous.downloadingStatus = .notDownloaded
         return record
     }
@@ -190,7 +193,7 @@ package struct TreeScanner: Sendable {
         }
     }
 
-    static func makeRecord(path: String, name: String, _ info: StatX.Result) -> IndexRecord {
+    static func makeRecord(path: String, name: String, _ info: StatX.Result, linkTarget: String?) -> IndexRecord {
         let isDirectory = info.isDirectory
         return IndexRecord(
             path: path, name: name, size: isDirectory ? 0 : info.size,
@@ -198,7 +201,16 @@ package struct TreeScanner: Sendable {
             contentChangeDate: Date(timeIntervalSince1970: Double(info.mtimeNanoseconds) / 1e9),
             contentType: ContentType.identifier(forFileName: name, isDirectory: isDirectory),
             isDirectory: isDirectory, inode: info.inode, mtimeNanoseconds: info.mtimeNanoseconds,
-            ctimeNanoseconds: info.ctimeNanoseconds)
+            ctimeNanoseconds: info.ctimeNanoseconds).with(mode: info.mode, linkTarget: linkTarget)
+    }
+
+    /// The target of the symbolic link `name` in the folder `directory` (a descriptor, or
+    /// `AT_FDCWD` for an absolute path); nil when it cannot be read.
+    static func linkTarget(_ name: UnsafePointer<CChar>, in directory: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlinkat(directory, name, &buffer, buffer.count - 1)
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The bytes of a C string with anything but printable ASCII escaped as `\xNN`.

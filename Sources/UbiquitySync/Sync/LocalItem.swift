@@ -48,49 +48,6 @@ enum SyncFiles {
         return scan
     }
 
-    /// The items a narrowed pass looks at: each path of `scope` (nothing when it is gone, its
-    /// parent folders ignored or kept back), the whole subtree of its subtrees and of new
-    /// folders (not `journaled`). A path inside a folder scanned whole is read once, by that
-    /// scan (a batch of 10,000 new files in 100 new folders names each file and each folder).
-    static func scan(root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
-                     journaled: (String) -> Bool) -> LocalScan {
-        var found = LocalScan()
-        var folders: [String] = []
-        var wholeFolders = Set<String>()
-        var reachableFolders = ReachableFolders(excluded: excluded, rules: rules)
-        // (sorted, a folder comes before everything under it)
-        for path in scope.paths.union(scope.subtrees).sorted() where isValid(relativePath: path) {
-            if !wholeFolders.isEmpty && isInside(path, anyOf: wholeFolders) { continue }
-            // every parent must be a folder the full scan would descend into (decided once per
-            // folder: a pass over 10,000 new files in 100 folders asks 100 times, not 10,000)
-            guard reachableFolders.isReachable(parentOf: path) else { continue }
-            let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(decoding: path.utf8[path.utf8.index(after: $0)...], as: UTF8.self) } ?? path
-            let full = root + "/" + path
-            if isOwnTemporary(name) { continue }
-            guard let stamp = FileStamp.of(full) else {
-                if let stub = stubItem(path: path, absolute: full) {  // evicted: its stub stands for it
-                    found.items[path] = stub
-                    continue
-                }
-                // the watcher names a file whose name is not UTF-8 with U+FFFD in place of the bad bytes
-                if name.contains("\u{FFFD}"), let entries = DirectoryEntries.read((full as NSString).deletingLastPathComponent) {
-                    let parent = (path as NSString).deletingLastPathComponent
-                    for bad in entries.invalid { found.unsyncable.insert(parent.isEmpty ? bad : parent + "/" + bad) }
-                }
-                continue
-            }
-            if isIgnored(name: name, relativePath: path, isDirectory: stamp.isDirectory, rules: rules) { continue }
-            let item = localItem(path: path, absolute: full, stamp: stamp)
-            found.items[path] = item
-            if item.stat.kind == .folder && !item.excluded && (scope.subtrees.contains(path) || !journaled(path)) {
-                folders.append(path)
-                wholeFolders.insert(path)
-            }
-        }
-        scan(root: root, from: folders, rules: rules, into: &found)
-        return found
-    }
-
     /// Whether a folder above `path` (relative) is one of `folders`.
     static func isInside(_ path: String, anyOf folders: Set<String>) -> Bool {
         var current = Substring(path)

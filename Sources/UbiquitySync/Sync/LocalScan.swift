@@ -9,4 +9,7 @@ struct LocalScan: Sendable {
     /// The relative paths of names that are not valid UTF-8 (record names are Unicode text),
     /// each bad byte written `\xNN` (``DirectoryEntries``): never synced, reported instead.
     var unsyncable: Set<String> = []
+    /// Folders (relative) whose subtrees the scan of the index's rows left out: ignored,
+    /// excluded from backup, our temporaries (what is under them is not looked for on the disk).
+    var leftOut: Set<String> = []
 }

@@ -29,36 +29,40 @@ extension SyncEngine {
     /// records, deletes as record deletes; skip-backup items are never sent, and one marked after
     /// it was uploaded has its record deleted (the file stays).
     ///
-    /// A pass started by the watcher looks only at the paths it named (and the subtrees of
-    /// removed, moved and new folders), plus the queued ones; otherwise it scans the folder.
+    /// A pass started by the index's change feed looks only at the paths it named (and the
+    /// subtrees of removed, moved and new folders), plus the queued ones; otherwise it looks at
+    /// the whole folder. Either way it reads the index's rows (the device's one walker), while
+    /// the index watches the folder; before that (at start) it walks the folder itself.
     func pushLocal() async throws {
         let root = folder, rules = self.rules
         var scope = self.scope.withLock { $0.take() }
         // while the index's feed cannot be trusted for the folder, and while deletes are paused
         // (they are counted again), every pass is whole
         let paused = try journal.value(Self.massDeletePausedKey) != nil
-        if !followsChanges || paused { scope.full = true }
+        let indexed = followsChanges
+        if !indexed || paused { scope.full = true }
         // paths queued for (at least) a metadata upload: a name the server does not have yet
         let queued = Set(try journal.pending())
         scope.paths.formUnion(queued)
         if scope.isEmpty { return }
         let previouslyExcluded = try journal.excluded()
         let synced = try journal.count()
-        let scan: LocalScan
-        if scope.full {
-            scan = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
-        } else {
-            let scope = scope, journal = self.journal
+        var scan: LocalScan
+        if indexed {
+            let scope = scope, journal = self.journal, index = localIndex.index
             scan = try await BlockingWork.run {
-                SyncFiles.scan(root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
-                               journaled: { (try? journal.contains(path: $0)) ?? false })
+                try SyncFiles.scan(index: index, root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
+                                   journaled: { (try? journal.contains(path: $0)) ?? false })
             }
+        } else {
+            scan = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
         }
         reportUnsyncableNames(scan.unsyncable)  // SyncEngine+Names.swift
-        var items = scan.items
-        appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         // a narrowed pass reads only the entries in its scope (by path), not the whole journal
         let entries = try journal.entries(in: scope)
+        if indexed { try await confirmGone(entries, scan: &scan, scope: scope, excluded: previouslyExcluded) }
+        var items = scan.items
+        appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         var uploads: [Upload] = []
@@ -209,6 +213,27 @@ extension SyncEngine {
         // the pass counts as failed, so retries back off instead of spinning
         failed += failedSettles
         if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }
+    }
+
+    /// Journaled items the index has no row for, though the scan would have looked at them (no
+    /// folder above them left out), are looked for on the disk before the pass takes them for
+    /// deleted: the index may not have caught up (a file made a moment ago), and a delete is
+    /// never sent for what is there. Those found join the scan's items.
+    func confirmGone(_ entries: [JournalEntry], scan: inout LocalScan, scope: LocalScope, excluded: Set<String>) async throws {
+        var reachable = ReachableFolders(excluded: excluded, rules: rules)
+        let absent = entries.filter { entry in
+            scan.items[entry.path] == nil && scope.namesRemoval(of: entry.path)
+                && (scan.leftOut.isEmpty || !SyncFiles.isInside(entry.path, anyOf: scan.leftOut)) && reachable.isReachable(parentOf: entry.path)
+        }
+        guard !absent.isEmpty else { return }
+        let root = folder
+        let there = try await BlockingWork.run {
+            absent.compactMap { entry in SyncFiles.item(path: entry.path, absolute: root + "/" + entry.path) }
+        }
+        for item in there {
+            logger.debug("on the disk but not in the index yet: not taken for deleted", metadata: ["ubiquity.path": "\(item.path)"])
+            scan.items[item.path] = item
+        }
     }
 
     /// The local item's content hash, of the kind of `expected` when given (SyncFiles+ChecksumKinds.swift).

@@ -70,13 +70,17 @@ extension SyncEngine {
 
     /// ``prepareAll(_:)`` of window `index`; nothing past the last one. Its new items are
     /// journaled first, with their new IDs, so a restart after their records were saved (and
-    /// before the answer was journaled) reuses the IDs instead of making second records; the
-    /// window's items are "uploading" from then on (two transactions for the window).
+    /// before the answer was journaled) reuses the IDs instead of making second records. The
+    /// window's items are "uploading" in the journal from then on; in the index too when they
+    /// are large (their upload takes a while): a small file's row goes straight to "uploaded"
+    /// with the save's answer, one index write per file instead of two.
     private func prepareWindow(_ index: Int, of windows: [[Upload]]) async throws -> ([PreparedUpload], Int) {
         guard index < windows.count else { return ([], 0) }
-        try journal.putAll(windows[index].filter(\.isNew).map(\.newEntry), enqueue: true) { _ in .uploading }
-        report(windows[index].filter { !$0.isNew }.map(\.path), .uploading)
-        return try await prepareAll(windows[index])
+        let window = windows[index]
+        let large = Set(window.filter { !Self.readsSmall($0) }.map(\.path))
+        try journal.putAll(window.filter(\.isNew).map(\.newEntry), enqueue: true, indexing: false) { _ in .uploading }
+        try journal.setStatus(.uploading, paths: window.filter { !$0.isNew || large.contains($0.path) }.map(\.path), indexing: large)
+        return try await prepareAll(window)
     }
 
     /// Saves prepared uploads in order, one `records/modify` per ``recordsPerBatch`` records at

@@ -113,8 +113,12 @@ package final class SyncJournal: Sendable {
 
     /// Inserts or replaces several entries in one transaction (``put(_:status:)`` for each, the
     /// state of each from `status`); with `enqueue`, their paths are put on the pending queue
-    /// instead of taken off it (new items journaled before their first upload).
-    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, status: (JournalEntry) -> SyncItemStatus) throws {
+    /// instead of taken off it (new items journaled before their first upload). Without
+    /// `indexing`, the states are the journal's only: index rows made from now on take them,
+    /// those there already keep theirs until the next state (a small file's "uploading" that its
+    /// "uploaded" follows within the pass).
+    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, indexing: Bool = true,
+                        status: (JournalEntry) -> SyncItemStatus) throws {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var states: [(path: String, status: SyncItemStatus)] = []
@@ -163,7 +167,7 @@ package final class SyncJournal: Sendable {
                     if excludes { try include.execute(arguments: [scope, entry.path]) }
                 }
             }
-            try applyStates(states, db, &delta)
+            if indexing { try applyStates(states, db, &delta) }
         }
     }
 
@@ -199,13 +203,14 @@ package final class SyncJournal: Sendable {
     // MARK: Sync states
 
     /// Records the sync state of the items at `paths` (relative; journaled items keep it in their
-    /// row) and updates their index rows, in one transaction.
-    package func setStatus(_ status: SyncItemStatus, paths: [String]) throws {
+    /// row) and updates their index rows (only those of `indexing`, when given), in one
+    /// transaction.
+    package func setStatus(_ status: SyncItemStatus, paths: [String], indexing: Set<String>? = nil) throws {
         guard !paths.isEmpty else { return }
         try write { db, delta in
             let update = try db.cachedStatement(sql: "UPDATE sync_items SET state = ? WHERE journal = ? AND path = ?")
             for path in paths { try update.execute(arguments: [status.rawValue, scope, path]) }
-            try applyStates(paths.map { ($0, status) }, db, &delta)
+            try applyStates(paths.filter { indexing?.contains($0) ?? true }.map { ($0, status) }, db, &delta)
         }
     }
 

@@ -338,6 +338,7 @@ extension SyncBatchTests {
             try FileManager.default.removeItem(atPath: root + "/tree")
             try a.write("new/inner/fresh.txt", Data("fresh".utf8))
             try a.write("one/unnamed.txt", Data("not named by the watcher".utf8))
+            try await a.index.sync(root: root)  // the rows are current, as when the feed names them
             let delta = IndexDelta(added: [Self.row(root + "/new", folder: true)], removed: [root + "/tree"],
                                    moved: [MovedRecord(from: root + "/one/file0.txt", record: Self.row(root + "/two/moved.txt"))])
             a.engine.scope.withLock { _ = $0.add(delta, root: root) }
@@ -379,6 +380,7 @@ extension SyncBatchTests {
             a.engine.watching.store(true, ordering: .relaxed)
             let root = a.engine.folder
             try FileManager.default.moveItem(atPath: root + "/doc.txt", toPath: root + "/renamed.txt")
+            try await a.index.sync(root: root)  // the rows are current, as when the feed names them
             a.engine.scope.withLock { _ = $0.add(IndexDelta(changed: [Self.row(root + "/doc.txt")]), root: root) }
             a.transport.reset()
             try await a.engine.pass()
@@ -444,12 +446,15 @@ extension SyncBatchTests {
         var foldersOnly = LocalScope(full: false)
         foldersOnly.paths = ["old.txt", "kept/c.txt"]
         foldersOnly.subtrees = ["new"]
+        let index = try Self.indexed(root)
         let scan = { (scope: LocalScope) in
-            SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { $0 == "kept" }).items
+            try SyncFiles.scan(index: index, root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { $0 == "kept" }).items
         }
-        let items = scan(named)
+        let items = try scan(named)
         #expect(Set(items.keys) == ["new", "new/a.txt", "new/sub", "new/sub/b.txt", "old.txt", "kept/c.txt"])
-        #expect(items.mapValues(\.stat) == scan(foldersOnly).mapValues(\.stat))
+        #expect(try items.mapValues(\.stat) == scan(foldersOnly).mapValues(\.stat))
+        // the rows say what the disk says
+        #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).items.filter { items[$0.key] != nil }.mapValues(\.stat))
         #expect(SyncFiles.isInside("new/sub/b.txt", anyOf: ["new"]) && SyncFiles.isInside("new/a.txt", anyOf: ["new"]))
         #expect(!SyncFiles.isInside("new", anyOf: ["new"]) && !SyncFiles.isInside("newer/a.txt", anyOf: ["new"]))
     }
@@ -472,12 +477,25 @@ extension SyncBatchTests {
         }
         var scope = LocalScope(full: false)
         scope.subtrees = Set((0..<23).map { "f\($0)" })
-        let items = SyncFiles.scan(root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { _ in false }).items
+        let index = try Self.indexed(root)
+        let items = try SyncFiles.scan(index: index, root: root.path, rules: .defaults, scope: scope, excluded: [], journaled: { _ in false }).items
         #expect(Set(items.keys) == expected)
-        for folder in 0..<23 {  // the scope's walk removed the leftovers (before the whole scan below could)
+        for folder in 0..<23 {  // the scan of the rows removed the leftovers (before the whole scan below could)
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("f\(folder)/\(SyncFiles.temporaryPrefix)left").path))
         }
         #expect(items.mapValues(\.stat) == SyncFiles.scan(root: root.path, rules: .defaults).items.mapValues(\.stat))
+    }
+}
+
+extension SyncBatchTests {
+    /// An index in memory of everything under `root` (ignoring nothing: what sync leaves out is
+    /// its own scan's to leave out), as the daemon's walker writes it.
+    static func indexed(_ root: URL) throws -> MetadataIndex {
+        let index = try MetadataIndex.inMemory(logger: Logger(label: "test"))
+        var records: [IndexRecord] = []
+        _ = try TreeScanner().scan(root: root.path, ignoring: IgnoreRules(patterns: [])) { records += $0 }
+        _ = try index.apply(records)
+        return index
     }
 }
 

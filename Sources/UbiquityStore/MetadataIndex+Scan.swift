@@ -58,13 +58,14 @@ extension MetadataIndex {
             return value
         }
         try write("begin scan") { db in
-            try db.execute(sql: """
+            // (cached statements: a burst of new folders begins and finishes a scan for each)
+            try db.cachedStatement(sql: """
                 CREATE TEMP TABLE IF NOT EXISTS scan_seen (
                     session INTEGER NOT NULL, item_id INTEGER NOT NULL, PRIMARY KEY (session, item_id)
                 ) WITHOUT ROWID
-                """)
-            try db.execute(sql: "UPDATE roots SET last_scan_started = ? WHERE path = ?",
-                           arguments: [Date().timeIntervalSince1970, root])
+                """).execute()
+            try db.cachedStatement(sql: "UPDATE roots SET last_scan_started = ? WHERE path = ?")
+                .execute(arguments: [Date().timeIntervalSince1970, root])
         }
         activeScans.withLock { _ = $0.insert(id) }
         return IndexScanSession(id: id, root: root)
@@ -95,14 +96,14 @@ extension MetadataIndex {
                 path >= ? AND path < ? AND id NOT IN (SELECT item_id FROM temp.scan_seen WHERE session = ?)
                 """
             let arguments: StatementArguments = [range.lower, range.upper, session.id]
-            let paths = try String.fetchAll(db, sql: "SELECT path FROM items WHERE \(unseen) ORDER BY path", arguments: arguments)
+            let paths = try String.fetchAll(db.cachedStatement(sql: "SELECT path FROM items WHERE \(unseen) ORDER BY path"), arguments: arguments)
             if !paths.isEmpty {
-                try db.execute(sql: "DELETE FROM items WHERE \(unseen)", arguments: arguments)
+                try db.cachedStatement(sql: "DELETE FROM items WHERE \(unseen)").execute(arguments: arguments)
             }
-            try db.execute(sql: "DELETE FROM temp.scan_seen WHERE session = ?", arguments: [session.id])
-            try db.execute(sql: """
+            try db.cachedStatement(sql: "DELETE FROM temp.scan_seen WHERE session = ?").execute(arguments: [session.id])
+            try db.cachedStatement(sql: """
                 UPDATE roots SET last_scan_finished = ?, rescan_pending = 0, message = NULL WHERE path = ?
-                """, arguments: [Date().timeIntervalSince1970, session.root])
+                """).execute(arguments: [Date().timeIntervalSince1970, session.root])
             return IndexDelta(removed: paths)
         }
     }

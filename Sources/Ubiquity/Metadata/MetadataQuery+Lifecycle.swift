@@ -24,8 +24,7 @@ extension MetadataQuery {
                 }
                 self.generation += 1
                 phase = .gathering
-                items = []
-                positions = [:]
+                resultSet.removeAll()
                 pending = QueryUpdate()
                 lastErrorValue = nil
                 return (QueryRequest(predicate: predicate.predicateFormat, scopes: scopes, excluding: excluding, sort: sort),

@@ -33,35 +33,35 @@ public struct MetadataQueryResultGroup: @unchecked Sendable {
 
 extension MetadataQuery {
     /// How many results there are now.
-    public var resultCount: Int { locked { items.count } }
+    public var resultCount: Int { locked { resultSet.count } }
 
     /// The result at `index` (an ``MetadataItem``, or the delegate's replacement).
     public func result(at index: Int) -> Any {
-        let (item, delegate) = locked { (items[index], _delegate) }
+        let (item, delegate) = locked { (resultSet.ordered()[index], _delegate) }
         return delegate?.metadataQuery(self, replacementObjectForResultObject: item) ?? item
     }
 
     /// Every result, in order (prefer ``resultCount`` and ``result(at:)`` as Apple advises).
     public var results: [Any] {
-        let (items, delegate) = locked { (self.items, _delegate) }
+        let (items, delegate) = locked { (resultSet.ordered(), _delegate) }
         guard let delegate else { return items }
         return items.map { delegate.metadataQuery(self, replacementObjectForResultObject: $0) }
     }
 
     /// The items behind the results, in order.
-    public var resultItems: [MetadataItem] { locked { items } }
+    public var resultItems: [MetadataItem] { locked { resultSet.ordered() } }
 
     /// The index of `result` (an item or a delegate replacement), or `NSNotFound`.
     public func index(ofResult result: Any) -> Int {
         locked {
             guard let item = result as? MetadataItem else { return NSNotFound }
-            return positions[item.record.path] ?? NSNotFound
+            return resultSet.position(of: item.record.path) ?? NSNotFound
         }
     }
 
     /// The value of `attribute` for the result at `index`.
     public func value(ofAttribute attribute: String, forResultAt index: Int) -> Any? {
-        let (item, delegate) = locked { (items[index], _delegate) }
+        let (item, delegate) = locked { (resultSet.ordered()[index], _delegate) }
         guard let value = item.value(forAttribute: attribute) else { return nil }
         return delegate?.metadataQuery(self, replacementValueForAttribute: attribute, value: value) ?? value
     }
@@ -81,7 +81,7 @@ extension MetadataQuery {
 
     /// For each of ``valueListAttributes``, its distinct values among the results with counts.
     public var valueLists: [String: [MetadataQueryAttributeValueTuple]] {
-        let (items, attributes) = locked { (self.items, _valueListAttributes) }
+        let (items, attributes) = locked { (resultSet.ordered(), _valueListAttributes) }
         var lists: [String: [MetadataQueryAttributeValueTuple]] = [:]
         for attribute in attributes {
             guard let key = MetadataAttribute(name: attribute) else { continue }
@@ -101,7 +101,7 @@ extension MetadataQuery {
 
     /// The results grouped by ``groupingAttributes`` (outermost first); empty without them.
     public var groupedResults: [MetadataQueryResultGroup] {
-        let (items, attributes) = locked { (self.items, _groupingAttributes ?? []) }
+        let (items, attributes) = locked { (resultSet.ordered(), _groupingAttributes ?? []) }
         return Self.group(items, by: attributes[...])
     }
 
@@ -125,55 +125,14 @@ extension MetadataQuery {
 
     /// Applies `update` to the results (lock held).
     func applyLocked(_ update: QueryUpdate) {
-        var removed = Set(update.removed.map(\.path))
-        for record in update.changed {
-            if let position = positions[record.path] { items[position] = MetadataItem(record: record) }
-        }
-        var appended: [MetadataItem] = []
-        for record in update.added {
-            if let position = positions[record.path] {
-                items[position] = MetadataItem(record: record)
-            } else {
-                appended.append(MetadataItem(record: record))
-                removed.remove(record.path)
-            }
-        }
-        let removedAny = removed.contains { positions[$0] != nil }
-        if removedAny { items.removeAll { removed.contains($0.record.path) } }
-        if !_sortDescriptors.isEmpty && (!appended.isEmpty || !update.changed.isEmpty) {
-            items.append(contentsOf: appended)
-            resortLocked()
-        } else if removedAny {
-            items.append(contentsOf: appended)
-            reindexLocked()
-        } else {
-            // Appends only (the common case while gathering and for new files): index them alone.
-            for item in appended {
-                positions[item.record.path] = items.count
-                items.append(item)
-            }
-        }
+        resultSet.apply(update)
     }
 
-    /// Sorts the results by the sort descriptors (lock held).
+    /// Orders the results by the sort descriptors from now on (lock held).
     func resortLocked() {
-        let keys = _sortDescriptors.compactMap { descriptor in
+        resultSet.sortKeys = _sortDescriptors.compactMap { descriptor in
             MetadataAttribute(name: descriptor.key).map { ($0, descriptor.ascending) }
         }
-        if !keys.isEmpty {
-            items.sort { lhs, rhs in
-                for (key, ascending) in keys {
-                    let order = MetadataValue.order(lhs.record.metadataValue(for: key), rhs.record.metadataValue(for: key))
-                    if order != 0 { return ascending ? order < 0 : order > 0 }
-                }
-                return lhs.record.path < rhs.record.path
-            }
-        }
-        reindexLocked()
-    }
-
-    func reindexLocked() {
-        positions = Dictionary(items.enumerated().map { ($1.record.path, $0) }, uniquingKeysWith: { _, last in last })
     }
 }
 

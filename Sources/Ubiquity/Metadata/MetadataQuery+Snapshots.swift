@@ -22,8 +22,10 @@ extension MetadataQuery {
 
         /// What happened.
         public let kind: Kind
-        /// The results after it (`@unchecked Sendable`: items are immutable).
-        public let results: [MetadataItem]
+        /// The results after it (`@unchecked Sendable`: items are immutable), made in order
+        /// when read.
+        public var results: [MetadataItem] { frozenResults.items }
+        let frozenResults: MetadataQueryResults.Frozen
         /// Items that entered the results.
         public let added: [MetadataItem]
         /// Results whose attributes changed.
@@ -74,11 +76,11 @@ extension MetadataQuery {
     /// Posts `name` (if any) on the operation queue and hands the snapshot to ``snapshots()``.
     func post(_ name: Notification.Name?, kind: Snapshot.Kind, update: QueryUpdate?) {
         let (queue, results, continuations, delegate) = locked {
-            (_operationQueue ?? privateQueue, items, Array(snapshotContinuations.values), _delegate)
+            (_operationQueue ?? privateQueue, resultSet.frozen, Array(snapshotContinuations.values), _delegate)
         }
         func wrap(_ records: [IndexRecord]) -> [MetadataItem] { records.map(MetadataItem.init(record:)) }
         let added = wrap(update?.added ?? []), changed = wrap(update?.changed ?? []), removed = wrap(update?.removed ?? [])
-        let snapshot = Snapshot(kind: kind, results: results, added: added, changed: changed, removed: removed)
+        let snapshot = Snapshot(kind: kind, frozenResults: results, added: added, changed: changed, removed: removed)
         let isFinal: Bool = if case .failed = kind { true } else { false }
         let box = UncheckedBox(value: (added, changed, removed))
         queue.addOperation { [self] in

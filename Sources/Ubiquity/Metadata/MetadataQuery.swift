@@ -33,8 +33,8 @@ open class MetadataQuery: @unchecked Sendable {
     var phase: Phase = .idle
     var generation = 0
     var task: Task<Void, Never>?
-    var items: [MetadataItem] = []
-    var positions: [String: Int] = [:]
+    /// The results (``MetadataQueryResults``: updates in time proportional to the update).
+    var resultSet = MetadataQueryResults()
     var pending = QueryUpdate()
     var pendingIsGathering = false
     var disableCount = 0
@@ -89,7 +89,7 @@ open class MetadataQuery: @unchecked Sendable {
         set {
             locked {
                 _sortDescriptors = newValue
-                resortLocked()
+                resortLocked()  // MetadataQuery+Results.swift
             }
         }
     }

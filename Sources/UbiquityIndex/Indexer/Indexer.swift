@@ -40,21 +40,33 @@ package actor Indexer {
     /// The problems the last scan of each root worked around (unreadable folders, bad names).
     package var scanWarnings: [String: [ScanWarning]] { warnings }
 
-    /// Registers `path` as a root and brings its rows up to date with a full scan.
+    /// Registers `path` as a root and brings its rows up to date with a full scan; returns the
+    /// merged delta of what it changed (subscribers of the change feed got each step).
     ///
     /// - Throws: ``UbiquityError`` if `path` is not a readable folder or the index fails.
     package func addRoot(_ path: String, ignoring rules: IgnoreRules) async throws -> IndexDelta {
+        try await addRoot(path, ignoring: rules, keepingDeltas: true).merged
+    }
+
+    /// ``addRoot(_:ignoring:)`` that keeps no delta, only how many rows changed (a first scan
+    /// of 100,000 files would otherwise hold 100,000 records for nobody).
+    @discardableResult
+    package func scanRoot(_ path: String, ignoring rules: IgnoreRules) async throws -> IndexChangeCounts {
+        try await addRoot(path, ignoring: rules, keepingDeltas: false).counts
+    }
+
+    private func addRoot(_ path: String, ignoring rules: IgnoreRules, keepingDeltas: Bool) async throws -> IndexJobSteps {
         let root = Self.normalize(path)
         roots[root] = rules
         let job = makeJob()
-        let (delta, summary) = try await run {
+        let (steps, summary) = try await run {
             try job.index.registerRoot(root)
-            var total: [IndexDelta] = []
+            var total = IndexJobSteps(keepsDeltas: keepingDeltas)
             let summary = try job.scanSubtree(root, root: root, rules: rules, into: &total)
-            return (IndexDelta.merging(total), summary)
+            return (total, summary)
         }
         record(summary, for: root)
-        return delta
+        return steps
     }
 
     /// Forgets the root at `path`, deleting its rows.
@@ -70,15 +82,16 @@ package actor Indexer {
 
     /// Scans the subtree at `path` (a root or anything under one) and reconciles the index
     /// with it: used for rescan requests and as the periodic backstop. A path that no longer
-    /// exists is removed with its subtree; a missing root is emptied and marked pending.
-    package func rescan(_ path: String) async throws -> IndexDelta {
+    /// exists is removed with its subtree; a missing root is emptied and marked pending. Returns
+    /// the merged delta (empty without `keepingDelta`: the change feed had every step).
+    package func rescan(_ path: String, keepingDelta: Bool = true) async throws -> IndexDelta {
         let path = Self.normalize(path)
         let job = makeJob()
         let (delta, summaries) = try await run {
-            var total: [IndexDelta] = []
+            var total = IndexJobSteps(keepsDeltas: keepingDelta)
             var summaries: [String: ScanSummary] = [:]
             try job.rescan(path, into: &total, summaries: &summaries)
-            return (IndexDelta.merging(total), summaries)
+            return (total.merged, summaries)
         }
         for (root, summary) in summaries { record(summary, for: root) }
         return delta
@@ -87,12 +100,13 @@ package actor Indexer {
     /// Applies one settled watcher batch: changes in order, then the rescans (outermost first,
     /// nested ones skipped). A file or folder changed or removed inside a subtree the batch
     /// rescans is left to the rescan (a new folder's files are read once, not once per event
-    /// and again by the scan). Returns the merged delta; subscribers get each step's delta.
-    package func apply(_ batch: WatchBatch) async throws -> IndexDelta {
+    /// and again by the scan). Returns the merged delta (empty without
+    /// `keepingDelta`); subscribers of the change feed get each step's delta.
+    package func apply(_ batch: WatchBatch, keepingDelta: Bool = true) async throws -> IndexDelta {
         guard !batch.isEmpty else { return IndexDelta() }
         let job = makeJob()
         let (delta, summaries) = try await run {
-            var total: [IndexDelta] = []
+            var total = IndexJobSteps(keepsDeltas: keepingDelta)
             var summaries: [String: ScanSummary] = [:]
             let rescans = Self.outermost(batch.rescans)
             try job.apply(Self.changes(batch.changes, outside: rescans), into: &total)
@@ -112,7 +126,7 @@ package actor Indexer {
                     try job.index.setRescanPending(root: root.path, true, message: request.message)
                 }
             }
-            return (IndexDelta.merging(total), summaries)
+            return (total.merged, summaries)
         }
         for (root, summary) in summaries { record(summary, for: root) }
         return delta

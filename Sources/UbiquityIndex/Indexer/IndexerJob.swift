@@ -9,11 +9,11 @@ struct IndexerJob: Sendable {
     let logger: Logger
     let roots: [String: IgnoreRules]
 
-    /// Keeps a step's delta for the job's merged result (the index published it on its change
-    /// feed when the step committed).
-    func publish(_ delta: IndexDelta, into steps: inout [IndexDelta]) {
+    /// Counts a step's delta and, when the job's caller wants the merged delta, keeps it (the
+    /// index published it on its change feed when the step committed).
+    func publish(_ delta: IndexDelta, into steps: inout IndexJobSteps) {
         guard !delta.isEmpty else { return }
-        steps.append(delta)
+        steps.note(delta)
     }
 
     /// The registered root equal to or containing `path` (the innermost), with its rules and
@@ -36,7 +36,7 @@ struct IndexerJob: Sendable {
 
     /// Scans the subtree strictly under `folder` and reconciles the index with it.
     @discardableResult
-    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout [IndexDelta]) throws -> ScanSummary {
+    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout IndexJobSteps) throws -> ScanSummary {
         let relative = folder == root ? "" : String(folder.dropFirst(root == "/" ? 1 : root.count + 1))
         let session = try index.beginScan(root: folder)
         do {
@@ -54,7 +54,7 @@ struct IndexerJob: Sendable {
     }
 
     /// Brings `path` and its subtree up to date.
-    func rescan(_ path: String, into total: inout [IndexDelta], summaries: inout [String: ScanSummary]) throws {
+    func rescan(_ path: String, into total: inout IndexJobSteps, summaries: inout [String: ScanSummary]) throws {
         guard let (root, rules, relative) = root(of: path) else {
             throw UbiquityError(.invalidArgument, "'\(path)' is not under an indexed root")
         }
@@ -98,7 +98,7 @@ struct IndexerJob: Sendable {
     /// Applies a batch's changes in order. Runs of changed files (the usual burst: many files
     /// written) are written in one index transaction each (``MetadataIndex/applyFiles(_:)``);
     /// anything else (folders, removals, moves, ignored or vanished items) goes one by one.
-    func apply(_ changes: [WatchChange], into total: inout [IndexDelta]) throws {
+    func apply(_ changes: [WatchChange], into total: inout IndexJobSteps) throws {
         let changes = Self.standingForStubs(changes)
         // names that are not valid UTF-8 (U+FFFD for the bad bytes) are never rows: told as such
         let unindexable = changes.compactMap { change -> String? in
@@ -108,7 +108,7 @@ struct IndexerJob: Sendable {
         }
         index.publishUnindexable(unindexable)
         var files: [IndexRecord] = []
-        func flush(into total: inout [IndexDelta]) throws {
+        func flush(into total: inout IndexJobSteps) throws {
             guard !files.isEmpty else { return }
             publish(try index.applyFiles(files), into: &total)
             files.removeAll(keepingCapacity: true)
@@ -173,7 +173,7 @@ struct IndexerJob: Sendable {
     }
 
     /// Applies one watcher change.
-    func apply(_ change: WatchChange, into total: inout [IndexDelta]) throws {
+    func apply(_ change: WatchChange, into total: inout IndexJobSteps) throws {
         var ignored: [String: ScanSummary] = [:]
         switch change {
         case .changed(let path):
@@ -222,4 +222,36 @@ struct IndexerJob: Sendable {
     private func descendantsOnly(_ path: String) throws -> [String] {
         try index.records(under: path).map(\.path)
     }
+}
+
+/// What a job's steps changed: every step's delta when the caller wants them merged (tests, a
+/// caller that reads the delta), else only how many rows each kind of change touched (the host
+/// and `ubiq index scan`: a first scan of 100,000 files keeps no 100,000 records for nobody).
+package struct IndexJobSteps: Sendable {
+    /// Whether the deltas are kept.
+    let keepsDeltas: Bool
+    private(set) var deltas: [IndexDelta] = []
+    /// Rows added, changed, removed and moved by the steps (not net of each other).
+    package private(set) var counts = IndexChangeCounts()
+
+    init(keepsDeltas: Bool) { self.keepsDeltas = keepsDeltas }
+
+    mutating func note(_ delta: IndexDelta) {
+        counts.added += delta.added.count
+        counts.changed += delta.changed.count
+        counts.removed += delta.removed.count
+        counts.moved += delta.moved.count
+        if keepsDeltas { deltas.append(delta) }
+    }
+
+    /// The steps' deltas folded into one (empty when they were not kept).
+    var merged: IndexDelta { IndexDelta.merging(deltas) }
+}
+
+/// How many rows a job added, changed, removed and moved.
+package struct IndexChangeCounts: Sendable, Hashable {
+    package var added = 0
+    package var changed = 0
+    package var removed = 0
+    package var moved = 0
 }

@@ -47,7 +47,7 @@ package final class IndexHost: Sendable {
             for await batch in batches {
                 do {
                     // Each step's delta is on the index's change feed (``deltas()``) before it returns.
-                    _ = try await indexer.apply(batch)
+                    _ = try await indexer.apply(batch, keepingDelta: false)
                     self?.noteRescans(batch)
                     await self?.watchAgain(batch.rescans.filter { $0.reason == .rootChanged }.map(\.path))
                 } catch {
@@ -110,7 +110,7 @@ package final class IndexHost: Sendable {
             do {
                 let rules = IgnoreRules.load(root: root)
                 try watcher.watch(root: root, ignoring: rules)
-                _ = try await indexer.addRoot(root, ignoring: rules)
+                try await indexer.scanRoot(root, ignoring: rules)
                 state.withLock { $0.roots[root]?.ready = true }
                 rootChanges.increment()
             } catch {
@@ -195,7 +195,7 @@ package final class IndexHost: Sendable {
             do {
                 try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
                 state.withLock { $0.roots[root]?.watched = true }
-                _ = try await indexer.rescan(root)
+                _ = try await indexer.rescan(root, keepingDelta: false)
             } catch {
                 state.withLock { $0.roots[root]?.watched = false }
                 logger.warning("a root's folder is gone: it is watched again once it is back", metadata: ["ubiquity.root": "\(root)"])
@@ -215,7 +215,7 @@ package final class IndexHost: Sendable {
             try watcher.watch(root: normalized, ignoring: IgnoreRules.load(root: normalized))
             state.withLock { $0.roots[normalized]?.watched = true }
         }
-        _ = try await indexer.rescan(normalized)
+        _ = try await indexer.rescan(normalized, keepingDelta: false)
     }
 
     private func noteRescans(_ batch: WatchBatch) {

@@ -105,15 +105,15 @@ struct IndexScan: AsyncParsableCommand {
             let start = ContinuousClock.now
             let index = try MetadataIndex(path: try CLI.absolutePath(database), logger: Logger(label: "ubiq.index"))
             let indexer = Indexer(index: index, logger: Logger(label: "ubiq.index"))
-            let delta = try await indexer.addRoot(root, ignoring: IgnoreRules.load(root: root))
+            let counts = try await indexer.scanRoot(root, ignoring: IgnoreRules.load(root: root))
             let warnings = await indexer.scanWarnings[root] ?? []
             let elapsed = ContinuousClock.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let items = try index.count(under: root)
             if json {
                 CLI.printLine(CLI.jsonObject([
-                    ("items", items), ("added", delta.added.count), ("changed", delta.changed.count),
-                    ("removed", delta.removed.count), ("seconds", seconds), ("warnings", warnings.count),
+                    ("items", items), ("added", counts.added), ("changed", counts.changed),
+                    ("removed", counts.removed), ("seconds", seconds), ("warnings", warnings.count),
                 ]))
             } else {
                 print("\(items) items indexed in \(String(format: "%.3f", seconds)) s")

@@ -75,6 +75,10 @@ enum ItemJSON {
     }
 
     private static func timestamp(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        date.formatted(timestampStyle)
     }
+
+    /// ISO 8601 with fractional seconds (made once).
+    private static let timestampStyle = Date.ISO8601FormatStyle().year().month().day().time(includingFractionalSeconds: true)
+        .timeZone(separator: .omitted)
 }

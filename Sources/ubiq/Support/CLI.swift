@@ -89,6 +89,11 @@ enum CLI {
 
     /// A JSON string literal.
     static func jsonString(_ string: String) -> String {
+        // mostly nothing to escape (paths, names): the bytes as they are (`ubiq query --watch`
+        // prints every item of a burst of 100,000 new files)
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + string + "\""
+        }
         var out = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -8,6 +8,10 @@ package struct IndexScanSession: Sendable, Hashable {
     package let id: Int64
     /// The absolute path of the scanned subtree.
     package let root: String
+    /// Whether the subtree had no rows when the scan began (a first scan into an empty index):
+    /// its rows are inserted without looking for existing ones, and nothing is removed at the
+    /// end (there was nothing unseen to remove).
+    package var isBulk = false
 }
 
 extension MetadataIndex {
@@ -51,7 +55,7 @@ extension MetadataIndex {
     /// with ``addScanned(_:to:)``, then ``finishScan(_:)`` deletes the rows under `root` that
     /// were not seen. Rows written by ``apply(_:)`` meanwhile count as seen. Memory stays bounded:
     /// the seen set lives in a temporary table.
-    package func beginScan(root: String) throws -> IndexScanSession {
+    package func beginScan(root: String, bulk: Bool = false) throws -> IndexScanSession {
         let root = Self.normalize(root)
         let id = nextScanID.withLock { value in
             defer { value += 1 }
@@ -67,8 +71,9 @@ extension MetadataIndex {
             try db.cachedStatement(sql: "UPDATE roots SET last_scan_started = ? WHERE path = ?")
                 .execute(arguments: [Date().timeIntervalSince1970, root])
         }
-        activeScans.withLock { _ = $0.insert(id) }
-        return IndexScanSession(id: id, root: root)
+        // (a bulk scan tracks nothing seen: it removes nothing at its end)
+        if !bulk { activeScans.withLock { _ = $0.insert(id) } }
+        return IndexScanSession(id: id, root: root, isBulk: bulk)
     }
 
     /// Upserts one batch of scanned records (with the quick-check of ``apply(_:)``) and marks them
@@ -76,12 +81,12 @@ extension MetadataIndex {
     package func addScanned(_ records: [IndexRecord], to session: IndexScanSession) throws -> IndexDelta {
         guard !records.isEmpty else { return IndexDelta() }
         let sessions = activeScans.withLock { $0 }
-        guard sessions.contains(session.id) else {
+        guard session.isBulk || sessions.contains(session.id) else {
             throw UbiquityError(.invalidArgument, "Scan session \(session.id) of '\(session.root)' is not active")
         }
         return try writeDelta("add scanned items") { db in
             var delta = IndexDelta()
-            try upsert(records, db: db, generation: session.id, sessions: sessions, delta: &delta)
+            try upsert(records, db: db, generation: session.id, sessions: sessions, delta: &delta, assumingNew: session.isBulk)
             return delta
         }
     }
@@ -90,6 +95,14 @@ extension MetadataIndex {
     /// and, when the root is registered, records the scan's end and clears its pending rescan.
     package func finishScan(_ session: IndexScanSession) throws -> IndexDelta {
         defer { activeScans.withLock { _ = $0.remove(session.id) } }
+        guard !session.isBulk else {
+            try write("finish scan") { db in
+                try db.cachedStatement(sql: """
+                    UPDATE roots SET last_scan_finished = ?, rescan_pending = 0, message = NULL WHERE path = ?
+                    """).execute(arguments: [Date().timeIntervalSince1970, session.root])
+            }
+            return IndexDelta()
+        }
         let range = Self.subtreeRange(of: session.root)
         return try writeDelta("finish scan") { db in
             let unseen = """

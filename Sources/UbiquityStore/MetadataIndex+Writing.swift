@@ -220,9 +220,12 @@ extension MetadataIndex {
     }
 
     /// Upserts `records` with the quick-check (looked up a chunk of paths per query) and marks
-    /// their rows seen in `sessions`.
+    /// their rows seen in `sessions`. `assumingNew` (a bulk scan of an empty subtree) inserts
+    /// without looking first; a path that is there after all (the watcher's row, written during
+    /// the scan) is then looked up and updated as usual.
     func upsert(
-        _ records: [IndexRecord], db: Database, generation: Int64, sessions: Set<Int64>, delta: inout IndexDelta
+        _ records: [IndexRecord], db: Database, generation: Int64, sessions: Set<Int64>, delta: inout IndexDelta,
+        assumingNew: Bool = false
     ) throws {
         let firstAdded = delta.added.count
         let placeholders = Array(repeating: "?", count: Self.lookupChunk).joined(separator: ",")
@@ -235,7 +238,9 @@ extension MetadataIndex {
             downloading_status, is_downloading, percent_downloaded, has_unresolved_conflicts,
             is_excluded_from_backup, uploading_error, downloading_error, scan_generation, mode, link_target, stub)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (path) DO NOTHING
             """)
+        var row = RowInsert(insert)  // bound on SQLite's statement (RowInsert.swift)
         let seen = sessions.isEmpty ? nil : try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO temp.scan_seen (session, item_id) VALUES (?, ?)
             """)
@@ -245,14 +250,17 @@ extension MetadataIndex {
             let end = min(start + Self.lookupChunk, records.count)
             let chunk = records[start..<end]
             start = end
-            // Look the chunk's paths up in one query (padded with the last path to keep one statement).
-            var paths = chunk.map { $0.path.databaseValue }
-            paths += Array(repeating: paths[paths.count - 1], count: Self.lookupChunk - paths.count)
-            lookup.setUncheckedArguments(StatementArguments(paths))
+            // Look the chunk's paths up in one query (padded with the last path to keep one
+            // statement); a bulk scan looks up only what turned out to be there already.
             var existing: [String: QuickStat] = [:]
-            existing.reserveCapacity(chunk.count)
-            let cursor = try Row.fetchCursor(lookup)
-            while let row = try cursor.next() { existing[row[0]] = QuickStat(row) }
+            if !assumingNew {
+                var paths = chunk.map { $0.path.databaseValue }
+                paths += Array(repeating: paths[paths.count - 1], count: Self.lookupChunk - paths.count)
+                lookup.setUncheckedArguments(StatementArguments(paths))
+                existing.reserveCapacity(chunk.count)
+                let cursor = try Row.fetchCursor(lookup)
+                while let row = try cursor.next() { existing[row[0]] = QuickStat(row) }
+            }
 
             for record in chunk {
                 let rowID: Int64
@@ -264,16 +272,36 @@ extension MetadataIndex {
                     }
                 } else {
                     let u = record.ubiquitous
-                    insert.setUncheckedArguments([
-                        record.path, record.name, Self.fold(record.name), record.size,
-                        record.creationDate?.timeIntervalSince1970, record.contentChangeDate.timeIntervalSince1970,
-                        record.contentType, record.isDirectory, Int64(bitPattern: record.inode),
-                        record.mtimeNanoseconds, record.ctimeNanoseconds, u.isUploaded, u.isUploading,
-                        u.percentUploaded, u.downloadingStatus.rawValue, u.isDownloading, u.percentDownloaded,
-                        u.hasUnresolvedConflicts, u.isExcludedFromBackup, u.uploadingError, u.downloadingError, generation,
-                        Int64(record.mode), record.linkTarget, record.isStub,
-                    ])
-                    try insert.execute()
+                    row.bind(record.path)
+                    row.bind(record.name)
+                    row.bind(Self.fold(record.name))
+                    row.bind(record.size)
+                    row.bind(record.creationDate?.timeIntervalSince1970)
+                    row.bind(record.contentChangeDate.timeIntervalSince1970)
+                    row.bind(record.contentType)
+                    row.bind(record.isDirectory)
+                    row.bind(Int64(bitPattern: record.inode))
+                    row.bind(record.mtimeNanoseconds)
+                    row.bind(record.ctimeNanoseconds)
+                    row.bind(u.isUploaded)
+                    row.bind(u.isUploading)
+                    row.bind(u.percentUploaded)
+                    row.bind(u.downloadingStatus.rawValue)
+                    row.bind(u.isDownloading)
+                    row.bind(u.percentDownloaded)
+                    row.bind(u.hasUnresolvedConflicts)
+                    row.bind(u.isExcludedFromBackup)
+                    row.bind(u.uploadingError)
+                    row.bind(u.downloadingError)
+                    row.bind(generation)
+                    row.bind(Int64(record.mode))
+                    row.bind(record.linkTarget)
+                    row.bind(record.isStub)
+                    guard try row.run(db) else {
+                        // there already (only when assuming new): the usual upsert for this one
+                        try upsert([record], db: db, generation: generation, sessions: sessions, delta: &delta)
+                        continue
+                    }
                     rowID = db.lastInsertedRowID
                     inserted.append(rowID)
                     existing[record.path] = QuickStat(id: rowID, record)

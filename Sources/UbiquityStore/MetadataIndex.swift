@@ -120,6 +120,7 @@ package final class MetadataIndex: Sendable {
         let check = try pool.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
         guard check == "ok" else { throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(check ?? "no answer")") }
         try migrator.migrate(pool)
+        try finishInterruptedBulkLoad(pool)
         return pool
     }
 

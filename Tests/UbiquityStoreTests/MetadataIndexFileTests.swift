@@ -23,6 +23,38 @@ import UbiquityCore
         #expect(mode == "wal")
     }
 
+    /// A first scan into an empty index loads in bulk: the secondary indexes are made at its
+    /// end, nothing unseen is looked for, a row the watcher wrote meanwhile is updated in place;
+    /// a bulk load a crash interrupted is finished when the file is opened again.
+    @Test func aBulkLoadEndsWithItsIndexesEvenAfterACrash() throws {
+        let folder = S.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/index.sqlite"
+        func indexes(_ index: MetadataIndex) throws -> Set<String> {
+            try index.writer.read { db in Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'items_%'")) }
+        }
+        let expected = Set(MetadataIndex.secondaryIndexes.map(\.name))
+        do {
+            let index = try MetadataIndex(path: path, logger: S.logger)
+            #expect(try index.isEmpty())
+            try index.beginBulkLoad()
+            #expect(try indexes(index).isDisjoint(with: expected))
+            let session = try index.beginScan(root: "/r", bulk: true)
+            _ = try index.apply([S.file("/r/b.txt", size: 1)])  // the watcher's row, during the scan
+            let delta = try index.addScanned([S.file("/r/a.txt"), S.file("/r/b.txt", size: 2)], to: session)
+            #expect(delta.added.map(\.path) == ["/r/a.txt"] && delta.changed.map(\.size) == [2])
+            #expect(try index.finishScan(session).isEmpty)
+            try index.finishBulkLoad()
+            #expect(try indexes(index).isSuperset(of: expected))
+            #expect(try S.trigramMatches(index, "b.t") == ["/r/b.txt"])
+            try index.beginBulkLoad()  // then "crashes"
+        }
+        let reopened = try MetadataIndex(path: path, logger: S.logger)
+        #expect(try indexes(reopened).isSuperset(of: expected))
+        #expect(try reopened.status().roots.allSatisfy { $0.path != MetadataIndex.bulkLoadMarker })
+        #expect(try reopened.count(under: "/r") == 2)
+    }
+
     @Test func garbageFileIsMovedAsideAndRebuilt() throws {
         let folder = S.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -20,6 +20,8 @@ package actor Indexer {
     private var roots: [String: IgnoreRules] = [:]
     private var warnings: [String: [ScanWarning]] = [:]
     private let worker = BackgroundThread(name: "ubiquity.indexer", nice: Indexer.niceness)
+    /// Where a scan's batches are written while its walk goes on (``PipelinedWrites``).
+    private let writer = BackgroundThread(name: "ubiquity.index-writer", nice: Indexer.niceness)
 
     /// An indexer writing `index` with `scanner`.
     package init(index: MetadataIndex, logger: Logger, scanner: TreeScanner = TreeScanner()) {
@@ -62,7 +64,12 @@ package actor Indexer {
         let (steps, summary) = try await run {
             try job.index.registerRoot(root)
             var total = IndexJobSteps(keepsDeltas: keepingDeltas)
-            let summary = try job.scanSubtree(root, root: root, rules: rules, into: &total)
+            // an empty index (its first scan) is loaded in bulk: the secondary indexes and the
+            // name search are made at the end, in one go
+            let bulk = try job.index.isEmpty()
+            if bulk { try job.index.beginBulkLoad() }
+            defer { if bulk { try? job.index.finishBulkLoad() } }
+            let summary = try job.scanSubtree(root, root: root, rules: rules, bulk: bulk, into: &total)
             return (total, summary)
         }
         record(summary, for: root)
@@ -143,7 +150,7 @@ package actor Indexer {
     // MARK: - Running jobs
 
     private func makeJob() -> IndexerJob {
-        IndexerJob(index: index, scanner: scanner, logger: logger, roots: roots)
+        IndexerJob(index: index, scanner: scanner, logger: logger, roots: roots, writer: writer)
     }
 
     /// Runs `body` on the worker queue (one job at a time, in submission order).

@@ -1,4 +1,6 @@
+import Dispatch
 import Logging
+import Synchronization
 import UbiquityCore
 import UbiquityStore
 
@@ -8,6 +10,9 @@ struct IndexerJob: Sendable {
     let scanner: TreeScanner
     let logger: Logger
     let roots: [String: IgnoreRules]
+    /// The thread a scan's batches are written on while the walk goes on (two cores: the walk
+    /// and SQLite at once).
+    let writer: BackgroundThread
 
     /// Counts a step's delta and, when the job's caller wants the merged delta, keeps it (the
     /// index published it on its change feed when the step committed).
@@ -36,13 +41,23 @@ struct IndexerJob: Sendable {
 
     /// Scans the subtree strictly under `folder` and reconciles the index with it.
     @discardableResult
-    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, into total: inout IndexJobSteps) throws -> ScanSummary {
+    func scanSubtree(_ folder: String, root: String, rules: IgnoreRules, bulk: Bool = false,
+                     into total: inout IndexJobSteps) throws -> ScanSummary {
         let relative = folder == root ? "" : String(folder.dropFirst(root == "/" ? 1 : root.count + 1))
-        let session = try index.beginScan(root: folder)
+        let session = try index.beginScan(root: folder, bulk: bulk)
         do {
-            let summary = try scanner.scan(root: folder, ignoring: rules, relativePrefix: relative) { batch in
-                publish(try index.addScanned(batch, to: session), into: &total)
+            // the walk hands its batches to the writer thread (two at most waiting) and goes on
+            let writes = PipelinedWrites(writer: writer, steps: total)
+            let summary: ScanSummary
+            do {
+                summary = try scanner.scan(root: folder, ignoring: rules, relativePrefix: relative) { batch in
+                    try writes.submit { try index.addScanned(batch, to: session) }
+                }
+            } catch {
+                _ = try? writes.finish()
+                throw error
             }
+            total = try writes.finish()
             publish(try index.finishScan(session), into: &total)
             // names that are not UTF-8 are no rows: their folders are named on the feed (sync reports them)
             index.publishUnindexable(summary.foldersWithInvalidNames.sorted().map { $0 + "/\u{FFFD}" })
@@ -254,4 +269,45 @@ package struct IndexChangeCounts: Sendable, Hashable {
     package var changed = 0
     package var removed = 0
     package var moved = 0
+}
+
+/// A scan's writes on another thread, in order, while the walk goes on: at most two batches
+/// wait, the first write that fails stops the rest and is thrown by the next ``submit(_:)`` or
+/// by ``finish()``.
+final class PipelinedWrites: Sendable {
+    private let writer: BackgroundThread
+    private let slots = DispatchSemaphore(value: PipelinedWrites.depth)
+    private let state: Mutex<(steps: IndexJobSteps, failure: (any Error)?)>
+    static let depth = 2
+
+    init(writer: BackgroundThread, steps: IndexJobSteps) {
+        self.writer = writer
+        state = Mutex((steps, nil))
+    }
+
+    /// Queues `write` after the ones queued before (waiting while two wait already).
+    func submit(_ write: @escaping @Sendable () throws -> IndexDelta) throws {
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        slots.wait()
+        writer.async { [self] in
+            defer { slots.signal() }
+            guard state.withLock({ $0.failure == nil }) else { return }
+            do {
+                let delta = try write()
+                if !delta.isEmpty { state.withLock { $0.steps.note(delta) } }
+            } catch {
+                state.withLock { $0.failure = error }
+            }
+        }
+    }
+
+    /// Waits for every queued write; returns the steps with theirs, or throws the first failure.
+    func finish() throws -> IndexJobSteps {
+        for _ in 0..<Self.depth { slots.wait() }
+        for _ in 0..<Self.depth { slots.signal() }
+        return try state.withLock { state in
+            if let failure = state.failure { throw failure }
+            return state.steps
+        }
+    }
 }

@@ -60,11 +60,14 @@ extension SyncEngine {
         reportUnsyncableNames(scan.unsyncable)  // SyncEngine+Names.swift
         // a narrowed pass reads only the entries in its scope (by path), not the whole journal
         let entries = try journal.entries(in: scope)
-        if indexed { try await confirmGone(entries, scan: &scan, scope: scope, excluded: previouslyExcluded) }
-        var items = scan.items
-        appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
+        if indexed {
+            try await confirmGone(entries, scan: &scan, scope: scope, excluded: previouslyExcluded)
+            try await confirmChanged(&scan, journaled: byPath)
+        }
+        var items = scan.items
+        appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         var uploads: [Upload] = []
         var unexclude: [String] = []
         var excludedNow: [(String, JournalEntry?)] = []
@@ -234,6 +237,25 @@ extension SyncEngine {
             logger.debug("on the disk but not in the index yet: not taken for deleted", metadata: ["ubiquity.path": "\(item.path)"])
             scan.items[item.path] = item
         }
+    }
+
+    /// Items whose rows differ from what the journal has (new, or changed) are read again from
+    /// the disk before anything is decided or sent for them: a row can be a moment behind (a
+    /// link an app folder's rename moved, a folder replaced by a file), and what is sent of a
+    /// folder or a link (its kind, mode, target) comes from the item, not from a later read. An
+    /// item gone from the disk is left out (the feed names its removal next). Unchanged items —
+    /// most of a whole pass, and the files a receiver just wrote — are not read again.
+    func confirmChanged(_ scan: inout LocalScan, journaled: [String: JournalEntry]) async throws {
+        let candidates = scan.items.values.filter { item in
+            guard let entry = journaled[item.path] else { return true }
+            return item.stat.differs(from: entry.stat) || item.stat.mode != entry.stat.mode || item.target != entry.target
+        }
+        guard !candidates.isEmpty else { return }
+        let root = folder
+        let now = try await BlockingWork.run {
+            candidates.map { ($0.path, SyncFiles.item(path: $0.path, absolute: root + "/" + $0.path)) }
+        }
+        for (path, item) in now { scan.items[path] = item }
     }
 
     /// The local item's content hash, of the kind of `expected` when given (SyncFiles+ChecksumKinds.swift).

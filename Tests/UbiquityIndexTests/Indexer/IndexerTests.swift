@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import UbiquityCore
 @testable import UbiquityIndex
@@ -234,6 +235,32 @@ import UbiquityStore
             }
             #expect(names == ["a", "b"])
         }
+    }
+
+    /// The walk hands its batches to the writer thread and goes on; a write that fails stops the
+    /// scan with its error, and what was written before stays.
+    @Test func aScansWritesFollowItsWalkAndAFailedWriteStopsIt() throws {
+        let writer = BackgroundThread(name: "test.writer", nice: 0)
+        let writes = PipelinedWrites(writer: writer, steps: IndexJobSteps(keepsDeltas: true))
+        let written = Mutex<[Int]>([])
+        for batch in 0..<5 {
+            try writes.submit {
+                written.withLock { $0.append(batch) }
+                return IndexDelta(added: [IndexRecord(path: "/r/\(batch)", size: 0, isDirectory: false, inode: 0, mtimeNanoseconds: 0, ctimeNanoseconds: 0)])
+            }
+        }
+        let steps = try writes.finish()
+        #expect(written.withLock { $0 } == [0, 1, 2, 3, 4] && steps.counts.added == 5)
+        let failing = PipelinedWrites(writer: writer, steps: IndexJobSteps(keepsDeltas: false))
+        try failing.submit { throw UbiquityError(.io, "disk full") }
+        var thrown: (any Error)?
+        do {
+            for _ in 0..<10 { try failing.submit { IndexDelta() } }
+            _ = try failing.finish()
+        } catch {
+            thrown = error
+        }
+        #expect((thrown as? UbiquityError)?.message == "disk full")
     }
 
     @Test func largeTreeRescanIsANoOp() async throws {

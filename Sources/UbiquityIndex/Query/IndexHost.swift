@@ -168,6 +168,18 @@ package final class IndexHost: Sendable {
         }
     }
 
+    /// Waits (at most `timeout`) until a root indexed and watched holds `path` (``covers(_:)``);
+    /// returns whether one does. Woken when roots become ready, not by polling.
+    package func waitUntilCovered(_ path: String, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let seen = rootChanges.value
+            if covers(path) { return true }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, await rootChanges.wait(until: seen + 1, timeout: left) else { return covers(path) }
+        }
+    }
+
     /// Waits until the root covering `root` has had its first scan (another query may be
     /// scanning it), woken by ``rootChanges``.
     private func waitUntilReady(_ root: String) async throws {
@@ -195,9 +207,11 @@ package final class IndexHost: Sendable {
             do {
                 try watcher.watch(root: root, ignoring: IgnoreRules.load(root: root))
                 state.withLock { $0.roots[root]?.watched = true }
+                rootChanges.increment()
                 _ = try await indexer.rescan(root, keepingDelta: false)
             } catch {
                 state.withLock { $0.roots[root]?.watched = false }
+                rootChanges.increment()
                 logger.warning("a root's folder is gone: it is watched again once it is back", metadata: ["ubiquity.root": "\(root)"])
             }
         }
@@ -214,6 +228,7 @@ package final class IndexHost: Sendable {
         if !watched {
             try watcher.watch(root: normalized, ignoring: IgnoreRules.load(root: normalized))
             state.withLock { $0.roots[normalized]?.watched = true }
+            rootChanges.increment()
         }
         _ = try await indexer.rescan(normalized, keepingDelta: false)
     }

@@ -10,6 +10,8 @@ import UbiquityStore
 struct LocalScope: Sendable, Equatable {
     /// Scan the whole folder.
     var full = true
+    /// Past this many named paths and subtrees, the scope is the whole folder.
+    static let wholeBeyond = 20_000
     /// Items to stat again (relative paths); a folder among them is scanned whole when it is new.
     var paths = Set<String>()
     /// Subtrees to scan whole, with every journal entry under them (removed, moved, new folders).
@@ -59,6 +61,14 @@ struct LocalScope: Sendable, Equatable {
         // the scan reads the folder of a name that is not UTF-8 and reports it unsyncable
         for path in delta.unindexable {
             if let path = relative(path) { paths.insert(path) }
+        }
+        // so many named (the index's first scan of a full folder): a whole pass reads each row
+        // once, where the names would be looked up one by one and their folders read again
+        // (and a whole pass needs no names)
+        if full || paths.count + subtrees.count > Self.wholeBeyond {
+            full = true
+            paths = []
+            subtrees = []
         }
         return touched
     }

@@ -239,15 +239,19 @@ extension SyncEngine {
         }
     }
 
-    /// Items whose rows differ from what the journal has (new, or changed) are read again from
-    /// the disk before anything is decided or sent for them: a row can be a moment behind (a
-    /// link an app folder's rename moved, a folder replaced by a file), and what is sent of a
-    /// folder or a link (its kind, mode, target) comes from the item, not from a later read. An
-    /// item gone from the disk is left out (the feed names its removal next). Unchanged items —
-    /// most of a whole pass, and the files a receiver just wrote — are not read again.
+    /// Folders, links and stubs whose rows differ from what the journal has (new, or changed),
+    /// and items whose kind changed, are read again from the disk before anything is decided or
+    /// sent for them: a row can be a moment behind (a link an app folder's rename moved, a
+    /// folder replaced by a file), and what is sent of a folder or a link (its kind, mode,
+    /// target) comes from the item, not from a later read. A file's upload reads the file itself
+    /// (and one gone meanwhile is no failure: ``uploadFailed(_:_:)``), so files are not read
+    /// again here: 10,000 new files cost no 10,000 more `lstat`s. An item gone from the disk is
+    /// left out (the feed names its removal next). Unchanged items are not looked at.
     func confirmChanged(_ scan: inout LocalScan, journaled: [String: JournalEntry]) async throws {
         let candidates = scan.items.values.filter { item in
-            guard let entry = journaled[item.path] else { return true }
+            let entry = journaled[item.path]
+            guard item.stat.kind != .file || item.isStub || (entry.map { $0.stat.kind != item.stat.kind } ?? false) else { return false }
+            guard let entry else { return true }
             return item.stat.differs(from: entry.stat) || item.stat.mode != entry.stat.mode || item.target != entry.target
         }
         guard !candidates.isEmpty else { return }

@@ -163,6 +163,12 @@ extension SyncEngine {
     /// large, over quota: tried again when the item changes) or left for the next pass (returns
     /// true).
     func uploadFailed(_ upload: Upload, _ error: any Error) -> Bool {
+        if let error = error as? UbiquityError, error.code == .notFound {
+            // gone since the pass looked (the index's rows a moment behind the disk): no failure;
+            // its removal or rename comes on the change feed next
+            logger.debug("gone before it was read; looked at again", metadata: ["ubiquity.path": "\(upload.path)"])
+            return false
+        }
         let code = (error as? CloudKitError)?.code
         onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
         noteUploadFailed(upload.path, error)  // status (SyncEngine+Progress.swift)

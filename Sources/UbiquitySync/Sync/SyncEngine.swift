@@ -239,6 +239,9 @@ package actor SyncEngine {
         wakeContinuation.finish()
     }
 
+    /// How long the first pass waits for the index to watch the folder.
+    static let indexWait: Duration = .seconds(60)
+
     /// Whether a narrowed pass may trust the index's change feed: the engine follows it and the
     /// index watches the folder (a root indexed and watched holds it).
     nonisolated var followsChanges: Bool {
@@ -257,6 +260,10 @@ package actor SyncEngine {
     func run() async {
         let clock = ContinuousClock()
         var notBefore = clock.now
+        // the first pass reads the index's rows too: it waits for the index's first scan of the
+        // folder (a minute at most; then passes walk the folder themselves until the index
+        // watches it), so the folder is not walked twice at start
+        _ = await localIndex.waitUntilCovered(folder, timeout: Self.indexWait)
         for await _ in wakeStream {
             if Task.isCancelled { return }
             // after a failed pass, wake-ups (the index's feed, pushes) wait out the back-off: a pass that

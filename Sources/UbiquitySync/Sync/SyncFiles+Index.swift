@@ -20,26 +20,31 @@ extension SyncFiles {
     static func scan(index: MetadataIndex, root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
                      journaled: (String) -> Bool) throws -> LocalScan {
         var found = LocalScan()
-        let rows = try indexRows(index: index, root: root, scope: scope, journaled: journaled)
         var reachable = ReachableFolders(excluded: excluded, rules: rules)
-
         let prefix = root.utf8.count + 1
-        for row in rows {  // sorted by path: a folder before what it holds
+        // rows in path order: a folder before what it holds
+        func take(_ row: IndexFileFacts) {
             let relative = String(decoding: row.path.utf8.dropFirst(prefix), as: UTF8.self)
-            if !found.leftOut.isEmpty && isInside(relative, anyOf: found.leftOut) { continue }
-            if !scope.full && !reachable.isReachable(parentOf: relative) { continue }
-            if isOwnTemporary(row.name) {
-                if !relative.contains("/") && row.name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(row.path) }
+            if !found.leftOut.isEmpty && isInside(relative, anyOf: found.leftOut) { return }
+            if !scope.full && !reachable.isReachable(parentOf: relative) { return }
+            let name = row.name
+            if isOwnTemporary(name) {
+                if !relative.contains("/") && name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(row.path) }
                 found.leftOut.insert(relative)
-                continue
+                return
             }
-            if isIgnored(name: row.name, relativePath: relative, isDirectory: row.isDirectory, rules: rules) {
+            if isIgnored(name: name, relativePath: relative, isDirectory: row.isDirectory, rules: rules) {
                 found.leftOut.insert(relative)
-                continue
+                return
             }
-            guard let item = localItem(row, path: relative, absolute: row.path) else { continue }
+            guard let item = localItem(row, path: relative, absolute: row.path) else { return }
             found.items[relative] = item
             if item.stat.kind == .folder && item.excluded { found.leftOut.insert(relative) }
+        }
+        if scope.full {
+            try index.forEachFact(under: root, take)  // one row at a time: no array of 100,000
+        } else {
+            for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { take(row) }
         }
         // names that are not UTF-8: their folder is read for them, as the walk does
         for path in scope.paths where (path as NSString).lastPathComponent.contains("\u{FFFD}") {
@@ -50,12 +55,10 @@ extension SyncFiles {
         return found
     }
 
-    /// The index rows a scan of `scope` reads, sorted by path: every row under `root` for a full
-    /// scan; else the row of each named path, and every row in each subtree and in each named
-    /// folder that is new (not `journaled`).
-    static func indexRows(index: MetadataIndex, root: String, scope: LocalScope, journaled: (String) -> Bool) throws -> [IndexRecord] {
-        if scope.full { return try index.records(under: root) }
-        var rows = try index.records(atPaths: scope.paths.union(scope.subtrees).filter { isValid(relativePath: $0) }.map { root + "/" + $0 })
+    /// The index rows a narrowed scan of `scope` reads, sorted by path: the row of each named
+    /// path, and every row in each subtree and in each named folder that is new (not `journaled`).
+    static func indexRows(index: MetadataIndex, root: String, scope: LocalScope, journaled: (String) -> Bool) throws -> [IndexFileFacts] {
+        var rows = try index.facts(atPaths: scope.paths.union(scope.subtrees).filter { isValid(relativePath: $0) }.map { root + "/" + $0 })
         var wholeFolders = scope.subtrees
         for row in rows.values where row.isDirectory {
             let relative = String(row.path.utf8.dropFirst(root.utf8.count + 1))!
@@ -63,7 +66,7 @@ extension SyncFiles {
         }
         // (the outermost only: a folder inside another read whole is read with it)
         for folder in wholeFolders where !isInside(folder, anyOf: wholeFolders) {
-            for row in try index.records(under: root + "/" + folder) { rows[row.path] = row }
+            for row in try index.facts(under: root + "/" + folder) { rows[row.path] = row }
         }
         return rows.values.sorted { $0.path < $1.path }
     }
@@ -71,7 +74,7 @@ extension SyncFiles {
     /// The local item an index row describes (its stat, a link's target, a stub standing for
     /// its document; the skip-backup attribute read from the disk). A row without a mode (from
     /// before the index kept modes) is read from the disk.
-    static func localItem(_ row: IndexRecord, path: String, absolute: String) -> LocalItem? {
+    static func localItem(_ row: IndexFileFacts, path: String, absolute: String) -> LocalItem? {
         guard row.mode != 0 else { return item(path: path, absolute: absolute) }
         let kind: SyncItemKind = row.isSymbolicLink ? .symlink : row.isDirectory ? .folder : .file
         let stat = SyncStat(kind: kind, size: kind == .folder ? 0 : row.size, modifiedNanoseconds: kind == .folder ? 0 : row.mtimeNanoseconds,

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+import GRDB
+
+/// What sync reads of an index row instead of the disk: the path, the stat it compares, the
+/// mode, a link's target, whether the row stands for an evicted file's stub. The rest of the
+/// record (name, content type, dates, ubiquitous attributes) is left unread: a whole pass over
+/// 100,000 rows holds 100,000 of these, not of ``IndexRecord``.
+package struct IndexFileFacts: Sendable, Hashable {
+    /// The absolute path.
+    package var path: String
+    /// Whether the item is a folder.
+    package var isDirectory: Bool
+    /// The size in bytes (a stub's: its document's).
+    package var size: Int64
+    /// The modification time in nanoseconds since 1970.
+    package var mtimeNanoseconds: Int64
+    /// The inode number.
+    package var inode: UInt64
+    /// `st_mode` (0 when the row was written before the index kept it).
+    package var mode: UInt32
+    /// A symbolic link's target.
+    package var linkTarget: String?
+    /// Whether the row stands for an evicted file's stub.
+    package var isStub: Bool
+
+    /// Whether the item is a symbolic link.
+    package var isSymbolicLink: Bool { mode & 0o170000 == 0o120000 }
+
+    /// The last path component.
+    package var name: String { IndexRecord.lastComponent(of: path) }
+
+    /// The facts of a row selected with ``MetadataIndex/factColumns``.
+    init(_ row: Row) {
+        path = row[0]
+        isDirectory = row[1]
+        size = row[2]
+        mtimeNanoseconds = row[3]
+        inode = UInt64(bitPattern: row[4] as Int64)
+        mode = UInt32(truncatingIfNeeded: row[5] as Int64)
+        linkTarget = row[6]
+        isStub = row[7]
+    }
+}
+
+extension MetadataIndex {
+    /// The columns ``IndexFileFacts`` reads, in its order.
+    static let factColumns = "path, is_directory, size, mtime_ns, inode, mode, link_target, stub"
+
+    /// The facts of the rows strictly under `root`, sorted by path.
+    package func facts(under root: String) throws -> [IndexFileFacts] {
+        var facts: [IndexFileFacts] = []
+        try forEachFact(under: root) { facts.append($0) }
+        return facts
+    }
+
+    /// Calls `body` with the facts of each row strictly under `root`, in path order, one row at
+    /// a time (a whole pass over 100,000 rows holds no array of them).
+    package func forEachFact(under root: String, _ body: (IndexFileFacts) throws -> Void) throws {
+        let range = Self.subtreeRange(of: Self.normalize(root))
+        try read("facts lookup") { db in
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT \(Self.factColumns) FROM items WHERE path >= ? AND path < ? ORDER BY path"),
+                                           arguments: [range.lower, range.upper])
+            while let row = try rows.next() { try body(IndexFileFacts(row)) }
+        }
+    }
+
+    /// The facts of the rows at `paths` (absolute) that are indexed, by path.
+    package func facts(atPaths paths: [String]) throws -> [String: IndexFileFacts] {
+        guard !paths.isEmpty else { return [:] }
+        return try read("facts lookup") { db in
+            try Self.fetchByPath(paths.map(Self.normalize), columns: Self.factColumns, db: db) { row in
+                let facts = IndexFileFacts(row)
+                return (facts.path, facts)
+            }
+        }
+    }
+}

@@ -29,6 +29,19 @@ package struct IndexFileFacts: Sendable, Hashable {
     /// The last path component.
     package var name: String { IndexRecord.lastComponent(of: path) }
 
+    /// Facts from their parts.
+    package init(path: String, isDirectory: Bool, size: Int64, mtimeNanoseconds: Int64, inode: UInt64, mode: UInt32,
+                 linkTarget: String?, isStub: Bool) {
+        self.path = path
+        self.isDirectory = isDirectory
+        self.size = size
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.inode = inode
+        self.mode = mode
+        self.linkTarget = linkTarget
+        self.isStub = isStub
+    }
+
     /// The facts of a row selected with ``MetadataIndex/factColumns``.
     init(_ row: Row) {
         path = row[0]

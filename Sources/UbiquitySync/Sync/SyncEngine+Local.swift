@@ -48,18 +48,27 @@ extension SyncEngine {
         let previouslyExcluded = try journal.excluded()
         let synced = try journal.count()
         var scan: LocalScan
-        if indexed {
-            let scope = scope, journal = self.journal, index = localIndex.index
-            scan = try await BlockingWork.run {
-                try SyncFiles.scan(index: index, root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
-                                   journaled: { (try? journal.contains(path: $0)) ?? false })
+        let entries: [JournalEntry]
+        if indexed && scope.full {
+            // a whole pass compares the index with the journal in the database: only what differs
+            let journal = self.journal
+            (scan, entries) = try await BlockingWork.run {
+                try SyncFiles.differences(journal: journal, root: root, rules: rules, excluded: previouslyExcluded, queued: queued)
             }
         } else {
-            scan = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
+            if indexed {
+                let scope = scope, journal = self.journal, index = localIndex.index
+                scan = try await BlockingWork.run {
+                    try SyncFiles.scan(index: index, root: root, rules: rules, scope: scope, excluded: previouslyExcluded,
+                                       journaled: { (try? journal.contains(path: $0)) ?? false })
+                }
+            } else {
+                scan = try await BlockingWork.run { SyncFiles.scan(root: root, rules: rules) }
+            }
+            // a narrowed pass reads only the entries in its scope (by path), not the whole journal
+            entries = try journal.entries(in: scope)
         }
         reportUnsyncableNames(scan.unsyncable)  // SyncEngine+Names.swift
-        // a narrowed pass reads only the entries in its scope (by path), not the whole journal
-        let entries = try journal.entries(in: scope)
         var byPath: [String: JournalEntry] = [:]
         for entry in entries { byPath[entry.path] = entry }
         if indexed {

@@ -19,33 +19,14 @@ extension SyncFiles {
     /// (`IndexHost.covers`); the pass checks on the disk what looks deleted before acting on it.
     static func scan(index: MetadataIndex, root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
                      journaled: (String) -> Bool) throws -> LocalScan {
-        var found = LocalScan()
-        var reachable = ReachableFolders(excluded: excluded, rules: rules)
-        let prefix = root.utf8.count + 1
-        // rows in path order: a folder before what it holds
-        func take(_ row: IndexFileFacts) {
-            let relative = String(decoding: row.path.utf8.dropFirst(prefix), as: UTF8.self)
-            if !found.leftOut.isEmpty && isInside(relative, anyOf: found.leftOut) { return }
-            if !scope.full && !reachable.isReachable(parentOf: relative) { return }
-            let name = row.name
-            if isOwnTemporary(name) {
-                if !relative.contains("/") && name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(row.path) }
-                found.leftOut.insert(relative)
-                return
-            }
-            if isIgnored(name: name, relativePath: relative, isDirectory: row.isDirectory, rules: rules) {
-                found.leftOut.insert(relative)
-                return
-            }
-            guard let item = localItem(row, path: relative, absolute: row.path) else { return }
-            found.items[relative] = item
-            if item.stat.kind == .folder && item.excluded { found.leftOut.insert(relative) }
-        }
+        var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: scope.full)
         if scope.full {
-            try index.forEachFact(under: root, take)  // one row at a time: no array of 100,000
+            try index.forEachFact(under: root) { row in _ = rows.take(row) }  // one row at a time: no array of 100,000
         } else {
-            for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { take(row) }
+            for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { _ = rows.take(row) }
         }
+        var found = rows.found
+        var reachable = ReachableFolders(excluded: excluded, rules: rules)
         // names that are not UTF-8: their folder is read for them, as the walk does
         for path in scope.paths where (path as NSString).lastPathComponent.contains("\u{FFFD}") {
             let parent = (path as NSString).deletingLastPathComponent
@@ -53,6 +34,34 @@ extension SyncFiles {
             for bad in entries.invalid { found.unsyncable.insert(parent.isEmpty ? bad : parent + "/" + bad) }
         }
         return found
+    }
+
+    /// A whole pass as a comparison of the index with the journal, row by row in one query
+    /// (``SyncJournal/forEachRow(_:)``): only the items that differ from their entries (new,
+    /// changed, carrying the skip-backup attribute, queued, excluded before) are kept, with their
+    /// entries, and the entries of items left out (ignored, under an excluded folder) or without
+    /// a row (judged deleted after a look on the disk). A whole pass over 100,000 synced items
+    /// holds what changed, not 100,000 items and entries; what it decides is what the plain
+    /// whole pass decides (an unchanged item with its entry leads to nothing).
+    static func differences(journal: SyncJournal, root: String, rules: IgnoreRules, excluded: Set<String>,
+                            queued: Set<String>) throws -> (scan: LocalScan, entries: [JournalEntry]) {
+        var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: true)
+        var entries: [JournalEntry] = []
+        try journal.forEachRow { row, entry in
+            let (relative, item) = rows.take(row)
+            guard let item else {
+                if let entry { entries.append(entry) }  // left out: judged as gone
+                return
+            }
+            guard let entry else { return }  // new: kept
+            if !item.excluded && !queued.contains(relative) && !excluded.contains(relative) && !item.stat.differs(from: entry.stat)
+                && item.stat.mode == entry.stat.mode && item.target == entry.target {
+                rows.drop(relative)  // as synced: nothing to decide
+                return
+            }
+            entries.append(entry)
+        }
+        return (rows.found, entries + (try journal.entriesWithoutRows()))
     }
 
     /// The index rows a narrowed scan of `scope` reads, sorted by path: the row of each named
@@ -82,5 +91,54 @@ extension SyncFiles {
         if row.isStub { return LocalItem(path: path, stat: stat, target: nil, excluded: false, isStub: true) }
         let excluded = kind != .symlink && ((try? BackupExclusion.isExcluded(absolute)) ?? false)
         return LocalItem(path: path, stat: stat, target: kind == .symlink ? row.linkTarget : nil, excluded: excluded)
+    }
+}
+
+/// What a scan of the index's rows keeps of each row, in path order (a folder before what it
+/// holds): ignored names, our temporaries (a leftover is removed, as the walk does) and
+/// everything under an ignored or excluded folder left out, each other row made a local item.
+struct IndexRowFilter {
+    let root: String
+    let rules: IgnoreRules
+    /// Whether the scan is whole (else every row's folders are checked on the way).
+    let whole: Bool
+    private var reachable: ReachableFolders
+    private let prefix: Int
+    /// The items and left-out folders so far.
+    private(set) var found = LocalScan()
+
+    init(root: String, rules: IgnoreRules, excluded: Set<String>, whole: Bool) {
+        self.root = root
+        self.rules = rules
+        self.whole = whole
+        reachable = ReachableFolders(excluded: excluded, rules: rules)
+        prefix = root.utf8.count + 1
+    }
+
+    /// Takes one row: the item it describes (also kept in ``found``), or nil when it is left
+    /// out; with its path relative to the folder either way.
+    mutating func take(_ row: IndexFileFacts) -> (relative: String, item: LocalItem?) {
+        let relative = String(decoding: row.path.utf8.dropFirst(prefix), as: UTF8.self)
+        if !found.leftOut.isEmpty && SyncFiles.isInside(relative, anyOf: found.leftOut) { return (relative, nil) }
+        if !whole && !reachable.isReachable(parentOf: relative) { return (relative, nil) }
+        let name = row.name
+        if SyncFiles.isOwnTemporary(name) {
+            if !relative.contains("/") && name == NewFilesFolder.name { NewFilesFolder.clear(root: root) } else { unlink(row.path) }
+            found.leftOut.insert(relative)
+            return (relative, nil)
+        }
+        if SyncFiles.isIgnored(name: name, relativePath: relative, isDirectory: row.isDirectory, rules: rules) {
+            found.leftOut.insert(relative)
+            return (relative, nil)
+        }
+        guard let item = SyncFiles.localItem(row, path: relative, absolute: row.path) else { return (relative, nil) }
+        found.items[relative] = item
+        if item.stat.kind == .folder && item.excluded { found.leftOut.insert(relative) }
+        return (relative, item)
+    }
+
+    /// Forgets the item of `relative` (kept out of ``found``).
+    mutating func drop(_ relative: String) {
+        found.items[relative] = nil
     }
 }

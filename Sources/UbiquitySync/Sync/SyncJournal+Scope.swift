@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import UbiquityCore
+import UbiquityStore
 
 extension SyncJournal {
     /// The number of entries.
@@ -76,6 +77,37 @@ extension SyncJournal {
         var found = Set<String>()
         for path in paths where try Bool.fetchOne(evicted, arguments: [scope, path]) != nil { found.insert(path) }
         return found
+    }
+
+    /// Calls `body` with each index row under the journal's folder, in path order, and the
+    /// journal's entry at its path (nil: none): a whole pass compares the folder with the
+    /// journal in one query of the device database, one row at a time.
+    func forEachRow(_ body: (IndexFileFacts, JournalEntry?) throws -> Void) throws {
+        let columns = Self.itemColumns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        try read { db in  // (one statement, cached: the column list is the same each time)
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT i.path, i.is_directory, i.size, i.mtime_ns, i.inode, i.mode, i.link_target, i.stub, \(columns)
+                FROM items i LEFT JOIN sync_items s ON s.journal = ? AND s.path = substr(i.path, ?)
+                WHERE i.path > ? AND i.path < ? ORDER BY i.path
+                """), arguments: [scope, folder.unicodeScalars.count + 2, folder + "/", folder + "0"])
+            while let row = try rows.next() {
+                let facts = IndexFileFacts(path: row[0], isDirectory: row[1], size: row[2], mtimeNanoseconds: row[3],
+                                           inode: UInt64(bitPattern: row[4] as Int64), mode: UInt32(truncatingIfNeeded: row[5] as Int64),
+                                           linkTarget: row[6], isStub: row[7])
+                try body(facts, (row[8] as String?) == nil ? nil : Self.entry(row, from: 8))
+            }
+        }
+    }
+
+    /// The entries whose item has no index row under the journal's folder (gone, or not
+    /// indexed yet: the pass looks on the disk before it deletes anything).
+    func entriesWithoutRows() throws -> [JournalEntry] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.itemColumns) FROM sync_items s
+                WHERE s.journal = ? AND NOT EXISTS (SELECT 1 FROM items i WHERE i.path = ? || s.path)
+                """), arguments: [scope, folder + "/"]).map { Self.entry($0) }
+        }
     }
 
     /// The entries a narrowed pass looks at: the one at each named path, and every one at or

@@ -75,7 +75,7 @@ package final class SyncJournal: Sendable {
     /// Every entry.
     package func entries() throws -> [JournalEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ?", arguments: [scope]).map(Self.entry)
+            try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ?", arguments: [scope]).map { Self.entry($0) }
         }
     }
 
@@ -86,7 +86,7 @@ package final class SyncJournal: Sendable {
 
     func entry(id: String, _ db: Database) throws -> JournalEntry? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND id = ?"),
-                         arguments: [scope, id]).map(Self.entry)
+                         arguments: [scope, id]).map { Self.entry($0) }
     }
 
     /// The entry at `path`.
@@ -96,7 +96,7 @@ package final class SyncJournal: Sendable {
 
     func entry(path: String, _ db: Database) throws -> JournalEntry? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.itemColumns) FROM sync_items WHERE journal = ? AND path = ?"),
-                         arguments: [scope, path]).map(Self.entry)
+                         arguments: [scope, path]).map { Self.entry($0) }
     }
 
     /// Inserts or replaces `entry` (an entry at the same path with another ID is replaced) with
@@ -191,12 +191,15 @@ package final class SyncJournal: Sendable {
 
     /// Moves every entry at `from` or under it to `to` (a folder moved locally or remotely).
     package func movePrefix(from: String, to: String) throws {
+        // (SQLite's substr counts characters, not bytes: the prefix's length in code points; the
+        // subtree is the range from "from/" up to "from0", "0" following "/" in byte order)
+        let cut = from.unicodeScalars.count + 2
         try write { db in
-            try db.execute(sql: "UPDATE sync_items SET path = ? || substr(path, ?) WHERE journal = ? AND substr(path, 1, ?) = ?",
-                           arguments: [to + "/", from.utf8.count + 2, scope, from.utf8.count + 1, from + "/"])
+            try db.execute(sql: "UPDATE sync_items SET path = ? || substr(path, ?) WHERE journal = ? AND path > ? AND path < ?",
+                           arguments: [to + "/", cut, scope, from + "/", from + "0"])
             try db.execute(sql: "UPDATE sync_items SET path = ? WHERE journal = ? AND path = ?", arguments: [to, scope, from])
-            try db.execute(sql: "DELETE FROM sync_transfers WHERE journal = ? AND (path = ? OR substr(path, 1, ?) = ?)",
-                           arguments: [scope, from, from.utf8.count + 1, from + "/"])
+            try db.execute(sql: "DELETE FROM sync_transfers WHERE journal = ? AND (path = ? OR (path > ? AND path < ?))",
+                           arguments: [scope, from, from + "/", from + "0"])
         }
     }
 
@@ -310,12 +313,13 @@ package final class SyncJournal: Sendable {
     /// The columns ``entry(_:)`` reads, in its order.
     static let itemColumns = "id, path, kind, size, mtime, inode, mode, hash, target, tag, base"
 
-    /// The entry in a row of ``itemColumns``, read by position (by name, GRDB looks each column
-    /// up, lowercasing names: ~1 % of a daemon's pass over 10,000 new files).
-    static func entry(_ row: Row) -> JournalEntry {
-        let stat = SyncStat(kind: SyncItemKind(rawValue: row[2]) ?? .file, size: row[3], modifiedNanoseconds: row[4],
-                            inode: UInt64(bitPattern: row[5] as Int64), mode: UInt32(truncatingIfNeeded: row[6] as Int64))
-        return JournalEntry(id: row[0], path: row[1], stat: stat, contentHash: row[7], target: row[8],
-                            changeTag: row[9], baseHash: row[10])
+    /// The entry in a row of ``itemColumns`` (from column `offset` on), read by position (by
+    /// name, GRDB looks each column up, lowercasing names: ~1 % of a daemon's pass over 10,000
+    /// new files).
+    static func entry(_ row: Row, from offset: Int = 0) -> JournalEntry {
+        let stat = SyncStat(kind: SyncItemKind(rawValue: row[offset + 2]) ?? .file, size: row[offset + 3], modifiedNanoseconds: row[offset + 4],
+                            inode: UInt64(bitPattern: row[offset + 5] as Int64), mode: UInt32(truncatingIfNeeded: row[offset + 6] as Int64))
+        return JournalEntry(id: row[offset], path: row[offset + 1], stat: stat, contentHash: row[offset + 7], target: row[offset + 8],
+                            changeTag: row[offset + 9], baseHash: row[offset + 10])
     }
 }

@@ -76,4 +76,43 @@ import UbiquityStore
             #expect(seen.last?.downloadingError == "offline")
         }
     }
+
+    /// A whole pass as a comparison in the database: only what differs comes back — new items,
+    /// changed ones, queued ones, those carrying the skip-backup attribute — with the entries of
+    /// items gone from the index or left out (ignored); unchanged items and their entries stay
+    /// in the database.
+    @Test func aWholePassReadsOnlyWhatDiffers() async throws {
+        try await Self.withJournal { journal, folder in
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            func row(_ name: String, inode: UInt64, size: Int64 = 3) -> IndexRecord {
+                IndexRecord(path: folder + "/" + name, size: size, isDirectory: false, inode: inode, mtimeNanoseconds: 1_000,
+                            ctimeNanoseconds: 1_000).with(mode: 0o100644, linkTarget: nil)
+            }
+            func entry(_ name: String, inode: UInt64, size: Int64 = 3) -> JournalEntry {
+                JournalEntry(id: "id-" + name, path: name, stat: SyncStat(kind: .file, size: size, modifiedNanoseconds: 1_000, inode: inode, mode: 0o644),
+                             contentHash: "h", changeTag: "t")
+            }
+            let same = (0..<50).map { "same\($0).txt" }
+            _ = try journal.database.apply(same.enumerated().map { row($1, inode: UInt64($0 + 100)) }
+                + [row("grown.txt", inode: 1, size: 9), row("new.txt", inode: 2), row("queued.txt", inode: 3), row("ignored.swp", inode: 4)])
+            try journal.putAll(same.enumerated().map { entry($1, inode: UInt64($0 + 100)) }
+                + [entry("grown.txt", inode: 1), entry("queued.txt", inode: 3), entry("ignored.swp", inode: 4), entry("gone.txt", inode: 5)])
+            let (scan, entries) = try SyncFiles.differences(journal: journal, root: folder, rules: .defaults, excluded: [], queued: ["queued.txt"])
+            #expect(Set(scan.items.keys) == ["grown.txt", "new.txt", "queued.txt"])
+            #expect(Set(entries.map(\.path)) == ["grown.txt", "queued.txt", "ignored.swp", "gone.txt"])
+            #expect(scan.leftOut == ["ignored.swp"])
+        }
+    }
+
+    /// A folder's entries move with it, whatever its name's characters (SQLite counts them, not
+    /// bytes).
+    @Test func aFolderWithANonASCIINameMovesItsEntries() async throws {
+        try await Self.withJournal { journal, _ in
+            try journal.putAll(["é", "é/a.txt", "é/b/c.txt", "éé/x.txt"].map {
+                JournalEntry(id: "id-" + $0, path: $0, stat: Self.stat, contentHash: "h", changeTag: "t")
+            })
+            try journal.movePrefix(from: "é", to: "ü")
+            #expect(Set(try journal.entries().map(\.path)) == ["ü", "ü/a.txt", "ü/b/c.txt", "éé/x.txt"])
+        }
+    }
 }

@@ -18,7 +18,7 @@ extension SyncEngine {
     /// after damage first matches the records the server has to the versions here, so that
     /// versions imported before are never published twice.
     func adoptAppConflictVersions() async {
-        let survey = !versionsSurveyed
+        let survey = !memory.versionsSurveyed
         var paths = versionCandidates.withLock { candidates -> Set<String> in
             defer { candidates = [] }
             return candidates
@@ -32,7 +32,7 @@ extension SyncEngine {
             let folder = self.folder
             if survey {
                 paths.formUnion(try await BlockingWork.run { FileVersion.itemPathsWithVersions(under: folder) })
-                versionsSurveyed = true
+                memory.versionsSurveyed = true
             }
             var claimed = Set(try journal.conflicts().map(\.version))
             for path in paths.sorted() where path != folder && CanonicalPath.isSameOrDescendant(path, of: folder) {

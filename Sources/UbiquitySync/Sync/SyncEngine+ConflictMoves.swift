@@ -14,7 +14,7 @@ import UbiquityStore
 extension SyncEngine {
     /// Whether the item at `relative` has unresolved conflict versions this engine knows of.
     func isConflicted(_ relative: String) -> Bool {
-        conflicted.values.contains(relative)
+        memory.conflicted.values.contains(relative)
     }
 
     /// Moves the in-conflict state of every conflicted item that the journal now has at another
@@ -22,22 +22,22 @@ extension SyncEngine {
     /// path is reported in conflict and the old one no longer is. Items gone from the journal are
     /// dropped (their versions are withdrawn by ``shareConflictVersions()``).
     func followConflictedItems() async {
-        guard !conflicted.isEmpty else { return }
-        for (id, old) in conflicted {
+        guard !memory.conflicted.isEmpty else { return }
+        for (id, old) in memory.conflicted {
             let entry: JournalEntry?
             do { entry = try journal.entry(id: id) } catch {
-                logger.warning("cannot read the journal to follow a conflicted item", metadata: ["ubiquity.error": "\(error)"])
+                logger.warning("cannot read the journal to follow a memory.conflicted item", metadata: ["ubiquity.error": "\(error)"])
                 return
             }
             guard let entry else {
-                conflicted[id] = nil
+                memory.conflicted[id] = nil
                 continue
             }
             guard entry.path != old else { continue }
             let from = absolute(old), to = absolute(entry.path)
             _ = try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
-            conflicted[id] = entry.path
-            logger.debug("a conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
+            memory.conflicted[id] = entry.path
+            logger.debug("a memory.conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
             report(entry.path, .inConflict)
         }
     }

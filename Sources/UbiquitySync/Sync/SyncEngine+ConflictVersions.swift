@@ -106,7 +106,7 @@ extension SyncEngine {
             }
         }
         try journal.putConflict(JournalConflict(record: version.recordName, item: version.itemID, version: added.persistentIdentifier, published: true))
-        conflicted[entry.id] = entry.path
+        memory.conflicted[entry.id] = entry.path
         report(entry.path, .inConflict)
         onEvent?(.conflict(path: entry.path))
         logger.notice("conflict: another device kept its version as a conflict version; added here",
@@ -158,7 +158,7 @@ extension SyncEngine {
                     try await withdraw(conflict)
                     continue
                 }
-                if conflicted.updateValue(entry.path, forKey: entry.id) != entry.path { report(entry.path, .inConflict) }
+                if memory.conflicted.updateValue(entry.path, forKey: entry.id) != entry.path { report(entry.path, .inConflict) }
                 if !conflict.published { try await publish(conflict, version, path: entry.path) }
             } catch is CancellationError {
                 return

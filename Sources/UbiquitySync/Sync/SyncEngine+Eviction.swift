@@ -102,7 +102,7 @@ extension SyncEngine {
         }
         let url = URL(fileURLWithPath: target)
         let versions = try await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }
-        if versions > 0 || conflicted[entry.id] != nil {
+        if versions > 0 || memory.conflicted[entry.id] != nil {
             throw UbiquityError(.conflict, "'\(target)' has unsaved conflict versions: resolve them first (ubiq resolve)")
         }
         var expected = entry.stat

@@ -38,8 +38,8 @@ extension SyncEngine {
     func refusesLinkOnTheWay(_ item: RemoteItem) -> Bool {
         guard let found = SyncFiles.notAFolderOnTheWay(root: folder, relative: item.path), found.isLink else { return false }
         let version = item.changeTag ?? ""
-        if refusedDownloads[item.id] != version {
-            refusedDownloads[item.id] = version
+        if memory.refusedDownloads[item.id] != version {
+            memory.refusedDownloads[item.id] = version
             let error = UbiquityError(.invalidArgument,
                                       "'\(item.path)' is not written: '\(found.path)' on the way is a symbolic link here (remote items are never written through a link)")
             logger.warning("not applied: a link is on the way", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.link": "\(found.path)"])

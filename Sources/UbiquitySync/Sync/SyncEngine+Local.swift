@@ -204,7 +204,7 @@ extension SyncEngine {
         }
         // folders before what they hold (the depths counted once, not at every comparison)
         uploads = uploads.map { (Self.depth($0.path), $0) }.sorted { ($0.0, $0.1.path) < ($1.0, $1.1.path) }.map(\.1)
-        let refused = Set(uploads.lazy.filter { upload in self.refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }.map(\.id))
+        let refused = Set(uploads.lazy.filter { upload in self.memory.refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }.map(\.id))
         if !refused.isEmpty {
             // kept, not sent until it changes
             try journal.putAll(uploads.filter { refused.contains($0.id) && $0.isNew }.map(\.newEntry), enqueue: true) { _ in .uploading }

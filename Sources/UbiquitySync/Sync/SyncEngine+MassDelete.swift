@@ -7,7 +7,7 @@ extension SyncEngine {
     /// The journal key of a confirmation of paused deletes (kept until they are sent).
     static let massDeleteConfirmedKey = "massDeleteConfirmed"
     /// The journal key of the paused deletes, `COUNT/TOTAL` (for status).
-    static let massDeletePausedKey = "massDeletePaused"
+    static let massDeletePausedKey = "memory.massDeletePaused"
 
     /// Confirms the paused local deletes: a pass started now sends them. The confirmation is
     /// kept in the journal until they are sent, so it survives a restart.
@@ -41,15 +41,15 @@ extension SyncEngine {
         let confirmed = try journal.value(Self.massDeleteConfirmedKey) != nil
         if !massive || confirmed {
             let paused = try journal.value(Self.massDeletePausedKey) != nil
-            if massDeletePaused != nil || paused {
-                massDeletePaused = nil
+            if memory.massDeletePaused != nil || paused {
+                memory.massDeletePaused = nil
                 try journal.setValue(nil, Self.massDeletePausedKey)
             }
             if count == 0 { try clearMassDeleteConfirmation() }
             return true
         }
-        if massDeletePaused != count {
-            massDeletePaused = count
+        if memory.massDeletePaused != count {
+            memory.massDeletePaused = count
             try journal.setValue("\(count)/\(total)", Self.massDeletePausedKey)
             logger.error("\(count) of \(total) items were deleted here at once: the deletes are not sent until confirmed (ubiq sync confirm-deletes); everything else keeps syncing",
                          metadata: ["ubiquity.folder": "\(folder)"])

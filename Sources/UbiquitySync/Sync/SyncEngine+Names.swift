@@ -8,7 +8,7 @@ extension SyncEngine {
     /// Reports each name a scan found but cannot sync (not valid UTF-8), once: an error in
     /// the log and the `upload-failed` hook (the path with each bad byte written `\xNN`).
     func reportUnsyncableNames(_ found: Set<String>) {
-        for path in unsyncableNames.takeNew(found) {
+        for path in memory.unsyncableNames.takeNew(found) {
             logger.error("not synced: \(Self.invalidNameMessage)", metadata: ["ubiquity.path": "\(path)"])
             onEvent?(.uploadFailed(path: path, error: Self.invalidNameMessage, quota: false))
         }

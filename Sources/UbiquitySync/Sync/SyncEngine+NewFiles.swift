@@ -52,8 +52,8 @@ extension SyncEngine {
                 new.append(NewFile(item: item, data: data, staged: nil))
             } else if record[SyncRecord.Field.content]?.assetValue == nil {
                 new.append(NewFile(item: item, data: nil, staged: nil))  // empty
-            } else if let (staged, hash) = prefetched[item.id], hash == item.contentHash {
-                prefetched[item.id] = nil
+            } else if let (staged, hash) = memory.prefetched[item.id], hash == item.contentHash {
+                memory.prefetched[item.id] = nil
                 new.append(NewFile(item: item, data: nil, staged: staged))
             } else {
                 rest.append((item, record))
@@ -145,7 +145,7 @@ extension SyncEngine {
             for case .success(let temporary) in temporaries { unlink(temporary) }
         }
         // a test's injected failure between the stages (nothing is renamed then)
-        try newFilesFault?("written")
+        try hooks.newFilesFault?("written")
         // 2. renames under coordinated writes of ``renamesPerClaim`` targets each, then one
         // fsync per folder (after all of them, before the journal is written)
         let positions = temporaries.indices.filter { (try? temporaries[$0].get()) != nil }
@@ -156,7 +156,7 @@ extension SyncEngine {
             }
         }
         guard !positions.isEmpty else { return outcomes }
-        let afterWrite = self.afterWrite
+        let afterWrite = self.hooks.afterWrite
         var folders = Set<String>()
         var next = 0
         while next < positions.count {
@@ -214,7 +214,7 @@ extension SyncEngine {
 
     /// Sets (nil: clears) a failure thrown between the stages of the new-file writer (tests).
     func setNewFilesFault(_ fault: (@Sendable (String) throws -> Void)?) {
-        newFilesFault = fault
+        hooks.newFilesFault = fault
     }
 }
 

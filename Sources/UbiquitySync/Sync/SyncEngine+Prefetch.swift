@@ -50,13 +50,13 @@ extension SyncEngine {
             }
             for (id, hash, path) in results { if let path { fetched[id] = (path, hash) } }
         }
-        prefetched = fetched
+        memory.prefetched = fetched
     }
 
     /// Moves the prefetched content of `item` (the same ID and hash) to `temporary` (next to
     /// its target): true when there was one.
     func takePrefetched(_ item: RemoteItem, to temporary: String) -> Bool {
-        guard let (staged, hash) = prefetched.removeValue(forKey: item.id) else { return false }
+        guard let (staged, hash) = memory.prefetched.removeValue(forKey: item.id) else { return false }
         guard hash == item.contentHash else {
             unlink(staged)
             return false
@@ -69,7 +69,7 @@ extension SyncEngine {
 
     /// Removes prefetched contents that were not used.
     func dropPrefetched() {
-        for (path, _) in prefetched.values { unlink(path) }
-        prefetched = [:]
+        for (path, _) in memory.prefetched.values { unlink(path) }
+        memory.prefetched = [:]
     }
 }

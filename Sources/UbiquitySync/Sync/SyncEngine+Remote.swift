@@ -285,7 +285,7 @@ extension SyncEngine {
                                                modificationDate: staged.before.modificationDate, options: .byMoving)
         }
         noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
-        conflicted[item.id] = item.path
+        memory.conflicted[item.id] = item.path
         report(item.path, .inConflict)
         onEvent?(.conflict(path: item.path))
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
@@ -297,7 +297,7 @@ extension SyncEngine {
         let ns = path as NSString
         let ext = ns.pathExtension
         let stem = ext.isEmpty ? path : ns.deletingPathExtension
-        return stem + " (conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
+        return stem + " (memory.conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
     }
 
     /// Writes the server's item at its path: downloaded to a temporary file in the target's
@@ -366,7 +366,7 @@ extension SyncEngine {
                 keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
             }
         }
-        afterWrite?(item.path)  // tests: the file may be edited here
+        hooks.afterWrite?(item.path)  // tests: the file may be edited here
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         // (where its stub was, when it was evicted: asked once, as before)
         let evictedAt = try journal.isEvicted(item.id) ? try journal.entry(id: item.id)?.path ?? item.path : nil

@@ -38,7 +38,7 @@ extension SyncEngine {
     /// how many failed for a reason worth retrying.
     func sendAll(_ uploads: [Upload]) async throws -> Int {
         guard !uploads.isEmpty else { return 0 }
-        defer { ownChangeSteps = [] }  // a step still unchained now never will be
+        defer { memory.ownChangeSteps = [] }  // a step still unchained now never will be
         let windows = stride(from: 0, to: uploads.count, by: Self.recordsPerBatch).map {
             Array(uploads[$0..<min($0 + Self.recordsPerBatch, uploads.count)])
         }
@@ -173,7 +173,7 @@ extension SyncEngine {
         onEvent?(.uploadFailed(path: upload.path, error: "\(error)", quota: code == .quotaExceeded))
         noteUploadFailed(upload.path, error)  // status (SyncEngine+Progress.swift)
         if code == .limitExceeded || code == .quotaExceeded {
-            refusedUploads[upload.path] = upload.local.stat
+            memory.refusedUploads[upload.path] = upload.local.stat
             logger.error("the server refused the upload; it is tried again when the item changes",
                          metadata: ["ubiquity.path": "\(upload.path)", "ubiquity.error": "\(error)"])
             return false
@@ -207,7 +207,7 @@ extension SyncEngine {
             }
             countUploadScan(scan)  // SyncEngine+Delta.swift
             guard !scan.changedWhileRead else { return changedWhileRead(upload) }
-            await afterScan?(upload.path)  // tests: the file may change here
+            await hooks.afterScan?(upload.path)  // tests: the file may change here
             stat = SyncStat(scan.before)
             hash = scan.hexChecksum
             if updating, let previous = upload.previous, previous.path == upload.path, hash == previous.contentHash {
@@ -400,7 +400,7 @@ extension SyncEngine {
         try journalSynced(saved.map(\.1))  // one transaction for the batch, states included (SyncEngine.swift)
         if saved.count == batch.count { try skipOwnChanges(tokens) }
         for (item, _) in saved {
-            refusedUploads[item.upload.path] = nil
+            memory.refusedUploads[item.upload.path] = nil
             onEvent?(.didUpload(path: item.upload.path))
         }
         if !saved.isEmpty { logger.debug("uploaded", metadata: ["ubiquity.count": "\(saved.count)"]) }
@@ -417,8 +417,8 @@ extension SyncEngine {
     /// ends where it starts.
     func skipOwnChanges(_ tokens: [ModifyChangeTokens]) throws {
         let current = try journal.value(Self.tokenKey).map(ServerChangeToken.init(rawValue:))
-        let (next, unchained) = ModifyChangeTokens.chained(current, by: ownChangeSteps + tokens.filter { $0.zoneID == SyncRecord.zoneID })
-        ownChangeSteps = unchained
+        let (next, unchained) = ModifyChangeTokens.chained(current, by: memory.ownChangeSteps + tokens.filter { $0.zoneID == SyncRecord.zoneID })
+        memory.ownChangeSteps = unchained
         guard let next else { return }
         try journal.setValue(next.rawValue, Self.tokenKey)
     }
@@ -490,12 +490,12 @@ extension SyncEngine {
     /// Sets the hook called between reading a large file and uploading it (tests only: they
     /// change the file there to check that no mix of two versions is ever saved).
     func setAfterScan(_ hook: (@Sendable (String) async -> Void)?) {
-        afterScan = hook
+        hooks.afterScan = hook
     }
 
     /// Sets the hook called right after a remote change is renamed into place, before it is
     /// journaled (tests only: they edit the file there to check the edit is still uploaded).
     func setAfterWrite(_ hook: (@Sendable (String) -> Void)?) {
-        afterWrite = hook
+        hooks.afterWrite = hook
     }
 }

@@ -48,6 +48,10 @@ package actor SyncEngine {
     nonisolated let passes = Atomic<Int>(0)
     /// Whether the passes succeed, and the last error while they do not (``healthReport()``).
     var health = SyncHealth()
+    /// What the engine remembers from pass to pass (in memory: a restart starts afresh).
+    var memory = SyncPassMemory()
+    /// What tests put between the engine's steps.
+    var hooks = SyncTestHooks()
     /// What the next pass's local part looks at (the watcher's paths, or everything).
     nonisolated let scope = Mutex<LocalScope>(LocalScope())
     /// Whether the next pass fetches the zone's changes: set by push, the poll, start, failures
@@ -57,37 +61,14 @@ package actor SyncEngine {
     /// Whether the engine follows the index's change feed (``start()``): without it, or while
     /// the index does not watch the folder, every pass scans the whole folder.
     nonisolated let watching = Atomic<Bool>(false)
-    var subscribed = false
-    /// Items with unresolved conflict versions, until they are resolved (for the index): item
-    /// ID → the path last reported in conflict (keyed by ID so the flag follows a rename:
-    /// ``followConflictedItems()``, SyncEngine+ConflictMoves.swift).
-    var conflicted: [String: String] = [:]
-    /// Uploads the server refused for good (too large, over quota), by path, with the stat they
-    /// had: not tried again until the item changes (or the daemon restarts).
-    var refusedUploads: [String: SyncStat] = [:]
-    /// Change-token steps of this device's saves that did not start where the zone's token
-    /// was when their answer came (overlapping saves applied out of order): chained when the
-    /// answer that ends where they start arrives (``skipOwnChanges(_:)``).
-    var ownChangeSteps: [ModifyChangeTokens] = []
     /// Items some process added versions to since the last pass (absolute paths): looked at for
     /// conflict versions to share (SyncEngine+AppConflictVersions.swift).
     nonisolated let versionCandidates = Mutex<Set<String>>([])
-    /// Whether the version store was surveyed for unshared conflict versions since the start.
-    var versionsSurveyed = false
-    /// Remote records not applied because a link is on the way (item ID → the refused change
-    /// tag), so each is reported once (SyncEngine+LinkedParents.swift).
-    var refusedDownloads: [String: String] = [:]
     /// The share of the synced items that one pass may delete without confirmation (with more
     /// than ``massDeleteMinimum`` items); more pauses the deletes (``confirmDeletes()``).
     package nonisolated let massDeleteShare: Double
     /// The number of deletes a pass always may send, whatever their share.
     package nonisolated let massDeleteMinimum: Int
-    /// Asset contents fetched ahead of applying their records, by item ID (staging files).
-    var prefetched: [String: (path: String, hash: String)] = [:]
-    /// The paused deletes already reported (so a pause is reported once).
-    var massDeletePaused: Int?
-    /// The names found unsyncable and already reported (SyncEngine+Names.swift).
-    var unsyncableNames = UnsyncableNames()
     let onEvent: EventHandler?
     nonisolated let progressThrottle = ProgressThrottle()
     /// Who hears an item's download progress besides the index (`ubiq download`), by path.
@@ -97,22 +78,13 @@ package actor SyncEngine {
     /// The most downloaded content (bytes) kept before the least recently used files are
     /// evicted; nil: no limit (`ubiq daemon --evict-budget`).
     package nonisolated let evictionBudget: Int64?
-    /// A failure injected between the stages of the new-file writer (tests only).
-    var newFilesFault: (@Sendable (String) throws -> Void)?
-    /// Whether a pass, an eviction or an on-demand download runs (they take turns).
-    var exclusiveHeld = false
-    var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A pass, an eviction and an on-demand download take turns (``exclusively(_:)``).
+    nonisolated let turns = AsyncTurns()
     /// The app containers' links at the top of the folder, which this engine neither syncs nor
     /// follows (``AppFolderLinks``); nil for none.
     package nonisolated let appLinks: AppFolderLinks?
     /// What chunk-level downloads cost so far (``deltaStatistics``, SyncEngine+Delta.swift).
     nonisolated let deltaCounters = Mutex(SyncDeltaStatistics())
-    /// Called between reading a large file and uploading it (tests only: the file may change
-    /// there; SyncEngine+Upload.swift).
-    var afterScan: (@Sendable (String) async -> Void)?
-    /// Called right after a remote change was renamed into place, before it is journaled
-    /// (tests only: the file may be edited there; SyncEngine+Remote.swift, +NewFiles.swift).
-    var afterWrite: (@Sendable (String) -> Void)?
 
     /// An engine for `folder` (created if missing) with its journal `journalName` in the device
     /// database of `index` (the daemon's index: the journal's states reach the index's rows in
@@ -314,19 +286,14 @@ package actor SyncEngine {
         try await exclusively { try await passSteps(pullingRemote: pullingRemote) }
     }
 
-    /// Runs `body` when no pass, eviction or on-demand download runs, so they never interleave.
+    /// Runs `body` when no pass, eviction or on-demand download runs, so they never interleave
+    /// (the actor alone would let them, across their awaits).
     func exclusively<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        while exclusiveHeld { await withCheckedContinuation { exclusiveWaiters.append($0) } }
-        exclusiveHeld = true
-        defer {
-            exclusiveHeld = false
-            if !exclusiveWaiters.isEmpty { exclusiveWaiters.removeFirst().resume() }
-        }
-        return try await body()
+        try await turns.run(body)
     }
 
     func passSteps(pullingRemote: Bool) async throws {
-        if !subscribed { await subscribe() }
+        if !memory.subscribed { await subscribe() }
         // a remote change that cannot be applied must not hold back local changes
         var remoteFailure: (any Error)?
         if pullingRemote {
@@ -346,7 +313,7 @@ package actor SyncEngine {
     func subscribe() async {
         do {
             _ = try await database.save(RecordZoneSubscription(zoneID: SyncRecord.zoneID, subscriptionID: "ubiquity-documents"))
-            subscribed = true
+            memory.subscribed = true
         } catch {
             logger.warning("cannot subscribe to the documents zone; relying on the periodic fetch", metadata: ["ubiquity.error": "\(error)"])
         }
@@ -366,9 +333,9 @@ package actor SyncEngine {
         guard !paths.isEmpty else { return }
         do {
             if status == .uploaded {
-                let conflicted = paths.filter(isConflicted)
-                try journal.setStatus(.inConflict, paths: conflicted)
-                try journal.setStatus(.uploaded, paths: paths.filter { !conflicted.contains($0) })
+                let inConflict = paths.filter(isConflicted)
+                try journal.setStatus(.inConflict, paths: inConflict)
+                try journal.setStatus(.uploaded, paths: paths.filter { !inConflict.contains($0) })
             } else {
                 try journal.setStatus(status, paths: paths)
             }
@@ -392,13 +359,13 @@ package actor SyncEngine {
 
     /// Items whose conflicts were resolved (`ubiq resolve`, the API) are reported uploaded again.
     func noteResolvedConflicts() async {
-        guard !conflicted.isEmpty else { return }
+        guard !memory.conflicted.isEmpty else { return }
         let folder = self.folder
-        for (id, path) in conflicted {
+        for (id, path) in memory.conflicted {
             let url = URL(fileURLWithPath: folder + "/" + path)
             let unresolved = (try? await BlockingWork.run { FileVersion.unresolvedConflictVersionsOfItem(at: url)?.count ?? 0 }) ?? 0
             if unresolved == 0 {
-                conflicted[id] = nil
+                memory.conflicted[id] = nil
                 report(path, .uploaded)
             }
         }

@@ -53,7 +53,7 @@ import UbiquityCore
                 #expect(device.read("ok.txt") == Data("fine".utf8))
                 let link = try FileManager.default.destinationOfSymbolicLink(atPath: device.folder.appendingPathComponent("out").path)
                 #expect(link == outside.path)
-                #expect(await device.engine.refusedDownloads.count == 3)
+                #expect(await device.engine.memory.refusedDownloads.count == 3)
             }
             let written = try FileManager.default.contentsOfDirectory(atPath: outside.path)
             #expect(written.isEmpty, "written outside the folder: \(written)")

@@ -6,6 +6,11 @@
 struct LocalScan: Sendable {
     /// The items, by path relative to the synced folder.
     var items: [String: LocalItem] = [:]
+    /// New plain files (no journal entry, not excluded, not excluded before), in path order,
+    /// when the scan compared the index with the journal (``SyncFiles/differences(journal:root:rules:excluded:queued:)``):
+    /// a list, not a dictionary, since a first pass over 100,000 new files looks none of them up
+    /// by path. Not in ``items``.
+    var fresh: [LocalItem] = []
     /// The relative paths of names that are not valid UTF-8 (record names are Unicode text),
     /// each bad byte written `\xNN` (``DirectoryEntries``): never synced, reported instead.
     var unsyncable: Set<String> = []

@@ -7,21 +7,39 @@ import UbiquityStore
 import UbiquityCloudKit
 
 extension SyncEngine {
-    /// One upload to do.
+    /// One upload to do. Kept small: a first pass over 100,000 new files holds 100,000 of them
+    /// (the journal entry is boxed, and absent for a new item; the path is the item's).
     struct Upload {
         var id: String
-        var path: String
         var local: LocalItem
-        var previous: JournalEntry?
+        private var box: PreviousEntry?
         var content: Bool
         var hash: String?
 
+        init(id: String, local: LocalItem, previous: JournalEntry?, content: Bool, hash: String?) {
+            self.id = id
+            self.local = local
+            self.box = previous.map(PreviousEntry.init)
+            self.content = content
+            self.hash = hash
+        }
+
+        /// Where the item is now (the local item's path).
+        var path: String { local.path }
+        /// The item's journal entry; nil for a new item.
+        var previous: JournalEntry? { box?.entry }
         /// Whether the item has no record yet (a new ID, not journaled until it is sent).
-        var isNew: Bool { previous == nil }
+        var isNew: Bool { box == nil }
         /// The journal entry of a new item before its record is saved (no change tag).
         var newEntry: JournalEntry {
             JournalEntry(id: id, path: path, stat: local.stat, contentHash: "", target: local.target, changeTag: nil)
         }
+    }
+
+    /// An upload's journal entry, boxed (``Upload``).
+    final class PreviousEntry: Sendable {
+        let entry: JournalEntry
+        init(_ entry: JournalEntry) { self.entry = entry }
     }
 
     /// Scans the folder against the journal and sends what changed: renames and moves (by inode,
@@ -76,12 +94,14 @@ extension SyncEngine {
             try await confirmChanged(&scan, journaled: byPath)
         }
         var items = scan.items
+        // new plain files are created items from the start (a whole pass's list of them)
+        var created = scan.fresh
+        scan = LocalScan()  // one owner, let go of once the uploads are planned
         appLinks?.removeLinks(from: &items)  // the app containers' links are never synced (AppFolderLinks.swift)
         var uploads: [Upload] = []
         var unexclude: [String] = []
-        var excludedNow: [(String, JournalEntry?)] = []
+        var excludedNow: [(path: String, entry: JournalEntry?, inode: UInt64)] = []
         var missing: [JournalEntry] = []
-        var created: [LocalItem] = []
         let evicted = try journal.evicted()  // eviction: SyncEngine+Eviction.swift
         var failedSettles = 0
 
@@ -95,7 +115,7 @@ extension SyncEngine {
             if evicted.contains(entry.id) {
                 // never uploaded: its stub stays, or what was written at its name is settled (SyncEngine+Eviction.swift)
                 if local.isStub && queued.contains(entry.path) {
-                    uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: false, hash: entry.contentHash))
+                    uploads.append(Upload(id: entry.id, local: local, previous: entry, content: false, hash: entry.contentHash))
                     continue
                 }
                 do { try await settleEvicted(entry, local) } catch {
@@ -107,7 +127,7 @@ extension SyncEngine {
             }
             if local.isStub { continue }  // a stub of an item not evicted here: never sent
             if local.excluded {
-                excludedNow.append((entry.path, entry))
+                excludedNow.append((entry.path, entry, local.stat.inode))
                 continue
             }
             if local.stat.kind != entry.stat.kind && entry.changeTag != nil {
@@ -125,7 +145,7 @@ extension SyncEngine {
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {
             case .nothing where queued.contains(entry.path), .adopt where queued.contains(entry.path):
-                uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: false, hash: hash))
+                uploads.append(Upload(id: entry.id, local: local, previous: entry, content: false, hash: hash))
             case .nothing:
                 break
             case .adopt:
@@ -133,9 +153,9 @@ extension SyncEngine {
                 updated.stat = local.stat
                 try journalSynced([updated])
             case .upload(let content):
-                uploads.append(Upload(id: entry.id, path: entry.path, local: local, previous: entry, content: content, hash: hash))
+                uploads.append(Upload(id: entry.id, local: local, previous: entry, content: content, hash: hash))
             case .deleteRemoteKeepLocal:
-                excludedNow.append((entry.path, entry))
+                excludedNow.append((entry.path, entry, local.stat.inode))
             }
         }
         // an excluded file replaced by another (an editor's save by rename) lost the attribute
@@ -143,7 +163,7 @@ extension SyncEngine {
         let reexcluded = try reapplyDroppedExclusions(previouslyExcluded, items: items, scope: scope)
         for (path, local) in items where byPath[path] == nil && !reexcluded.contains(path) {
             if local.excluded {
-                if !previouslyExcluded.contains(path) { excludedNow.append((path, nil)) }
+                if !previouslyExcluded.contains(path) { excludedNow.append((path, nil, local.stat.inode)) }
                 continue
             }
             created.append(local)
@@ -162,7 +182,12 @@ extension SyncEngine {
                 createdHashes[local.path] = try? await hashOf(local, like: SyncFiles.hashKind(forSize: local.stat.size, among: missing))  // checksum kinds: SyncFiles+ChecksumKinds.swift
             }
         }
-        var moves = SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
+        var moves = missing.isEmpty ? [:]
+            : SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
+        if !moves.isEmpty {  // fresh files moves went to, looked up by path below
+            let targets = Set(moves.values)
+            for local in created where targets.contains(local.path) && items[local.path] == nil { items[local.path] = local }
+        }
         // an evicted file's stub renamed to a name of its own (not a stub's): the file stays
         // evicted (its stub is written again) and what is there now is a new item
         var restored = Set<String>()
@@ -177,21 +202,23 @@ extension SyncEngine {
             guard let path = moves[entry.id], let local = items[path] else { continue }
             if local.isStub && !evicted.contains(entry.id) { continue }  // a stub never takes a file's place
             if isMovedPlaceholder(entry, local, evicted: evicted) {  // only its path (SyncEngine+Eviction.swift)
-                uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: false, hash: entry.contentHash))
+                uploads.append(Upload(id: entry.id, local: local, previous: entry, content: false, hash: entry.contentHash))
                 continue
             }
             var hash = createdHashes[path]
             if hash == nil && local.stat.kind == .file && local.stat.differs(from: entry.stat) { hash = try await hashOf(local, like: entry.contentHash) }
             let content = local.stat.kind == .symlink ? local.target != entry.target
                 : local.stat.kind == .file && (hash.map { $0 != entry.contentHash } ?? false)
-            uploads.append(Upload(id: entry.id, path: path, local: local, previous: entry, content: content || entry.changeTag == nil, hash: hash))
+            uploads.append(Upload(id: entry.id, local: local, previous: entry, content: content || entry.changeTag == nil, hash: hash))
         }
         // new items are journaled window by window, each just before it is read and sent
         // (``sendAll(_:)``): the first of 10,000 new files goes up without waiting for the rest
         // (a stub nothing journaled moved to is left alone: its bytes are never a document's)
-        let new = created.filter { !movedPaths.contains($0.path) && !$0.isStub }
-        for (local, id) in zip(new, RandomUUIDs.make(new.count)) {  // their records' IDs, made together
-            uploads.append(Upload(id: id, path: local.path, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
+        let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
+        let newCount = new.count
+        uploads.reserveCapacity(uploads.count + newCount)
+        for (local, id) in zip(new, RandomUUIDs.make(newCount)) {  // their records' IDs, made together
+            uploads.append(Upload(id: id, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
         for path in unexclude { try journal.setExcluded(path, false) }
 
@@ -202,8 +229,15 @@ extension SyncEngine {
                 "ubiquity.created": "\(created.map { "\($0.path)@\($0.stat.inode)" })",
             ])
         }
-        // folders before what they hold (the depths counted once, not at every comparison)
-        uploads = uploads.map { (Self.depth($0.path), $0) }.sorted { ($0.0, $0.1.path) < ($1.0, $1.1.path) }.map(\.1)
+        // the plan is made: what the scan found is let go of before the uploads are sorted and
+        // sent (a first pass over 100,000 new files holds only its uploads from here on)
+        items = [:]
+        created = []
+        // folders before what they hold, sorted in place
+        uploads.sort { a, b in
+            let depthA = Self.depth(a.path), depthB = Self.depth(b.path)
+            return depthA != depthB ? depthA < depthB : a.path < b.path
+        }
         let refused = Set(uploads.lazy.filter { upload in self.memory.refusedUploads[upload.path].map { $0 == upload.local.stat } ?? false }.map(\.id))
         if !refused.isEmpty {
             // kept, not sent until it changes
@@ -217,9 +251,9 @@ extension SyncEngine {
             failed += try await deleteAll(deletes)
             if !deletes.isEmpty { try clearMassDeleteConfirmation() }
         }
-        for (path, entry) in excludedNow {
+        for (path, entry, inode) in excludedNow {
             if let entry { try await deleteRemote(entry) }
-            try journal.setExcluded(path, true, inode: items[path]?.stat.inode)  // excluded in the index too
+            try journal.setExcluded(path, true, inode: inode)  // excluded in the index too
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
         // the pass counts as failed, so retries back off instead of spinning

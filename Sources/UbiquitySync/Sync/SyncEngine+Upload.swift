@@ -39,17 +39,18 @@ extension SyncEngine {
     func sendAll(_ uploads: [Upload]) async throws -> Int {
         guard !uploads.isEmpty else { return 0 }
         defer { memory.ownChangeSteps = [] }  // a step still unchained now never will be
+        // windows as ranges: each is copied out of `uploads` when it is prepared
         let windows = stride(from: 0, to: uploads.count, by: Self.recordsPerBatch).map {
-            Array(uploads[$0..<min($0 + Self.recordsPerBatch, uploads.count)])
+            $0..<min($0 + Self.recordsPerBatch, uploads.count)
         }
         return try await withThrowingTaskGroup(of: (failed: Int, folders: Bool).self) { saves in
             var failed = 0
             var running = 0
             var foldersRunning = 0
-            var current = try await prepareWindow(0, of: windows)
+            var current = try await prepareWindow(0, of: windows, in: uploads)
             for index in windows.indices {
                 try Task.checkCancellation()
-                async let following = prepareWindow(index + 1, of: windows)
+                async let following = prepareWindow(index + 1, of: windows, in: uploads)
                 let (prepared, failures) = current
                 failed += failures
                 let folders = prepared.contains { $0.stat.kind == .folder }
@@ -74,9 +75,9 @@ extension SyncEngine {
     /// window's items are "uploading" in the journal from then on; in the index too when they
     /// are large (their upload takes a while): a small file's row goes straight to "uploaded"
     /// with the save's answer, one index write per file instead of two.
-    private func prepareWindow(_ index: Int, of windows: [[Upload]]) async throws -> ([PreparedUpload], Int) {
+    private func prepareWindow(_ index: Int, of windows: [Range<Int>], in uploads: [Upload]) async throws -> ([PreparedUpload], Int) {
         guard index < windows.count else { return ([], 0) }
-        let window = windows[index]
+        let window = Array(uploads[windows[index]])
         let large = Set(window.filter { !Self.readsSmall($0) }.map(\.path))
         try journal.putAll(window.filter(\.isNew).map(\.newEntry), enqueue: true, indexing: false) { _ in .uploading }
         try journal.setStatus(.uploading, paths: window.filter { !$0.isNew || large.contains($0.path) }.map(\.path), indexing: large)

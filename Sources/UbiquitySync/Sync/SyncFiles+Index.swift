@@ -48,12 +48,14 @@ extension SyncFiles {
         var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: true)
         var entries: [JournalEntry] = []
         try journal.forEachRow { row, entry in
-            let (relative, item) = rows.take(row)
+            let (relative, item) = rows.take(row) { item in
+                entry != nil || item.stat.kind != .file || item.isStub || item.excluded || excluded.contains(item.path)
+            }
             guard let item else {
                 if let entry { entries.append(entry) }  // left out: judged as gone
                 return
             }
-            guard let entry else { return }  // new: kept
+            guard let entry else { return }  // new: kept (a plain file in the list of fresh ones)
             if !item.excluded && !queued.contains(relative) && !excluded.contains(relative) && !item.stat.differs(from: entry.stat)
                 && item.stat.mode == entry.stat.mode && item.target == entry.target {
                 rows.drop(relative)  // as synced: nothing to decide
@@ -115,9 +117,10 @@ struct IndexRowFilter {
         prefix = root.utf8.count + 1
     }
 
-    /// Takes one row: the item it describes (also kept in ``found``), or nil when it is left
-    /// out; with its path relative to the folder either way.
-    mutating func take(_ row: IndexFileFacts) -> (relative: String, item: LocalItem?) {
+    /// Takes one row: the item it describes (also kept in ``found``: by path when `byPath` says
+    /// so, else in its list of fresh files), or nil when it is left out; with its path relative
+    /// to the folder either way.
+    mutating func take(_ row: IndexFileFacts, byPath: (LocalItem) -> Bool = { _ in true }) -> (relative: String, item: LocalItem?) {
         let relative = String(decoding: row.path.utf8.dropFirst(prefix), as: UTF8.self)
         if !found.leftOut.isEmpty && SyncFiles.isInside(relative, anyOf: found.leftOut) { return (relative, nil) }
         if !whole && !reachable.isReachable(parentOf: relative) { return (relative, nil) }
@@ -132,7 +135,7 @@ struct IndexRowFilter {
             return (relative, nil)
         }
         guard let item = SyncFiles.localItem(row, path: relative, absolute: row.path) else { return (relative, nil) }
-        found.items[relative] = item
+        if byPath(item) { found.items[relative] = item } else { found.fresh.append(item) }
         if item.stat.kind == .folder && item.excluded { found.leftOut.insert(relative) }
         return (relative, item)
     }

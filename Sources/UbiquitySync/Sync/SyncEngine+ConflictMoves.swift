@@ -26,7 +26,7 @@ extension SyncEngine {
         for (id, old) in memory.conflicted {
             let entry: JournalEntry?
             do { entry = try journal.entry(id: id) } catch {
-                logger.warning("cannot read the journal to follow a memory.conflicted item", metadata: ["ubiquity.error": "\(error)"])
+                logger.warning("cannot read the journal to follow a conflicted item", metadata: ["ubiquity.error": "\(error)"])
                 return
             }
             guard let entry else {
@@ -37,7 +37,7 @@ extension SyncEngine {
             let from = absolute(old), to = absolute(entry.path)
             _ = try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
             memory.conflicted[id] = entry.path
-            logger.debug("a memory.conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
+            logger.debug("a conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
             report(entry.path, .inConflict)
         }
     }

@@ -7,7 +7,7 @@ extension SyncEngine {
     /// The journal key of a confirmation of paused deletes (kept until they are sent).
     static let massDeleteConfirmedKey = "massDeleteConfirmed"
     /// The journal key of the paused deletes, `COUNT/TOTAL` (for status).
-    static let massDeletePausedKey = "memory.massDeletePaused"
+    static let massDeletePausedKey = "massDeletePaused"
 
     /// Confirms the paused local deletes: a pass started now sends them. The confirmation is
     /// kept in the journal until they are sent, so it survives a restart.

@@ -297,7 +297,7 @@ extension SyncEngine {
         let ns = path as NSString
         let ext = ns.pathExtension
         let stem = ext.isEmpty ? path : ns.deletingPathExtension
-        return stem + " (memory.conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
+        return stem + " (conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
     }
 
     /// Writes the server's item at its path: downloaded to a temporary file in the target's

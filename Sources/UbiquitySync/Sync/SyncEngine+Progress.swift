@@ -85,7 +85,8 @@ extension SyncEngine {
     }
 
     /// `item` was written here: when it was evicted (its stub at `evictedAt`), it no longer is and
-    /// its stub goes; its download is over.
+    /// its stub goes; its download is over (a write only when a transfer state was recorded: a
+    /// read otherwise, as for most of 1,000 new folders).
     func noteDownloaded(_ item: RemoteItem, evictedAt: String?) throws {
         if let evictedAt {
             try journal.setEvicted(item.id, false)
@@ -93,6 +94,7 @@ extension SyncEngine {
             Placeholder.removeStub(for: absolute(item.path))
             if evictedAt != item.path { Placeholder.removeStub(for: absolute(evictedAt)) }
         }
+        guard try !journal.transfers(among: [item.path]).isEmpty else { return }
         noteTransfer(item.path) { transfer in
             transfer.isDownloading = false
             transfer.percentDownloaded = nil

@@ -99,6 +99,37 @@ extension WireFieldValue {
         }
     }
 
+    /// The value as a value of `type`, for a value read without a type (its type inferred from the
+    /// JSON) whose JSON also reads as `type`: an integer as TIMESTAMP or DOUBLE, a fraction as
+    /// TIMESTAMP (to the millisecond, as a typed TIMESTAMP is read) or as INT64 when whole, a
+    /// string as BYTES (Base64), each element of a list as its element type. Nil when it does not
+    /// read as `type`; the value itself when it already is one.
+    package func retyped(as type: WireFieldType) -> WireFieldValue? {
+        if self.type == type { return self }
+        switch (self, type) {
+        case (.list(_, let items), .list(let element?)):
+            var converted: [WireFieldValue] = []
+            converted.reserveCapacity(items.count)
+            for item in items {
+                guard let value = item.retyped(as: .scalar(element)) else { return nil }
+                converted.append(value)
+            }
+            return .list(element: element, converted)
+        case (.int64(let number), .scalar(.timestamp)):
+            return .timestamp(number)
+        case (.int64(let number), .scalar(.double)):
+            return .double(Double(number))
+        case (.double(let number), .scalar(.timestamp)):
+            return try? WireFieldValue.scalar(.number(number), .timestamp, path: "")
+        case (.double(let number), .scalar(.int64)):
+            return try? WireFieldValue.scalar(.number(number), .int64, path: "")
+        case (.string(let text), .scalar(.bytes)):
+            return try? WireFieldValue.scalar(.string(text), .bytes, path: "")
+        default:
+            return nil
+        }
+    }
+
     static func padBase64(_ text: String) -> String {
         var text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.utf8.count % 4 != 0 { text += "=" }

@@ -44,6 +44,10 @@ package struct WireRecord: Sendable, Hashable {
     package var fields: [String: WireFieldValue]?
     /// Request: fields sent as `null` (an update removes them).
     package var nullFields: Set<String> = []
+    /// Request: fields sent without a `type` (allowed: the field's type comes from the schema).
+    /// Their values were read with a type inferred from the JSON; the server types them from
+    /// the schema (``WireFieldValue/retyped(as:)``).
+    package var untypedFields: Set<String> = []
     package var created: WireRecordStamp?
     package var modified: WireRecordStamp?
     /// True for a tombstone in a change feed or a successful delete.
@@ -93,6 +97,7 @@ package struct WireRecord: Sendable, Hashable {
                 if value.isNull { nullFields.insert(name); continue }
                 if let members = value.objectValue, members["value"]?.isNull ?? true { nullFields.insert(name); continue }
                 fields[name] = try WireFieldValue(fieldJSON: value, path: fieldPath)
+                if value.objectValue?["type"] == nil { untypedFields.insert(name) }
             }
             self.fields = fields
         }

@@ -7,7 +7,8 @@ import UbiquityCore
 /// them.
 ///
 /// A token is 32 random bytes as unpadded base64url (43 characters of `A–Z a–z 0–9 - _`), so it
-/// survives query strings, headers and cookies without escaping. The store never keeps the token
+/// survives query strings, headers and cookies without escaping; an API token is the same 32
+/// bytes as 64 lowercase hex digits, Apple's shape (``generateAPIToken()``). The store never keeps the token
 /// itself, only ``digest(_:)``; looking a presented token up by its digest is then an equality
 /// match on a value an attacker cannot choose, and a leaked table does not leak usable tokens.
 package enum SecretToken {
@@ -19,6 +20,14 @@ package enum SecretToken {
     /// A fresh token: 32 bytes from the system's secure random generator, unpadded base64url.
     package static func generate() -> String {
         Base64URL.encode(AuthEncoding.randomBytes(count: byteCount))
+    }
+
+    /// A fresh API token (`ckAPIToken`) in Apple's shape: 64 lowercase hex digits (32 random
+    /// bytes). Clients of CloudKit Web Services check that shape before they send anything
+    /// (MistKit does). API tokens made before, 43 base64url characters, keep working: a token is
+    /// looked up by its digest, whatever its shape.
+    package static func generateAPIToken() -> String {
+        AuthEncoding.hex(AuthEncoding.randomBytes(count: byteCount))
     }
 
     /// The lowercase hex SHA-256 of the token's UTF-8: what the store keeps and looks tokens up by.
@@ -45,7 +54,7 @@ package enum SecretToken {
     /// A fresh key ID shaped like Apple's server-to-server key IDs: 64 lowercase hex digits
     /// (32 random bytes).
     package static func keyID() -> String {
-        AuthEncoding.hex(AuthEncoding.randomBytes(count: 32))
+        generateAPIToken()
     }
 
     /// Whether `token` has the shape of a generated token (43 base64url characters). A cheap

@@ -295,18 +295,20 @@ struct ModifyBatch {
             } else {
                 try access.checkCreate(recordType, recordName: incoming.recordName, tx: tx)
             }
+            // (fields sent without a type are typed from the schema first)
+            var sent = incoming.fields ?? [:]
+            try checkSchema(recordType: recordType, fields: &sent, untyped: incoming.untypedFields, path: path)
             var fields: [String: WireFieldValue]
             if let existing, type == .update || type == .forceUpdate {
                 fields = existing.fields
-                for (name, value) in incoming.fields ?? [:] { fields[name] = value }
+                for (name, value) in sent { fields[name] = value }
                 for name in incoming.nullFields { fields[name] = nil }
             } else {
-                fields = incoming.fields ?? [:]
+                fields = sent
             }
-            try checkSchema(recordType: recordType, fields: incoming.fields ?? [:], path: path)
-            try checkReferences(fields: incoming.fields ?? [:], path: path)
+            try checkReferences(fields: sent, path: path)
             if engine.assets != nil {
-                try checkAssets(incoming.fields ?? [:], existing: existing, recordType: recordType, operation: index, path: path)
+                try checkAssets(sent, existing: existing, recordType: recordType, operation: index, path: path)
                 fields = fields.mapValues { value in
                     value.mappingAssets { asset in
                         var stored = asset
@@ -412,10 +414,27 @@ struct ModifyBatch {
     /// just-in-time schema, in development); a later value of another type is refused. The
     /// production schema is locked: an unknown type or field is refused, until deployed. The
     /// system type `Users` grows just in time in both environments.
-    mutating func checkSchema(recordType: String, fields: [String: WireFieldValue], path: String) throws {
+    ///
+    /// A field sent without a type (`untyped`: the protocol allows it) takes the type the schema
+    /// gives the field when its JSON reads as that type (``WireFieldValue/retyped(as:)``: an
+    /// integer as a TIMESTAMP, a Base64 string as BYTES, …); without a type in the schema, the
+    /// type inferred from the JSON is recorded, as before.
+    mutating func checkSchema(recordType: String, fields: inout [String: WireFieldValue], untyped: Set<String> = [], path: String) throws {
         let key = database.key
         let existing = try access.recordType(recordType, tx: tx)
         var type = existing ?? RecordTypeSchema(name: recordType)
+        for name in untyped {
+            guard let value = fields[name] else { continue }
+            let expected = SystemRecordTypes.isDeclared(recordType) ? SystemRecordTypes.accepted(recordType, field: name) ?? []
+                : type.fields[name].map { [$0.type] } ?? []
+            guard !expected.isEmpty, !expected.contains(value.type.description) else { continue }
+            for tag in expected {
+                if let wanted = WireFieldType(tag: tag), let typed = value.retyped(as: wanted) {
+                    fields[name] = typed
+                    break
+                }
+            }
+        }
         if SystemRecordTypes.isDeclared(recordType) {
             // declared, never inferred: checked against the declaration, whatever the schema
             // says; only declared fields with their declared types are ever recorded

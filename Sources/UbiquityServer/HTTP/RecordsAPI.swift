@@ -84,6 +84,11 @@ struct RecordsAPI: Sendable {
             response = RecordsAPI.json(bytes: reply, status: .ok, requestID: requestID, rotatedToken: rotated)
         } catch var error as WireError {
             error.uuid = requestID
+            // every 421 says where to sign in (CloudKit JS-style clients follow it), whichever
+            // layer refused the caller
+            if error.code == .authenticationRequired, error.redirectURL == nil, let path = try? DatabasePath(rawPath: request.uri.path) {
+                error.redirectURL = signInURL(request: request, path: path, apiToken: request.uri.queryParameters["ckAPIToken"].map(String.init))
+            }
             response = RecordsAPI.json(error.json(), status: HTTPResponse.Status(code: error.code.httpStatus), requestID: requestID, rotatedToken: rotated,
                                        retryAfter: error.retryAfter)
         } catch let error as UbiquityError where error.code == .serviceUnavailable {

@@ -39,7 +39,7 @@ package struct RecordsAdmin: Sendable {
     /// Adds the container (when new) and returns a new API token (`ckAPIToken`) for it.
     package func addContainer(_ identifier: String) async throws -> String {
         try RecordsAdmin.validate(container: identifier)
-        let token = SecretToken.generate()
+        let token = SecretToken.generateAPIToken()
         let digest = SecretToken.digest(token)
         try await store.write { tx in
             try tx.addContainer(identifier, createdAt: RecordsAdmin.now)

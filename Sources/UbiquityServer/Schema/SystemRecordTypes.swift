@@ -36,6 +36,9 @@ enum SystemRecordTypes {
     /// Whether `recordType` is declared with fixed fields.
     static func isDeclared(_ recordType: String) -> Bool { declared[recordType] != nil }
 
+    /// The types a field of the declared `recordType` accepts; nil for an undeclared field.
+    static func accepted(_ recordType: String, field: String) -> [String]? { declared[recordType]?[field] }
+
     /// Checks the fields of a save of the declared `recordType`; returns the fields to record in
     /// a just-in-time schema (declared name → declared type).
     /// - Throws: `BAD_REQUEST` naming the field, its type and what the type accepts.

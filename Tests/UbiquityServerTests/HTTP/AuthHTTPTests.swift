@@ -27,10 +27,14 @@ import UbiquityWire
         #expect(current.errorCode == "AUTHENTICATION_REQUIRED")
         let redirect = try #require(current.json["redirectURL"]?.stringValue)
         #expect(redirect.hasPrefix(server.url + "/auth/signin?"))
-        #expect(try await server.send("private", "records/query", ["query": ["recordType": "Note"]]).status == 421)
+        // every 421 says where to sign in, whichever check refused the caller
+        let privateQuery = try await server.send("private", "records/query", ["query": ["recordType": "Note"]])
+        #expect(privateQuery.status == 421)
+        #expect(privateQuery.json["redirectURL"]?.stringValue?.hasPrefix(server.url + "/auth/signin?") == true)
         // anonymous writes to the public database need a user
         let anonymousWrite = try await server.modify([operation("create", "x")], database: "public", token: nil)
         #expect(anonymousWrite.status == 421)
+        #expect(anonymousWrite.json["redirectURL"]?.stringValue?.hasPrefix(server.url + "/auth/signin?") == true)
         // a forged web-auth token → 421 (sign in again)
         let forged = try await server.send(.GET, "public", "users/current", token: "forged-token")
         #expect(forged.status == 421)
@@ -105,6 +109,26 @@ import UbiquityWire
         // mixing an API token with signature headers is refused
         let mixed = try await server.send("public", "records/query", ["query": ["recordType": "Note"]], headers: [(CloudKitAuthHeaders.keyID, keyID)])
         #expect(mixed.status == 400)
+    }
+
+    /// API tokens have Apple's shape (64 lowercase hex digits: third-party clients check it
+    /// before sending anything); a token of the earlier shape (43 base64url characters) keeps
+    /// working.
+    @Test(arguments: StoreKind.available)
+    func apiTokensHaveApplesShapeAndEarlierOnesStillWork(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        #expect(server.apiToken.utf8.count == 64)
+        #expect(server.apiToken.allSatisfy { "0123456789abcdef".contains($0) })
+        #expect(try await server.send(.GET, "public", "zones/list").status == 200)
+        let earlier = SecretToken.generate()  // the shape API tokens had before
+        #expect(earlier.utf8.count == 43)
+        try await server.store.write { tx in
+            try tx.addAPIToken(container: server.container, digest: SecretToken.digest(earlier), createdAt: 1)
+        }
+        #expect(try await server.send(.GET, "public", "zones/list", apiToken: earlier).status == 200)
+        #expect(try await server.send("private", "records/query", ["query": ["recordType": "Note"]], token: server.userToken,
+                                      apiToken: earlier).status == 200)
     }
 
     @Test(arguments: StoreKind.available)

@@ -78,6 +78,44 @@ import UbiquityWire
         #expect(production.recordTypes["Note"]?.fields.count == 13)
     }
 
+    /// Field values sent without `"type"` (the protocol allows it; MistKit does) take the type
+    /// the schema gives the field: an integer on a TIMESTAMP or DOUBLE field, a fractional
+    /// millisecond date, a Base64 string on a BYTES field, a list of numbers on a TIMESTAMP_LIST
+    /// field. What does not read as the field's type is still refused, naming the type.
+    @Test(arguments: StoreKind.available)
+    func untypedValuesAreTypedFromTheSchema(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        func typed(_ value: JSONValue, _ type: String) -> JSONValue { .object(["value": value, "type": .string(type)]) }
+        // a typed save defines the fields
+        let defined = try await save(server, [operation("create", "t1", recordType: "Event", fields: [
+            "at": typed(1_700_000_000_000, "TIMESTAMP"), "ratio": typed(1.5, "DOUBLE"), "blob": typed("AAEC", "BYTES"),
+            "times": typed([1, 2], "TIMESTAMP_LIST"), "count": typed(1, "INT64"),
+        ])], token: server.userToken)
+        #expect(defined.first?["serverErrorCode"] == nil, "\(defined)")
+        // untyped values of the same fields
+        let saved = try await save(server, [operation("create", "t2", recordType: "Event", fields: [
+            "at": 1_700_000_000_250, "ratio": 2, "blob": "3q2+7w==", "times": [1_700_000_000_000, 1_700_000_000_001], "count": 7,
+        ]), operation("create", "t3", recordType: "Event", fields: ["at": 1_700_000_000_123.456])], token: server.userToken)
+        #expect(saved.allSatisfy { $0["serverErrorCode"] == nil }, "\(saved)")
+        let fields = try #require(saved.first?["fields"])
+        #expect(fields["at"] == typed(1_700_000_000_250, "TIMESTAMP"))
+        #expect(fields["ratio"]?["type"] == "DOUBLE")
+        #expect(fields["ratio"]?["value"]?.doubleValue == 2)
+        #expect(fields["blob"] == typed("3q2+7w==", "BYTES"))
+        #expect(fields["times"] == typed([1_700_000_000_000, 1_700_000_000_001], "TIMESTAMP_LIST"))
+        #expect(fields["count"] == typed(7, "INT64"))
+        #expect(saved.last?["fields"]?["at"] == typed(1_700_000_000_123, "TIMESTAMP"))
+        let looked = try await lookup(server, "t2", token: server.userToken)
+        #expect(looked?["fields"]?["at"] == typed(1_700_000_000_250, "TIMESTAMP"))
+        // what does not read as the field's type is refused, naming it
+        let wrong = try await save(server, [operation("create", "t4", recordType: "Event", fields: ["at": "soon"])], token: server.userToken)
+        #expect(wrong.first?["serverErrorCode"] == "BAD_REQUEST")
+        #expect(wrong.first?["reason"]?.stringValue?.contains("Invalid value, expected type TIMESTAMP") == true)
+        let notBase64 = try await save(server, [operation("create", "t5", recordType: "Event", fields: ["blob": "not base64!"])], token: server.userToken)
+        #expect(notBase64.first?["reason"]?.stringValue?.contains("Invalid value, expected type BYTES") == true)
+    }
+
     @Test(arguments: StoreKind.available)
     func justInTimeDevelopmentLockedProductionAndDeploy(kind: StoreKind) async throws {
         let server = try await ServerFixture.start(kind)

@@ -78,6 +78,11 @@ package enum SyncDecision {
         if !localChanged(entry, local) {
             return .apply(move: moved, content: contentChanged, mode: modeChanged)
         }
+        // only the stat moved here (the content is the journaled one: a touch, the same bytes
+        // saved again, a stat recorded a moment off): no local change, nothing to keep aside
+        if local.kind == .file && entry.stat.kind == .file, let localHash, !entry.contentHash.isEmpty, localHash == entry.contentHash {
+            return .apply(move: moved, content: contentChanged, mode: modeChanged)
+        }
         if local.kind == .folder && remote.kind == .folder { return .apply(move: moved, content: false, mode: modeChanged) }
         if local.kind == remote.kind && localHash == remote.contentHash { return moved ? .apply(move: true, content: false, mode: false) : .adopt }
         // changed here; if the server changed only the name, move and upload the edit later

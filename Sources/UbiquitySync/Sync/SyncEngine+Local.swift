@@ -106,7 +106,7 @@ extension SyncEngine {
         var failedSettles = 0
 
         for entry in entries {
-            guard let local = items[entry.path] else {
+            guard var local = items[entry.path] else {
                 // gone, but the watcher has not named its removal yet: a rename's destination
                 // comes with it in the next batch (LocalScope.namesRemoval(of:))
                 if scope.namesRemoval(of: entry.path) { missing.append(entry) }
@@ -138,10 +138,14 @@ extension SyncEngine {
             }
             var hash: String?
             // a large file is not read here: its upload reads it once and finds the same content
-            // if only the stat moved (SyncEngine+Upload.swift)
+            // if only the stat moved (SyncEngine+Upload.swift); a small one is hashed with the
+            // stat it had on the disk while it was read, which the decision (and an adopted
+            // entry) then uses, not the row's: a row can be a moment behind the disk
             if local.stat.kind == .file && !local.excluded && entry.changeTag != nil && local.stat.differs(from: entry.stat)
                 && local.stat.size <= SyncRecord.inlineLimit {
-                hash = try await hashOf(local)
+                let read = try await hashAndStat(of: local)
+                hash = read.hash
+                if let stat = read.stat { local.stat = stat }
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {
             case .nothing where queued.contains(entry.path), .adopt where queued.contains(entry.path):
@@ -303,6 +307,18 @@ extension SyncEngine {
             candidates.map { ($0.path, SyncFiles.item(path: $0.path, absolute: root + "/" + $0.path)) }
         }
         for (path, item) in now { scan.items[path] = item }
+    }
+
+    /// A local file's content hash and its stat on the disk while it was read (nil when it
+    /// changed meanwhile): a hash and a stat that belong together.
+    func hashAndStat(of local: LocalItem) async throws -> (hash: String, stat: SyncStat?) {
+        let path = absolute(local.path)
+        return try await BlockingWork.run {
+            let before = FileStamp.of(path)
+            let hash = try SyncFiles.contentHash(of: local, absolute: path, like: nil)
+            guard let before, !before.isDirectory, let after = FileStamp.of(path), !before.contentDiffers(from: after) else { return (hash, nil) }
+            return (hash, SyncStat(before))
+        }
     }
 
     /// The local item's content hash, of the kind of `expected` when given (SyncFiles+ChecksumKinds.swift).

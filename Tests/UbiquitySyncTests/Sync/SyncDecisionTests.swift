@@ -81,6 +81,19 @@ import UbiquityTestSupport
         #expect(SyncDecision.remoteChange(entry: Self.entry(), local: edited, localHash: "h2", remote: Self.remote()) == .adopt)
     }
 
+    /// A file whose stat moved but whose content is the journaled one (touched, saved again with
+    /// the same bytes, or journaled with a stat a moment off) is not changed here: a remote edit
+    /// replaces it, with no conflict version of content the server already had.
+    @Test func aStatOnlyChangeIsNoConflict() {
+        let touched = Self.stat(size: 5, mtime: 3_000)
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: touched, localHash: "h1", remote: Self.remote())
+                == .apply(move: false, content: true, mode: false))
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: touched, localHash: "h1", remote: Self.remote(path: "b.txt"))
+                == .apply(move: true, content: true, mode: false))
+        // other content is still a conflict
+        #expect(SyncDecision.remoteChange(entry: Self.entry(), local: touched, localHash: "mine", remote: Self.remote()) == .conflict)
+    }
+
     @Test func localEditAndRemoteRenameKeepsTheEdit() {
         let edited = Self.stat(size: 9, mtime: 2_000)
         #expect(SyncDecision.remoteChange(entry: Self.entry(), local: edited, localHash: "mine", remote: Self.remote(path: "b.txt", hash: "h1"))

@@ -8,9 +8,10 @@ import UbiquityCore
 ///
 /// A token is 32 random bytes as unpadded base64url (43 characters of `A–Z a–z 0–9 - _`), so it
 /// survives query strings, headers and cookies without escaping; an API token is the same 32
-/// bytes as 64 lowercase hex digits, Apple's shape (``generateAPIToken()``). The store never keeps the token
-/// itself, only ``digest(_:)``; looking a presented token up by its digest is then an equality
-/// match on a value an attacker cannot choose, and a leaked table does not leak usable tokens.
+/// bytes as 64 lowercase hex digits, Apple's shape (``generateAPIToken()``). The store never
+/// keeps the token itself, only ``digest(_:)``; looking a presented token up by its digest is
+/// then an equality match on a value an attacker cannot choose, and a leaked table does not leak
+/// usable tokens.
 package enum SecretToken {
     /// The number of random bytes in a token (256 bits).
     package static let byteCount = 32

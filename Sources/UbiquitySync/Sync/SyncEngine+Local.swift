@@ -143,9 +143,12 @@ extension SyncEngine {
             // entry) then uses, not the row's: a row can be a moment behind the disk
             if local.stat.kind == .file && !local.excluded && entry.changeTag != nil && local.stat.differs(from: entry.stat)
                 && local.stat.size <= SyncRecord.inlineLimit {
+                // (changed while read: no hash, so the upload reads it again)
                 let read = try await hashAndStat(of: local)
-                hash = read.hash
-                if let stat = read.stat { local.stat = stat }
+                if let stat = read.stat {
+                    hash = read.hash
+                    local.stat = stat
+                }
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {
             case .nothing where queued.contains(entry.path), .adopt where queued.contains(entry.path):
@@ -316,7 +319,8 @@ extension SyncEngine {
         return try await BlockingWork.run {
             let before = FileStamp.of(path)
             let hash = try SyncFiles.contentHash(of: local, absolute: path, like: nil)
-            guard let before, !before.isDirectory, let after = FileStamp.of(path), !before.contentDiffers(from: after) else { return (hash, nil) }
+            guard let before, !before.isDirectory, !before.isSymbolicLink, let after = FileStamp.of(path),
+                  !before.contentDiffers(from: after) else { return (hash, nil) }
             return (hash, SyncStat(before))
         }
     }

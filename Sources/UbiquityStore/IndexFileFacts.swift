@@ -29,21 +29,8 @@ package struct IndexFileFacts: Sendable, Hashable {
     /// The last path component.
     package var name: String { IndexRecord.lastComponent(of: path) }
 
-    /// Facts from their parts.
-    package init(path: String, isDirectory: Bool, size: Int64, mtimeNanoseconds: Int64, inode: UInt64, mode: UInt32,
-                 linkTarget: String?, isStub: Bool) {
-        self.path = path
-        self.isDirectory = isDirectory
-        self.size = size
-        self.mtimeNanoseconds = mtimeNanoseconds
-        self.inode = inode
-        self.mode = mode
-        self.linkTarget = linkTarget
-        self.isStub = isStub
-    }
-
-    /// The facts of a row selected with ``MetadataIndex/factColumns``.
-    init(_ row: Row) {
+    /// The facts of a row whose first columns are ``MetadataIndex/factColumns(of:)``'s.
+    package init(_ row: Row) {
         path = row[0]
         isDirectory = row[1]
         size = row[2]
@@ -57,23 +44,21 @@ package struct IndexFileFacts: Sendable, Hashable {
 
 extension MetadataIndex {
     /// The columns ``IndexFileFacts`` reads, in its order.
-    static let factColumns = "path, is_directory, size, mtime_ns, inode, mode, link_target, stub"
+    static let factColumns = factColumns(of: nil)
+
+    /// The columns ``IndexFileFacts`` reads, in its order, of the items table named `table` in
+    /// a query (a join's alias), or unqualified.
+    package static func factColumns(of table: String?) -> String {
+        ["path", "is_directory", "size", "mtime_ns", "inode", "mode", "link_target", "stub"]
+            .map { column in table.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+    }
 
     /// The facts of the rows strictly under `root`, sorted by path.
     package func facts(under root: String) throws -> [IndexFileFacts] {
-        var facts: [IndexFileFacts] = []
-        try forEachFact(under: root) { facts.append($0) }
-        return facts
-    }
-
-    /// Calls `body` with the facts of each row strictly under `root`, in path order, one row at
-    /// a time (a whole pass over 100,000 rows holds no array of them).
-    package func forEachFact(under root: String, _ body: (IndexFileFacts) throws -> Void) throws {
         let range = Self.subtreeRange(of: Self.normalize(root))
-        try read("facts lookup") { db in
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT \(Self.factColumns) FROM items WHERE path >= ? AND path < ? ORDER BY path"),
-                                           arguments: [range.lower, range.upper])
-            while let row = try rows.next() { try body(IndexFileFacts(row)) }
+        return try read("facts lookup") { db in
+            try Array(Row.fetchCursor(db.cachedStatement(sql: "SELECT \(Self.factColumns) FROM items WHERE path >= ? AND path < ? ORDER BY path"),
+                                      arguments: [range.lower, range.upper]).map(IndexFileFacts.init))
         }
     }
 

@@ -5,26 +5,23 @@ import UbiquityCore
 import UbiquityStore
 
 extension SyncFiles {
-    /// The items of `scope` in the folder `root` as the device's index holds them: the rows the
-    /// daemon's one watcher and walker wrote (``MetadataIndex``), read instead of walking the
-    /// folder again. The same items the disk scan (``scan(root:rules:scope:excluded:journaled:)``)
-    /// finds: ignored names and our temporaries left out (a leftover temporary is removed, as the
-    /// walk does), nothing under a folder that is ignored or carries the skip-backup attribute,
-    /// an evicted file's stub standing for its document. Only the skip-backup attribute of each
-    /// item is read from the disk (the index does not keep it). A row written before the index
-    /// kept modes is read from the disk. Names that are not UTF-8 have no rows: a scope path
-    /// naming one (the feed's ``IndexDelta/unindexable``) has its folder read for them.
+    /// The items of a narrowed `scope` in the folder `root` as the device's index holds them:
+    /// the rows the daemon's one watcher and walker wrote (``MetadataIndex``), read instead of
+    /// walking the folder (a whole pass is ``differences(journal:root:rules:excluded:queued:)``).
+    /// The same items a walk (``scan(root:rules:)``) finds: ignored names and our temporaries
+    /// left out (a leftover temporary is removed, as the walk does), nothing under a folder that
+    /// is ignored or carries the skip-backup attribute, an evicted file's stub standing for its
+    /// document. Only the skip-backup attribute of each item is read from the disk (the index
+    /// does not keep it). A row written before the index kept modes is read from the disk.
+    /// Names that are not UTF-8 have no rows: a scope path naming one (the feed's
+    /// ``IndexDelta/unindexable``) has its folder read for them.
     ///
     /// Trust it only while the index watches the folder and its first scan is done
     /// (`IndexHost.covers`); the pass checks on the disk what looks deleted before acting on it.
     static func scan(index: MetadataIndex, root: String, rules: IgnoreRules, scope: LocalScope, excluded: Set<String>,
                      journaled: (String) -> Bool) throws -> LocalScan {
-        var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: scope.full)
-        if scope.full {
-            try index.forEachFact(under: root) { row in _ = rows.take(row) }  // one row at a time: no array of 100,000
-        } else {
-            for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { _ = rows.take(row) }
-        }
+        var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: false)
+        for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { _ = rows.take(row) }
         var found = rows.found
         var reachable = ReachableFolders(excluded: excluded, rules: rules)
         // names that are not UTF-8: their folder is read for them, as the walk does

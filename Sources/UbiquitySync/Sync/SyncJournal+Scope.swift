@@ -86,15 +86,12 @@ extension SyncJournal {
         let columns = Self.itemColumns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         try read { db in  // (one statement, cached: the column list is the same each time)
             let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT i.path, i.is_directory, i.size, i.mtime_ns, i.inode, i.mode, i.link_target, i.stub, \(columns)
+                SELECT \(MetadataIndex.factColumns(of: "i")), \(columns)
                 FROM items i LEFT JOIN sync_items s ON s.journal = ? AND s.path = substr(i.path, ?)
                 WHERE i.path > ? AND i.path < ? ORDER BY i.path
                 """), arguments: [scope, folder.unicodeScalars.count + 2, folder + "/", folder + "0"])
             while let row = try rows.next() {
-                let facts = IndexFileFacts(path: row[0], isDirectory: row[1], size: row[2], mtimeNanoseconds: row[3],
-                                           inode: UInt64(bitPattern: row[4] as Int64), mode: UInt32(truncatingIfNeeded: row[5] as Int64),
-                                           linkTarget: row[6], isStub: row[7])
-                try body(facts, (row[8] as String?) == nil ? nil : Self.entry(row, from: 8))
+                try body(IndexFileFacts(row), (row[8] as String?) == nil ? nil : Self.entry(row, from: 8))
             }
         }
     }

@@ -15,7 +15,9 @@ an rclone mount: issue 23's figures.
   write     sequential write of --size-mib (1 MiB writes, fsync at the end) to a new file; the
             daemon's upload afterwards is waited for but not timed (reported apart).
   untar     `tar -xf` of a tarball of --untar-files files (a real source tree: the package
-            checkouts' sources, else generated text files).
+            checkouts' sources, else generated text files). Also into the FUSE floor: libfuse's
+            own `passthrough_ll` example (C, Debian's libfuse3-dev examples, default options)
+            over a folder on the same disk: what any FUSE file system pays on this kernel.
   memory    the daemon's RSS (VmRSS) before and after, and its peak (VmHWM, reset through
             /proc/PID/clear_refs) during: writing + uploading, downloading (open of the evicted
             file) + reading, and reading the downloaded file; for a --small-size-mib and a
@@ -608,6 +610,50 @@ class Rclone:
         raise BenchError(f"rclone did not upload {files} files of {folder} within {timeout} s")
 
 
+# MARK: - The FUSE floor
+
+class FuseFloor:
+    """libfuse's `passthrough_ll` example, built from Debian's libfuse3-dev examples and mounted
+    over a folder of --base: the cost of FUSE itself, with no work behind the requests."""
+
+    SOURCE = Path("/usr/share/doc/libfuse3-dev/examples")
+
+    def __init__(self, base, logs):
+        self.root = base / "fuse-floor"
+        self.source = self.root / "src"
+        self.mount_point = self.root / "mnt"
+        self.binary = self.root / "passthrough_ll"
+        self.logs = logs
+        self.process = None
+
+    def available(self):
+        return (self.SOURCE / "passthrough_ll.c").exists() and shutil.which("cc") and shutil.which("pkg-config")
+
+    def mount(self):
+        for d in (self.source, self.mount_point):
+            d.mkdir(parents=True, exist_ok=True)
+        if not self.binary.exists():
+            flags = subprocess.run(["pkg-config", "fuse3", "--cflags", "--libs"], capture_output=True, text=True, check=True).stdout.split()
+            for name in ("passthrough_ll.c", "passthrough_helpers.h"):
+                shutil.copyfile(self.SOURCE / name, self.root / name)
+            subprocess.run(["cc", "-O2", str(self.root / "passthrough_ll.c"), "-o", str(self.binary)] + flags, check=True,
+                           capture_output=True)
+        self.process = spawn("passthrough_ll", [self.binary, "-f", "-o", f"source={self.source}", self.mount_point],
+                             self.logs / "passthrough_ll.log")
+        MOUNTS.append(str(self.mount_point)) if str(self.mount_point) not in MOUNTS else None
+        deadline = time.time() + 30
+        while mounts().get(str(self.mount_point)) is None or not mounts()[str(self.mount_point)].startswith("fuse"):
+            if self.process.poll() is not None or time.time() > deadline:
+                raise BenchError(f"passthrough_ll did not mount; see {self.logs / 'passthrough_ll.log'}")
+            time.sleep(0.05)
+
+    def unmount(self):
+        if self.process is not None:
+            detach(str(self.mount_point))
+            stop_process(self.process, "passthrough_ll")
+            self.process = None
+
+
 # MARK: - The benchmark
 
 class Bench:
@@ -634,7 +680,7 @@ class Bench:
         self.base.mkdir(parents=True, exist_ok=True)
         clear_leftovers(self.base)
         PID_FILE = self.base / ".bench-mount-pids"
-        for name in ("ubiq-a", "disk", "rclone-remote", "rclone-mnt", "rclone-cache", "src", "logs"):
+        for name in ("ubiq-a", "disk", "rclone-remote", "rclone-mnt", "rclone-cache", "src", "logs", "fuse-floor"):
             path = self.base / name
             if str(path) in mounts():
                 raise BenchError(f"{path} is still a mount point")
@@ -876,9 +922,19 @@ class Bench:
         files = self.info["untar_files"]
         log(f"untar: {files} files, {self.info['untar_bytes'] / MiB:.1f} MiB")
         uploads, rclone_uploads = [], []
+        floor = FuseFloor(self.base, self.logs)
+        if floor.available():
+            floor.mount()
+        else:
+            floor = None
+            self.notes.append("no FUSE floor: /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c, cc or pkg-config is missing")
         for run in range(self.runs):
-            for target in self.order(run):
-                folder = {"disk": self.disk, "ubiq": self.ubiq.folder, "rclone": self.rclone.mount_point}[target] / f"untar-{run}"
+            targets = self.order(run) + (["floor"] if floor else [])
+            if self.args.untar_skip_rclone:
+                targets.remove("rclone")
+            for target in targets:
+                folder = {"disk": self.disk, "ubiq": self.ubiq.folder, "rclone": self.rclone.mount_point,
+                          "floor": floor.mount_point if floor else None}[target] / f"untar-{run}"
                 folder.mkdir()
                 cpu = self.ubiq.cpu_seconds()
                 self.record("untar", target, timed_command(["tar", "-xf", str(tarball), "-C", str(folder)], self.args.op_timeout))
@@ -892,6 +948,8 @@ class Bench:
                 elif target == "rclone":
                     rclone_uploads.append(self.rclone.wait_remote_count(f"untar-{run}", files, self.args.sync_timeout))
                 self.settle()
+        if floor:
+            floor.unmount()
         self.info["untar_upload_seconds_after_tar"] = uploads
         self.info["untar_rclone_upload_seconds_after_tar"] = rclone_uploads
 
@@ -1047,6 +1105,10 @@ class Bench:
         if "untar_daemon_cpu" in r:
             extra.append(f"daemon CPU time during the ubiq `tar -xf`: median {median(r['untar_daemon_cpu']['ubiq']):.2f} s "
                          f"(tar's wall time {median(r['untar']['ubiq']):.2f} s)")
+        if "floor" in r.get("untar", {}):
+            f, d, u = (median(r["untar"][t]) for t in ("floor", "disk", "ubiq"))
+            extra.append(f"the FUSE floor (libfuse's passthrough_ll example over the same disk) untarred in {f:.2f} s: "
+                         f"{f / d:.1f}× the disk; ubiq is {u / f:.1f}× the floor")
         if info.get("untar_upload_seconds_after_tar"):
             extra.append("untarred trees uploaded after tar ended: " + ", ".join(f"{s:.1f}" for s in info["untar_upload_seconds_after_tar"]) + " s")
         extra.append(f"daemon RSS at start {info['daemon_rss_start_kib'] / 1024:.0f} MiB, after each phase: "
@@ -1070,6 +1132,7 @@ def main():
     parser.add_argument("--size-mib", type=int, default=1024, help="the big file")
     parser.add_argument("--small-size-mib", type=int, default=256, help="the smaller file of the memory figure")
     parser.add_argument("--untar-files", type=int, default=5_000)
+    parser.add_argument("--untar-skip-rclone", action="store_true", help="no rclone runs in the untar phase (about 100 s each)")
     parser.add_argument("--untar-source", help="a folder whose files make the tarball (default: the package checkouts)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", help="comma-separated: " + ",".join(PHASES))
@@ -1107,7 +1170,7 @@ def main():
         if left:
             log(f"still mounted: {left}")
         elif not args.keep:
-            for name in ("ubiq-a", "disk", "rclone-remote", "rclone-mnt", "rclone-cache", "src"):
+            for name in ("ubiq-a", "disk", "rclone-remote", "rclone-mnt", "rclone-cache", "src", "fuse-floor"):
                 shutil.rmtree(bench.base / name, ignore_errors=True)
     if status == 0 or bench.results:
         if status == 0:

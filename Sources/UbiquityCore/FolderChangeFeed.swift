@@ -78,7 +78,7 @@ package final class FolderChangeFeed: Sendable {
     private let queues = Mutex<[String: Queue]>([:])
     private let cookies = Atomic<UInt32>(1)
     /// The consumer's wake-up, called on the relay thread only.
-    private let consumer = Mutex<(@Sendable () -> Void)?>(nil)
+    private let consumer = Mutex(CallbackSlot<@Sendable () -> Void>())
     /// Signalled by posts (and closes) that the consumer must hear of.
     private let pending = DispatchSemaphore(value: 0)
     private let relayStarted = Atomic<Bool>(false)
@@ -114,12 +114,12 @@ package final class FolderChangeFeed: Sendable {
     /// watchers' hub). Returns false when `folder` is not fed.
     @discardableResult
     package func subscribe(_ folder: String, wake: @escaping @Sendable () -> Void) -> Bool {
-        consumer.withLock { $0 = wake }
+        consumer.withLock { $0.callback = wake }
         if relayStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             let thread = Thread { [self] in
                 while true {
                     pending.wait()
-                    consumer.withLock { $0 }?()
+                    consumer.withLock { $0.callback }?()
                 }
             }
             thread.name = "ubiquity-change-feed"

@@ -23,17 +23,17 @@ package final class ControlService: Sendable {
     let logger: Logger
     private let server: SocketServer
     private let databasePath: String?
-    private let syncRequests = Mutex<SyncRequestHandler?>(nil)
-    private let syncHealth = Mutex<(@Sendable () async -> SyncHealthReport?)?>(nil)
+    private let syncRequests = Mutex(CallbackSlot<SyncRequestHandler>())
+    private let syncHealth = Mutex(CallbackSlot<@Sendable () async -> SyncHealthReport?>())
 
     /// Sets who answers `evict`, `download` and `item` (the daemon's folder sync).
     package func setSyncRequests(_ handler: @escaping SyncRequestHandler) {
-        syncRequests.withLock { $0 = handler }
+        syncRequests.withLock { $0.callback = handler }
     }
 
     /// Sets who tells the folder sync's health for `status` (the daemon's folder sync).
     package func setSyncHealth(_ provider: @escaping @Sendable () async -> SyncHealthReport?) {
-        syncHealth.withLock { $0 = provider }
+        syncHealth.withLock { $0.callback = provider }
     }
 
     /// Binds the socket (creating its folder, mode 0700).
@@ -66,7 +66,7 @@ package final class ControlService: Sendable {
     /// The folder sync's health, nil without a folder sync. Blocks until the sync answers: only
     /// for a connection's own thread.
     private func waitForSyncHealth() -> SyncHealthReport? {
-        guard let provider = syncHealth.withLock({ $0 }) else { return nil }
+        guard let provider = syncHealth.withLock({ $0.callback }) else { return nil }
         return Self.waitFor(provider)
     }
 
@@ -136,7 +136,7 @@ package final class ControlService: Sendable {
             send(ControlWire.Reply(error: UbiquityError(.invalidArgument, "\(request.op): missing 'path' (an absolute path)")), on: socket)
             return
         }
-        guard let handler = syncRequests.withLock({ $0 }) else {
+        guard let handler = syncRequests.withLock({ $0.callback }) else {
             send(ControlWire.Reply(error: UbiquityError(.serviceUnavailable, "\(request.op): this daemon syncs no folder")), on: socket)
             return
         }

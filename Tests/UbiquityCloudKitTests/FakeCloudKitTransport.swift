@@ -12,11 +12,12 @@ import UbiquityWire
 final class FakeCloudKitTransport: CloudKitTransport {
     typealias Handler = @Sendable (CloudKitHTTPRequest, Int) throws -> CloudKitHTTPResponse
 
-    private let state: Mutex<(requests: [CloudKitHTTPRequest], handler: Handler)>
+    private let requestsSent = Mutex<[CloudKitHTTPRequest]>([])
+    private let handler: Handler
 
     /// Answers each request with `handler(request, index)`.
     init(_ handler: @escaping Handler) {
-        state = Mutex(([], handler))
+        self.handler = handler
     }
 
     /// Answers the requests in order with `responses` (JSON text, status 200 unless given).
@@ -34,15 +35,15 @@ final class FakeCloudKitTransport: CloudKitTransport {
     }
 
     func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
-        let (index, handler) = state.withLock { state -> (Int, Handler) in
-            state.requests.append(request)
-            return (state.requests.count - 1, state.handler)
+        let index = requestsSent.withLock { requests in
+            requests.append(request)
+            return requests.count - 1
         }
         return try handler(request, index)
     }
 
     /// Every request so far.
-    var requests: [CloudKitHTTPRequest] { state.withLock { $0.requests } }
+    var requests: [CloudKitHTTPRequest] { requestsSent.withLock { $0 } }
 
     /// The body of request `index` as JSON (whole numbers as integers, see
     /// ``JSONValue/wholeNumbersAsIntegers``).

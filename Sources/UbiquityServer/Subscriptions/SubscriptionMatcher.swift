@@ -25,7 +25,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
     /// ``ChangesKey``; entries of transactions that rolled back are dropped when it grows).
     private let moved = Mutex<[ChangesKey: [NotificationLogKey: Int64]]>([:])
     /// Told after each commit that moved logs.
-    private let listener = Mutex<(@Sendable ([NotificationLogKey: Int64]) async -> Void)?>(nil)
+    private let listener = Mutex(CallbackSlot<@Sendable ([NotificationLogKey: Int64]) async -> Void>())
 
     /// The most databases whose index is cached.
     static let cacheLimit = 10_000
@@ -41,7 +41,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
 
     /// Sets what is called after a commit that moved logs (the hub's wake-up).
     func onLogsMoved(_ body: @escaping @Sendable ([NotificationLogKey: Int64]) async -> Void) {
-        listener.withLock { $0 = body }
+        listener.withLock { $0.callback = body }
     }
 
     /// Matches and appends notifications, inside the write transaction.
@@ -110,7 +110,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
     package func changesDidCommit(_ changes: [StoreChange]) async {
         let key = ChangesKey(changes)
         guard let heads = moved.withLock({ $0.removeValue(forKey: key) }), !heads.isEmpty else { return }
-        await listener.withLock({ $0 })?(heads)
+        await listener.withLock({ $0.callback })?(heads)
     }
 
     /// The index of a database's subscriptions, from the cache when its generation still holds.

@@ -75,8 +75,8 @@ extension RecordsEngine {
                 guard !zoneID.isDefault else {
                     throw WireError(.badRequest, "the default zone does not keep a change history; use a custom zone")
                 }
-                let (zone, records): (StoredZone?, [StoredRecordText]) = try await store.read { tx in
-                    guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, []) }
+                let (zone, records, guessed): (StoredZone?, [StoredRecordText], GuessedFields) = try await store.read { tx in
+                    guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, [], .none) }
                     var after: Int64 = 0
                     if let token = zoneRequest.syncToken {
                         guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else {
@@ -87,7 +87,9 @@ extension RecordsEngine {
                         }
                         after = sequence
                     }
-                    return (zone, try tx.changesKeepingFieldsText(zone: zone.id, after: after, limit: limit + 1, recordTypes: types))
+                    let changes = try tx.changesKeepingFieldsText(zone: zone.id, after: after, limit: limit + 1, recordTypes: types)
+                    let guessed = try GuessedFields.of(changes.lazy.filter { !$0.record.deleted }.map(\.record.recordType), key: key, tx: tx)
+                    return (zone, changes, guessed)
                 }
                 if zone == nil, let token = zoneRequest.syncToken {
                     guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else { throw WireError(.badRequest, "syncToken: not a zone change token") }
@@ -108,7 +110,8 @@ extension RecordsEngine {
                 zoneJSON.append(contentsOf: #","records":["#.utf8)
                 for (position, change) in page.enumerated() {
                     if position > 0 { zoneJSON.append(UInt8(ascii: ",")) }
-                    try writeChange(change, zone: wireZone, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, context: context, to: &zoneJSON)
+                    try writeChange(change, zone: wireZone, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, guessed: guessed,
+                                    context: context, to: &zoneJSON)
                 }
                 zoneJSON.append(contentsOf: "]}".utf8)
                 out.append(contentsOf: zoneJSON)
@@ -122,14 +125,16 @@ extension RecordsEngine {
     }
 
     /// Appends the record dictionary of one change: with its stored fields text spliced in when
-    /// they are wanted whole, as stored (no number as a string) and hold no asset; else through
-    /// the decoded record, as every other operation writes records.
+    /// they are wanted whole, as stored (no number as a string), hold no asset and no field whose
+    /// type was guessed (`guessed`); else through the decoded record, as every other operation
+    /// writes records.
     private func writeChange(_ change: StoredRecordText, zone: WireZoneID, desiredKeys: [String]?, numbersAsStrings: Bool,
-                             context: Context, to out: inout [UInt8]) throws {
-        guard !change.record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(change.fieldsText) else {
+                             guessed: GuessedFields, context: Context, to out: inout [UInt8]) throws {
+        guard !change.record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(change.fieldsText),
+              !guessed.covers(change.record.recordType) else {
             var record = change.record
             if !record.deleted { record.fields = try StoredRecord.decodeFields(change.fieldsText) }
-            presented(record, context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
+            presented(guessed.retyped(record), context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
             return
         }
         var wire = change.record.wireRecord(zoneID: zone)

@@ -455,23 +455,47 @@ struct ModifyBatch {
             throw WireError(.badRequest, "\(path).record.recordType: record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
         }
         var added: [String: SchemaField] = [:]
+        var settled: [SchemaField] = []
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             let tag = value.type.description
-            if let expected = type.fields[name]?.type {
-                if expected == tag { continue }
+            if let field = type.fields[name] {
+                // A guessed type (SchemaField.guess) is settled by the first value sent with a
+                // type the same JSON reads as, and widened by an untyped value it cannot hold.
+                let change = locked ? nil : untyped.contains(name) ? Self.widened(field, to: tag) : field.settled(as: tag)
+                if let change, change != field {
+                    settled.append(change)
+                    type.fields[name] = change
+                    continue
+                }
+                if field.type == tag { continue }
                 // An empty list of unknown type fits any list field.
-                if value.type == .list(nil), expected.hasSuffix("_LIST") { continue }
-                throw WireError(.badRequest, "\(path).record.fields.\(name): Invalid value, expected type \(expected)")
+                if value.type == .list(nil), field.type.hasSuffix("_LIST") { continue }
+                throw WireError(.badRequest, "\(path).record.fields.\(name): Invalid value, expected type \(field.type)")
             } else if locked {
                 throw WireError(.badRequest, "\(path).record.fields.\(name): field \(name) of record type \(recordType) is not in the production schema; deploy it with `ubiq admin schema deploy`")
             } else if value.type != .list(nil) {
-                added[name] = SchemaField.justInTime(name: name, type: tag)
+                added[name] = SchemaField.justInTime(name: name, type: tag, guessed: untyped.contains(name))
             }
         }
-        guard existing == nil || !added.isEmpty else { return }
-        try tx.schemas().addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+        guard existing == nil || !added.isEmpty || !settled.isEmpty else { return }
+        let schemas = try tx.schemas()
+        for field in settled {
+            try schemas.updateField(field, recordType: recordType, container: key.container, environment: key.environment)
+        }
+        if existing == nil || !added.isEmpty {
+            try schemas.addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+        }
         type.fields.merge(added) { first, _ in first }
         access.cache(type)
+    }
+
+    /// A guessed field widened for an untyped value whose JSON it cannot hold: an integer field
+    /// given a number with a fraction becomes a DOUBLE (still a guess); nil otherwise.
+    static func widened(_ field: SchemaField, to tag: String) -> SchemaField? {
+        guard field.isGuess else { return nil }
+        let wider: [String: String] = ["INT64": "DOUBLE", "INT64_LIST": "DOUBLE_LIST"]
+        guard wider[field.type] == tag else { return nil }
+        return SchemaField.justInTime(name: field.name, type: tag, guessed: true)
     }
 
     /// VALIDATE references need their target to exist (in this database).

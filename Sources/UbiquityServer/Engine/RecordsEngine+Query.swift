@@ -39,11 +39,13 @@ extension RecordsEngine {
                 let (page, next) = Self.page(of: light, query: query, start: start, limit: limit)
                 let pageIDs = page.compactMap { ids[$0.zoneName + RecordIndexEntry.referenceSeparator + $0.record.recordName] }
                 let records = try tx.records(ids: pageIDs)
-                let full = zip(page, pageIDs).compactMap { item, id in records[id].map { (record: $0, zoneName: item.zoneName) } }
+                let guessed = GuessedFields(type)
+                let full = zip(page, pageIDs).compactMap { item, id in records[id].map { (record: guessed.retyped($0), zoneName: item.zoneName) } }
                 return (full, next)
             }
         }
-        let candidates = try tx.candidates(zones: zoneIDs, recordType: query.recordType, conditions: conditions)
+        let guessed = GuessedFields(type)
+        let candidates = try tx.candidates(zones: zoneIDs, recordType: query.recordType, conditions: conditions).map(guessed.retyped)
         let matched = candidates.compactMap { record -> (record: StoredRecord, zoneName: String)? in
             let zoneName = names[record.zone] ?? WireZoneID.defaultZoneName
             return query.filterBy.allSatisfy { RecordFilter.matches($0, record: record, zoneName: zoneName) } ? (record, zoneName) : nil

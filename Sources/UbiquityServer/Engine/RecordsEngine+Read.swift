@@ -20,11 +20,13 @@ extension RecordsEngine {
                 return Array(repeating: nil, count: request.records.count)
             }
             var access = RecordAccess(key: key, caller: caller)
-            return try request.records.map { item in
+            let records = try request.records.map { item -> StoredRecord? in
                 guard let record = try tx.record(zone: zone.id, name: item.recordName), !record.deleted,
                       try access.canRead(record, tx: tx) else { return nil }
                 return record
             }
+            let guessed = try GuessedFields.of(records.compactMap { $0?.recordType }, key: key, tx: tx)
+            return records.map { $0.map(guessed.retyped) }
         }
         let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
         let items: [JSONValue] = zip(request.records, found).map { item, record in

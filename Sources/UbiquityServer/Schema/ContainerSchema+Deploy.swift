@@ -24,6 +24,10 @@ extension ContainerSchema {
         }
         var deployed = self
         deployed.roles.formUnion(production.roles)
+        // production's types are declared by the deploy: no guess is left to settle there
+        for name in deployed.recordTypes.keys {
+            for field in deployed.recordTypes[name]!.fields.keys { deployed.recordTypes[name]!.fields[field]!.guess = nil }
+        }
         return (deployed, refusals)
     }
 
@@ -38,6 +42,13 @@ extension ContainerSchema {
             var target = merged.recordTypes[type.name] ?? RecordTypeSchema(name: type.name, permissions: [:])
             for field in type.fields.values.sorted(by: { $0.name < $1.name }) {
                 if let present = target.fields[field.name], present.type != field.type {
+                    if var settled = present.settled(as: field.type) {  // a guessed type the file declares
+                        settled.queryable = field.queryable
+                        settled.sortable = field.sortable
+                        settled.searchable = field.searchable
+                        target.fields[field.name] = settled
+                        continue
+                    }
                     refusals.append("field \(type.name).\(field.name) is \(ContainerSchema.fileType(present.type)) in development; the file makes it \(ContainerSchema.fileType(field.type)) (a field cannot change its type; reset development first with `ubiq admin schema reset`)")
                     continue
                 }

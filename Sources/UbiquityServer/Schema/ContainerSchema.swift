@@ -75,22 +75,53 @@ package struct SchemaField: Sendable, Hashable {
     /// Token comparators (`CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS`) may use the field; only
     /// for `STRING` and `STRING_LIST`.
     package var searchable: Bool
+    /// The type tag this field was first given from a value sent without `type`, in
+    /// development; nil when its type was declared or sent. While it equals ``type`` the type is
+    /// a guess from the JSON's shape (an integer could be a TIMESTAMP or a DOUBLE, a string
+    /// BYTES), which the first value sent with a type it can be read as replaces (``settled(as:)``).
+    /// Records saved before keep the earlier tag in the store and are answered with ``type``.
+    package var guess: String?
 
     /// Makes a field.
-    package init(name: String, type: String, queryable: Bool, sortable: Bool, searchable: Bool) {
+    package init(name: String, type: String, queryable: Bool, sortable: Bool, searchable: Bool, guess: String? = nil) {
         self.name = name
         self.type = type
         self.queryable = queryable
         self.sortable = sortable
         self.searchable = searchable
+        self.guess = guess
     }
 
     /// A field created just in time in development: queryable and sortable when its type can be
     /// indexed, and searchable when it holds text — every query that worked before schemas
-    /// existed still works.
-    package static func justInTime(name: String, type: String) -> SchemaField {
+    /// existed still works. `guessed`: the type comes from a value sent without one, and is
+    /// ``isGuess`` when the JSON could be read as another type too (``guessTags``).
+    package static func justInTime(name: String, type: String, guessed: Bool = false) -> SchemaField {
         let indexed = canBeIndexed(type: type)
-        return SchemaField(name: name, type: type, queryable: indexed, sortable: indexed, searchable: canBeSearchable(type: type))
+        return SchemaField(name: name, type: type, queryable: indexed, sortable: indexed, searchable: canBeSearchable(type: type),
+                           guess: guessed && guessTags[type] != nil ? type : nil)
+    }
+
+    /// The tags a value sent without `type` gets from its JSON shape that another type reads the
+    /// same JSON as, and those types: an integer is an INT64 or a TIMESTAMP or a DOUBLE, a number
+    /// with a fraction a DOUBLE or a TIMESTAMP, a string a STRING or BYTES (Base64).
+    package static let guessTags: [String: Set<String>] = [
+        "INT64": ["TIMESTAMP", "DOUBLE"], "DOUBLE": ["TIMESTAMP"], "STRING": ["BYTES"],
+        "INT64_LIST": ["TIMESTAMP_LIST", "DOUBLE_LIST"], "DOUBLE_LIST": ["TIMESTAMP_LIST"], "STRING_LIST": ["BYTES_LIST"],
+    ]
+
+    /// Whether the type is still a guess (see ``guess``).
+    package var isGuess: Bool { guess != nil && guess == type }
+
+    /// The field with its type settled as `tag` (sent with a value), when it is a guess that
+    /// `tag` can replace, with the index flags a field of `tag` has; nil otherwise.
+    package func settled(as tag: String) -> SchemaField? {
+        guard isGuess, let guess else { return nil }
+        if tag == type { return SchemaField(name: name, type: type, queryable: queryable, sortable: sortable, searchable: searchable) }
+        guard Self.guessTags[guess]?.contains(tag) ?? false else { return nil }
+        var field = SchemaField.justInTime(name: name, type: tag)
+        field.guess = guess
+        return field
     }
 
     /// Whether filters and sorts may use a field of this type: not bytes ("Data fields aren't

@@ -22,6 +22,9 @@ package protocol SchemaStoreTransaction {
     /// Adds a record type when missing (with `type.permissions`) and those of `type.fields` it
     /// lacks; existing fields, indexes and permissions are kept.
     func addToSchema(_ type: RecordTypeSchema, container: String, environment: CloudKitEnvironment) throws
+    /// Replaces the type, index flags and guess of an existing field (development's just-in-time
+    /// schema settling a guessed type: ``SchemaField/settled(as:)``).
+    func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) throws
     /// The named roles the user is a member of in the container.
     func roles(container: String, userRecordName: String) throws -> Set<String>
     /// The members (user record names) of each named role of the container that has any.

@@ -116,6 +116,62 @@ import UbiquityWire
         #expect(notBase64.first?["reason"]?.stringValue?.contains("Invalid value, expected type BYTES") == true)
     }
 
+    /// Without a schema, a value sent without `type` whose JSON another type reads too (an
+    /// integer: INT64, TIMESTAMP or DOUBLE; a string: STRING or BYTES) makes a guessed field: the
+    /// first value sent with such a type settles it, and the records saved before are answered
+    /// with it (lookup, query, zone changes); an untyped fraction widens a guessed INT64 to
+    /// DOUBLE; a type sent explicitly is never a guess.
+    @Test(arguments: StoreKind.available)
+    func withoutASchemaAGuessedTypeIsSettledByTheFirstTypedValue(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        func typed(_ value: JSONValue, _ type: String) -> JSONValue { .object(["value": value, "type": .string(type)]) }
+        let zone = try await server.send("private", "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Z"]]]]],
+                                         token: server.userToken)
+        #expect(zone.status == 200, "\(zone.body)")
+        func modify(_ operations: [JSONValue]) async throws -> [JSONValue] {
+            let reply = try await server.modify(operations, zone: "Z", token: server.userToken)
+            #expect(reply.status == 200, "\(reply.body)")
+            return reply.items()
+        }
+        // untyped first: guesses
+        let first = try await modify([operation("create", "e1", recordType: "Event", fields: [
+            "at": 1_700_000_000_250, "blob": "AAEC", "n": 3, "times": [1, 2], "title": typed("hello", "STRING"),
+        ])])
+        #expect(first.first?["serverErrorCode"] == nil, "\(first)")
+        #expect(first.first?["fields"]?["at"] == typed(1_700_000_000_250, "INT64"))
+        // the first typed values settle them (refused as "expected type INT64" before)
+        let second = try await modify([operation("create", "e2", recordType: "Event", fields: [
+            "at": typed(1_700_000_000_500, "TIMESTAMP"), "blob": typed("AAEC", "BYTES"), "times": typed([3], "TIMESTAMP_LIST"),
+        ])])
+        #expect(second.first?["serverErrorCode"] == nil, "\(second)")
+        // an untyped fraction widens the guessed integer field
+        let third = try await modify([operation("create", "e3", recordType: "Event", fields: ["n": 2.5, "at": 1_700_000_000_999])])
+        #expect(third.first?["serverErrorCode"] == nil, "\(third)")
+        #expect(third.first?["fields"]?["at"] == typed(1_700_000_000_999, "TIMESTAMP"))
+        // the record saved first is answered with the settled types, however it is read
+        let lookup = try await server.send("private", "records/lookup", ["zoneID": ["zoneName": "Z"], "records": [["recordName": "e1"]]],
+                                           token: server.userToken)
+        let query = try await server.send("private", "records/query", ["zoneID": ["zoneName": "Z"], "query": [
+            "recordType": "Event", "filterBy": [["comparator": "EQUALS", "fieldName": "at", "fieldValue": typed(1_700_000_000_250, "TIMESTAMP")]],
+        ]], token: server.userToken)
+        let changes = try await server.send("private", "changes/zone", ["zones": [["zoneID": ["zoneName": "Z"]]]], token: server.userToken)
+        let changed = changes.items("zones").first?["records"]?.arrayValue?.first { $0["recordName"] == "e1" }
+        for (how, record) in [("lookup", lookup.items().first), ("query", query.items().first), ("changes/zone", changed)] {
+            let fields = record?["fields"]
+            #expect(fields?["at"] == typed(1_700_000_000_250, "TIMESTAMP"), "\(how): \(String(describing: record))")
+            #expect(fields?["blob"] == typed("AAEC", "BYTES"), "\(how)")
+            #expect(fields?["times"] == typed([1, 2], "TIMESTAMP_LIST"), "\(how)")
+            #expect(fields?["n"]?["type"] == "DOUBLE", "\(how)")
+            #expect(fields?["n"]?["value"]?.doubleValue == 3, "\(how)")
+        }
+        // a type once sent is the field's for good
+        let wrong = try await modify([operation("create", "e4", recordType: "Event", fields: ["title": typed("AAEC", "BYTES")])])
+        #expect(wrong.first?["reason"]?.stringValue?.contains("Invalid value, expected type STRING") == true, "\(wrong)")
+        let settled = try await modify([operation("create", "e5", recordType: "Event", fields: ["at": typed(1, "INT64")])])
+        #expect(settled.first?["reason"]?.stringValue?.contains("Invalid value, expected type TIMESTAMP") == true, "\(settled)")
+    }
+
     @Test(arguments: StoreKind.available)
     func justInTimeDevelopmentLockedProductionAndDeploy(kind: StoreKind) async throws {
         let server = try await ServerFixture.start(kind)
@@ -123,12 +179,15 @@ import UbiquityWire
         let admin = RecordsAdmin(store: server.store)
         let container = server.container
 
-        // Development: the first save defines the type and its fields, indexed.
+        // Development: the first save defines the type and its fields, indexed; sent without
+        // `type`, their types are guesses a typed value may still settle.
         let created = try await save(server, [operation("create", "n1", fields: ["title": "Hello", "count": 3])], token: server.userToken)
         #expect(created.first?["serverErrorCode"] == nil)
         let development = try await admin.schema(container: container, environment: .development)
-        #expect(development.recordTypes["Note"]?.fields["title"] == SchemaField(name: "title", type: "STRING", queryable: true, sortable: true, searchable: true))
-        #expect(development.recordTypes["Note"]?.fields["count"] == SchemaField(name: "count", type: "INT64", queryable: true, sortable: true, searchable: false))
+        #expect(development.recordTypes["Note"]?.fields["title"] == SchemaField(name: "title", type: "STRING", queryable: true, sortable: true, searchable: true,
+                                                                                 guess: "STRING"))
+        #expect(development.recordTypes["Note"]?.fields["count"] == SchemaField(name: "count", type: "INT64", queryable: true, sortable: true, searchable: false,
+                                                                                 guess: "INT64"))
         #expect(development.recordTypes["Note"]?.permissions == RecordTypeSchema.defaultPermissions)
         // A type with no fields is a type too.
         _ = try await save(server, [operation("create", "e1", recordType: "Empty")], token: server.userToken)

@@ -115,6 +115,11 @@ extension PostgresRecordStore {
         Migration(identifier: "v8-sign-in-backoffs", statements: [
             #"CREATE TABLE sign_in_backoffs (key TEXT COLLATE "C" PRIMARY KEY, failures BIGINT NOT NULL, blocked_until DOUBLE PRECISION NOT NULL, last_failure DOUBLE PRECISION NOT NULL)"#,
         ]),
+        // The tag a field's type was guessed from, when a value without `type` made it
+        // (SchemaField.guess, issue 26): NULL for the fields before, whose types stand.
+        Migration(identifier: "v9-schema-guesses", statements: [
+            #"ALTER TABLE schema_fields ADD COLUMN guess TEXT COLLATE "C""#,
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

@@ -14,7 +14,7 @@ extension PostgresTransaction: SchemaStoreTransaction {
         }
         var type = RecordTypeSchema(name: name, permissions: [:])
         for row in try session.rows("""
-            SELECT field, type, queryable, sortable, searchable FROM schema_fields WHERE container = $1 AND environment = $2 AND record_type = $3
+            SELECT field, type, queryable, sortable, searchable, guess FROM schema_fields WHERE container = $1 AND environment = $2 AND record_type = $3
             """, parameters) {
             let field = try Self.field(row)
             type.fields[field.name] = field
@@ -27,7 +27,7 @@ extension PostgresTransaction: SchemaStoreTransaction {
 
     private static func field(_ row: PostgresRandomAccessRow) throws -> SchemaField {
         SchemaField(name: try row.value("field"), type: try row.value("type"), queryable: try row.value("queryable"),
-                    sortable: try row.value("sortable"), searchable: try row.value("searchable"))
+                    sortable: try row.value("sortable"), searchable: try row.value("searchable"), guess: try row.value("guess", as: String?.self))
     }
 
     func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema {
@@ -38,7 +38,7 @@ extension PostgresTransaction: SchemaStoreTransaction {
             schema.recordTypes[name] = RecordTypeSchema(name: name, permissions: [:])
         }
         for row in try session.rows("""
-            SELECT record_type, field, type, queryable, sortable, searchable FROM schema_fields WHERE container = $1 AND environment = $2
+            SELECT record_type, field, type, queryable, sortable, searchable, guess FROM schema_fields WHERE container = $1 AND environment = $2
             """, parameters) {
             let field = try Self.field(row)
             let name = try row.value("record_type", as: String.self)
@@ -75,15 +75,24 @@ extension PostgresTransaction: SchemaStoreTransaction {
             """, parameters) != nil
         for field in type.fields.values.sorted(by: { $0.name < $1.name }) {
             try session.execute("""
-                INSERT INTO schema_fields (container, environment, record_type, field, type, queryable, sortable, searchable)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING
-                """, parameters + [.text(field.name), .text(field.type), .bool(field.queryable), .bool(field.sortable), .bool(field.searchable)])
+                INSERT INTO schema_fields (container, environment, record_type, field, type, queryable, sortable, searchable, guess)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING
+                """, parameters + [.text(field.name), .text(field.type), .bool(field.queryable), .bool(field.sortable), .bool(field.searchable),
+                                     .text(field.guess)])
         }
         guard isNew else { return }
         for (role, permissions) in type.permissions where !permissions.isEmpty {
             try session.execute("INSERT INTO schema_permissions (container, environment, record_type, role, permissions) VALUES ($1, $2, $3, $4, $5)",
                                 parameters + [.text(role), .int(Int64(permissions.rawValue))])
         }
+    }
+
+    func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) throws {
+        try session.execute("""
+            UPDATE schema_fields SET type = $1, queryable = $2, sortable = $3, searchable = $4, guess = $5
+            WHERE container = $6 AND environment = $7 AND record_type = $8 AND field = $9
+            """, [.text(field.type), .bool(field.queryable), .bool(field.sortable), .bool(field.searchable), .text(field.guess),
+                 .text(container), .text(environment.rawValue), .text(recordType), .text(field.name)])
     }
 
     func roles(container: String, userRecordName: String) throws -> Set<String> {

@@ -169,6 +169,11 @@ package final class SQLiteRecordStore: RecordStore {
                 CREATE TABLE sign_in_backoffs (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, blocked_until REAL NOT NULL, last_failure REAL NOT NULL);
                 """)
         }
+        // The tag a field's type was guessed from, when a value without `type` made it
+        // (SchemaField.guess, issue 26): NULL for the fields before, whose types stand.
+        migrator.registerMigration("v9-schema-guesses") { db in
+            try db.execute(sql: "ALTER TABLE schema_fields ADD COLUMN guess TEXT")
+        }
         return migrator
     }
 }

@@ -13,7 +13,7 @@ extension SQLiteTransaction: SchemaStoreTransaction {
                                 arguments: arguments) ?? false else { return nil }
         var type = RecordTypeSchema(name: name, permissions: [:])
         for row in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT field, type, queryable, sortable, searchable FROM schema_fields WHERE container = ? AND environment = ? AND record_type = ?
+            SELECT field, type, queryable, sortable, searchable, guess FROM schema_fields WHERE container = ? AND environment = ? AND record_type = ?
             """), arguments: arguments) {
             let field = Self.field(row)
             type.fields[field.name] = field
@@ -26,7 +26,8 @@ extension SQLiteTransaction: SchemaStoreTransaction {
     }
 
     private static func field(_ row: Row) -> SchemaField {
-        SchemaField(name: row["field"], type: row["type"], queryable: row["queryable"], sortable: row["sortable"], searchable: row["searchable"])
+        SchemaField(name: row["field"], type: row["type"], queryable: row["queryable"], sortable: row["sortable"], searchable: row["searchable"],
+                    guess: row["guess"])
     }
 
     func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema {
@@ -36,7 +37,7 @@ extension SQLiteTransaction: SchemaStoreTransaction {
             schema.recordTypes[name] = RecordTypeSchema(name: name, permissions: [:])
         }
         for row in try Row.fetchAll(db, sql: """
-            SELECT record_type, field, type, queryable, sortable, searchable FROM schema_fields WHERE container = ? AND environment = ?
+            SELECT record_type, field, type, queryable, sortable, searchable, guess FROM schema_fields WHERE container = ? AND environment = ?
             """, arguments: arguments) {
             let field = Self.field(row)
             schema.recordTypes[row["record_type"], default: RecordTypeSchema(name: row["record_type"], permissions: [:])].fields[field.name] = field
@@ -67,17 +68,25 @@ extension SQLiteTransaction: SchemaStoreTransaction {
                        arguments: [container, environment.rawValue, type.name])
         let isNew = db.changesCount > 0
         let fields = try db.cachedStatement(sql: """
-            INSERT INTO schema_fields (container, environment, record_type, field, type, queryable, sortable, searchable) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO schema_fields (container, environment, record_type, field, type, queryable, sortable, searchable, guess) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT DO NOTHING
             """)
         for field in type.fields.values.sorted(by: { $0.name < $1.name }) {
-            try fields.execute(arguments: [container, environment.rawValue, type.name, field.name, field.type, field.queryable, field.sortable, field.searchable])
+            try fields.execute(arguments: [container, environment.rawValue, type.name, field.name, field.type, field.queryable, field.sortable, field.searchable,
+                                           field.guess])
         }
         guard isNew else { return }
         for (role, permissions) in type.permissions where !permissions.isEmpty {
             try db.execute(sql: "INSERT INTO schema_permissions (container, environment, record_type, role, permissions) VALUES (?, ?, ?, ?, ?)",
                            arguments: [container, environment.rawValue, type.name, role, permissions.rawValue])
         }
+    }
+
+    func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) throws {
+        try db.execute(sql: """
+            UPDATE schema_fields SET type = ?, queryable = ?, sortable = ?, searchable = ?, guess = ?
+            WHERE container = ? AND environment = ? AND record_type = ? AND field = ?
+            """, arguments: [field.type, field.queryable, field.sortable, field.searchable, field.guess, container, environment.rawValue, recordType, field.name])
     }
 
     func roles(container: String, userRecordName: String) throws -> Set<String> {

@@ -114,11 +114,11 @@ package struct SchemaField: Sendable, Hashable {
     package var isGuess: Bool { guess != nil && guess == type }
 
     /// The field with its type settled as `tag` (sent with a value), when it is a guess that
-    /// `tag` can replace, with the index flags a field of `tag` has; nil otherwise.
+    /// `tag` can replace, with the index flags a field of `tag` has; nil otherwise (a value sent
+    /// with the guessed type itself leaves the guess as it is: records saved before may hold
+    /// values of a narrower guess, an INT64 widened to DOUBLE, still answered in the type).
     package func settled(as tag: String) -> SchemaField? {
-        guard isGuess, let guess else { return nil }
-        if tag == type { return SchemaField(name: name, type: type, queryable: queryable, sortable: sortable, searchable: searchable) }
-        guard Self.guessTags[guess]?.contains(tag) ?? false else { return nil }
+        guard isGuess, let guess, tag != type, Self.guessTags[type]?.contains(tag) ?? false else { return nil }
         var field = SchemaField.justInTime(name: name, type: tag)
         field.guess = guess
         return field

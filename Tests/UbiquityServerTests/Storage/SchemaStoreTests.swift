@@ -10,6 +10,36 @@ import UbiquityWire
 @Suite struct SchemaStoreTests {
     static let container = "iCloud.org.example.Schema"
 
+    /// A field's guess is stored and read back, and `updateField` replaces a field's type, index
+    /// flags and guess in place (development settling a guessed type).
+    @Test(arguments: StoreKind.available)
+    func guessesAreKeptAndFieldsUpdated(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let container = Self.container
+            let guessed = SchemaField.justInTime(name: "at", type: "INT64", guessed: true)
+            #expect(guessed.guess == "INT64" && guessed.isGuess)
+            #expect(SchemaField.justInTime(name: "where", type: "LOCATION", guessed: true).guess == nil)
+            try await store.write { tx throws in
+                try tx.schemas().addToSchema(RecordTypeSchema(name: "Event", fields: ["at": guessed, "blob": .justInTime(name: "blob", type: "STRING", guessed: true)]),
+                                             container: container, environment: .development)
+            }
+            let before = try await store.read { tx throws in try tx.schemas().recordType(container: container, environment: .development, name: "Event") }
+            #expect(before?.fields["at"] == guessed)
+            let timestamp = try #require(guessed.settled(as: "TIMESTAMP"))
+            let bytes = try #require(before?.fields["blob"]?.settled(as: "BYTES"))
+            #expect(guessed.settled(as: "STRING") == nil && guessed.settled(as: "INT64") == nil)
+            try await store.write { tx throws in
+                for field in [timestamp, bytes] {
+                    try tx.schemas().updateField(field, recordType: "Event", container: container, environment: .development)
+                }
+            }
+            let after = try await store.read { tx throws in try tx.schemas().recordType(container: container, environment: .development, name: "Event") }
+            #expect(after?.fields["at"] == SchemaField(name: "at", type: "TIMESTAMP", queryable: true, sortable: true, searchable: false, guess: "INT64"))
+            #expect(after?.fields["blob"] == SchemaField(name: "blob", type: "BYTES", queryable: false, sortable: false, searchable: false, guess: "STRING"))
+            #expect(after?.fields["at"]?.isGuess == false)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func typesFieldsIndexesPermissionsAndRoles(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in

@@ -125,6 +125,9 @@ extension WireFieldValue {
             return try? WireFieldValue.scalar(.number(number), .int64, path: "")
         case (.string(let text), .scalar(.bytes)):
             return try? WireFieldValue.scalar(.string(text), .bytes, path: "")
+        case (.string(let text), .scalar(let scalar)) where [.int64, .double, .timestamp].contains(scalar):
+            // a number sent as a string (as `numbersAsStrings` answers them)
+            return try? WireFieldValue.scalar(.string(text), scalar, path: "")
         default:
             return nil
         }
@@ -183,6 +186,14 @@ extension WireReference {
 }
 
 extension WireLocation {
+    /// The location's `timestamp` in milliseconds: an integer, or a number with a fraction
+    /// (MistKit sends a double) rounded as a TIMESTAMP field's is.
+    static func milliseconds(_ reader: WireReader, _ key: String) throws -> Int64? {
+        guard let number = try reader.double(key) else { return nil }
+        guard number.isFinite, abs(number) < 9.2e18 else { throw WireReader.invalid(reader.path(key), "is not a time in milliseconds") }
+        return Int64(number.rounded())
+    }
+
     /// Reads a location dictionary; latitude must be in [-90, 90] and longitude in [-180, 180].
     package init(json: JSONValue, path: String) throws {
         let reader = try WireReader(json, path: path)
@@ -193,7 +204,7 @@ extension WireLocation {
         self.init(latitude: latitude, longitude: longitude,
                   horizontalAccuracy: try reader.double("horizontalAccuracy"), verticalAccuracy: try reader.double("verticalAccuracy"),
                   altitude: try reader.double("altitude"), speed: try reader.double("speed"), course: try reader.double("course"),
-                  timestamp: try reader.integer("timestamp"))
+                  timestamp: try Self.milliseconds(reader, "timestamp"))
     }
 
     /// The location dictionary.

@@ -45,6 +45,8 @@ package enum WireFieldType: Sendable, Hashable, CustomStringConvertible {
 
     private static func scalar(named name: String) -> Scalar? {
         if name == "ASSET" { return .asset }
+        // pyicloud-style payloads tag some bytes as encrypted; they are bytes to this server
+        if name == "ENCRYPTED_BYTES" { return .bytes }
         return Scalar(rawValue: name)
     }
 

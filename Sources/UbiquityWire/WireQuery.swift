@@ -66,7 +66,8 @@ package enum WireSystemField: String, Sendable, Hashable, CaseIterable {
     /// The system field for a `systemFieldName` or a `___` field name.
     package init?(name: String) {
         if let field = WireSystemField(rawValue: name) { self = field; return }
-        guard let field = WireSystemField.allCases.first(where: { $0.indexName == name }) else { return nil }
+        // `___recordID` as schema files and native clients spell it, `___recordId` as the Web Services docs do
+        guard let field = WireSystemField.allCases.first(where: { $0.indexName.lowercased() == name.lowercased() }) else { return nil }
         self = field
     }
 }

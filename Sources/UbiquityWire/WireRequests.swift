@@ -75,6 +75,10 @@ package struct WireModifyRecordsRequest: Sendable, Hashable {
     package var atomic: Bool?
     package var desiredKeys: [String]?
     package var numbersAsStrings: Bool
+    /// The operations of the body that could not be read, by index, with why: each is answered
+    /// as its own `BAD_REQUEST` item (as Apple answers a malformed record) while the others are
+    /// applied; its place in ``operations`` holds a stand-in with the record's name, if it had one.
+    package var unreadable: [Int: WireError] = [:]
 
     /// Makes a request.
     package init(operations: [WireRecordOperation], zoneID: WireZoneID? = nil, atomic: Bool? = nil,
@@ -90,7 +94,19 @@ package struct WireModifyRecordsRequest: Sendable, Hashable {
     package init(json: JSONValue) throws {
         let reader = try WireReader(json, path: "")
         let operations = try reader.requiredArray("operations")
-        self.operations = try operations.enumerated().map { try WireRecordOperation(json: $1, path: "operations[\($0)]") }
+        var unreadable: [Int: WireError] = [:]
+        self.operations = operations.enumerated().map { index, json in
+            do {
+                return try WireRecordOperation(json: json, path: "operations[\(index)]")
+            } catch {
+                let name = json.objectValue?["record"]?.objectValue?["recordName"]?.stringValue ?? ""
+                var refusal = error as? WireError ?? WireError(.badRequest, "operations[\(index)]: \(error)")
+                refusal.recordName = refusal.recordName ?? (name.isEmpty ? nil : name)
+                unreadable[index] = refusal
+                return WireRecordOperation(.create, WireRecord(recordName: name))
+            }
+        }
+        self.unreadable = unreadable
         zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
         atomic = try reader.bool("atomic")
         desiredKeys = try reader.strings("desiredKeys")

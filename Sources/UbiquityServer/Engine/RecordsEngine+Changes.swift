@@ -62,6 +62,10 @@ extension RecordsEngine {
         guard context.scope != .public else {
             throw WireError(.badRequest, "changes/zone works on the private and shared databases only")
         }
+        // changes come oldest first; newest first is refused rather than answered the other way
+        guard !request.reverse else {
+            throw WireError(.badRequest, "reverse: true is not supported; changes come in the order they were made")
+        }
         let key = try context.databaseKey(forWriting: false)
         var out: [UInt8] = Array(#"{"zones":["#.utf8)
         for (index, zoneRequest) in request.zones.enumerated() {

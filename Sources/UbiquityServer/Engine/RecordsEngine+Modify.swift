@@ -25,14 +25,15 @@ extension RecordsEngine {
         let zoneID = request.zoneID ?? .default
         try context.checkOwner(zoneID)
         var operations = request.operations
+        let unreadable = request.unreadable
         var names = Set<String>()
-        for (index, operation) in operations.enumerated() where !operation.record.recordName.isEmpty {
+        for (index, operation) in operations.enumerated() where !operation.record.recordName.isEmpty && unreadable[index] == nil {
             guard names.insert(operation.record.recordName).inserted else {
                 throw WireError(.badRequest, "operations[\(index)]: record \(operation.record.recordName) appears twice; one operation per record per request")
             }
         }
         // Receipts are bound to the record's name: a record created without one gets it now.
-        for index in operations.indices where operations[index].record.recordName.isEmpty
+        for index in operations.indices where operations[index].record.recordName.isEmpty && unreadable[index] == nil
             && [.create, .forceUpdate, .forceReplace].contains(operations[index].operationType) {
             operations[index].record.recordName = UUID().uuidString.lowercased()
         }
@@ -54,10 +55,11 @@ extension RecordsEngine {
                 let zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
                 var batch = ModifyBatch(engine: engine, tx: tx, database: database, zone: zone, caller: caller)
                 batch.receiptChecks = receiptChecks
-                try batch.prefetch(batchOperations.map(\.record.recordName).filter { !$0.isEmpty })
+                try batch.prefetch(batchOperations.indices.filter { unreadable[$0] == nil }.map { batchOperations[$0].record.recordName }.filter { !$0.isEmpty })
                 var results: [ItemResult] = []
                 for (index, operation) in batchOperations.enumerated() {
                     do {
+                        if let refusal = unreadable[index] { throw refusal }
                         results.append(try batch.apply(operation, index: index, path: "operations[\(index)]"))
                     } catch let error as WireError {
                         results.append(.failed(error))

@@ -206,10 +206,14 @@ struct RecordsAPI: Sendable {
             let operations = try reader.requiredArray("operations").enumerated().map { try WireZoneOperation(json: $1, path: "operations[\($0)]") }
             return try await engine.modifyZones(operations, context: context)
         case "zones/changes":
+            // Apple's docs name the token `metaSyncToken`; MistKit sends and reads `syncToken`: both
             let reader = try WireReader(body, path: "")
-            return try await engine.databaseChanges(syncToken: reader.string("metaSyncToken"),
-                                                    resultsLimit: reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
-                                                    tokenKey: "metaSyncToken", context: context)
+            let answer = try await engine.databaseChanges(syncToken: reader.string("metaSyncToken") ?? reader.string("syncToken"),
+                                                          resultsLimit: reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
+                                                          tokenKey: "metaSyncToken", context: context)
+            guard case .object(var members) = answer, let token = members["metaSyncToken"] else { return answer }
+            members["syncToken"] = token
+            return .object(members)
         case "changes/database":
             let reader = try WireReader(body, path: "")
             return try await engine.databaseChanges(syncToken: reader.string("syncToken"),

@@ -112,7 +112,8 @@ extension UserDirectory {
     func discover(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
         _ = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/discover")
         let reader = try WireReader(body, path: "")
-        guard let infos = try reader.array("lookupInfos") else { return .object(["users": .array([])]) }
+        // `lookupInfos` as Apple's docs name it; `users` as MistKit sends it
+        guard let infos = try reader.array("lookupInfos") ?? reader.array("users") else { return .object(["users": .array([])]) }
         guard infos.count <= WireLimits.recordsPerResponse else {
             throw WireError(.badRequest, "limit exceeded: \(infos.count) lookupInfos; a request may have at most \(WireLimits.recordsPerResponse)")
         }

@@ -22,10 +22,20 @@ extension RecordsEngine {
             throw WireError(.badRequest, "limit exceeded: \(request.operations.count) operations; a request may have at most \(WireLimits.operationsPerRequest)")
         }
         let key = try context.databaseKey(forWriting: true)
-        let zoneID = request.zoneID ?? .default
+        // the request's zone, else the one its records name (a client may set it only on them)
+        let named = request.operations.indices.filter { request.unreadable[$0] == nil }.compactMap { request.operations[$0].record.zoneID }
+        let zoneID = request.zoneID ?? (Set(named.map(\.zoneName)).count == 1 ? named[0] : .default)
         try context.checkOwner(zoneID)
         var operations = request.operations
-        let unreadable = request.unreadable
+        var refusals = request.unreadable
+        for (index, operation) in operations.enumerated() where refusals[index] == nil {
+            if let own = operation.record.zoneID, own.zoneName != zoneID.zoneName {
+                var refusal = WireError(.badRequest, "operations[\(index)].record.zoneID: zone \(own.zoneName) is not the request's zone \(zoneID.zoneName); one zone per request")
+                refusal.recordName = operation.record.recordName.isEmpty ? nil : operation.record.recordName
+                refusals[index] = refusal
+            }
+        }
+        let unreadable = refusals
         var names = Set<String>()
         for (index, operation) in operations.enumerated() where !operation.record.recordName.isEmpty && unreadable[index] == nil {
             guard names.insert(operation.record.recordName).inserted else {
@@ -52,7 +62,13 @@ extension RecordsEngine {
                 let database = try tx.lockDatabase(key)
                 // a zone this batch creates was fetched as "no zone" (id 0) before it
                 let existed = try tx.zone(database: database.id, name: zoneID.zoneName) != nil
-                let zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
+                let zone: StoredZone
+                do {
+                    zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
+                } catch let error as WireError where error.code == .zoneNotFound {
+                    // each record says so, as CloudKit answers a batch into a missing zone
+                    return (batchOperations.map { _ in ItemResult.failed(error) }, [], nil)
+                }
                 var batch = ModifyBatch(engine: engine, tx: tx, database: database, zone: zone, caller: caller)
                 batch.receiptChecks = receiptChecks
                 try batch.prefetch(batchOperations.indices.filter { unreadable[$0] == nil }.map { batchOperations[$0].record.recordName }.filter { !$0.isEmpty })

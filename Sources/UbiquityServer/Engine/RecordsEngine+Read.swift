@@ -15,7 +15,33 @@ extension RecordsEngine {
         let zoneID = request.zoneID ?? .default
         try context.checkOwner(zoneID)
         let caller = context.caller
-        let found: [StoredRecord?] = try await store.read { tx in
+        let found: [StoredRecord?]
+        do {
+            found = try await lookup(request, key: key, zoneID: zoneID, caller: caller)
+        } catch var error as WireError where error.code == .zoneNotFound {
+            // each record says so, as CloudKit answers a lookup in a missing zone
+            return .object(["records": .array(request.records.map { item in
+                error.recordName = item.recordName
+                return error.json()
+            })])
+        }
+        let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
+        let items: [JSONValue] = zip(request.records, found).map { item, record in
+            guard let record else {
+                var error = WireError(.notFound, "record \(item.recordName) does not exist")
+                error.recordName = item.recordName
+                return error.json()
+            }
+            return presented(record, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: item.desiredKeys ?? request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
+        }
+        return .object(["records": .array(items)])
+    }
+
+    /// The records of a lookup the caller may read (nil where none), in request order, their
+    /// guessed fields in the schema's types.
+    private func lookup(_ request: WireLookupRecordsRequest, key: DatabaseKey, zoneID: WireZoneID,
+                        caller: RecordsCaller) async throws -> [StoredRecord?] {
+        try await store.read { tx in
             guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
                 return Array(repeating: nil, count: request.records.count)
             }
@@ -28,16 +54,6 @@ extension RecordsEngine {
             let guessed = try GuessedFields.of(records.compactMap { $0?.recordType }, key: key, tx: tx)
             return records.map { $0.map(guessed.retyped) }
         }
-        let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
-        let items: [JSONValue] = zip(request.records, found).map { item, record in
-            guard let record else {
-                var error = WireError(.notFound, "record \(item.recordName) does not exist")
-                error.recordName = item.recordName
-                return error.json()
-            }
-            return presented(record, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: item.desiredKeys ?? request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
-        }
-        return .object(["records": .array(items)])
     }
 
     /// `records/query`: filters ANDed, sorted, paged with continuation markers. Filters and sorts

@@ -18,6 +18,13 @@ import UbiquityWire
             #expect(reply.json["reason"]?.stringValue?.contains(text) == true, "\(reply.body)", sourceLocation: sourceLocation)
             #expect(reply.json["uuid"] != nil, sourceLocation: sourceLocation)
         }
+        // a record the server cannot read is refused alone, as its own item (the request is fine)
+        func expectRecordRefused(_ reply: ServerFixture.Reply, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(reply.status == 200, "\(reply.body)", sourceLocation: sourceLocation)
+            #expect(reply.items().first?["serverErrorCode"] == "BAD_REQUEST", "\(reply.body)", sourceLocation: sourceLocation)
+            #expect(reply.items().first?["reason"]?.stringValue?.contains(text) == true, "\(reply.body)", sourceLocation: sourceLocation)
+            #expect(reply.items().first?["recordName"] == "w", sourceLocation: sourceLocation)
+        }
         // malformed JSON, bad UTF-8, nesting 10,000 deep
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array("{\"operations\": [".utf8)), mentioning: "malformed JSON")
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array("{\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordType\":\"N\",\"fields\":{\"a\":{\"value\":\"".utf8) + [0xFF, 0xFE] + Array("\"}}}}]}".utf8)), mentioning: "UTF-8")
@@ -26,14 +33,14 @@ import UbiquityWire
         expectBadRequest(try await server.send("private", "records/modify", token: server.userToken, rawBody: Array(deep.utf8)), mentioning: "nested deeper")
         // wrong field types, unknown types, heterogeneous lists, lists of lists, bad Base64, bad locations
         let wrongType = try await server.modify([operation("create", "w", fields: ["n": ["value": "seven", "type": "INT64"]])], token: server.userToken)
-        expectBadRequest(wrongType, mentioning: "operations[0].record.fields.n.value: expected an integer for INT64")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["n": ["value": 1, "type": "QUATERNION"]])], token: server.userToken), mentioning: "unknown field type QUATERNION")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["n": ["value": [1, "two"], "type": "INT64_LIST"]])], token: server.userToken), mentioning: "fields.n.value[1]")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["n": ["value": [[1]]]])], token: server.userToken), mentioning: "lists cannot contain lists")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["n": ["value": "***", "type": "BYTES"]])], token: server.userToken), mentioning: "Base64")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["n": ["value": ["latitude": 91, "longitude": 0], "type": "LOCATION"]])], token: server.userToken), mentioning: "latitude")
-        expectBadRequest(try await server.modify([.object(["operationType": "upsert", "record": ["recordName": "w"]])], token: server.userToken), mentioning: "unknown operation upsert")
-        expectBadRequest(try await server.modify([operation("create", "w", fields: ["bad name": "x"])], token: server.userToken), mentioning: "field name")
+        expectRecordRefused(wrongType, mentioning: "operations[0].record.fields.n.value: expected an integer for INT64")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["n": ["value": 1, "type": "QUATERNION"]])], token: server.userToken), mentioning: "unknown field type QUATERNION")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["n": ["value": [1, "two"], "type": "INT64_LIST"]])], token: server.userToken), mentioning: "fields.n.value[1]")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["n": ["value": [[1]]]])], token: server.userToken), mentioning: "lists cannot contain lists")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["n": ["value": "***", "type": "BYTES"]])], token: server.userToken), mentioning: "Base64")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["n": ["value": ["latitude": 91, "longitude": 0], "type": "LOCATION"]])], token: server.userToken), mentioning: "latitude")
+        expectRecordRefused(try await server.modify([.object(["operationType": "upsert", "record": ["recordName": "w"]])], token: server.userToken), mentioning: "unknown operation upsert")
+        expectRecordRefused(try await server.modify([operation("create", "w", fields: ["bad name": "x"])], token: server.userToken), mentioning: "field name")
         expectBadRequest(try await server.send("private", "records/modify", ["operations": "none"], token: server.userToken), mentioning: "operations: expected an array")
         // 10,000 list items are fine (no limit on list length below the record size)
         let many = JSONValue.array((0..<10_000).map { .integer(Int64($0)) })

@@ -37,6 +37,40 @@ import UbiquityWire
         #expect(looked.items().first?["serverErrorCode"] == "NOT_FOUND")
     }
 
+    /// A missing zone is said per record (HTTP 200, each item ZONE_NOT_FOUND), so a client's
+    /// "create the zone, then retry" logic sees it; a record's own `zoneID` is its zone when the
+    /// request names none, and one naming another zone than the request's is refused alone.
+    @Test(arguments: StoreKind.available)
+    func zonesPerRecord(kind: StoreKind) async throws {
+        let server = try await ServerFixture.start(kind)
+        defer { Task { await server.stop() } }
+        let note = operation("create", "n1", recordType: "Note", fields: ["x": typed(1, "INT64")])
+        let missing = try await server.modify([note, operation("create", "n2", recordType: "Note")], zone: "Nowhere", token: server.userToken)
+        #expect(missing.status == 200, "\(missing.body)")
+        #expect(missing.items().map { $0["serverErrorCode"]?.stringValue } == ["ZONE_NOT_FOUND", "ZONE_NOT_FOUND"])
+        #expect(missing.items().map { $0["recordName"]?.stringValue } == ["n1", "n2"])
+        let lookup = try await server.send("private", "records/lookup", ["zoneID": ["zoneName": "Nowhere"], "records": [["recordName": "n1"]]],
+                                           token: server.userToken)
+        #expect(lookup.status == 200, "\(lookup.body)")
+        #expect(lookup.items().first?["serverErrorCode"] == "ZONE_NOT_FOUND")
+        #expect(lookup.items().first?["recordName"] == "n1")
+
+        let zone = try await server.send("private", "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Z"]]]]],
+                                         token: server.userToken)
+        #expect(zone.status == 200)
+        func inZone(_ name: String, _ zone: String) -> JSONValue {
+            guard case .object(var members) = operation("create", name, recordType: "Note"), case .object(var record)? = members["record"] else { return .null }
+            record["zoneID"] = ["zoneName": .string(zone)]
+            members["record"] = .object(record)
+            return .object(members)
+        }
+        let own = try await server.modify([inZone("z1", "Z")], atomic: false, token: server.userToken)
+        #expect(own.items().first?["serverErrorCode"] == nil, "\(own.body)")
+        #expect(own.items().first?["zoneID"]?["zoneName"] == "Z")
+        let mixed = try await server.modify([inZone("z2", "Z"), inZone("d1", "_defaultZone")], zone: "Z", atomic: false, token: server.userToken)
+        #expect(mixed.items().map { $0["serverErrorCode"]?.stringValue } == [nil, "BAD_REQUEST"], "\(mixed.body)")
+    }
+
     /// Values as other clients spell them: a number sent as a string without `type`, a
     /// location's fractional `timestamp` (MistKit's double), `ENCRYPTED_BYTES` (pyicloud).
     @Test(arguments: StoreKind.available)

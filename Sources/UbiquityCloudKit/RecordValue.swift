@@ -108,6 +108,11 @@ public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
     static func date(milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
+
+    /// The date for milliseconds since 1970 with a fraction (as other clients may save), kept.
+    static func date(milliseconds: Double) -> Date {
+        Date(timeIntervalSince1970: milliseconds / 1000)
+    }
 }
 
 extension RecordValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
@@ -309,7 +314,7 @@ extension RecordValue {
         case .double(let value):
             guard value.isFinite else { throw CloudKitError(.invalidArguments, "field '\(key)': \(value) cannot be stored (JSON has no NaN or infinity)") }
             return .double(value)
-        case .date(let value): return .timestamp(RecordValue.milliseconds(value))
+        case .date(let value): return .timestamp(Double(RecordValue.milliseconds(value)))
         case .bytes(let value): return .bytes(value)
         case .reference(let reference): return .reference(reference.wire(in: zone))
         case .location(let location):

@@ -79,9 +79,9 @@ extension WireFieldValue {
             throw WireReader.mismatch(path, expected: "a number for DOUBLE", got: value)
         case .timestamp:
             switch value {
-            case .integer(let number): return .timestamp(number)
-            case .number(let number) where abs(number) < 9.2e18: return .timestamp(Int64(number.rounded()))
-            case .string(let text) where Int64(text) != nil: return .timestamp(Int64(text)!)
+            case .integer(let number): return .timestamp(Double(number))
+            case .number(let number) where abs(number) < 9.2e18: return .timestamp(number)
+            case .string(let text) where Double(text).map({ $0.isFinite && abs($0) < 9.2e18 }) == true: return .timestamp(Double(text)!)
             default: throw WireReader.mismatch(path, expected: "milliseconds since 1970 for TIMESTAMP", got: value)
             }
         case .bytes:
@@ -116,7 +116,7 @@ extension WireFieldValue {
             }
             return .list(element: element, converted)
         case (.int64(let number), .scalar(.timestamp)):
-            return .timestamp(number)
+            return .timestamp(Double(number))
         case (.int64(let number), .scalar(.double)):
             return .double(Double(number))
         case (.double(let number), .scalar(.timestamp)):
@@ -150,7 +150,12 @@ extension WireFieldValue {
         case .string(let text): return .string(text)
         case .int64(let number): return numbersAsStrings ? .string(String(number)) : .integer(number)
         case .double(let number): return numbersAsStrings ? .string(String(number)) : .number(number)
-        case .timestamp(let millis): return numbersAsStrings ? .string(String(millis)) : .integer(millis)
+        case .timestamp(let millis):
+            // whole milliseconds as an integer (as CloudKit writes them), a fraction as it came
+            if millis == millis.rounded(), abs(millis) < 9.2e18 {
+                return numbersAsStrings ? .string(String(Int64(millis))) : .integer(Int64(millis))
+            }
+            return numbersAsStrings ? .string(String(millis)) : .number(millis)
         case .bytes(let data): return .string(data.base64EncodedString())
         case .reference(let reference): return reference.json
         case .location(let location): return location.json

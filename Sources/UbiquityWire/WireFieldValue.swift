@@ -142,8 +142,9 @@ package enum WireFieldValue: Sendable, Hashable {
     case string(String)
     case int64(Int64)
     case double(Double)
-    /// Milliseconds since 1970-01-01 UTC.
-    case timestamp(Int64)
+    /// Milliseconds since 1970-01-01 UTC, fractions kept as sent (CloudKit keeps them; a whole
+    /// number is written as an integer).
+    case timestamp(Double)
     case bytes(Data)
     case reference(WireReference)
     case asset(WireAsset)

@@ -21,8 +21,8 @@ package enum RecordFilter {
         case .system(let field):
             switch field {
             case .recordName: return ([.string(record.recordName)], false)
-            case .createdTimestamp: return ([.timestamp(record.created.timestamp)], false)
-            case .modifiedTimestamp: return ([.timestamp(record.modified.timestamp)], false)
+            case .createdTimestamp: return ([.timestamp(Double(record.created.timestamp))], false)
+            case .modifiedTimestamp: return ([.timestamp(Double(record.modified.timestamp))], false)
             case .createdUserRecordName: return ([.reference(WireReference(recordName: record.created.userRecordName))], false)
             case .modifiedUserRecordName: return ([.reference(WireReference(recordName: record.modified.userRecordName))], false)
             case .parent:

@@ -107,7 +107,7 @@ extension RecordsEngine {
                 fields[name] = .int64(Int64(number))
             case "TIMESTAMP":
                 guard let number = entry.number, abs(number) < exactInteger else { return nil }
-                fields[name] = .timestamp(Int64(number))
+                fields[name] = .timestamp(number)
             case "DOUBLE":
                 guard let number = entry.number else { return nil }
                 fields[name] = .double(number)

@@ -81,7 +81,8 @@ enum KeyValueRules {
 
     static func timestamp(_ value: WireFieldValue) -> Int64? {
         switch value {
-        case .int64(let value), .timestamp(let value): return value
+        case .int64(let value): return value
+        case .timestamp(let value): return value.isFinite && abs(value) < 9.2e18 ? Int64(value.rounded()) : nil
         default: return nil
         }
     }

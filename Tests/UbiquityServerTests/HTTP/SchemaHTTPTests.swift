@@ -105,7 +105,14 @@ import UbiquityWire
         #expect(fields["blob"] == typed("3q2+7w==", "BYTES"))
         #expect(fields["times"] == typed([1_700_000_000_000, 1_700_000_000_001], "TIMESTAMP_LIST"))
         #expect(fields["count"] == typed(7, "INT64"))
-        #expect(saved.last?["fields"]?["at"] == typed(1_700_000_000_123, "TIMESTAMP"))
+        // fractional milliseconds are kept, as CloudKit keeps them (MistKit sends dates so)
+        #expect(saved.last?["fields"]?["at"] == typed(1_700_000_000_123.456, "TIMESTAMP"))
+        let fraction = try await lookup(server, "t3", token: server.userToken)
+        #expect(fraction?["fields"]?["at"] == typed(1_700_000_000_123.456, "TIMESTAMP"))
+        let byFraction = try await query(server, ["recordType": "Event", "filterBy": [
+            ["comparator": "EQUALS", "fieldName": "at", "fieldValue": typed(1_700_000_000_123.456, "TIMESTAMP")],
+        ]], token: server.userToken)
+        #expect(names(byFraction) == ["t3"], "\(byFraction.body)")
         let looked = try await lookup(server, "t2", token: server.userToken)
         #expect(looked?["fields"]?["at"] == typed(1_700_000_000_250, "TIMESTAMP"))
         // what does not read as the field's type is refused, naming it

@@ -32,6 +32,10 @@ package enum SignInPage {
         package static let apiToken = "apiToken"
         /// Hidden, only when given: the callback URL to deliver the token to.
         package static let callbackURL = "callbackURL"
+        /// Hidden, only when given: the web origin of the app that asked for the sign-in (the
+        /// `origin` of the 421's `redirectURL`); the token is handed to it when the container
+        /// allows it (``RecordsAdmin/allowedOrigins(container:add:remove:)``).
+        package static let origin = "origin"
     }
 
     /// A web-auth token's lifetime without "Keep me signed in": 30 minutes (Apple's default).
@@ -59,9 +63,10 @@ package enum SignInPage {
     ///   - message: a message shown above the form (for example after a wrong password).
     ///   - userName: a user name to fill in again after a failed attempt.
     package static func form(container: String, apiToken: String, callbackURL: String?, message: String?,
-                            userName: String? = nil) -> String {
+                            userName: String? = nil, origin: String? = nil) -> String {
         var hidden = hiddenField(Field.container, container) + hiddenField(Field.apiToken, apiToken)
         if let callbackURL { hidden += hiddenField(Field.callbackURL, callbackURL) }
+        if let origin { hidden += hiddenField(Field.origin, origin) }
         let alert = message.map { "<p class=\"message\" role=\"alert\">\(WebEscaping.html($0))</p>\n" } ?? ""
         let focus = userName?.isEmpty == false ? "" : " autofocus"
         let passwordFocus = userName?.isEmpty == false ? " autofocus" : ""

@@ -172,6 +172,10 @@ struct RecordsAPI: Sendable {
         let base = baseURL(request: request)
         var components = URLComponents()
         components.queryItems = [URLQueryItem(name: "container", value: path.container), URLQueryItem(name: "ckAPIToken", value: apiToken ?? "")]
+        // the app's origin, so the sign-in page can hand the token back to it when the container allows it
+        if let origin = request.headers[.origin], !origin.isEmpty, origin != "null" {
+            components.queryItems?.append(URLQueryItem(name: "origin", value: origin))
+        }
         let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
         return "\(base)/auth/signin?\(query)"
     }

@@ -25,7 +25,9 @@ struct SignInRoutes: Sendable {
             let container = query["container"].map(String.init) ?? ""
             let token = query["ckAPIToken"].map(String.init) ?? ""
             let callback = query["callback"].map(String.init).flatMap { SignInPage.isAcceptableCallbackURL($0) ? $0 : nil }
-            return SignInRoutes.html(SignInPage.form(container: container, apiToken: token, callbackURL: callback, message: nil), status: .ok)
+            let origin = query["origin"].map(String.init).flatMap { try? RecordsAdmin.origin($0) }
+            return SignInRoutes.html(SignInPage.form(container: container, apiToken: token, callbackURL: callback, message: nil, origin: origin),
+                                     status: .ok)
         }
         router.post("/auth/signin") { request, context -> Response in
             let form = try await routes.bodyBudget.collect(request, upTo: 64 * 1024, tooLarge: { HTTPError(.contentTooLarge) }) { buffer in
@@ -40,17 +42,21 @@ struct SignInRoutes: Sendable {
         let container = form[SignInPage.Field.container] ?? ""
         let apiToken = form[SignInPage.Field.apiToken] ?? form["ckAPIToken"] ?? ""
         let callback = form[SignInPage.Field.callbackURL].flatMap { $0.isEmpty ? nil : $0 }
+        let appOrigin = form[SignInPage.Field.origin].flatMap { try? RecordsAdmin.origin($0) }
         let digest = SecretToken.digest(apiToken)
-        let tokenContainer = try await store.read { tx in try tx.container(forAPITokenDigest: digest) }
+        let (tokenContainer, allowed) = try await store.read { tx -> (String?, [String]) in
+            let container = try tx.container(forAPITokenDigest: digest)
+            return (container, try container.map { try tx.allowedOrigins(container: $0) } ?? [])
+        }
         guard let tokenContainer, container.isEmpty || tokenContainer == container else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
-                                                     message: "This sign-in link is not valid: its API token is unknown."), status: .unauthorized)
+                                                     message: "This sign-in link is not valid: its API token is unknown.", origin: appOrigin), status: .unauthorized)
         }
         let lifetime = form[SignInPage.Field.keepSignedIn] != nil ? configuration.longWebAuthTokenLifetime : configuration.webAuthTokenLifetime
         let user = form[SignInPage.Field.userName] ?? ""
         if let seconds = try await signInGuard.begin(user: user, address: address) {
             var response = SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
-                                                             message: "Too many wrong passwords: try again in \(seconds) s.", userName: user),
+                                                             message: "Too many wrong passwords: try again in \(seconds) s.", userName: user, origin: appOrigin),
                                              status: .tooManyRequests)
             response.headers[.retryAfter] = "\(seconds)"
             return response
@@ -72,13 +78,15 @@ struct SignInRoutes: Sendable {
         }
         guard let token else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,
-                                                     message: refusal, userName: user), status: .unauthorized)
+                                                     message: refusal, userName: user, origin: appOrigin), status: .unauthorized)
         }
         if let callback, let url = URL(string: callback), SignInRoutes.sameHost(url, request: request),
            let location = SignInPage.callbackRedirect(callbackURL: callback, token: token) {
             return Response(status: .found, headers: [.location: location])
         }
-        let origin = request.headers[.origin]
+        // the app's window when its origin is one the container allows, else a window of this
+        // page's own origin (the form's POST says which); never any other
+        let origin = appOrigin.flatMap { allowed.contains($0) ? $0 : nil } ?? request.headers[.origin]
         return SignInRoutes.html(SignInPage.success(webAuthToken: token, callbackURL: nil, targetOrigin: origin), status: .ok)
     }
 

@@ -39,6 +39,11 @@ package protocol RecordStoreTransaction {
     func addAPIToken(container: String, digest: String, createdAt: Int64) throws
     /// The container an API token digest belongs to.
     func container(forAPITokenDigest digest: String) throws -> String?
+    /// The web origins (`https://app.example.org`) the container's sign-in page may hand a token
+    /// to (CloudKit's "Allowed Origins"), sorted.
+    func allowedOrigins(container: String) throws -> [String]
+    /// Adds (`allowed: true`) or removes an allowed origin of the container.
+    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) throws
     /// Adds an account; `alreadyExists` when the name (or e-mail) is taken.
     func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount
     /// The account with this name.

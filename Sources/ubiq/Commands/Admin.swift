@@ -75,13 +75,13 @@ struct Admin: AsyncParsableCommand {
     }
 }
 
-/// `ubiq admin container add|list`.
+/// `ubiq admin container add|list|origins`.
 struct ContainerAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
-    static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens.",
+    static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens, and the web origins they serve.",
                                                     discussion: "Examples:\n  ubiq admin --data srv container add iCloud.com.example.Notes",
-                                                    subcommands: [Add.self, List.self])
+                                                    subcommands: [Add.self, List.self, Origins.self])
 
     /// `ubiq admin container add ID`.
     struct Add: AsyncParsableCommand {
@@ -97,6 +97,37 @@ struct ContainerAdmin: AsyncParsableCommand {
             try await Admin.withAdmin(store, parent: group.admin.store, command: "container add") { admin in
                 let token = try await admin.addContainer(identifier)
                 CLI.printLine(json ? CLI.jsonObject([("container", identifier), ("apiToken", token)]) : token)
+            }
+        }
+    }
+
+    /// `ubiq admin container origins ID [--add ORIGIN]… [--remove ORIGIN]…`.
+    struct Origins: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "origins",
+            abstract: "Show or change the web origins the container's sign-in page hands tokens to (CloudKit's Allowed Origins).",
+            discussion: """
+                A CloudKit JS app served from another origin than the server's receives the token of a sign-in only when \
+                its origin is allowed here. Prints the allowed origins after the change, one per line.
+                Examples:
+                  ubiq admin --data srv container origins iCloud.com.example.Notes --add https://notes.example.org
+                  ubiq admin --data srv container origins iCloud.com.example.Notes --remove http://localhost:8080
+                """)
+        @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: ContainerAdmin
+        @Argument(help: "The container identifier, e.g. iCloud.com.example.Notes.") var identifier: String
+        @Option(name: .customLong("add"), help: "Allow this origin (scheme and host, like https://app.example.org); repeatable.")
+        var added: [String] = []
+        @Option(name: .customLong("remove"), help: "No longer allow this origin; repeatable.") var removed: [String] = []
+        @Flag(help: "Print JSON.") var json = false
+        func run() async throws {
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "container origins") { admin in
+                let origins = try await admin.allowedOrigins(container: identifier, add: added, remove: removed)
+                if json {
+                    CLI.printLine(CLI.jsonObject([("container", identifier), ("origins", origins)]))
+                } else {
+                    for origin in origins { CLI.printLine(origin) }
+                }
             }
         }
     }

@@ -120,6 +120,11 @@ extension PostgresRecordStore {
         Migration(identifier: "v9-schema-guesses", statements: [
             #"ALTER TABLE schema_fields ADD COLUMN guess TEXT COLLATE "C""#,
         ]),
+        // The web origins a container's sign-in page may hand a token to (CloudKit's "Allowed
+        // Origins"; `ubiq admin container origins`).
+        Migration(identifier: "v10-container-origins", statements: [
+            #"CREATE TABLE container_origins (container TEXT COLLATE "C" NOT NULL REFERENCES containers(identifier), origin TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, origin))"#,
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

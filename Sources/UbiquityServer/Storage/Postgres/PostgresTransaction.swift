@@ -40,6 +40,18 @@ final class PostgresTransaction: RecordStoreTransaction {
         try session.row("SELECT container FROM api_tokens WHERE digest = $1", [.text(digest)]).map { try $0.value("container") }
     }
 
+    func allowedOrigins(container: String) throws -> [String] {
+        try session.rows("SELECT origin FROM container_origins WHERE container = $1 ORDER BY origin", [.text(container)]).map { try $0.value("origin") }
+    }
+
+    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) throws {
+        if allowed {
+            try session.execute("INSERT INTO container_origins (container, origin) VALUES ($1, $2) ON CONFLICT DO NOTHING", [.text(container), .text(origin)])
+        } else {
+            try session.execute("DELETE FROM container_origins WHERE container = $1 AND origin = $2", [.text(container), .text(origin)])
+        }
+    }
+
     func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount {
         let row = try session.row("""
             INSERT INTO accounts (name, email, password_hash, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id

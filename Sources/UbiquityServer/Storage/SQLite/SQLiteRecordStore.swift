@@ -174,6 +174,11 @@ package final class SQLiteRecordStore: RecordStore {
         migrator.registerMigration("v9-schema-guesses") { db in
             try db.execute(sql: "ALTER TABLE schema_fields ADD COLUMN guess TEXT")
         }
+        // The web origins a container's sign-in page may hand a token to (CloudKit's "Allowed
+        // Origins"; `ubiq admin container origins`).
+        migrator.registerMigration("v10-container-origins") { db in
+            try db.execute(sql: "CREATE TABLE container_origins (container TEXT NOT NULL REFERENCES containers(identifier), origin TEXT NOT NULL, PRIMARY KEY (container, origin))")
+        }
         return migrator
     }
 }

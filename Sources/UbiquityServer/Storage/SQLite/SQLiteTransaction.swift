@@ -30,6 +30,18 @@ struct SQLiteTransaction: RecordStoreTransaction {
         try String.fetchOne(db, sql: "SELECT container FROM api_tokens WHERE digest = ?", arguments: [digest])
     }
 
+    func allowedOrigins(container: String) throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: "SELECT origin FROM container_origins WHERE container = ? ORDER BY origin"), arguments: [container])
+    }
+
+    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) throws {
+        if allowed {
+            try db.execute(sql: "INSERT INTO container_origins (container, origin) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [container, origin])
+        } else {
+            try db.execute(sql: "DELETE FROM container_origins WHERE container = ? AND origin = ?", arguments: [container, origin])
+        }
+    }
+
     func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE name = ? OR (email IS NOT NULL AND email = ?)", arguments: [name, email]) ?? false {
             throw UbiquityError(.alreadyExists, "an account named \(name)\(email.map { " or with e-mail \($0)" } ?? "") exists")

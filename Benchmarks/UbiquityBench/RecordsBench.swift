@@ -18,16 +18,19 @@ enum RecordsBench {
         var apiToken: String
         var webToken: String
         var container: String
+        /// `private` (the user's; the default) or `public`.
+        var database: String
 
         init(_ options: Options) {
             base = options.string("url")
             apiToken = options.string("api")
             webToken = options.string("web")
             container = options.string("container", "iCloud.bench")
+            database = options.string("database", "private")
         }
 
         func url(_ operation: String) -> String {
-            "\(base)/database/1/\(container)/development/private/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webToken)"
+            "\(base)/database/1/\(container)/development/\(database)/\(operation)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(webToken)"
         }
     }
 

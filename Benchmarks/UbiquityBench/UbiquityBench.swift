@@ -45,7 +45,7 @@ enum UbiquityBench {
                    UbiquityBench stress-check LOG...
                    UbiquityBench query-latency [--writes N] [--dir DIR]
                    UbiquityBench name-query [--names N] [--runs R] [--database FILE] [--keep]
-                   UbiquityBench records-load --url U --api T --web W [--records N] [--start S] [--batch B] [--clients C]
+                   UbiquityBench records-load --url U --api T --web W [--records N] [--start S] [--batch B] [--clients C] [--database private|public]
                    UbiquityBench records-query --url U --api T --web W [--kind equality|near] [--requests N] [--limit L]
                    UbiquityBench records-baseline [--rows N] [--batch B] [--file PATH]
                    UbiquityBench records-baseline-query --file PATH [--kind equality|near] [--requests N]

@@ -101,9 +101,9 @@ extension WireFieldValue {
 
     /// The value as a value of `type`, for a value read without a type (its type inferred from the
     /// JSON) whose JSON also reads as `type`: an integer as TIMESTAMP or DOUBLE, a fraction as
-    /// TIMESTAMP (to the millisecond, as a typed TIMESTAMP is read) or as INT64 when whole, a
-    /// string as BYTES (Base64), each element of a list as its element type. Nil when it does not
-    /// read as `type`; the value itself when it already is one.
+    /// TIMESTAMP or as INT64 when whole, a string as BYTES (Base64) or as a number sent as a
+    /// string, each element of a list as its element type — read as a value sent with `type` is.
+    /// Nil when it does not read as `type`; the value itself when it already is one.
     package func retyped(as type: WireFieldType) -> WireFieldValue? {
         if self.type == type { return self }
         switch (self, type) {
@@ -119,18 +119,18 @@ extension WireFieldValue {
             return .timestamp(Double(number))
         case (.int64(let number), .scalar(.double)):
             return .double(Double(number))
-        case (.double(let number), .scalar(.timestamp)):
-            return try? WireFieldValue.scalar(.number(number), .timestamp, path: "")
-        case (.double(let number), .scalar(.int64)):
-            return try? WireFieldValue.scalar(.number(number), .int64, path: "")
-        case (.string(let text), .scalar(.bytes)):
-            return try? WireFieldValue.scalar(.string(text), .bytes, path: "")
-        case (.string(let text), .scalar(let scalar)) where [.int64, .double, .timestamp].contains(scalar):
-            // a number sent as a string (as `numbersAsStrings` answers them)
+        case (.double(let number), .scalar(let scalar)) where [.timestamp, .int64].contains(scalar):
+            return try? WireFieldValue.scalar(.number(number), scalar, path: "")
+        case (.string(let text), .scalar(let scalar)) where [.bytes, .int64, .double, .timestamp].contains(scalar):
             return try? WireFieldValue.scalar(.string(text), scalar, path: "")
         default:
             return nil
         }
+    }
+
+    /// `millis` rounded to a whole millisecond, or nil when it is not a time Int64 can hold.
+    package static func wholeMilliseconds(_ millis: Double) -> Int64? {
+        millis.isFinite && abs(millis) < 9.2e18 ? Int64(millis.rounded()) : nil
     }
 
     static func padBase64(_ text: String) -> String {
@@ -195,8 +195,8 @@ extension WireLocation {
     /// (MistKit sends a double) rounded as a TIMESTAMP field's is.
     static func milliseconds(_ reader: WireReader, _ key: String) throws -> Int64? {
         guard let number = try reader.double(key) else { return nil }
-        guard number.isFinite, abs(number) < 9.2e18 else { throw WireReader.invalid(reader.path(key), "is not a time in milliseconds") }
-        return Int64(number.rounded())
+        guard let millis = WireFieldValue.wholeMilliseconds(number) else { throw WireReader.invalid(reader.path(key), "is not a time in milliseconds") }
+        return millis
     }
 
     /// Reads a location dictionary; latitude must be in [-90, 90] and longitude in [-180, 180].

@@ -27,32 +27,24 @@ import UbiquityCore
     }
 
     /// The change feed's relay wakes its consumer once per change that lands in an empty queue:
-    /// the last of four runs of 50,000 wakes costs about what the first did (with the chain, it
-    /// cost seven times as much). A ratio of the same run's own times, never a time.
-    @Test func theChangeFeedsWakeUpCostsTheSameAfterManyWakes() throws {
+    /// 800,000 wakes all arrive (with the chain, the relay thread's stack overflowed before
+    /// 750,000 and the process crashed). Nothing here is timed.
+    @Test func theChangeFeedWakesItsConsumerPastWhereTheChainOverflowed() throws {
         let feed = FolderChangeFeed()
         let folder = "/callback-slot-tests/\(UUID().uuidString)"
         feed.open(folder)
         defer { feed.close(folder) }
+        let wakes = 800_000
         let woken = Atomic<Int>(0)
         let reached = DispatchSemaphore(value: 0)
-        let target = Atomic<Int>(0)
         #expect(feed.subscribe(folder) {
-            if woken.add(1, ordering: .relaxed).newValue == target.load(ordering: .relaxed) { reached.signal() }
+            if woken.add(1, ordering: .relaxed).newValue == wakes { reached.signal() }
         })
-        let batch = 50_000
-        var seconds: [Double] = []
-        for round in 1...4 {
-            target.store(round * batch, ordering: .relaxed)
-            let start = ContinuousClock.now
-            for _ in 0..<batch {
-                feed.post(.init(.created, folder + "/a"), in: folder)
-                _ = feed.drain(folder)
-            }
-            #expect(reached.wait(timeout: .now() + 60) == .success, "round \(round): \(woken.load(ordering: .relaxed)) wakes")
-            let elapsed = start.duration(to: .now)
-            seconds.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        for _ in 0..<wakes {
+            feed.post(.init(.created, folder + "/a"), in: folder)
+            _ = feed.drain(folder)
         }
-        #expect(seconds[3] < 4 * seconds[0], "50,000 wakes: \(seconds) s")
+        // a bound on the wait only (a lost wake-up fails here instead of hanging the suite)
+        #expect(reached.wait(timeout: .now() + 120) == .success, "\(woken.load(ordering: .relaxed)) of \(wakes) wakes")
     }
 }

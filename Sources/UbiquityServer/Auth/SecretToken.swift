@@ -27,7 +27,10 @@ package enum SecretToken {
     /// bytes). Clients of CloudKit Web Services check that shape before they send anything
     /// (MistKit does). API tokens made before, 43 base64url characters, keep working: a token is
     /// looked up by its digest, whatever its shape.
-    package static func generateAPIToken() -> String {
+    package static func generateAPIToken() -> String { randomHex() }
+
+    /// ``byteCount`` random bytes as lowercase hex (64 digits).
+    private static func randomHex() -> String {
         AuthEncoding.hex(AuthEncoding.randomBytes(count: byteCount))
     }
 
@@ -55,7 +58,7 @@ package enum SecretToken {
     /// A fresh key ID shaped like Apple's server-to-server key IDs: 64 lowercase hex digits
     /// (32 random bytes).
     package static func keyID() -> String {
-        generateAPIToken()
+        randomHex()
     }
 
     /// Whether `token` has the shape of a generated token (43 base64url characters). A cheap

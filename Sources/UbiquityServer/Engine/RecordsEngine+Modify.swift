@@ -479,7 +479,7 @@ struct ModifyBatch {
             if let field = type.fields[name] {
                 // A guessed type (SchemaField.guess) is settled by the first value sent with a
                 // type the same JSON reads as, and widened by an untyped value it cannot hold.
-                let change = locked ? nil : untyped.contains(name) ? Self.widened(field, to: tag) : field.settled(as: tag)
+                let change = locked ? nil : untyped.contains(name) ? field.widened(to: tag) : field.settled(as: tag)
                 if let change, change != field {
                     settled.append(change)
                     type.fields[name] = change
@@ -505,15 +505,6 @@ struct ModifyBatch {
         }
         type.fields.merge(added) { first, _ in first }
         access.cache(type)
-    }
-
-    /// A guessed field widened for an untyped value whose JSON it cannot hold: an integer field
-    /// given a number with a fraction becomes a DOUBLE (still a guess); nil otherwise.
-    static func widened(_ field: SchemaField, to tag: String) -> SchemaField? {
-        guard field.isGuess else { return nil }
-        let wider: [String: String] = ["INT64": "DOUBLE", "INT64_LIST": "DOUBLE_LIST"]
-        guard wider[field.type] == tag else { return nil }
-        return SchemaField.justInTime(name: field.name, type: tag, guessed: true)
     }
 
     /// VALIDATE references need their target to exist (in this database).

@@ -82,7 +82,7 @@ enum KeyValueRules {
     static func timestamp(_ value: WireFieldValue) -> Int64? {
         switch value {
         case .int64(let value): return value
-        case .timestamp(let value): return value.isFinite && abs(value) < 9.2e18 ? Int64(value.rounded()) : nil
+        case .timestamp(let value): return WireFieldValue.wholeMilliseconds(value)
         default: return nil
         }
     }

@@ -110,6 +110,10 @@ package struct SchemaField: Sendable, Hashable {
         "INT64_LIST": ["TIMESTAMP_LIST", "DOUBLE_LIST"], "DOUBLE_LIST": ["TIMESTAMP_LIST"], "STRING_LIST": ["BYTES_LIST"],
     ]
 
+    /// The wider guess an untyped value the guessed type cannot hold makes: an integer field
+    /// given a number with a fraction becomes a DOUBLE.
+    package static let wideningTags: [String: String] = ["INT64": "DOUBLE", "INT64_LIST": "DOUBLE_LIST"]
+
     /// Whether the type is still a guess (see ``guess``).
     package var isGuess: Bool { guess != nil && guess == type }
 
@@ -122,6 +126,13 @@ package struct SchemaField: Sendable, Hashable {
         var field = SchemaField.justInTime(name: name, type: tag)
         field.guess = guess
         return field
+    }
+
+    /// The field widened for an untyped value (its JSON's tag `tag`) the guessed type cannot
+    /// hold (``wideningTags``), still a guess; nil when it is not a guess or `tag` is not wider.
+    package func widened(to tag: String) -> SchemaField? {
+        guard isGuess, Self.wideningTags[type] == tag else { return nil }
+        return SchemaField.justInTime(name: name, type: tag, guessed: true)
     }
 
     /// Whether filters and sorts may use a field of this type: not bytes ("Data fields aren't

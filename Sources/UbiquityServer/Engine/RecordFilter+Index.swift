@@ -11,13 +11,6 @@ extension RecordFilter {
         filters.flatMap { indexConditions(for: $0, zoneName: zoneName) }
     }
 
-    static func indexField(_ key: WireFieldKey) -> String {
-        switch key {
-        case .field(let name): return name
-        case .system(let field): return field.indexName
-        }
-    }
-
     static func indexValue(_ value: WireFieldValue, zoneName: String?, forEquality: Bool) -> IndexValue? {
         switch value {
         case .int64, .double, .timestamp: return number(value).map(IndexValue.number)
@@ -31,7 +24,7 @@ extension RecordFilter {
     }
 
     static func indexConditions(for filter: WireFilter, zoneName: String?) -> [IndexCondition] {
-        let field = indexField(filter.key)
+        let field = filter.key.indexName
         if case .field(let name) = filter.key, isAllTokensField(name) { return [] }
         // The record name and the user fields are indexed as plain text: references to them
         // (alone or in a list) compare by record name.

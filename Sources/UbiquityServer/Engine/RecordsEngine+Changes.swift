@@ -114,8 +114,8 @@ extension RecordsEngine {
                 zoneJSON.append(contentsOf: #","records":["#.utf8)
                 for (position, change) in page.enumerated() {
                     if position > 0 { zoneJSON.append(UInt8(ascii: ",")) }
-                    try writeChange(change, zone: wireZone, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, guessed: guessed,
-                                    context: context, to: &zoneJSON)
+                    try writeRecord(change.record, fieldsText: change.fieldsText, zone: wireZone, desiredKeys: desiredKeys,
+                                    numbersAsStrings: numbersAsStrings, guessed: guessed, context: context, to: &zoneJSON)
                 }
                 zoneJSON.append(contentsOf: "]}".utf8)
                 out.append(contentsOf: zoneJSON)
@@ -126,28 +126,6 @@ extension RecordsEngine {
         }
         out.append(contentsOf: "]}".utf8)
         return out
-    }
-
-    /// Appends the record dictionary of one change: with its stored fields text spliced in when
-    /// they are wanted whole, as stored (no number as a string), hold no asset and no field whose
-    /// type was guessed (`guessed`); else through the decoded record, as every other operation
-    /// writes records.
-    private func writeChange(_ change: StoredRecordText, zone: WireZoneID, desiredKeys: [String]?, numbersAsStrings: Bool,
-                             guessed: GuessedFields, context: Context, to out: inout [UInt8]) throws {
-        guard !change.record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(change.fieldsText),
-              !guessed.covers(change.record.recordType) else {
-            var record = change.record
-            if !record.deleted { record.fields = try StoredRecord.decodeFields(change.fieldsText) }
-            presented(guessed.retyped(record), context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
-            return
-        }
-        var wire = change.record.wireRecord(zoneID: zone)
-        wire.fields = nil
-        let rest = wire.json().serializedBytes()  // `{"recordName":…}`: never empty
-        out.append(contentsOf: #"{"fields":"#.utf8)
-        out.append(contentsOf: change.fieldsText.utf8)
-        out.append(UInt8(ascii: ","))
-        out.append(contentsOf: rest.dropFirst())
     }
 
     /// Whether stored fields JSON may hold an asset (type `ASSETID` or `ASSETID_LIST`): any

@@ -5,17 +5,82 @@ import UbiquityWire
 
 extension RecordsEngine {
     /// A page of a query's matches: at most `limit`, sorted, from `start`; the position of its
-    /// last record when more matches follow.
+    /// last record when more matches follow. `type` is the query's record type in the
+    /// environment's schema (nil when it has none).
     ///
-    /// When every field the query filters or sorts on is one whose whole value the index holds
-    /// (a scalar STRING, INT64, DOUBLE or TIMESTAMP field; a LOCATION under NEAR or a distance
-    /// sort; the system fields kept in columns), the records are filtered and sorted on their
-    /// keys (`candidateKeys`), with the same `RecordFilter` code, and only the page is read and
-    /// decoded. Otherwise — or when a key turns out not to be whole (text cut by the index,
-    /// an integer past 2⁵³) — every candidate is decoded and filtered.
-    /// `type` is the query's record type in the environment's schema (nil when it has none).
+    /// A query in one zone that a ready index of `indexes` answers (``QueryIndexPlan``) reads its
+    /// page off that index (`indexedPage`): O(log n + k). Any other is answered by a scan
+    /// (`scannedPage`), and when an index would answer it the answer says which (`wanted`), for
+    /// development to add.
     static func queryPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
-                          conditions: [IndexCondition], start: QueryStart, limit: Int) throws -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
+                          conditions: [IndexCondition], start: QueryStart, limit: Int, indexes: [StoredQueryIndex] = [])
+        throws -> (page: [QueryPageRecord], next: QueryPosition?, wanted: QueryIndexDefinition?) {
+        var wanted: QueryIndexDefinition?
+        if zones.count == 1, let type, let plan = QueryIndexPlan(query: query, fields: type.fields) {
+            if let index = indexes.first(where: { $0.definition == plan.definition }), index.ready {
+                switch start {
+                case .first, .after:
+                    let (page, next) = try indexedPage(tx, index: index, plan: plan, zone: zones[0], type: type, query: query, start: start, limit: limit)
+                    return (page, next, nil)
+                case .offset:
+                    break
+                }
+            } else if !indexes.contains(where: { $0.definition == plan.definition }) {
+                wanted = plan.definition
+            }
+        }
+        let (page, next) = try scannedPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
+        return (page.map { QueryPageRecord(record: $0.record, zoneName: $0.zoneName) }, next, wanted)
+    }
+
+    /// The page read off a ready index: keys in the plan's range from `start`, in batches, each
+    /// batch's records read as stored and — unless the plan decides every filter exactly —
+    /// decoded and filtered, until `limit` and one more match.
+    static func indexedPage(_ tx: any RecordStoreTransaction, index: StoredQueryIndex, plan: QueryIndexPlan, zone: StoredZone, type: RecordTypeSchema,
+                            query: WireQuery, start: QueryStart, limit: Int) throws -> (page: [QueryPageRecord], next: QueryPosition?) {
+        let store = try tx.queryIndexStore()
+        let guessed = GuessedFields(type)
+        func decoded(_ item: StoredRecordText) -> StoredRecord { guessed.retyped(Self.decoded(item.record, fieldsText: item.fieldsText)) }
+        var lower = plan.lower
+        if case .after(let position) = start { lower = plan.start(after: position) }
+        var matched: [QueryPageRecord] = []
+        var batch = limit + 1
+        scan: while lower.lexicographicallyPrecedes(plan.upper) {
+            let hits = try store.scanQueryIndex(id: index.id, zone: zone.id, from: lower, to: plan.upper, limit: batch)
+            let records = try tx.recordTexts(ids: hits.map(\.record))
+            for hit in hits {
+                guard let item = records[hit.record], !item.record.deleted else { continue }
+                if plan.exact {
+                    matched.append(QueryPageRecord(record: item.record, zoneName: zone.name, fieldsText: item.fieldsText))
+                } else {
+                    let record = decoded(item)
+                    guard query.filterBy.allSatisfy({ RecordFilter.matches($0, record: record, zoneName: zone.name) }) else { continue }
+                    matched.append(QueryPageRecord(record: record, zoneName: zone.name, fieldsText: item.fieldsText))
+                }
+                if matched.count > limit { break scan }
+            }
+            guard hits.count == batch, let last = hits.last else { break }
+            lower = last.key + [0]
+            batch = min(batch * 2, 1_000)
+        }
+        guard matched.count > limit else { return (matched, nil) }
+        let page = Array(matched.prefix(limit))
+        // the position of the page's last record, from its decoded fields
+        guard let last = page.last else { return (page, nil) }
+        let record = last.record.fields.isEmpty ? decoded(StoredRecordText(record: last.record, fieldsText: last.fieldsText ?? "{}")) : last.record
+        return (page, QueryPosition(of: (record, last.zoneName), by: query.sortBy))
+    }
+
+    /// The page from every candidate the store's prefilter gives, filtered and sorted here.
+    ///
+    /// When every field the query filters or sorts on is one whose whole value the index rows
+    /// hold (a scalar STRING, INT64, DOUBLE or TIMESTAMP field; a LOCATION under NEAR or a
+    /// distance sort; the system fields kept in columns), the records are filtered and sorted on
+    /// their keys (`candidateKeys`), with the same `RecordFilter` code, and only the page is read
+    /// and decoded. Otherwise — or when a key turns out not to be whole (text cut by the index,
+    /// an integer past 2⁵³) — every candidate is decoded and filtered.
+    static func scannedPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
+                            conditions: [IndexCondition], start: QueryStart, limit: Int) throws -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
         let names = Dictionary(uniqueKeysWithValues: zones.map { ($0.id, $0.name) })
         let zoneIDs = zones.map(\.id)
         let schema = type?.fields.mapValues(\.type) ?? [:]

@@ -8,6 +8,12 @@ extension RecordsEngine {
     /// `records/lookup`: each record, or a NOT_FOUND item (also for a public record the caller's
     /// roles may not read, so that its existence does not leak).
     package func lookupRecords(_ request: WireLookupRecordsRequest, context: Context) async throws -> JSONValue {
+        try JSONValue.parse(Data(await lookupRecordsBody(request, context: context)))
+    }
+
+    /// ``lookupRecords(_:context:)``'s answer as bytes, each record's stored fields spliced in as
+    /// they are when nothing needs changing in them (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
+    package func lookupRecordsBody(_ request: WireLookupRecordsRequest, context: Context) async throws -> [UInt8] {
         guard request.records.count <= WireLimits.recordsPerResponse else {
             throw WireError(.badRequest, "limit exceeded: \(request.records.count) records; a lookup may ask for at most \(WireLimits.recordsPerResponse)")
         }
@@ -15,44 +21,49 @@ extension RecordsEngine {
         let zoneID = request.zoneID ?? .default
         try context.checkOwner(zoneID)
         let caller = context.caller
-        let found: [StoredRecord?]
+        let found: [StoredRecordText?]
+        let guessed: GuessedFields
         do {
-            found = try await lookup(request, key: key, zoneID: zoneID, caller: caller)
+            (found, guessed) = try await lookup(request, key: key, zoneID: zoneID, caller: caller)
         } catch var error as WireError where error.code == .zoneNotFound {
             // each record says so, as CloudKit answers a lookup in a missing zone
-            return .object(["records": .array(request.records.map { item in
+            return JSONValue.object(["records": .array(request.records.map { item in
                 error.recordName = item.recordName
                 return error.json()
-            })])
+            })]).serializedBytes()
         }
         let wireZone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
-        let items: [JSONValue] = zip(request.records, found).map { item, record in
+        var out: [UInt8] = Array(#"{"records":["#.utf8)
+        for (position, (item, record)) in zip(request.records, found).enumerated() {
+            if position > 0 { out.append(UInt8(ascii: ",")) }
             guard let record else {
                 var error = WireError(.notFound, "record \(item.recordName) does not exist")
                 error.recordName = item.recordName
-                return error.json()
+                error.json().write(to: &out)
+                continue
             }
-            return presented(record, context: context).wireRecord(zoneID: wireZone).json(desiredKeys: item.desiredKeys ?? request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
+            try writeRecord(record.record, fieldsText: record.fieldsText, zone: wireZone, desiredKeys: item.desiredKeys ?? request.desiredKeys,
+                            numbersAsStrings: request.numbersAsStrings, guessed: guessed, context: context, to: &out)
         }
-        return .object(["records": .array(items)])
+        out.append(contentsOf: "]}".utf8)
+        return out
     }
 
     /// The records of a lookup the caller may read (nil where none), in request order, their
-    /// guessed fields in the schema's types.
+    /// fields as stored, and the guessed fields of their types.
     private func lookup(_ request: WireLookupRecordsRequest, key: DatabaseKey, zoneID: WireZoneID,
-                        caller: RecordsCaller) async throws -> [StoredRecord?] {
+                        caller: RecordsCaller) async throws -> ([StoredRecordText?], GuessedFields) {
         try await store.read { tx in
             guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
-                return Array(repeating: nil, count: request.records.count)
+                return (Array(repeating: nil, count: request.records.count), .none)
             }
             var access = RecordAccess(key: key, caller: caller)
-            let records = try request.records.map { item -> StoredRecord? in
-                guard let record = try tx.record(zone: zone.id, name: item.recordName), !record.deleted,
-                      try access.canRead(record, tx: tx) else { return nil }
+            let stored = try tx.recordTexts(zone: zone.id, names: request.records.map(\.recordName))
+            let records = try request.records.map { item -> StoredRecordText? in
+                guard let record = stored[item.recordName], !record.record.deleted, try access.canRead(record.record, tx: tx) else { return nil }
                 return record
             }
-            let guessed = try GuessedFields.of(records.compactMap { $0?.recordType }, key: key, tx: tx)
-            return records.map { $0.map(guessed.retyped) }
+            return (records, try GuessedFields.of(records.compactMap { $0?.record.recordType }, key: key, tx: tx))
         }
     }
 
@@ -60,6 +71,12 @@ extension RecordsEngine {
     /// must use fields the schema indexes (queryable, sortable, searchable for token comparators);
     /// in the public database, records the caller's roles may not read are left out.
     package func queryRecords(_ request: WireQueryRecordsRequest, context: Context) async throws -> JSONValue {
+        try JSONValue.parse(Data(await queryRecordsBody(request, context: context)))
+    }
+
+    /// ``queryRecords(_:context:)``'s answer as bytes: records read as stored go out with their
+    /// stored fields (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
+    package func queryRecordsBody(_ request: WireQueryRecordsRequest, context: Context) async throws -> [UInt8] {
         guard request.query.recordType != UserDirectory.recordType else {
             throw WireError(.badRequest, "query.recordType: user records (Users) cannot be queried; look them up by name, or find users with users/discover")
         }
@@ -82,7 +99,7 @@ extension RecordsEngine {
         }
         let start = begin
         let caller = context.caller
-        let (page, next): ([(record: StoredRecord, zoneName: String)], QueryPosition?) = try await store.read { tx in
+        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.read { tx in
             var access = RecordAccess(key: key, caller: caller)
             var query = request.query
             let type = try access.recordType(query.recordType, tx: tx)
@@ -91,7 +108,7 @@ extension RecordsEngine {
             case .all: break
             case .own(let name):
                 query.filterBy.append(WireFilter(comparator: .equals, key: .system(.createdUserRecordName), fieldValue: .reference(WireReference(recordName: name))))
-            case .nothing: return ([], nil)
+            case .nothing: return ([], nil, nil, .none)
             }
             let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
             var zones: [StoredZone] = []
@@ -100,18 +117,29 @@ extension RecordsEngine {
             } else if let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
                 zones = [zone]
             }
-            return try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
+            let indexes = zones.count == 1 ? try tx.queryIndexStore().queryIndexes(container: key.container, environment: key.environment) : []
+            let (page, next, wanted) = try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start,
+                                                                   limit: limit, indexes: indexes)
+            return (page, next, wanted, GuessedFields(type))
         }
-        var body: [String: JSONValue] = [
-            "records": .array(page.map { item in
-                presented(item.record, context: context).wireRecord(zoneID: RecordsEngine.wireZoneID(item.zoneName, key: key))
-                    .json(desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings)
-            }),
-        ]
+        // development adds the index a query shape needs (production's come from deployment)
+        if let wanted, key.environment == .development {
+            await queryIndexBuilder.request(wanted, container: key.container, environment: key.environment)
+        }
+        var out: [UInt8] = Array(#"{"records":["#.utf8)
+        out.reserveCapacity(page.count * 400 + 64)
+        for (position, item) in page.enumerated() {
+            if position > 0 { out.append(UInt8(ascii: ",")) }
+            try writeRecord(item.record, fieldsText: item.fieldsText, zone: RecordsEngine.wireZoneID(item.zoneName, key: key),
+                            desiredKeys: request.desiredKeys, numbersAsStrings: request.numbersAsStrings, guessed: guessed, context: context, to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
         if let next {
-            body["continuationMarker"] = .string(SyncToken.marker(fingerprint: fingerprint, after: next))
+            out.append(contentsOf: #","continuationMarker":"#.utf8)
+            JSONValue.string(SyncToken.marker(fingerprint: fingerprint, after: next)).write(to: &out)
         }
-        return .object(body)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Refuses (BAD_REQUEST, as CloudKit) a filter on a field that is not queryable, a token

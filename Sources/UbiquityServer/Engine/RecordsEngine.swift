@@ -30,6 +30,8 @@ package struct RecordsEngine: Sendable {
     package let assets: AssetService?
     /// The storage quotas of the databases.
     package let quotas: StorageQuotas
+    /// Adds and builds the query indexes development's queries ask for.
+    package let queryIndexBuilder: QueryIndexBuilder
 
     /// Makes an engine. `now` gives milliseconds since 1970 (injectable for tests);
     /// `changeObserver` is told of every change; `assets` checks and serves asset fields;
@@ -43,6 +45,7 @@ package struct RecordsEngine: Sendable {
         self.assets = assets
         self.quotas = quotas
         self.now = now
+        self.queryIndexBuilder = QueryIndexBuilder(store: store, logger: logger)
     }
 
     /// Where a request goes: the database and who asks.

@@ -128,9 +128,21 @@ struct RecordsAPI: Sendable {
         } catch {
             logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
         }
-        if path.operation == "changes/zone" {
-            // written as bytes: the stored fields go out as they are (RecordsEngine+Changes.swift)
+        // written as bytes: the stored fields go out as they are (RecordsEngine+RecordJSON.swift)
+        switch path.operation {
+        case "changes/zone":
             return try await engine.zoneChangesBody(WireZoneChangesRequest(json: json), context: context)
+        case "records/lookup":
+            let request = try WireLookupRecordsRequest(json: json)
+            // a lookup of the public database's default zone may name users whose records are made on first use
+            if context.scope == .public, (request.zoneID ?? .default).isDefault {
+                try await users.ensureUserRecords(named: request.records.map(\.recordName), container: context.container, environment: context.environment)
+            }
+            return try await engine.lookupRecordsBody(request, context: context)
+        case "records/query":
+            return try await engine.queryRecordsBody(WireQueryRecordsRequest(json: json), context: context)
+        default:
+            break
         }
         return try await dispatch(path: path, body: json, context: context,
                                   signInURL: signInURL(request: request, path: path, apiToken: query["ckAPIToken"])).serializedBytes()
@@ -184,14 +196,6 @@ struct RecordsAPI: Sendable {
         switch path.operation {
         case "records/modify":
             return try await engine.modifyRecords(WireModifyRecordsRequest(json: body), context: context)
-        case "records/lookup":
-            let request = try WireLookupRecordsRequest(json: body)
-            if context.scope == .public, (request.zoneID ?? .default).isDefault {
-                try await users.ensureUserRecords(named: request.records.map(\.recordName), container: context.container, environment: context.environment)
-            }
-            return try await engine.lookupRecords(request, context: context)
-        case "records/query":
-            return try await engine.queryRecords(WireQueryRecordsRequest(json: body), context: context)
         case "records/changes":
             let request = try WireZoneChangesRequest(recordChangesJSON: body)
             let result = try await engine.zoneChanges(request, context: context)

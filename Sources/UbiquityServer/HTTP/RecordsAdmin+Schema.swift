@@ -39,6 +39,7 @@ extension RecordsAdmin {
                 throw UbiquityError(.conflict, "the import changes nothing:\n  " + refusals.joined(separator: "\n  "))
             }
             try schemas.replaceSchema(merged, container: container, environment: .development)
+            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: merged)
             return merged
         }
     }
@@ -51,14 +52,18 @@ extension RecordsAdmin {
         package var addedFields: [String]
         /// The production schema now.
         package var schema: ContainerSchema
+        /// Query indexes production did not have (`Item(=cat,+rank)`), built before the deployment returns.
+        package var addedIndexes: [String] = []
     }
 
     /// Deploys development's schema (types, fields, indexes, roles and permissions) to
     /// production. Refuses — changing nothing, `conflict` listing every refusal — when production
-    /// would lose a type or field or a field would change its type.
-    package func deploySchema(container: String) async throws -> Deployment {
+    /// would lose a type or field or a field would change its type. Development's query indexes
+    /// that production's schema allows are added to production and built before it returns
+    /// (`progress`: the index and the records keyed so far).
+    package func deploySchema(container: String, progress: (@Sendable (String, Int) -> Void)? = nil) async throws -> Deployment {
         try RecordsAdmin.validate(container: container)
-        return try await store.write { tx in
+        let (deployment, added) = try await store.write { tx -> (Deployment, [StoredQueryIndex]) in
             try RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
             try schemas.lockSchemas(container: container)
@@ -78,8 +83,14 @@ extension RecordsAdmin {
                 }
                 addedFields += type.fields.keys.filter { old.fields[$0] == nil }.sorted().map { "\(type.name).\($0)" }
             }
-            return Deployment(addedTypes: addedTypes, addedFields: addedFields, schema: deployed)
+            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .production, schema: deployed)
+            let added = try RecordsAdmin.deployQueryIndexes(tx, container: container, production: deployed)
+            return (Deployment(addedTypes: addedTypes, addedFields: addedFields, schema: deployed, addedIndexes: added.map(\.definition.description)), added)
         }
+        for index in added {
+            try await QueryIndexBuilder.build(index, store: store) { progress?(index.definition.description, $0) }
+        }
+        return deployment
     }
 
     /// Resets development as CloudKit Console's "Reset Development Environment": its schema
@@ -94,6 +105,7 @@ extension RecordsAdmin {
             let production = try schemas.schema(container: container, environment: .production)
             try schemas.replaceSchema(production, container: container, environment: .development)
             try schemas.deleteData(container: container, environment: .development)
+            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: production)
         }
     }
 
@@ -128,6 +140,7 @@ extension RecordsAdmin {
             field.searchable = searchable ?? field.searchable
             schema.recordTypes[recordType]?.fields[name] = field
             try schemas.replaceSchema(schema, container: container, environment: environment)
+            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: environment, schema: schema)
             return field
         }
     }

@@ -204,6 +204,7 @@ package struct RecordsServer: Sendable {
     /// process that handles signals itself (on Linux a signal reaches only one of its listeners).
     package func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) async -> Void = { _ in }) async throws {
         let app = try application(onListening: onListening)
+        await engine.queryIndexBuilder.resumeUnfinished()
         do {
             if handlingSignals {
                 try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])

@@ -137,6 +137,12 @@ package protocol RecordStoreTransaction {
     func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys]
     /// Records by row id (those that exist), by id.
     func records(ids: [Int64]) throws -> [Int64: StoredRecord]
+    /// ``records(ids:)`` with each record's fields left as stored (``StoredRecordText``), in one
+    /// statement: what a query read off an index answers with.
+    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText]
+    /// The records (and tombstones) with these names in a zone, their fields left as stored, by
+    /// name, in one statement: what `records/lookup` answers with.
+    func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText]
     /// Live records in `zones` with a reference field pointing at the target.
     func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord]
 

@@ -23,13 +23,13 @@ func adminSwitch(_ text: String?, option: String) throws -> Bool? {
     }
 }
 
-/// `ubiq admin schema show|export|import|deploy|reset|index`.
+/// `ubiq admin schema show|export|import|deploy|reset|index|query-indexes`.
 struct SchemaAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
     static let configuration = CommandConfiguration(
         commandName: "schema",
-        abstract: "Show, export, import and deploy record type schemas; reset development; set indexes.",
+        abstract: "Show, export, import and deploy record type schemas; reset development; set indexes; query indexes.",
         discussion: """
             Each container has a development and a production schema. Development grows just in \
             time (the first save of a type or field adds it, queryable and sortable, searchable for \
@@ -39,7 +39,7 @@ struct SchemaAdmin: AsyncParsableCommand {
             Examples:
               ubiq admin --data srv schema export iCloud.com.example.Notes > notes.ckdb
             """,
-        subcommands: [Show.self, Export.self, Import.self, Deploy.self, Reset.self, Index.self])
+        subcommands: [Show.self, Export.self, Import.self, Deploy.self, Reset.self, Index.self, QueryIndexes.self])
 
     /// `ubiq admin schema show CONTAINER`.
     struct Show: AsyncParsableCommand {
@@ -185,11 +185,13 @@ struct SchemaAdmin: AsyncParsableCommand {
                     try DocumentCommandIO.printJSON([
                         "environment": "production", "recordTypes": deployment.schema.recordTypes.count,
                         "addedTypes": deployment.addedTypes.map { "\($0)" }, "addedFields": deployment.addedFields.map { "\($0)" },
+                        "addedQueryIndexes": deployment.addedIndexes,
                     ])
                     return
                 }
                 for type in deployment.addedTypes { CLI.printLine("added record type \(type)") }
                 for field in deployment.addedFields { CLI.printLine("added field \(field)") }
+                for index in deployment.addedIndexes { CLI.printLine("added query index \(index)") }
                 CLI.printLine("deployed to production: \(deployment.schema.recordTypes.count) record type\(deployment.schema.recordTypes.count == 1 ? "" : "s")")
             }
         }

@@ -125,6 +125,14 @@ extension PostgresRecordStore {
         Migration(identifier: "v10-container-origins", statements: [
             #"CREATE TABLE container_origins (container TEXT COLLATE "C" NOT NULL REFERENCES containers(identifier), origin TEXT COLLATE "C" NOT NULL, PRIMARY KEY (container, origin))"#,
         ]),
+        // Query indexes (QueryIndexDefinition, issue 26): their definitions per container
+        // environment and one key per index and live record, in key order per zone (`bytea`
+        // compares as SQLite's BLOB does; the record rides in the index for index-only scans).
+        Migration(identifier: "v11-query-indexes", statements: [
+            #"CREATE TABLE query_indexes (id BIGSERIAL PRIMARY KEY, container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL, record_type TEXT COLLATE "C" NOT NULL, definition TEXT COLLATE "C" NOT NULL, ready BOOLEAN NOT NULL DEFAULT FALSE, created_at BIGINT NOT NULL, UNIQUE (container, environment, record_type, definition))"#,
+            "CREATE TABLE record_keys (query_index BIGINT NOT NULL, zone BIGINT NOT NULL, key BYTEA NOT NULL, record BIGINT NOT NULL, PRIMARY KEY (query_index, zone, key) INCLUDE (record))",
+            "CREATE INDEX record_keys_record ON record_keys(record)",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

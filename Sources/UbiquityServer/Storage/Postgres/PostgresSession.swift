@@ -12,6 +12,7 @@ enum PostgresParameter {
     case bool(Bool)
     case ints([Int64])
     case texts([String])
+    case bytes([UInt8])
 }
 
 /// Runs statements on one connection and blocks for each result. Used only on the connection's own
@@ -42,6 +43,7 @@ final class PostgresSession {
             case .bool(let value): binds.append(value)
             case .ints(let values): binds.append(values)
             case .texts(let values): binds.append(values)
+            case .bytes(let value): binds.append(ByteBuffer(bytes: value))
             }
         }
         do {

@@ -122,6 +122,7 @@ extension PostgresTransaction: SchemaStoreTransaction {
         let databases = "SELECT id FROM databases WHERE container = $1 AND environment = $2"
         let zones = "SELECT id FROM zones WHERE database IN (\(databases))"
         try session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", parameters)
+        try session.execute("DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", parameters)
         try session.execute("DELETE FROM records WHERE zone IN (\(zones))", parameters)
         try session.execute("DELETE FROM zones WHERE database IN (\(databases))", parameters)
         try session.execute("DELETE FROM databases WHERE container = $1 AND environment = $2", parameters)

@@ -144,6 +144,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     func deleteZone(id: Int64) throws {
         try releaseZoneAssets(zone: id)
         try session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
+        try session.execute("DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
         try session.execute("DELETE FROM records WHERE zone = $1", [.int(id)])
         try session.execute("UPDATE zones SET deleted = TRUE WHERE id = $1", [.int(id)])
     }
@@ -187,9 +188,9 @@ final class PostgresTransaction: RecordStoreTransaction {
 
     // MARK: Records
 
-    private static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
+    static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
 
-    private func record(_ row: PostgresRandomAccessRow) throws -> StoredRecord {
+    func record(_ row: PostgresRandomAccessRow) throws -> StoredRecord {
         try record(row, decodingFields: true)
     }
 
@@ -288,6 +289,7 @@ final class PostgresTransaction: RecordStoreTransaction {
         if !replaced.isEmpty {
             try session.execute("DELETE FROM record_index WHERE record = ANY($1)", [.ints(replaced)])
         }
+        try putKeys(writes, ids: ids, replaced: replaced, zoneName: zoneName)
         var entries: [(Int64, RecordIndexEntry)] = []
         for write in writes where !write.record.deleted {
             guard let id = ids[write.record.recordName] else {
@@ -388,6 +390,25 @@ final class PostgresTransaction: RecordStoreTransaction {
             }
         }
         return keys
+    }
+
+    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [Int64: StoredRecordText] = [:]
+        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
+            found[try row.value("id")] = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
+        }
+        return found
+    }
+
+    func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText] {
+        guard !names.isEmpty else { return [:] }
+        var found: [String: StoredRecordText] = [:]
+        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)]) {
+            let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
+            found[text.record.recordName] = text
+        }
+        return found
     }
 
     func records(ids: [Int64]) throws -> [Int64: StoredRecord] {

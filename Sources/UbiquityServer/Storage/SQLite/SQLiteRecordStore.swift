@@ -179,6 +179,15 @@ package final class SQLiteRecordStore: RecordStore {
         migrator.registerMigration("v10-container-origins") { db in
             try db.execute(sql: "CREATE TABLE container_origins (container TEXT NOT NULL REFERENCES containers(identifier), origin TEXT NOT NULL, PRIMARY KEY (container, origin))")
         }
+        // Query indexes (QueryIndexDefinition, issue 26): their definitions per container
+        // environment and one key per index and live record, in key order per zone.
+        migrator.registerMigration("v11-query-indexes") { db in
+            try db.execute(sql: """
+                CREATE TABLE query_indexes (id INTEGER PRIMARY KEY, container TEXT NOT NULL, environment TEXT NOT NULL, record_type TEXT NOT NULL, definition TEXT NOT NULL, ready INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, UNIQUE (container, environment, record_type, definition));
+                CREATE TABLE record_keys (query_index INTEGER NOT NULL, zone INTEGER NOT NULL, key BLOB NOT NULL, record INTEGER NOT NULL, PRIMARY KEY (query_index, zone, key)) WITHOUT ROWID;
+                CREATE INDEX record_keys_record ON record_keys(record);
+                """)
+        }
         return migrator
     }
 }

@@ -116,6 +116,7 @@ extension SQLiteTransaction: SchemaStoreTransaction {
         let databases = "SELECT id FROM databases WHERE container = ? AND environment = ?"
         let zones = "SELECT id FROM zones WHERE database IN (\(databases))"
         try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", arguments: arguments)
+        try db.execute(sql: "DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", arguments: arguments)
         try db.execute(sql: "DELETE FROM records WHERE zone IN (\(zones))", arguments: arguments)
         try db.execute(sql: "DELETE FROM zones WHERE database IN (\(databases))", arguments: arguments)
         try db.execute(sql: "DELETE FROM databases WHERE container = ? AND environment = ?", arguments: arguments)

@@ -117,6 +117,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
     func deleteZone(id: Int64) throws {
         try releaseZoneAssets(zone: id)
         try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
+        try db.execute(sql: "DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
         try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [id])
         try db.execute(sql: "UPDATE zones SET deleted = 1 WHERE id = ?", arguments: [id])
     }
@@ -156,11 +157,11 @@ struct SQLiteTransaction: RecordStoreTransaction {
 
     // MARK: Records
 
-    private static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
+    static let recordColumns = "id, zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, short_guid"
 
     /// A record from a row of ``recordColumns``, read by position (by name, GRDB looks each
     /// column up, lowercasing names: ~2 % of the server answering `changes/zone`).
-    private func record(_ row: Row) throws -> StoredRecord {
+    func record(_ row: Row) throws -> StoredRecord {
         try record(row, decodingFields: true)
     }
 
@@ -207,6 +208,9 @@ struct SQLiteTransaction: RecordStoreTransaction {
             RETURNING id
             """)
         let deleteEntries = try db.cachedStatement(sql: "DELETE FROM record_index WHERE record = ?")
+        let indexes = try writes.first.map { try queryIndexes(zone: $0.record.zone) } ?? []
+        let deleteKeys = try db.cachedStatement(sql: "DELETE FROM record_keys WHERE record = ?")
+        let insertKey = try db.cachedStatement(sql: "INSERT INTO record_keys (query_index, zone, key, record) VALUES (?, ?, ?, ?)")
         let insertEntry = try db.cachedStatement(sql: "INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES (?, ?, ?, ?, ?, ?)")
         var usage = AssetUsageDelta()
         for write in writes {
@@ -221,7 +225,10 @@ struct SQLiteTransaction: RecordStoreTransaction {
             guard let id = try Int64.fetchOne(insert, arguments: StatementArguments(values)) else {
                 throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
             }
-            if replacing.contains(stored.recordName) { try deleteEntries.execute(arguments: [id]) }
+            if replacing.contains(stored.recordName) {
+                try deleteEntries.execute(arguments: [id])
+                if !indexes.isEmpty { try deleteKeys.execute(arguments: [id]) }
+            }
             let assets = stored.assetReferences
             usage.recordBytes += (stored.deleted ? 0 : Int64(write.fieldsJSON.utf8.count)) - (previous?.bytes ?? 0)
             usage.replace(previous?.assets ?? [:], with: assets)
@@ -229,6 +236,9 @@ struct SQLiteTransaction: RecordStoreTransaction {
             guard !stored.deleted else { continue }
             for item in RecordIndexEntry.entries(for: stored, zoneName: zoneName) {
                 try insertEntry.execute(arguments: [id, item.field, item.number, item.text, item.latitude, item.longitude])
+            }
+            for index in indexes where index.definition.recordType == stored.recordType {
+                try insertKey.execute(arguments: [index.id, stored.zone, Data(index.definition.key(for: stored, zoneName: zoneName)), id])
             }
         }
         if let zone = writes.first?.record.zone, usage.recordBytes != 0 || !usage.changedReferences.isEmpty {
@@ -326,6 +336,29 @@ struct SQLiteTransaction: RecordStoreTransaction {
         let statement = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE id = ?")
         for id in ids {
             if let row = try Row.fetchOne(statement, arguments: [id]) { found[id] = try record(row) }
+        }
+        return found
+    }
+
+    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [Int64: StoredRecordText] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.recordColumns) FROM records WHERE id IN (\(databaseQuestionMarks(count: ids.count)))",
+                                       arguments: StatementArguments(ids))
+        while let row = try rows.next() {
+            found[row[0]] = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7])
+        }
+        return found
+    }
+
+    func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText] {
+        guard !names.isEmpty else { return [:] }
+        var found: [String: StoredRecordText] = [:]
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name IN (\(databaseQuestionMarks(count: names.count)))",
+                                       arguments: StatementArguments([zone] as [any DatabaseValueConvertible] + names))
+        while let row = try rows.next() {
+            let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7])
+            found[text.record.recordName] = text
         }
         return found
     }

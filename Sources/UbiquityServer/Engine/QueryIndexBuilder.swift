@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import UbiquityCore
+import UbiquityWire
+
+/// Adds and builds query indexes (``QueryIndexDefinition``) in the background: in development,
+/// the first query of a shape that has no index asks for one (``request(_:container:environment:)``)
+/// and is answered without it meanwhile; an index is used once every record has its key.
+///
+/// A build writes the keys of the type's records in batches of ``batchSize``, one write
+/// transaction each (writers of other records go on between them), then marks the index ready.
+/// Records written meanwhile get their keys from the write itself (the stores key every index,
+/// built or not), so the build misses nothing. Builds left unfinished by a stop resume at start
+/// (``resumeUnfinished()``); two servers building one index write the same keys.
+package actor QueryIndexBuilder {
+    /// The most indexes development adds to one record type by itself.
+    package static let automaticLimit = 16
+    /// Records keyed per write transaction.
+    package static let batchSize = 2_000
+
+    let store: any RecordStore
+    let logger: Logger
+    private var running: [String: Task<Void, Never>] = [:]
+
+    /// Makes a builder over a store.
+    package init(store: any RecordStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Adds the index a query of `container`'s `environment` needs, unless the type has one or
+    /// has ``automaticLimit`` already, and builds it in the background. Returns at once.
+    package func request(_ definition: QueryIndexDefinition, container: String, environment: CloudKitEnvironment) {
+        let name = "\(container)/\(environment.rawValue)/\(definition.recordType)/\(definition.text)"
+        guard running[name] == nil else { return }
+        let store = store
+        let logger = logger
+        running[name] = Task {
+            do {
+                let added = try await store.write { tx -> StoredQueryIndex? in
+                    let indexes = try tx.queryIndexStore()
+                    let existing = try indexes.queryIndexes(container: container, environment: environment)
+                    if let index = existing.first(where: { $0.definition == definition }) { return index.ready ? nil : index }
+                    guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else {
+                        logger.notice("no more automatic query indexes for this record type", metadata: [
+                            "container": "\(container)", "recordType": "\(definition.recordType)", "limit": "\(Self.automaticLimit)"])
+                        return nil
+                    }
+                    return try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index
+                }
+                if let added {
+                    let keys = try await Self.build(added, store: store)
+                    logger.info("built query index", metadata: ["container": "\(container)", "environment": "\(environment.rawValue)",
+                                                                "index": "\(definition)", "keys": "\(keys)"])
+                }
+            } catch {
+                logger.warning("could not build query index \(definition)", metadata: ["container": "\(container)", "error": "\(error)"])
+            }
+            self.finished(name)
+        }
+    }
+
+    private func finished(_ name: String) {
+        running[name] = nil
+    }
+
+    /// Builds, in the background, every index of every container left not ready (a stop during
+    /// a build, a deployment by `ubiq admin` while no server ran it).
+    package func resumeUnfinished() {
+        let store = store
+        Task {
+            let unfinished = (try? await store.read { tx -> [StoredQueryIndex] in
+                let indexes = try tx.queryIndexStore()
+                return try tx.containers().flatMap { container in
+                    try CloudKitEnvironment.allCases.flatMap { try indexes.queryIndexes(container: container, environment: $0) }
+                }.filter { !$0.ready }
+            }) ?? []
+            for index in unfinished {
+                self.request(index.definition, container: index.container, environment: index.environment)
+            }
+        }
+    }
+
+    /// Waits until no build runs (tests).
+    package func idle() async {
+        while let task = running.values.first {
+            await task.value
+        }
+    }
+
+    /// Writes the keys of every record of the index's type, then marks it ready; the number of
+    /// records keyed. `progress` is told the count after each batch.
+    @discardableResult
+    package static func build(_ index: StoredQueryIndex, store: any RecordStore, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Int {
+        var after: Int64 = 0
+        var count = 0
+        while true {
+            let from = after
+            let batch = try await store.write { tx -> (last: Int64, count: Int)? in
+                let indexes = try tx.queryIndexStore()
+                // an index dropped meanwhile is not rebuilt
+                guard try indexes.queryIndexes(container: index.container, environment: index.environment).contains(where: { $0.id == index.id }) else {
+                    return nil
+                }
+                let batch = try indexes.buildQueryIndex(index, afterRecord: from, limit: batchSize)
+                if batch == nil { try indexes.setQueryIndexReady(id: index.id) }
+                return batch
+            }
+            guard let batch else { return count }
+            after = batch.last
+            count += batch.count
+            progress?(count)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+import UbiquityWire
+
+extension RecordsEngine {
+    /// Appends a record's dictionary to an answer written as bytes (`changes/zone`,
+    /// `records/lookup`, `records/query`). With its stored fields text (`fieldsText`), that text is
+    /// spliced in as it is when the fields are wanted whole, as stored (no number as a string),
+    /// hold no asset and no field whose type was guessed (`guessed`); else the record goes through
+    /// its decoded fields (`record.fields` when it has any, decoded and retyped; else decoded here
+    /// from `fieldsText`), as every other operation writes records.
+    func writeRecord(_ record: StoredRecord, fieldsText: String?, zone: WireZoneID, desiredKeys: [String]?, numbersAsStrings: Bool,
+                     guessed: GuessedFields, context: Context, to out: inout [UInt8]) throws {
+        guard let fieldsText, !record.deleted, desiredKeys == nil, !numbersAsStrings, !Self.mayHoldAssets(fieldsText),
+              !guessed.covers(record.recordType) else {
+            var decoded = record
+            if let fieldsText, record.fields.isEmpty { decoded = guessed.retyped(Self.decoded(record, fieldsText: fieldsText)) }
+            presented(decoded, context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
+            return
+        }
+        var wire = record.wireRecord(zoneID: zone)
+        wire.fields = nil
+        let rest = wire.json().serializedBytes()  // `{"recordName":…}`: never empty
+        out.append(contentsOf: #"{"fields":"#.utf8)
+        out.append(contentsOf: fieldsText.utf8)
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: rest.dropFirst())
+    }
+
+    /// `record` with its fields decoded from their stored text (no fields for text that does
+    /// not read: it was written by this server, so that does not happen).
+    static func decoded(_ record: StoredRecord, fieldsText: String) -> StoredRecord {
+        guard !record.deleted else { return record }
+        var decoded = record
+        decoded.fields = (try? StoredRecord.decodeFields(fieldsText)) ?? [:]
+        return decoded
+    }
+}
+
+/// A record of a query's page: decoded and retyped (its fields in `record.fields`), with its
+/// stored fields text when it was read as stored (then `record.fields` may be empty: it was not
+/// decoded, the index having matched it exactly).
+struct QueryPageRecord: Sendable {
+    var record: StoredRecord
+    var zoneName: String
+    var fieldsText: String? = nil
+}

@@ -501,6 +501,32 @@ import UbiquityWire
                 check.equal(try names([.compare(field: "s", .equal, .text("apple"))], zones: [other]), ["o1"])
                 check.expect(try names([], zones: []).isEmpty)
             }
+            // The spatial index follows the records: a moved record is found where it went only, a
+            // deleted one nowhere, a deleted zone's nowhere.
+            try await Self.put(store, [
+                Self.record(zone, "r3", sequence: 8, fields: ["place": .location(WireLocation(latitude: -45, longitude: 100))]),
+                Self.record(zone, "r1", sequence: 9, deleted: true),
+            ])
+            try await StoreFixture.read(store) { tx, check throws in
+                func near(_ minLatitude: Double, _ maxLatitude: Double, _ minLongitude: Double, _ maxLongitude: Double) throws -> [String] {
+                    try tx.candidates(zones: [zone], recordType: "Item", conditions: [
+                        .box(field: "place", minLatitude: minLatitude, maxLatitude: maxLatitude, minLongitude: minLongitude, maxLongitude: maxLongitude),
+                    ]).map(\.recordName)
+                }
+                check.expect(try near(40, 60, -10, 10).isEmpty)
+                check.equal(try near(-50, -40, 95, 105), ["r3"])
+                check.equal(try near(0, 20, 160, -160), ["r2"])
+                check.equal(try near(-90, 90, -180, 180), ["r2", "r3", "r4", "r5"])
+            }
+            try await store.write { tx throws in
+                _ = try tx.lockDatabase(Self.key)
+                try tx.deleteZone(id: zone)
+            }
+            try await StoreFixture.read(store) { tx, check throws in
+                check.expect(try tx.candidates(zones: [zone], recordType: "Item", conditions: [
+                    .box(field: "place", minLatitude: -90, maxLatitude: 90, minLongitude: -180, maxLongitude: 180),
+                ]).isEmpty)
+            }
         }
     }
 

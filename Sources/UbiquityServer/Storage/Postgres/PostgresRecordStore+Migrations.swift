@@ -133,6 +133,12 @@ extension PostgresRecordStore {
             "CREATE TABLE record_keys (query_index BIGINT NOT NULL, zone BIGINT NOT NULL, key BYTEA NOT NULL, record BIGINT NOT NULL, PRIMARY KEY (query_index, zone, key) INCLUDE (record))",
             "CREATE INDEX record_keys_record ON record_keys(record)",
         ]),
+        // NEAR from a spatial index: GiST over each location row's point (longitude, latitude),
+        // built in (no extension needed), in place of the B-tree on (field, latitude, longitude).
+        Migration(identifier: "v12-record-locations", statements: [
+            "CREATE INDEX record_index_space ON record_index USING gist (point(longitude, latitude)) WHERE latitude IS NOT NULL",
+            "DROP INDEX record_index_geo",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

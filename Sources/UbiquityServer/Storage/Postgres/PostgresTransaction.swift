@@ -339,7 +339,7 @@ final class PostgresTransaction: RecordStoreTransaction {
         var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = ANY($1) AND type = $2 AND NOT deleted"
         var parameters: [PostgresParameter] = [.ints(zones), .text(recordType)]
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { "$\($0)" }, startIndex: parameters.count)
+            let (clause, values) = IndexConditionSQL.recordClause(condition, dialect: .postgres, startIndex: parameters.count)
             sql += " AND \(clause)"
             parameters += values.map { value -> PostgresParameter in
                 switch value {
@@ -365,7 +365,7 @@ final class PostgresTransaction: RecordStoreTransaction {
             FROM records\(join) WHERE records.zone = ANY($1) AND records.type = $2 AND NOT records.deleted
             """
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { "$\($0)" }, startIndex: parameters.count)
+            let (clause, values) = IndexConditionSQL.recordClause(condition, dialect: .postgres, startIndex: parameters.count)
             sql += " AND \(clause)"
             parameters += values.map { value -> PostgresParameter in
                 switch value {

@@ -188,6 +188,16 @@ package final class SQLiteRecordStore: RecordStore {
                 CREATE INDEX record_keys_record ON record_keys(record);
                 """)
         }
+        // NEAR from a spatial index: one R*Tree rectangle (a point) per location row of
+        // record_index, keyed by its rowid (IndexConditionSQL, issue 26).
+        migrator.registerMigration("v12-record-locations") { db in
+            try db.execute(sql: """
+                CREATE VIRTUAL TABLE record_locations USING rtree(id, min_latitude, max_latitude, min_longitude, max_longitude);
+                INSERT INTO record_locations (id, min_latitude, max_latitude, min_longitude, max_longitude)
+                    SELECT rowid, latitude, latitude, longitude, longitude FROM record_index WHERE latitude IS NOT NULL AND longitude IS NOT NULL;
+                DROP INDEX record_index_geo;
+                """)
+        }
         return migrator
     }
 }

@@ -115,6 +115,7 @@ extension SQLiteTransaction: SchemaStoreTransaction {
         let arguments: StatementArguments = [container, environment.rawValue]
         let databases = "SELECT id FROM databases WHERE container = ? AND environment = ?"
         let zones = "SELECT id FROM zones WHERE database IN (\(databases))"
+        try db.execute(sql: "DELETE FROM record_locations WHERE id IN (SELECT rowid FROM record_index WHERE latitude IS NOT NULL AND record IN (SELECT id FROM records WHERE zone IN (\(zones))))", arguments: arguments)
         try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", arguments: arguments)
         try db.execute(sql: "DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone IN (\(zones)))", arguments: arguments)
         try db.execute(sql: "DELETE FROM records WHERE zone IN (\(zones))", arguments: arguments)

@@ -116,6 +116,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
 
     func deleteZone(id: Int64) throws {
         try releaseZoneAssets(zone: id)
+        try db.execute(sql: "DELETE FROM record_locations WHERE id IN (SELECT rowid FROM record_index WHERE latitude IS NOT NULL AND record IN (SELECT id FROM records WHERE zone = ?))", arguments: [id])
         try db.execute(sql: "DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
         try db.execute(sql: "DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone = ?)", arguments: [id])
         try db.execute(sql: "DELETE FROM records WHERE zone = ?", arguments: [id])
@@ -208,6 +209,8 @@ struct SQLiteTransaction: RecordStoreTransaction {
             RETURNING id
             """)
         let deleteEntries = try db.cachedStatement(sql: "DELETE FROM record_index WHERE record = ?")
+        let deleteLocations = try db.cachedStatement(sql: "DELETE FROM record_locations WHERE id IN (SELECT rowid FROM record_index WHERE record = ? AND latitude IS NOT NULL)")
+        let insertLocation = try db.cachedStatement(sql: "INSERT INTO record_locations (id, min_latitude, max_latitude, min_longitude, max_longitude) VALUES (?, ?, ?, ?, ?)")
         let indexes = try writes.first.map { try queryIndexes(zone: $0.record.zone) } ?? []
         let deleteKeys = try db.cachedStatement(sql: "DELETE FROM record_keys WHERE record = ?")
         let insertKey = try db.cachedStatement(sql: "INSERT INTO record_keys (query_index, zone, key, record) VALUES (?, ?, ?, ?)")
@@ -226,6 +229,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
                 throw UbiquityError(.io, "the record store did not return the row of record \(stored.recordName)")
             }
             if replacing.contains(stored.recordName) {
+                try deleteLocations.execute(arguments: [id])
                 try deleteEntries.execute(arguments: [id])
                 if !indexes.isEmpty { try deleteKeys.execute(arguments: [id]) }
             }
@@ -236,6 +240,9 @@ struct SQLiteTransaction: RecordStoreTransaction {
             guard !stored.deleted else { continue }
             for item in RecordIndexEntry.entries(for: stored, zoneName: zoneName) {
                 try insertEntry.execute(arguments: [id, item.field, item.number, item.text, item.latitude, item.longitude])
+                if let latitude = item.latitude, let longitude = item.longitude {
+                    try insertLocation.execute(arguments: [db.lastInsertedRowID, latitude, latitude, longitude, longitude])
+                }
             }
             for index in indexes where index.definition.recordType == stored.recordType {
                 try insertKey.execute(arguments: [index.id, stored.zone, Data(index.definition.key(for: stored, zoneName: zoneName)), id])
@@ -277,7 +284,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
         var arguments: [(any DatabaseValueConvertible)?] = zones.map { $0 }
         arguments.append(recordType)
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
+            let (clause, values) = IndexConditionSQL.recordClause(condition, dialect: .sqlite, startIndex: arguments.count)
             sql += " AND \(clause)"
             arguments += values.map { value -> (any DatabaseValueConvertible)? in
                 switch value {
@@ -305,7 +312,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
         arguments += zones.map { $0 }
         arguments.append(recordType)
         for condition in conditions {
-            let (clause, values) = IndexConditionSQL.recordClause(condition, placeholder: { _ in "?" }, startIndex: arguments.count)
+            let (clause, values) = IndexConditionSQL.recordClause(condition, dialect: .sqlite, startIndex: arguments.count)
             sql += " AND \(clause)"
             arguments += values.map { value -> (any DatabaseValueConvertible)? in
                 switch value {

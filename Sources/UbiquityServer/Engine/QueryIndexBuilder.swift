@@ -22,6 +22,9 @@ package actor QueryIndexBuilder {
     let store: any RecordStore
     let logger: Logger
     private var running: [String: Task<Void, Never>] = [:]
+    /// Shapes refused for a type at ``automaticLimit`` (asked again only after a restart, or
+    /// added by an administrator), so their queries do not each try again.
+    private var declined: Set<String> = []
 
     /// Makes a builder over a store.
     package init(store: any RecordStore, logger: Logger) {
@@ -33,21 +36,25 @@ package actor QueryIndexBuilder {
     /// has ``automaticLimit`` already, and builds it in the background. Returns at once.
     package func request(_ definition: QueryIndexDefinition, container: String, environment: CloudKitEnvironment) {
         let name = "\(container)/\(environment.rawValue)/\(definition.recordType)/\(definition.text)"
-        guard running[name] == nil else { return }
+        guard running[name] == nil, !declined.contains(name) else { return }
         let store = store
         let logger = logger
         running[name] = Task {
             do {
-                let added = try await store.write { tx -> StoredQueryIndex? in
+                let added = try await store.write { tx -> StoredQueryIndex?? in
                     let indexes = try tx.queryIndexStore()
                     let existing = try indexes.queryIndexes(container: container, environment: environment)
-                    if let index = existing.first(where: { $0.definition == definition }) { return index.ready ? nil : index }
-                    guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else {
-                        logger.notice("no more automatic query indexes for this record type", metadata: [
-                            "container": "\(container)", "recordType": "\(definition.recordType)", "limit": "\(Self.automaticLimit)"])
-                        return nil
-                    }
-                    return try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index
+                    if let index = existing.first(where: { $0.definition == definition }) { return .some(index.ready ? nil : index) }
+                    guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else { return nil }
+                    return .some(try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index)
+                }
+                guard let added else {
+                    logger.notice("no more automatic query indexes for this record type; its other query shapes are answered by a scan", metadata: [
+                        "container": "\(container)", "recordType": "\(definition.recordType)", "limit": "\(Self.automaticLimit)",
+                        "index": "\(definition)"])
+                    self.decline(name)
+                    self.finished(name)
+                    return
                 }
                 if let added {
                     let keys = try await Self.build(added, store: store)
@@ -63,6 +70,10 @@ package actor QueryIndexBuilder {
 
     private func finished(_ name: String) {
         running[name] = nil
+    }
+
+    private func decline(_ name: String) {
+        declined.insert(name)
     }
 
     /// Builds, in the background, every index of every container left not ready (a stop during

@@ -233,6 +233,34 @@ import UbiquityWire
     }
 }
 
+extension QueryIndexTests {
+    @Test(arguments: StoreKind.available)
+    func developmentAddsAtMostTheLimitPerRecordType(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            try await store.write { tx in try tx.addContainer(Self.key.container, createdAt: 1) }
+            let builder = QueryIndexBuilder(store: store, logger: StoreFixture.logger)
+            let shapes = (0...QueryIndexBuilder.automaticLimit).map {
+                QueryIndexDefinition(recordType: "Item", components: [.init(.field("f\($0)"), .equal), .init(.field("rank"), .ascending)])
+            }
+            for shape in shapes {
+                await builder.request(shape, container: Self.key.container, environment: .development)
+                await builder.idle()
+            }
+            await builder.request(shapes[shapes.count - 1], container: Self.key.container, environment: .development)
+            await builder.idle()
+            let indexes = try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }
+            #expect(indexes.count == QueryIndexBuilder.automaticLimit)
+            #expect(indexes.allSatisfy { $0.ready })
+            #expect(!indexes.contains { $0.definition == shapes[shapes.count - 1] })
+            // another type has its own allowance
+            await builder.request(QueryIndexDefinition(recordType: "Other", components: []), container: Self.key.container, environment: .development)
+            await builder.idle()
+            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.count
+                    == QueryIndexBuilder.automaticLimit + 1)
+        }
+    }
+}
+
 extension WireFieldValue {
     fileprivate var isInt64: Bool { if case .int64 = self { return true } else { return false } }
 }

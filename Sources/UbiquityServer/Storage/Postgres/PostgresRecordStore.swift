@@ -24,6 +24,8 @@ package final class PostgresRecordStore: RecordStore {
     let logger: Logger
     /// The schema the store's tables are in (`search_path`), or nil for the server's default.
     package let schema: String?
+    /// Refreshes the planner's statistics after bulk writes (``PostgresStatistics``).
+    let statistics = PostgresStatistics()
 
     /// How many times a transaction runs at most when it meets deadlocks or serialization failures.
     package static let maximumAttempts = 5
@@ -81,8 +83,23 @@ package final class PostgresRecordStore: RecordStore {
     }
 
     /// Runs `body` in a read-write transaction (`BEGIN … COMMIT`; rolled back when it throws).
+    /// After a commit that takes the records written past ``PostgresStatistics``' line, the
+    /// record tables' statistics are refreshed in the background.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
-        try await run(readOnly: false) { session in try body(PostgresTransaction(session: session)) }
+        let (result, written) = try await run(readOnly: false) { session in
+            let transaction = PostgresTransaction(session: session)
+            return (try body(transaction), transaction.recordsWritten)
+        }
+        if written > 0, statistics.wrote(written) {
+            Task { [self] in
+                let records = try? await run(readOnly: false) { session -> Int in
+                    try session.execute(PostgresStatistics.refreshSQL)
+                    return Int(try session.row("SELECT reltuples::BIGINT AS n FROM pg_class WHERE oid = 'records'::regclass")?.value("n", as: Int64.self) ?? 0)
+                }
+                statistics.refreshed(tableRecords: records)
+            }
+        }
+        return result
     }
 
     /// Closes the idle connections; those in use close when their transaction ends. Later calls

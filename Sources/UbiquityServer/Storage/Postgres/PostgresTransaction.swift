@@ -10,6 +10,8 @@ import UbiquityWire
 /// usable (a failed statement would abort it).
 final class PostgresTransaction: RecordStoreTransaction {
     let session: PostgresSession
+    /// Records (and tombstones) written so far (``PostgresStatistics``).
+    private(set) var recordsWritten = 0
 
     init(session: PostgresSession) {
         self.session = session
@@ -237,6 +239,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     /// one multi-row `INSERT` per 1,000 index rows: a handful of round trips for a whole batch.
     func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws {
         guard !writes.isEmpty else { return }
+        recordsWritten += writes.count
         let previous = try previousAssetStates(zone: writes[writes.startIndex].record.zone,
                                                names: writes.map(\.record.recordName).filter { replacing.contains($0) })
         var ids: [String: Int64] = [:]

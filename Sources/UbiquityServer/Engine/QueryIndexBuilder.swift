@@ -76,20 +76,21 @@ package actor QueryIndexBuilder {
         declined.insert(name)
     }
 
-    /// Builds, in the background, every index of every container left not ready (a stop during
-    /// a build, a deployment by `ubiq admin` while no server ran it).
-    package func resumeUnfinished() {
-        let store = store
-        Task {
-            let unfinished = (try? await store.read { tx -> [StoredQueryIndex] in
+    /// Starts building, in the background, every index of every container left not ready (a
+    /// stop during a build; an `ubiq admin` command that did not finish one).
+    package func resumeUnfinished() async {
+        do {
+            let unfinished = try await store.read { tx -> [StoredQueryIndex] in
                 let indexes = try tx.queryIndexStore()
                 return try tx.containers().flatMap { container in
                     try CloudKitEnvironment.allCases.flatMap { try indexes.queryIndexes(container: container, environment: $0) }
                 }.filter { !$0.ready }
-            }) ?? []
-            for index in unfinished {
-                self.request(index.definition, container: index.container, environment: index.environment)
             }
+            for index in unfinished {
+                request(index.definition, container: index.container, environment: index.environment)
+            }
+        } catch {
+            logger.warning("could not list the query indexes left unbuilt", metadata: ["error": "\(error)"])
         }
     }
 

@@ -61,8 +61,8 @@ struct QueryIndexPlan: Sendable, Hashable {
             }
         }
         guard query.sortBy.allSatisfy({ $0.relativeLocation == nil && sortable($0.key) }) else { return nil }
-        // whether the key decides the filter exactly: same kinds (a reference's zone is not in
-        // the key, save for the user fields, whose references name no zone)
+        // whether the key decides the filter exactly: values of the field's kind (the record
+        // name and the user fields are strings here; a reference field's zone is not in the key)
         func decides(_ filter: WireFilter, _ type: WireFieldType.Scalar) -> Bool {
             switch (type, filter.fieldValue) {
             case (.string, .string), (.int64, .int64), (.int64, .double), (.int64, .timestamp), (.double, .int64), (.double, .double),
@@ -70,10 +70,6 @@ struct QueryIndexPlan: Sendable, Hashable {
                 return true
             case (.string, .reference(let reference)):
                 return reference.zoneID == nil || filter.key == .system(.recordName)
-            case (.reference, .string), (.reference, .reference):
-                guard case .system(let field) = filter.key, [.createdUserRecordName, .modifiedUserRecordName].contains(field) else { return false }
-                if case .reference(let reference) = filter.fieldValue { return reference.zoneID == nil }
-                return true
             default:
                 return false
             }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import UbiquityCore
 import UbiquityWire
 
@@ -44,6 +45,14 @@ extension RecordStoreTransaction {
             throw UbiquityError(.unsupported, "this record store does not keep query indexes")
         }
         return indexes
+    }
+}
+
+/// SQL text both stores' query-index code shares.
+enum QueryIndexSQL {
+    /// `a, b` as `t.a, t.b`: a column list qualified by a table's alias (for joins).
+    static func qualified(_ columns: String, by alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias)." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
     }
 }
 

@@ -235,7 +235,7 @@ import UbiquityWire
 
 extension QueryIndexTests {
     @Test(arguments: StoreKind.available)
-    func developmentAddsAtMostTheLimitPerRecordType(kind: StoreKind) async throws {
+    func developmentAddsAtMostTheLimitPerTypeAndFinishesHalfBuiltIndexes(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in
             try await store.write { tx in try tx.addContainer(Self.key.container, createdAt: 1) }
             let builder = QueryIndexBuilder(store: store, logger: StoreFixture.logger)
@@ -252,11 +252,28 @@ extension QueryIndexTests {
             #expect(indexes.count == QueryIndexBuilder.automaticLimit)
             #expect(indexes.allSatisfy { $0.ready })
             #expect(!indexes.contains { $0.definition == shapes[shapes.count - 1] })
+            // an index left half-built (a stop during its build) is finished at the next start
+            let unfinished = QueryIndexDefinition(recordType: "Half", components: [.init(.field("rank"), .descending)])
+            try await store.write { tx in
+                let database = try tx.lockDatabase(Self.key)
+                let zone = try tx.createZone(database: database.id, name: "zone", createdAt: 1)
+                let records = (0..<5).map { StoredRecord(zone: zone.id, recordName: "h\($0)", recordType: "Half", changeTag: "t", sequence: Int64($0 + 1),
+                                                         deleted: false, fields: ["rank": .int64(Int64($0))], created: WireRecordStamp(timestamp: 1, userRecordName: "_u", deviceID: nil),
+                                                         modified: WireRecordStamp(timestamp: 1, userRecordName: "_u", deviceID: nil)) }
+                try tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
+                _ = try tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: unfinished)
+            }
+            await builder.resumeUnfinished()
+            await builder.idle()
+            let half = try await store.read { tx in
+                try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development).first { $0.definition == unfinished }
+            }
+            #expect(half?.ready == true)
             // another type has its own allowance
             await builder.request(QueryIndexDefinition(recordType: "Other", components: []), container: Self.key.container, environment: .development)
             await builder.idle()
             #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.count
-                    == QueryIndexBuilder.automaticLimit + 1)
+                    == QueryIndexBuilder.automaticLimit + 2)
         }
     }
 }

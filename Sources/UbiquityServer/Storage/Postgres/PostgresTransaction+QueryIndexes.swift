@@ -79,9 +79,8 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
     }
 
     func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) throws -> (last: Int64, count: Int)? {
-        let columns = Self.recordColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         let rows = try session.rows("""
-            SELECT \(columns), z.name AS zone_name FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
+            SELECT \(QueryIndexSQL.qualified(Self.recordColumns, by: "r")), z.name AS zone_name FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
             WHERE d.container = $1 AND d.environment = $2 AND r.type = $3 AND NOT r.deleted AND r.id > $4 ORDER BY r.id LIMIT $5 FOR UPDATE OF r
             """, [.text(index.container), .text(index.environment.rawValue), .text(index.definition.recordType), .int(afterRecord), .int(Int64(limit))])
         guard !rows.isEmpty else { return nil }

@@ -42,7 +42,7 @@ extension SQLiteTransaction: QueryIndexStoreTransaction {
 
     func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) throws -> (last: Int64, count: Int)? {
         let rows = try Row.fetchAll(db, sql: """
-            SELECT \(Self.recordColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")), z.name
+            SELECT \(QueryIndexSQL.qualified(Self.recordColumns, by: "r")), z.name
             FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
             WHERE d.container = ? AND d.environment = ? AND r.type = ? AND r.deleted = 0 AND r.id > ? ORDER BY r.id LIMIT ?
             """, arguments: [index.container, index.environment.rawValue, index.definition.recordType, afterRecord, limit])

@@ -26,16 +26,24 @@ struct GuessedFields: Sendable {
 
     /// The guessed fields of `recordTypes` in the environment of `key`.
     static func of(_ recordTypes: some Sequence<String>, key: DatabaseKey, tx: any RecordStoreTransaction) throws -> GuessedFields {
-        var found = GuessedFields()
         let schemas = try tx.schemas()
+        return try of(recordTypes) { try schemas.recordType(container: key.container, environment: key.environment, name: $0) }
+    }
+
+    /// ``of(_:key:tx:)`` with the types `access` has read already (a lookup checked its caller's
+    /// permissions on them), reading the others through it.
+    static func of(_ recordTypes: some Sequence<String>, access: inout RecordAccess, tx: any RecordStoreTransaction) throws -> GuessedFields {
+        try of(recordTypes) { try access.recordType($0, tx: tx) }
+    }
+
+    private static func of(_ recordTypes: some Sequence<String>, type: (String) throws -> RecordTypeSchema?) throws -> GuessedFields {
+        var found = GuessedFields()
         for name in Set(recordTypes) {
-            let type = try schemas.recordType(container: key.container, environment: key.environment, name: name)
-            found.byType.merge(GuessedFields(type).byType) { first, _ in first }
+            found.byType.merge(GuessedFields(try type(name)).byType) { first, _ in first }
         }
         return found
     }
 
-    /// Whether records of `recordType` may need retyping (``retyped(_:)``).
     func covers(_ recordType: String) -> Bool { byType[recordType] != nil }
 
     /// `record` with its guessed fields' values in the schema's types, where they read as them.

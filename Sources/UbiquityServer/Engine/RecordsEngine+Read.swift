@@ -63,7 +63,7 @@ extension RecordsEngine {
                 guard let record = stored[item.recordName], !record.record.deleted, try access.canRead(record.record, tx: tx) else { return nil }
                 return record
             }
-            return (records, try GuessedFields.of(records.compactMap { $0?.record.recordType }, key: key, tx: tx))
+            return (records, try GuessedFields.of(records.compactMap { $0?.record.recordType }, access: &access, tx: tx))
         }
     }
 

@@ -112,11 +112,7 @@ package struct RecordsEngine: Sendable {
     /// Resolves a zone for reading: nil zone = default. The default zone reads as empty before
     /// it is written.
     static func readZone(_ tx: any RecordStoreTransaction, key: DatabaseKey, zoneID: WireZoneID) throws -> StoredZone? {
-        guard let database = try tx.database(key) else {
-            if zoneID.isDefault || (key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) { return nil }
-            throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
-        }
-        if let zone = try tx.zone(database: database.id, name: zoneID.zoneName) { return zone }
+        if let zone = try tx.zone(key: key, name: zoneID.zoneName) { return zone }
         if zoneID.isDefault || (key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) { return nil }
         throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
     }

@@ -88,6 +88,9 @@ package protocol RecordStoreTransaction {
     func database(_ key: DatabaseKey) throws -> StoredDatabase?
     /// The live zone with this name.
     func zone(database: Int64, name: String) throws -> StoredZone?
+    /// The live zone with this name in the database `key` (nil when either is missing), in one
+    /// statement: how reads find their zone.
+    func zone(key: DatabaseKey, name: String) throws -> StoredZone?
     /// The zone with this id, live or deleted.
     func zone(id: Int64) throws -> StoredZone?
     /// The live zones of a database, by name.

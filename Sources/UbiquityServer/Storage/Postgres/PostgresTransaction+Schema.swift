@@ -7,20 +7,30 @@ import UbiquityWire
 /// Schemas and security roles in PostgreSQL (`schema_types`, `schema_fields`,
 /// `schema_permissions`, `schema_roles` and `role_members` of the `v6-schema` migration).
 extension PostgresTransaction: SchemaStoreTransaction {
+    /// The type, its fields and its permissions in one round trip: every read of a record type
+    /// (a query's, a lookup's) goes through here.
     func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema? {
         let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name)]
-        guard try session.row("SELECT 1 FROM schema_types WHERE container = $1 AND environment = $2 AND record_type = $3", parameters) != nil else {
-            return nil
-        }
+        let rows = try session.rows("""
+            SELECT 't' AS kind, NULL AS field, NULL AS type, NULL::BOOLEAN AS queryable, NULL::BOOLEAN AS sortable, NULL::BOOLEAN AS searchable,
+                NULL AS guess, NULL::BIGINT AS permissions FROM schema_types WHERE container = $1 AND environment = $2 AND record_type = $3
+            UNION ALL SELECT 'f', field, type, queryable, sortable, searchable, guess, NULL FROM schema_fields
+                WHERE container = $1 AND environment = $2 AND record_type = $3
+            UNION ALL SELECT 'p', role, NULL, NULL, NULL, NULL, NULL, permissions FROM schema_permissions
+                WHERE container = $1 AND environment = $2 AND record_type = $3
+            """, parameters)
+        guard try rows.contains(where: { try $0.value("kind", as: String.self) == "t" }) else { return nil }
         var type = RecordTypeSchema(name: name, permissions: [:])
-        for row in try session.rows("""
-            SELECT field, type, queryable, sortable, searchable, guess FROM schema_fields WHERE container = $1 AND environment = $2 AND record_type = $3
-            """, parameters) {
-            let field = try Self.field(row)
-            type.fields[field.name] = field
-        }
-        for row in try session.rows("SELECT role, permissions FROM schema_permissions WHERE container = $1 AND environment = $2 AND record_type = $3", parameters) {
-            type.permissions[try row.value("role", as: String.self)] = SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+        for row in rows {
+            switch try row.value("kind", as: String.self) {
+            case "f":
+                let field = try Self.field(row)
+                type.fields[field.name] = field
+            case "p":
+                type.permissions[try row.value("field", as: String.self)] = SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+            default:
+                break
+            }
         }
         return type
     }

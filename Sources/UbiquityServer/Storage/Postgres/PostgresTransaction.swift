@@ -125,6 +125,13 @@ final class PostgresTransaction: RecordStoreTransaction {
             .map(zone)
     }
 
+    func zone(key: DatabaseKey, name: String) throws -> StoredZone? {
+        try session.row("""
+            SELECT \(QueryIndexSQL.qualified(Self.zoneColumns, by: "z")) FROM databases d JOIN zones z ON z.database = d.id
+            WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4 AND z.name = $5 AND NOT z.deleted
+            """, [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner), .text(name)]).map(zone)
+    }
+
     func zone(id: Int64) throws -> StoredZone? {
         try session.row("SELECT \(Self.zoneColumns) FROM zones WHERE id = $1", [.int(id)]).map(zone)
     }

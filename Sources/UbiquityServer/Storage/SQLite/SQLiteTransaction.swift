@@ -97,6 +97,13 @@ struct SQLiteTransaction: RecordStoreTransaction {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM zones WHERE database = ? AND name = ? AND deleted = 0"), arguments: [database, name]).map(zone)
     }
 
+    func zone(key: DatabaseKey, name: String) throws -> StoredZone? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT zones.* FROM databases JOIN zones ON zones.database = databases.id
+            WHERE databases.container = ? AND databases.environment = ? AND databases.scope = ? AND databases.owner = ? AND zones.name = ? AND zones.deleted = 0
+            """), arguments: [key.container, key.environment.rawValue, key.scope.rawValue, key.owner, name]).map(zone)
+    }
+
     func zone(id: Int64) throws -> StoredZone? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM zones WHERE id = ?"), arguments: [id]).map(zone)
     }

@@ -41,23 +41,23 @@ package actor QueryIndexBuilder {
         let logger = logger
         running[name] = Task {
             do {
-                let added = try await store.write { tx -> StoredQueryIndex?? in
+                let outcome = try await store.write { tx -> Outcome in
                     let indexes = try tx.queryIndexStore()
                     let existing = try indexes.queryIndexes(container: container, environment: environment)
-                    if let index = existing.first(where: { $0.definition == definition }) { return .some(index.ready ? nil : index) }
-                    guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else { return nil }
-                    return .some(try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index)
+                    if let index = existing.first(where: { $0.definition == definition }) { return index.ready ? .ready : .build(index) }
+                    guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else { return .declined }
+                    return .build(try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index)
                 }
-                guard let added else {
+                switch outcome {
+                case .ready:
+                    break
+                case .declined:
                     logger.notice("no more automatic query indexes for this record type; its other query shapes are answered by a scan", metadata: [
                         "container": "\(container)", "recordType": "\(definition.recordType)", "limit": "\(Self.automaticLimit)",
                         "index": "\(definition)"])
                     self.decline(name)
-                    self.finished(name)
-                    return
-                }
-                if let added {
-                    let keys = try await Self.build(added, store: store)
+                case .build(let index):
+                    let keys = try await Self.build(index, store: store)
                     logger.info("built query index", metadata: ["container": "\(container)", "environment": "\(environment.rawValue)",
                                                                 "index": "\(definition)", "keys": "\(keys)"])
                 }
@@ -66,6 +66,16 @@ package actor QueryIndexBuilder {
             }
             self.finished(name)
         }
+    }
+
+    /// What a request finds in the store.
+    private enum Outcome: Sendable {
+        /// The index exists and is built.
+        case ready
+        /// The type has ``automaticLimit`` indexes already.
+        case declined
+        /// The index (new, or left unbuilt) to build.
+        case build(StoredQueryIndex)
     }
 
     private func finished(_ name: String) {
@@ -102,9 +112,9 @@ package actor QueryIndexBuilder {
     }
 
     /// Writes the keys of every record of the index's type, then marks it ready; the number of
-    /// records keyed. `progress` is told the count after each batch.
+    /// records keyed.
     @discardableResult
-    package static func build(_ index: StoredQueryIndex, store: any RecordStore, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Int {
+    package static func build(_ index: StoredQueryIndex, store: any RecordStore) async throws -> Int {
         var after: Int64 = 0
         var count = 0
         while true {
@@ -122,7 +132,6 @@ package actor QueryIndexBuilder {
             guard let batch else { return count }
             after = batch.last
             count += batch.count
-            progress?(count)
         }
     }
 }

@@ -26,10 +26,6 @@ struct QueryIndexPlan: Sendable, Hashable {
     /// number field with a value of its kind): the records read need no filtering, nor decoding.
     var exact: Bool
 
-    /// Numbers past 2⁵³ in magnitude compare as doubles with numbers of other kinds; they are left
-    /// to the exact filter.
-    static let exactLimit = 9_007_199_254_740_992.0
-
     /// The plan of `query` over a type with `fields` (its schema), or nil when no index can answer it.
     init?(query: WireQuery, fields: [String: SchemaField]) {
         func scalarType(_ key: WireFieldKey) -> WireFieldType.Scalar? {
@@ -56,7 +52,7 @@ struct QueryIndexPlan: Sendable, Hashable {
         func withinExactRange(_ value: WireFieldValue) -> Bool {
             switch value {
             case .string, .reference: return true
-            case .int64, .double, .timestamp: return RecordFilter.number(value).map { abs($0) < Self.exactLimit } ?? false
+            case .int64, .double, .timestamp: return RecordFilter.number(value).map { abs($0) < RecordIndexEntry.exactNumberLimit } ?? false
             default: return false
             }
         }

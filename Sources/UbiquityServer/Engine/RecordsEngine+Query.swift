@@ -160,7 +160,6 @@ extension RecordsEngine {
 
     /// A record with only the keyed fields, or nil when an index entry does not hold the whole value.
     static func lightRecord(_ keys: StoredRecordKeys, recordType: String, schema: [String: String]) -> StoredRecord? {
-        let exactInteger = 9_007_199_254_740_992.0 // 2^53
         var fields: [String: WireFieldValue] = [:]
         for (name, entry) in keys.entries {
             switch schema[name] {
@@ -168,10 +167,10 @@ extension RecordsEngine {
                 guard let text = entry.text, text.utf8.count < RecordIndexEntry.maximumTextBytes - 3 else { return nil }
                 fields[name] = .string(text)
             case "INT64":
-                guard let number = entry.number, abs(number) < exactInteger else { return nil }
+                guard let number = entry.number, abs(number) < RecordIndexEntry.exactNumberLimit else { return nil }
                 fields[name] = .int64(Int64(number))
             case "TIMESTAMP":
-                guard let number = entry.number, abs(number) < exactInteger else { return nil }
+                guard let number = entry.number, abs(number) < RecordIndexEntry.exactNumberLimit else { return nil }
                 fields[name] = .timestamp(number)
             case "DOUBLE":
                 guard let number = entry.number else { return nil }
@@ -186,4 +185,13 @@ extension RecordsEngine {
         return StoredRecord(zone: keys.zone, recordName: keys.recordName, recordType: recordType, changeTag: "", sequence: 0, deleted: false,
                             fields: fields, created: keys.created, modified: keys.modified)
     }
+}
+
+/// A record of a query's page: decoded and retyped (its fields in `record.fields`), with its
+/// stored fields text when it was read as stored (then `record.fields` may be empty: it was not
+/// decoded, the index having matched it exactly).
+struct QueryPageRecord: Sendable {
+    var record: StoredRecord
+    var zoneName: String
+    var fieldsText: String? = nil
 }

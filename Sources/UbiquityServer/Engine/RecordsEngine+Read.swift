@@ -6,13 +6,9 @@ import UbiquityWire
 
 extension RecordsEngine {
     /// `records/lookup`: each record, or a NOT_FOUND item (also for a public record the caller's
-    /// roles may not read, so that its existence does not leak).
-    package func lookupRecords(_ request: WireLookupRecordsRequest, context: Context) async throws -> JSONValue {
-        try JSONValue.parse(Data(await lookupRecordsBody(request, context: context)))
-    }
-
-    /// ``lookupRecords(_:context:)``'s answer as bytes, each record's stored fields spliced in as
-    /// they are when nothing needs changing in them (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
+    /// roles may not read, so that its existence does not leak); the answer as bytes, each
+    /// record's stored fields spliced in as they are when nothing needs changing in them
+    /// (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
     package func lookupRecordsBody(_ request: WireLookupRecordsRequest, context: Context) async throws -> [UInt8] {
         guard request.records.count <= WireLimits.recordsPerResponse else {
             throw WireError(.badRequest, "limit exceeded: \(request.records.count) records; a lookup may ask for at most \(WireLimits.recordsPerResponse)")
@@ -69,13 +65,9 @@ extension RecordsEngine {
 
     /// `records/query`: filters ANDed, sorted, paged with continuation markers. Filters and sorts
     /// must use fields the schema indexes (queryable, sortable, searchable for token comparators);
-    /// in the public database, records the caller's roles may not read are left out.
-    package func queryRecords(_ request: WireQueryRecordsRequest, context: Context) async throws -> JSONValue {
-        try JSONValue.parse(Data(await queryRecordsBody(request, context: context)))
-    }
-
-    /// ``queryRecords(_:context:)``'s answer as bytes: records read as stored go out with their
-    /// stored fields (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
+    /// in the public database, records the caller's roles may not read are left out. The answer
+    /// as bytes: records read as stored go out with their stored fields
+    /// (``writeRecord(_:fieldsText:zone:desiredKeys:numbersAsStrings:guessed:context:to:)``).
     package func queryRecordsBody(_ request: WireQueryRecordsRequest, context: Context) async throws -> [UInt8] {
         guard request.query.recordType != UserDirectory.recordType else {
             throw WireError(.badRequest, "query.recordType: user records (Users) cannot be queried; look them up by name, or find users with users/discover")

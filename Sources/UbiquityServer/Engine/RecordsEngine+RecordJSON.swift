@@ -37,12 +37,3 @@ extension RecordsEngine {
         return decoded
     }
 }
-
-/// A record of a query's page: decoded and retyped (its fields in `record.fields`), with its
-/// stored fields text when it was read as stored (then `record.fields` may be empty: it was not
-/// decoded, the index having matched it exactly).
-struct QueryPageRecord: Sendable {
-    var record: StoredRecord
-    var zoneName: String
-    var fieldsText: String? = nil
-}

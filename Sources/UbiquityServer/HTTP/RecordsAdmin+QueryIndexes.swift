@@ -27,11 +27,9 @@ extension RecordsAdmin {
     }
 
     /// Adds an index (`Item(=cat,+rank)`: ``QueryIndexDefinition/init(spelled:)``) and builds it
-    /// before returning, telling `progress` the records keyed so far. Refuses (`invalidArgument`)
-    /// a field the environment's schema lacks, or does not mark queryable (an `=` component) or
-    /// sortable (`+`/`-`).
-    package func addQueryIndex(container: String, environment: CloudKitEnvironment, spelled: String,
-                               progress: (@Sendable (Int) -> Void)? = nil) async throws -> QueryIndexInfo {
+    /// before returning. Refuses (`invalidArgument`) a field the environment's schema lacks, or
+    /// does not mark queryable (an `=` component) or sortable (`+`/`-`).
+    package func addQueryIndex(container: String, environment: CloudKitEnvironment, spelled: String) async throws -> QueryIndexInfo {
         try RecordsAdmin.validate(container: container)
         guard let definition = QueryIndexDefinition(spelled: spelled) else {
             throw UbiquityError(.invalidArgument, "query index \(spelled.debugDescription): expected TYPE(COMPONENTS), each component =FIELD (equality), +FIELD (ascending) or -FIELD (descending), like Item(=cat,+rank)")
@@ -46,7 +44,7 @@ extension RecordsAdmin {
             return try tx.queryIndexStore().addQueryIndex(container: container, environment: environment, definition: definition)
         }
         let keys = index.ready ? try await store.read { tx in try tx.queryIndexStore().queryIndexKeyCount(id: index.id) }
-            : try await QueryIndexBuilder.build(index, store: store, progress: progress)
+            : try await QueryIndexBuilder.build(index, store: store)
         var built = index
         built.ready = true
         return QueryIndexInfo(index: built, keys: keys)

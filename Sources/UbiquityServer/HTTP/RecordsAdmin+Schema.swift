@@ -59,9 +59,8 @@ extension RecordsAdmin {
     /// Deploys development's schema (types, fields, indexes, roles and permissions) to
     /// production. Refuses — changing nothing, `conflict` listing every refusal — when production
     /// would lose a type or field or a field would change its type. Development's query indexes
-    /// that production's schema allows are added to production and built before it returns
-    /// (`progress`: the index and the records keyed so far).
-    package func deploySchema(container: String, progress: (@Sendable (String, Int) -> Void)? = nil) async throws -> Deployment {
+    /// that production's schema allows are added to production and built before it returns.
+    package func deploySchema(container: String) async throws -> Deployment {
         try RecordsAdmin.validate(container: container)
         let (deployment, added) = try await store.write { tx -> (Deployment, [StoredQueryIndex]) in
             try RecordsAdmin.requireContainer(container, tx: tx)
@@ -88,7 +87,7 @@ extension RecordsAdmin {
             return (Deployment(addedTypes: addedTypes, addedFields: addedFields, schema: deployed, addedIndexes: added.map(\.definition.description)), added)
         }
         for index in added {
-            try await QueryIndexBuilder.build(index, store: store) { progress?(index.definition.description, $0) }
+            try await QueryIndexBuilder.build(index, store: store)
         }
         return deployment
     }

@@ -69,15 +69,12 @@ package struct QueryIndexDefinition: Sendable, Hashable, CustomStringConvertible
         var key: [UInt8] = []
         key.reserveCapacity(components.count * 17 + record.recordName.utf8.count + 2)
         for component in components {
-            QueryIndexKey.append(Self.firstValue(of: component.key, in: record, zoneName: zoneName), descending: component.role == .descending, to: &key)
+            // a field's first value (a scalar's only one), as QueryPosition keys it
+            let value = RecordFilter.values(of: component.key, in: record, zoneName: zoneName)?.values.first
+            QueryIndexKey.append(value, descending: component.role == .descending, to: &key)
         }
         QueryIndexKey.append(.string(record.recordName), descending: false, to: &key)
         return key
-    }
-
-    /// The value a key holds for a field: its first (a scalar's only) value.
-    static func firstValue(of key: WireFieldKey, in record: StoredRecord, zoneName: String) -> WireFieldValue? {
-        RecordFilter.values(of: key, in: record, zoneName: zoneName)?.values.first
     }
 }
 

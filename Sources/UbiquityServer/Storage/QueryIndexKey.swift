@@ -52,14 +52,6 @@ package enum QueryIndexKey {
         return key
     }
 
-    /// Whether the value has an encoding other than missing (it compares with others of its kind).
-    package static func isKeyable(_ value: WireFieldValue) -> Bool {
-        switch value {
-        case .int64, .double, .timestamp, .string, .reference: return true
-        default: return false
-        }
-    }
-
     static func clampedInteger(_ number: Double) -> Int64 {
         Int64(exactly: number.rounded(.down)) ?? (number < 0 ? .min : .max)
     }

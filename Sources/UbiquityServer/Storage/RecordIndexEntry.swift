@@ -11,6 +11,9 @@ import UbiquityWire
 package struct RecordIndexEntry: Sendable, Hashable {
     /// Longest indexed text, in UTF-8 bytes (longer text is cut; the engine's exact filter runs after).
     package static let maximumTextBytes = 256
+    /// Numbers below 2⁵³ in magnitude are exact as doubles (integers past it compare as doubles
+    /// with other kinds of numbers): indexes decide only about numbers under this.
+    package static let exactNumberLimit = 9_007_199_254_740_992.0
     /// The separator between zone name and record name in an indexed reference.
     package static let referenceSeparator = "\u{1F}"
 

@@ -39,8 +39,8 @@ import UbiquityWire
             let a = Self.randomValue(&generator), b = Self.randomValue(&generator)
             guard let order = RecordFilter.compare(a, b) else { continue }
             // numbers of different kinds past 2^53 compare as doubles; the key keeps the integer's order
-            if case .int64(let x) = a, abs(Double(x)) >= QueryIndexPlan.exactLimit, !(b.isInt64) { continue }
-            if case .int64(let x) = b, abs(Double(x)) >= QueryIndexPlan.exactLimit, !(a.isInt64) { continue }
+            if case .int64(let x) = a, abs(Double(x)) >= RecordIndexEntry.exactNumberLimit, !(b.isInt64) { continue }
+            if case .int64(let x) = b, abs(Double(x)) >= RecordIndexEntry.exactNumberLimit, !(a.isInt64) { continue }
             for descending in [false, true] {
                 let ka = QueryIndexKey.encoded(a, descending: descending), kb = QueryIndexKey.encoded(b, descending: descending)
                 let keyOrder = ka == kb ? 0 : (ka.lexicographicallyPrecedes(kb) ? -1 : 1)

@@ -20,17 +20,17 @@ enum RecordsBenchPhases {
         let writes = Atomic<Int>(0)
         init(_ base: any RecordStore) { self.base = base }
         var description: String { base.description }
-        func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+        func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
             try await base.read(body)
         }
-        func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+        func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
             try await base.write { tx in
                 let start = monotonicNanoseconds()
                 defer {
                     self.busy.add(monotonicNanoseconds() - start, ordering: .relaxed)
                     self.writes.add(1, ordering: .relaxed)
                 }
-                return try body(tx)
+                return try await body(tx)
             }
         }
         func close() async throws { try await base.close() }

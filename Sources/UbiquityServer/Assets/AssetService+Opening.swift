@@ -27,8 +27,8 @@ extension AssetService {
             guard binding.scope == .private, !binding.owner.isEmpty else { return false }
             let key = DatabaseKey(container: binding.container, environment: binding.environment, scope: .private, owner: binding.owner)
             return try await recordStore.read { tx in
-                guard let database = try tx.database(key) else { return false }
-                return !(try tx.referencedAssets(database: database.id, checksums: [fileChecksum])).isEmpty
+                guard let database = try await tx.database(key) else { return false }
+                return !(try await tx.referencedAssets(database: database.id, checksums: [fileChecksum])).isEmpty
             }
         }
     }
@@ -38,7 +38,7 @@ extension AssetService {
     package static func signingKey(in store: any RecordStore) async throws -> SymmetricKey {
         let candidate = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let stored = try await store.write { tx in try tx.serverSecret(name: signingKeyName, candidate: candidate, createdAt: now) }
+        let stored = try await store.write { tx in try await tx.serverSecret(name: signingKeyName, candidate: candidate, createdAt: now) }
         guard let bytes = Data(base64Encoded: stored), bytes.count >= 16 else {
             throw UbiquityError(.io, "the asset signing key in the record store (server_secrets \(signingKeyName)) is damaged")
         }

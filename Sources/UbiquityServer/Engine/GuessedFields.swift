@@ -25,23 +25,28 @@ struct GuessedFields: Sendable {
     private init() {}
 
     /// The guessed fields of `recordTypes` in the environment of `key`.
-    static func of(_ recordTypes: some Sequence<String>, key: DatabaseKey, tx: any RecordStoreTransaction) throws -> GuessedFields {
+    static func of(_ recordTypes: some Sequence<String>, key: DatabaseKey, tx: any RecordStoreTransaction) async throws -> GuessedFields {
         let schemas = try tx.schemas()
-        return try of(recordTypes) { try schemas.recordType(container: key.container, environment: key.environment, name: $0) }
+        var found = GuessedFields()
+        for name in Set(recordTypes) {
+            found.add(try await schemas.recordType(container: key.container, environment: key.environment, name: name))
+        }
+        return found
     }
 
     /// ``of(_:key:tx:)`` with the types `access` has read already (a lookup checked its caller's
     /// permissions on them), reading the others through it.
-    static func of(_ recordTypes: some Sequence<String>, access: inout RecordAccess, tx: any RecordStoreTransaction) throws -> GuessedFields {
-        try of(recordTypes) { try access.recordType($0, tx: tx) }
-    }
-
-    private static func of(_ recordTypes: some Sequence<String>, type: (String) throws -> RecordTypeSchema?) throws -> GuessedFields {
+    static func of(_ recordTypes: some Sequence<String>, access: inout RecordAccess, tx: any RecordStoreTransaction) async throws -> GuessedFields {
         var found = GuessedFields()
         for name in Set(recordTypes) {
-            found.byType.merge(GuessedFields(try type(name)).byType) { first, _ in first }
+            found.add(try await access.recordType(name, tx: tx))
         }
         return found
+    }
+
+    /// Adds the guessed fields of `type`.
+    private mutating func add(_ type: RecordTypeSchema?) {
+        byType.merge(GuessedFields(type).byType) { first, _ in first }
     }
 
     func covers(_ recordType: String) -> Bool { byType[recordType] != nil }

@@ -43,10 +43,10 @@ package actor QueryIndexBuilder {
             do {
                 let outcome = try await store.write { tx -> Outcome in
                     let indexes = try tx.queryIndexStore()
-                    let existing = try indexes.queryIndexes(container: container, environment: environment)
+                    let existing = try await indexes.queryIndexes(container: container, environment: environment)
                     if let index = existing.first(where: { $0.definition == definition }) { return index.ready ? .ready : .build(index) }
                     guard existing.filter({ $0.definition.recordType == definition.recordType }).count < Self.automaticLimit else { return .declined }
-                    return .build(try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index)
+                    return await .build(try indexes.addQueryIndex(container: container, environment: environment, definition: definition).index)
                 }
                 switch outcome {
                 case .ready:
@@ -92,9 +92,13 @@ package actor QueryIndexBuilder {
         do {
             let unfinished = try await store.read { tx -> [StoredQueryIndex] in
                 let indexes = try tx.queryIndexStore()
-                return try tx.containers().flatMap { container in
-                    try CloudKitEnvironment.allCases.flatMap { try indexes.queryIndexes(container: container, environment: $0) }
-                }.filter { !$0.ready }
+                var unfinished: [StoredQueryIndex] = []
+                for container in try await tx.containers() {
+                    for environment in CloudKitEnvironment.allCases {
+                        unfinished += try await indexes.queryIndexes(container: container, environment: environment).filter { !$0.ready }
+                    }
+                }
+                return unfinished
             }
             for index in unfinished {
                 request(index.definition, container: index.container, environment: index.environment)
@@ -122,11 +126,11 @@ package actor QueryIndexBuilder {
             let batch = try await store.write { tx -> (last: Int64, count: Int)? in
                 let indexes = try tx.queryIndexStore()
                 // an index dropped meanwhile is not rebuilt
-                guard try indexes.queryIndexes(container: index.container, environment: index.environment).contains(where: { $0.id == index.id }) else {
+                guard try await indexes.queryIndexes(container: index.container, environment: index.environment).contains(where: { $0.id == index.id }) else {
                     return nil
                 }
-                let batch = try indexes.buildQueryIndex(index, afterRecord: from, limit: batchSize)
-                if batch == nil { try indexes.setQueryIndexReady(id: index.id) }
+                let batch = try await indexes.buildQueryIndex(index, afterRecord: from, limit: batchSize)
+                if batch == nil { try await indexes.setQueryIndexReady(id: index.id) }
                 return batch
             }
             guard let batch else { return count }

@@ -45,9 +45,9 @@ struct RecordAccess {
     }
 
     /// The record type in the environment's schema (cached; nil when it has none).
-    mutating func recordType(_ name: String, tx: any RecordStoreTransaction) throws -> RecordTypeSchema? {
+    mutating func recordType(_ name: String, tx: any RecordStoreTransaction) async throws -> RecordTypeSchema? {
         if let cached = types[name] { return cached }
-        let type = try tx.schemas().recordType(container: key.container, environment: key.environment, name: name)
+        let type = try await tx.schemas().recordType(container: key.container, environment: key.environment, name: name)
         types[name] = type
         return type
     }
@@ -58,17 +58,17 @@ struct RecordAccess {
     }
 
     /// The caller's roles, without `_creator`.
-    mutating func roles(tx: any RecordStoreTransaction) throws -> Set<String> {
+    mutating func roles(tx: any RecordStoreTransaction) async throws -> Set<String> {
         guard case .user(_, let name) = caller.identity else { return [SecurityRole.world] }
-        if memberships == nil { memberships = try tx.schemas().roles(container: key.container, userRecordName: name) }
+        if memberships == nil { memberships = try await tx.schemas().roles(container: key.container, userRecordName: name) }
         return (memberships ?? []).union([SecurityRole.world, SecurityRole.icloud])
     }
 
     /// What the caller may do with records of the type, as creator of the record or not.
-    mutating func permissions(_ typeName: String, asCreator: Bool, tx: any RecordStoreTransaction) throws -> SchemaPermissions {
-        let granted = try recordType(typeName, tx: tx)?.permissions ?? RecordTypeSchema.defaultPermissions
+    mutating func permissions(_ typeName: String, asCreator: Bool, tx: any RecordStoreTransaction) async throws -> SchemaPermissions {
+        let granted = try await recordType(typeName, tx: tx)?.permissions ?? RecordTypeSchema.defaultPermissions
         var permissions: SchemaPermissions = []
-        for role in try roles(tx: tx) { permissions.formUnion(granted[role] ?? []) }
+        for role in try await roles(tx: tx) { permissions.formUnion(granted[role] ?? []) }
         if asCreator { permissions.formUnion(granted[SecurityRole.creator] ?? []) }
         if permissions.contains(.write) { permissions.insert(.read) }
         return permissions
@@ -81,33 +81,33 @@ struct RecordAccess {
     }
 
     /// Whether the caller may read the record.
-    mutating func canRead(_ record: StoredRecord, tx: any RecordStoreTransaction) throws -> Bool {
+    mutating func canRead(_ record: StoredRecord, tx: any RecordStoreTransaction) async throws -> Bool {
         guard isEnforced, record.recordType != UserDirectory.recordType else { return true }
-        return try permissions(record.recordType, asCreator: isCreator(record), tx: tx).contains(.read)
+        return try await permissions(record.recordType, asCreator: isCreator(record), tx: tx).contains(.read)
     }
 
     /// Which records of the type a query returns to the caller.
-    mutating func readScope(_ recordType: String, tx: any RecordStoreTransaction) throws -> ReadScope {
+    mutating func readScope(_ recordType: String, tx: any RecordStoreTransaction) async throws -> ReadScope {
         guard isEnforced else { return .all }
-        if try permissions(recordType, asCreator: false, tx: tx).contains(.read) { return .all }
-        if case .user(_, let name) = caller.identity, try permissions(recordType, asCreator: true, tx: tx).contains(.read) { return .own(name) }
+        if try await permissions(recordType, asCreator: false, tx: tx).contains(.read) { return .all }
+        if case .user(_, let name) = caller.identity, try await permissions(recordType, asCreator: true, tx: tx).contains(.read) { return .own(name) }
         return .nothing
     }
 
     /// Refuses (ACCESS_DENIED) a save of a new record of the type the caller may not create.
-    mutating func checkCreate(_ recordType: String, recordName: String, tx: any RecordStoreTransaction) throws {
+    mutating func checkCreate(_ recordType: String, recordName: String, tx: any RecordStoreTransaction) async throws {
         guard isEnforced, recordType != UserDirectory.recordType else { return }
-        guard try permissions(recordType, asCreator: false, tx: tx).contains(.create) else {
+        guard try await permissions(recordType, asCreator: false, tx: tx).contains(.create) else {
             throw WireError(.accessDenied, "record \(recordName): your roles may not create \(recordType) records in the public database (see `ubiq admin role show`)")
         }
     }
 
     /// Refuses (ACCESS_DENIED) a change or deletion of a record the caller may not write.
-    mutating func checkWrite(_ record: StoredRecord, tx: any RecordStoreTransaction) throws {
+    mutating func checkWrite(_ record: StoredRecord, tx: any RecordStoreTransaction) async throws {
         guard isEnforced, record.recordType != UserDirectory.recordType else { return }
         let creator = isCreator(record)
-        guard try permissions(record.recordType, asCreator: creator, tx: tx).contains(.write) else {
-            if !creator, try permissions(record.recordType, asCreator: true, tx: tx).contains(.write) {
+        guard try await permissions(record.recordType, asCreator: creator, tx: tx).contains(.write) else {
+            if !creator, try await permissions(record.recordType, asCreator: true, tx: tx).contains(.write) {
                 throw WireError(.accessDenied, "record \(record.recordName) in the public database belongs to the user who created it; your roles may not write others' \(record.recordType) records")
             }
             throw WireError(.accessDenied, "record \(record.recordName): your roles may not write \(record.recordType) records in the public database")

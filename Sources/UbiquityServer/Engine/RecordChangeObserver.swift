@@ -10,7 +10,7 @@ import UbiquityCore
 /// listeners. A failed atomic batch calls neither.
 package protocol RecordChangeObserver: Sendable {
     /// Inside the write transaction; an error thrown here rolls the whole transaction back.
-    func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws
+    func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) async throws
     /// After the commit.
     func changesDidCommit(_ changes: [StoreChange]) async
 }

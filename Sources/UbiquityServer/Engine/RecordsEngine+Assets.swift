@@ -110,17 +110,17 @@ extension RecordsEngine {
         let key = try context.databaseKey(forWriting: true)
         try context.checkOwner(zoneID)
         let usage: StoredUsage = try await store.read { tx in
-            guard let database = try tx.database(key) else {
+            guard let database = try await tx.database(key) else {
                 if !zoneID.isDefault, !(key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) {
                     throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
                 }
                 return StoredUsage()
             }
-            if try tx.zone(database: database.id, name: zoneID.zoneName) == nil, !zoneID.isDefault,
+            if try await tx.zone(database: database.id, name: zoneID.zoneName) == nil, !zoneID.isDefault,
                !(key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) {
                 throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
             }
-            return try tx.databaseUsage(database: database.id)
+            return try await tx.databaseUsage(database: database.id)
         }
         if let limit = quotas.limit(for: key), usage.total >= limit {
             throw WireError(.quotaExceeded, "the \(key.scope == .public ? "public database" : "private database") uses \(usage.total) bytes of its \(limit)-byte quota; delete records or assets first")
@@ -164,13 +164,18 @@ extension RecordsEngine {
         let wanted = requested
         let found: [StoredRecord?] = try await store.read { tx in
             var zones: [String: StoredZone?] = [:]
-            return try wanted.map { item in
+            var found: [StoredRecord?] = []
+            for item in wanted {
                 if zones[item.zoneID.zoneName] == nil {
-                    zones[item.zoneID.zoneName] = .some(try RecordsEngine.readZone(tx, key: key, zoneID: item.zoneID))
+                    zones[item.zoneID.zoneName] = .some(try await RecordsEngine.readZone(tx, key: key, zoneID: item.zoneID))
                 }
-                guard let zone = zones[item.zoneID.zoneName] ?? nil else { return nil }
-                return try tx.record(zone: zone.id, name: item.recordName).flatMap { $0.deleted ? nil : $0 }
+                guard let zone = zones[item.zoneID.zoneName] ?? nil else {
+                    found.append(nil)
+                    continue
+                }
+                found.append(try await tx.record(zone: zone.id, name: item.recordName).flatMap { $0.deleted ? nil : $0 })
             }
+            return found
         }
         var answered: [JSONValue] = []
         for (item, record) in zip(requested, found) {
@@ -217,7 +222,7 @@ extension RecordsEngine {
     @discardableResult
     package func collectAssetGarbage(olderThan: Date) async throws -> BlobGarbageReport? {
         guard let assets else { return nil }
-        let referenced = try await store.read { tx in try tx.referencedAssetChecksums() }
+        let referenced = try await store.read { tx in try await tx.referencedAssetChecksums() }
         let report = try await assets.store.collectGarbage(referenced: referenced, olderThan: olderThan)
         logger.info("asset garbage collected", metadata: ["report": "\(report)"])
         return report

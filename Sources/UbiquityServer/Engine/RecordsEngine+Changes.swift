@@ -16,7 +16,7 @@ extension RecordsEngine {
             return .object(["zones": .array([]), tokenKey: .string(SyncToken.database(id: 0, sequence: 0)), "moreComing": .bool(false)])
         }
         let (database, changes): (StoredDatabase?, [StoredZoneChange]) = try await store.read { tx in
-            guard let database = try tx.database(key) else { return (nil, []) }
+            guard let database = try await tx.database(key) else { return (nil, []) }
             var after: Int64 = 0
             if let syncToken {
                 guard let (owner, sequence) = SyncToken.decode(syncToken, kind: "d1") else {
@@ -27,7 +27,7 @@ extension RecordsEngine {
                 }
                 after = sequence
             }
-            return (database, try tx.zoneChanges(database: database.id, after: after, limit: limit + 1))
+            return (database, try await tx.zoneChanges(database: database.id, after: after, limit: limit + 1))
         }
         if database == nil, let syncToken {
             guard let (_, sequence) = SyncToken.decode(syncToken, kind: "d1") else {
@@ -80,7 +80,7 @@ extension RecordsEngine {
                     throw WireError(.badRequest, "the default zone does not keep a change history; use a custom zone")
                 }
                 let (zone, records, guessed): (StoredZone?, [StoredRecordText], GuessedFields) = try await store.read { tx in
-                    guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, [], .none) }
+                    guard let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else { return (nil, [], .none) }
                     var after: Int64 = 0
                     if let token = zoneRequest.syncToken {
                         guard let (owner, sequence) = SyncToken.decode(token, kind: "z1") else {
@@ -91,8 +91,8 @@ extension RecordsEngine {
                         }
                         after = sequence
                     }
-                    let changes = try tx.changesKeepingFieldsText(zone: zone.id, after: after, limit: limit + 1, recordTypes: types)
-                    let guessed = try GuessedFields.of(changes.lazy.filter { !$0.record.deleted }.map(\.record.recordType), key: key, tx: tx)
+                    let changes = try await tx.changesKeepingFieldsText(zone: zone.id, after: after, limit: limit + 1, recordTypes: types)
+                    let guessed = try await GuessedFields.of(changes.lazy.filter { !$0.record.deleted }.map(\.record.recordType), key: key, tx: tx)
                     return (zone, changes, guessed)
                 }
                 if zone == nil, let token = zoneRequest.syncToken {

@@ -59,24 +59,24 @@ extension RecordsEngine {
         var tokens: ModifyBatch.ZoneTokens?
         do {
             (results, changes, tokens) = try await store.write { tx in
-                let database = try tx.lockDatabase(key)
+                let database = try await tx.lockDatabase(key)
                 // a zone this batch creates was fetched as "no zone" (id 0) before it
-                let existed = try tx.zone(database: database.id, name: zoneID.zoneName) != nil
+                let existed = try await tx.zone(database: database.id, name: zoneID.zoneName) != nil
                 let zone: StoredZone
                 do {
-                    zone = try engine.writeZone(tx, database: database, zoneID: zoneID)
+                    zone = try await engine.writeZone(tx, database: database, zoneID: zoneID)
                 } catch let error as WireError where error.code == .zoneNotFound {
                     // each record says so, as CloudKit answers a batch into a missing zone
                     return (batchOperations.map { _ in ItemResult.failed(error) }, [], nil)
                 }
                 var batch = ModifyBatch(engine: engine, tx: tx, database: database, zone: zone, caller: caller)
                 batch.receiptChecks = receiptChecks
-                try batch.prefetch(batchOperations.indices.filter { unreadable[$0] == nil }.map { batchOperations[$0].record.recordName }.filter { !$0.isEmpty })
+                try await batch.prefetch(batchOperations.indices.filter { unreadable[$0] == nil }.map { batchOperations[$0].record.recordName }.filter { !$0.isEmpty })
                 var results: [ItemResult] = []
                 for (index, operation) in batchOperations.enumerated() {
                     do {
                         if let refusal = unreadable[index] { throw refusal }
-                        results.append(try batch.apply(operation, index: index, path: "operations[\(index)]"))
+                        await results.append(try batch.apply(operation, index: index, path: "operations[\(index)]"))
                     } catch let error as WireError {
                         results.append(.failed(error))
                         if atomic {
@@ -90,13 +90,13 @@ extension RecordsEngine {
                         }
                     }
                 }
-                try batch.finish()
+                try await batch.finish()
                 results = results.map { result in
                     if case .saved(let record) = result { return .saved(batch.written[record.recordName] ?? record) }
                     return result
                 }
-                if let observer, !batch.changes.isEmpty { try observer.changesWillCommit(batch.changes, in: tx) }
-                let after = try tx.zone(database: database.id, name: zone.name)?.sequence ?? zone.sequence
+                if let observer, !batch.changes.isEmpty { try await observer.changesWillCommit(batch.changes, in: tx) }
+                let after = try await tx.zone(database: database.id, name: zone.name)?.sequence ?? zone.sequence
                 return (results, batch.changes, batch.tokens(before: zone.sequence, after: after, names: operationNames, created: !existed))
             }
         } catch let failure as AtomicFailure {
@@ -175,14 +175,14 @@ struct ModifyBatch {
     }
 
     /// Reads the rows of the named records of `zone` in one go.
-    mutating func prefetch(_ names: [String]) throws {
-        known = try tx.records(zone: zone.id, names: names)
+    mutating func prefetch(_ names: [String]) async throws {
+        known = try await tx.records(zone: zone.id, names: names)
     }
 
     /// Writes the pending saves: one block of sequences, one batch write.
-    mutating func flush() throws {
+    mutating func flush() async throws {
         guard !pending.isEmpty else { return }
-        let last = try tx.reserveZoneSequences(zone: zone.id, count: pending.count)
+        let last = try await tx.reserveZoneSequences(zone: zone.id, count: pending.count)
         var sequence = last - Int64(pending.count)
         var replacing = Set<String>()
         for index in pending.indices {
@@ -195,7 +195,7 @@ struct ModifyBatch {
             changes.append(.record(RecordChange(database: database.key, zoneName: zone.name, kind: previous == nil ? .created : .updated,
                                                 record: record, previous: previous, changedBy: caller.userRecordName ?? "")))
         }
-        try tx.putRecords(pending, zoneName: zone.name, replacing: replacing)
+        try await tx.putRecords(pending, zoneName: zone.name, replacing: replacing)
         for write in pending {
             known[write.record.recordName] = write.record
             written[write.record.recordName] = write.record
@@ -205,10 +205,10 @@ struct ModifyBatch {
         changed = true
     }
 
-    mutating func finish() throws {
-        try flush()
-        if changed { _ = try tx.noteZoneChanged(database: database.id, zone: zone.id) }
-        for other in touchedZones where other != zone.id { _ = try tx.noteZoneChanged(database: database.id, zone: other) }
+    mutating func finish() async throws {
+        try await flush()
+        if changed { _ = try await tx.noteZoneChanged(database: database.id, zone: zone.id) }
+        for other in touchedZones where other != zone.id { _ = try await tx.noteZoneChanged(database: database.id, zone: other) }
     }
 
     func stamp() -> WireRecordStamp {
@@ -246,12 +246,12 @@ struct ModifyBatch {
         record.wireRecord(zoneID: RecordsEngine.wireZoneID(zone.name, key: database.key))
     }
 
-    mutating func apply(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
-        if isKeyValueZone { return try applyKeyValue(operation, index: index, path: path) }
-        return try applyRecord(operation, index: index, path: path)
+    mutating func apply(_ operation: WireRecordOperation, index: Int, path: String) async throws -> RecordsEngine.ItemResult {
+        if isKeyValueZone { return try await applyKeyValue(operation, index: index, path: path) }
+        return try await applyRecord(operation, index: index, path: path)
     }
 
-    mutating func applyRecord(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
+    mutating func applyRecord(_ operation: WireRecordOperation, index: Int, path: String) async throws -> RecordsEngine.ItemResult {
         var incoming = operation.record
         let type = operation.operationType
         if incoming.recordName.isEmpty {
@@ -269,7 +269,7 @@ struct ModifyBatch {
         if let existing {
             // a record the caller may not read is answered as `records/lookup` answers it: its
             // fields are never shown, and a change tag check tells nothing about it
-            let readable = try access.canRead(existing, tx: tx)
+            let readable = try await access.canRead(existing, tx: tx)
             if type == .create {
                 var error = WireError(.exists, "record \(incoming.recordName) already exists")
                 if readable { error.serverRecord = serverRecord(existing) }
@@ -295,9 +295,9 @@ struct ModifyBatch {
         switch type {
         case .delete, .forceDelete:
             guard let existing else { throw WireError(.notFound, "record \(incoming.recordName) does not exist") }
-            try access.checkWrite(existing, tx: tx)
-            try flush()
-            try delete(existing)
+            try await access.checkWrite(existing, tx: tx)
+            try await flush()
+            try await delete(existing)
             if let current = usage { usage = current - Int64(existing.fieldsJSON.utf8.count) }
             return .deleted(incoming.recordName)
         case .create, .update, .forceUpdate, .replace, .forceReplace:
@@ -309,13 +309,13 @@ struct ModifyBatch {
                 throw WireError(.badRequest, "\(path).record.recordType: record \(incoming.recordName) is a \(existing.recordType), not a \(recordType)")
             }
             if let existing {
-                try access.checkWrite(existing, tx: tx)
+                try await access.checkWrite(existing, tx: tx)
             } else {
-                try access.checkCreate(recordType, recordName: incoming.recordName, tx: tx)
+                try await access.checkCreate(recordType, recordName: incoming.recordName, tx: tx)
             }
             // (fields sent without a type are typed from the schema first)
             var sent = incoming.fields ?? [:]
-            try checkSchema(recordType: recordType, fields: &sent, untyped: incoming.untypedFields, path: path)
+            try await checkSchema(recordType: recordType, fields: &sent, untyped: incoming.untypedFields, path: path)
             var fields: [String: WireFieldValue]
             if let existing, type == .update || type == .forceUpdate {
                 fields = existing.fields
@@ -324,7 +324,7 @@ struct ModifyBatch {
             } else {
                 fields = sent
             }
-            try checkReferences(fields: sent, path: path)
+            try await checkReferences(fields: sent, path: path)
             if engine.assets != nil {
                 try checkAssets(sent, existing: existing, recordType: recordType, operation: index, path: path)
                 fields = fields.mapValues { value in
@@ -349,7 +349,7 @@ struct ModifyBatch {
                 throw WireError(.badRequest, "limit exceeded: record \(incoming.recordName) is \(size - assetBytes) bytes; a record may have at most \(WireLimits.recordSize) bytes besides its assets")
             }
             if let limit = engine.quotas.limit(for: database.key) {
-                try charge(bytes: Int64(size), assets: stored.assetReferences, existing: existing, limit: limit, recordName: incoming.recordName)
+                try await charge(bytes: Int64(size), assets: stored.assetReferences, existing: existing, limit: limit, recordName: incoming.recordName)
             }
             pending.append(RecordWrite(record: stored, fieldsJSON: fieldsJSON))
             pendingPrevious.append(existing)
@@ -407,10 +407,15 @@ struct ModifyBatch {
     /// record's, plus the assets the database does not hold yet.
     /// - Throws: `QUOTA_EXCEEDED` when the save would take the database over `limit` (saves
     ///   that do not grow it always pass).
-    mutating func charge(bytes: Int64, assets: [String: Int64], existing: StoredRecord?, limit: Int64, recordName: String) throws {
-        let current = try usage ?? tx.databaseUsage(database: database.id).total
+    mutating func charge(bytes: Int64, assets: [String: Int64], existing: StoredRecord?, limit: Int64, recordName: String) async throws {
+        let current: Int64
+        if let usage {
+            current = usage
+        } else {
+            current = try await tx.databaseUsage(database: database.id).total
+        }
         let fresh = assets.filter { !countedAssets.contains($0.key) }
-        let held = fresh.isEmpty ? [] : try tx.referencedAssets(database: database.id, checksums: Array(fresh.keys))
+        let held = fresh.isEmpty ? [] : try await tx.referencedAssets(database: database.id, checksums: Array(fresh.keys))
         let added = fresh.filter { !held.contains($0.key) }.values.reduce(0, +)
         let delta = bytes - (existing.map { Int64($0.fieldsJSON.utf8.count) } ?? 0) + added
         if delta > 0, current + delta > limit {
@@ -437,9 +442,9 @@ struct ModifyBatch {
     /// gives the field when its JSON reads as that type (``WireFieldValue/retyped(as:)``: an
     /// integer as a TIMESTAMP, a Base64 string as BYTES, …); without a type in the schema, the
     /// type inferred from the JSON is recorded, as before.
-    mutating func checkSchema(recordType: String, fields: inout [String: WireFieldValue], untyped: Set<String> = [], path: String) throws {
+    mutating func checkSchema(recordType: String, fields: inout [String: WireFieldValue], untyped: Set<String> = [], path: String) async throws {
         let key = database.key
-        let existing = try access.recordType(recordType, tx: tx)
+        let existing = try await access.recordType(recordType, tx: tx)
         var type = existing ?? RecordTypeSchema(name: recordType)
         for name in untyped {
             guard let value = fields[name] else { continue }
@@ -461,7 +466,7 @@ struct ModifyBatch {
                 $0[$1.key] = SchemaField.justInTime(name: $1.key, type: $1.value)
             }
             guard existing == nil || !added.isEmpty else { return }
-            try tx.schemas().addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+            try await tx.schemas().addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
             type.fields.merge(added) { first, _ in first }
             access.cache(type)
             return
@@ -498,42 +503,42 @@ struct ModifyBatch {
         guard existing == nil || !added.isEmpty || !settled.isEmpty else { return }
         let schemas = try tx.schemas()
         for field in settled {
-            try schemas.updateField(field, recordType: recordType, container: key.container, environment: key.environment)
+            try await schemas.updateField(field, recordType: recordType, container: key.container, environment: key.environment)
         }
         if existing == nil || !added.isEmpty {
-            try schemas.addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
+            try await schemas.addToSchema(RecordTypeSchema(name: recordType, fields: added), container: key.container, environment: key.environment)
         }
         type.fields.merge(added) { first, _ in first }
         access.cache(type)
     }
 
     /// VALIDATE references need their target to exist (in this database).
-    mutating func checkReferences(fields: [String: WireFieldValue], path: String) throws {
+    mutating func checkReferences(fields: [String: WireFieldValue], path: String) async throws {
         for (name, value) in fields {
             for case .reference(let reference) in value.elements where reference.action == .validate {
-                try flush()
+                try await flush()
                 let targetZoneName = reference.zoneID?.zoneName ?? zone.name
-                let targetZone = targetZoneName == zone.name ? zone : try tx.zone(database: database.id, name: targetZoneName)
-                let target = try targetZone.flatMap { try tx.record(zone: $0.id, name: reference.recordName) }
+                let targetZone = targetZoneName == zone.name ? zone : try await tx.zone(database: database.id, name: targetZoneName)
+                let target = if let targetZone { try await tx.record(zone: targetZone.id, name: reference.recordName) } else { StoredRecord?.none }
                 // one the caller may not read is refused as a missing one is (no existence oracle)
-                guard let target, !target.deleted, try access.canRead(target, tx: tx) else {
+                guard let target, !target.deleted, try await access.canRead(target, tx: tx) else {
                     throw WireError(.validatingReferenceError, "\(path).record.fields.\(name): the referenced record \(reference.recordName) does not exist in zone \(targetZoneName)")
                 }
             }
         }
     }
 
-    mutating func zonesOfDatabase() throws -> [StoredZone] {
+    mutating func zonesOfDatabase() async throws -> [StoredZone] {
         if let liveZones { return liveZones }
-        let zones = try tx.zones(database: database.id)
+        let zones = try await tx.zones(database: database.id)
         liveZones = zones
         return zones
     }
 
     /// Deletes a record and, transitively, every record with a DELETE_SELF reference to a
     /// deleted one; refuses when a VALIDATE reference from a surviving record points at one.
-    mutating func delete(_ record: StoredRecord) throws {
-        let zones = try zonesOfDatabase()
+    mutating func delete(_ record: StoredRecord) async throws {
+        let zones = try await zonesOfDatabase()
         let zoneNames = Dictionary(uniqueKeysWithValues: zones.map { ($0.id, $0.name) })
         var doomed: [StoredRecord] = [record]
         var doomedKeys: Set<String> = [RecordIndexEntry.referenceKey(zoneName: zone.name, recordName: record.recordName)]
@@ -543,7 +548,7 @@ struct ModifyBatch {
             let target = doomed[index]
             index += 1
             let targetZoneName = zoneNames[target.zone] ?? zone.name
-            for source in try tx.referencing(zones: zones.map(\.id), targetZone: targetZoneName, targetName: target.recordName) {
+            for source in try await tx.referencing(zones: zones.map(\.id), targetZone: targetZoneName, targetName: target.recordName) {
                 let sourceZoneName = zoneNames[source.zone] ?? zone.name
                 let sourceKey = RecordIndexEntry.referenceKey(zoneName: sourceZoneName, recordName: source.recordName)
                 let actions = source.fields.values.flatMap(\.elements).compactMap { value -> WireReference.Action? in
@@ -569,10 +574,10 @@ struct ModifyBatch {
             var tombstone = victim
             tombstone.deleted = true
             tombstone.fields = [:]
-            tombstone.sequence = try tx.nextZoneSequence(zone: victim.zone)
+            tombstone.sequence = try await tx.nextZoneSequence(zone: victim.zone)
             tombstone.changeTag = ModifyBatch.changeTag(tombstone.sequence)
             tombstone.modified = stamp()
-            try tx.putRecord(tombstone)
+            try await tx.putRecord(tombstone)
             if victim.zone == zone.id {
                 changed = true
                 known[victim.recordName] = tombstone

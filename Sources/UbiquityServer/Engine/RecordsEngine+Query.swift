@@ -14,13 +14,13 @@ extension RecordsEngine {
     /// development to add.
     static func queryPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
                           conditions: [IndexCondition], start: QueryStart, limit: Int, indexes: [StoredQueryIndex] = [])
-        throws -> (page: [QueryPageRecord], next: QueryPosition?, wanted: QueryIndexDefinition?) {
+        async throws -> (page: [QueryPageRecord], next: QueryPosition?, wanted: QueryIndexDefinition?) {
         var wanted: QueryIndexDefinition?
         if zones.count == 1, let type, let plan = QueryIndexPlan(query: query, fields: type.fields) {
             if let index = indexes.first(where: { $0.definition == plan.definition }), index.ready {
                 switch start {
                 case .first, .after:
-                    let (page, next) = try indexedPage(tx, index: index, plan: plan, zone: zones[0], type: type, query: query, start: start, limit: limit)
+                    let (page, next) = try await indexedPage(tx, index: index, plan: plan, zone: zones[0], type: type, query: query, start: start, limit: limit)
                     return (page, next, nil)
                 case .offset:
                     break
@@ -29,7 +29,7 @@ extension RecordsEngine {
                 wanted = plan.definition
             }
         }
-        let (page, next) = try scannedPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
+        let (page, next) = try await scannedPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
         return (page.map { QueryPageRecord(record: $0.record, zoneName: $0.zoneName) }, next, wanted)
     }
 
@@ -37,7 +37,7 @@ extension RecordsEngine {
     /// batch's records read as stored and — unless the plan decides every filter exactly —
     /// decoded and filtered, until `limit` and one more match.
     static func indexedPage(_ tx: any RecordStoreTransaction, index: StoredQueryIndex, plan: QueryIndexPlan, zone: StoredZone, type: RecordTypeSchema,
-                            query: WireQuery, start: QueryStart, limit: Int) throws -> (page: [QueryPageRecord], next: QueryPosition?) {
+                            query: WireQuery, start: QueryStart, limit: Int) async throws -> (page: [QueryPageRecord], next: QueryPosition?) {
         let store = try tx.queryIndexStore()
         let guessed = GuessedFields(type)
         func decoded(_ item: StoredRecordText) -> StoredRecord { guessed.retyped(Self.decoded(item.record, fieldsText: item.fieldsText)) }
@@ -46,8 +46,8 @@ extension RecordsEngine {
         var matched: [QueryPageRecord] = []
         var batch = limit + 1
         scan: while lower.lexicographicallyPrecedes(plan.upper) {
-            let hits = try store.scanQueryIndex(id: index.id, zone: zone.id, from: lower, to: plan.upper, limit: batch)
-            let records = try tx.recordTexts(ids: hits.map(\.record))
+            let hits = try await store.scanQueryIndex(id: index.id, zone: zone.id, from: lower, to: plan.upper, limit: batch)
+            let records = try await tx.recordTexts(ids: hits.map(\.record))
             for hit in hits {
                 guard let item = records[hit.record], !item.record.deleted else { continue }
                 if plan.exact {
@@ -80,12 +80,12 @@ extension RecordsEngine {
     /// and decoded. Otherwise — or when a key turns out not to be whole (text cut by the index,
     /// an integer past 2⁵³) — every candidate is decoded and filtered.
     static func scannedPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
-                            conditions: [IndexCondition], start: QueryStart, limit: Int) throws -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
+                            conditions: [IndexCondition], start: QueryStart, limit: Int) async throws -> (page: [(record: StoredRecord, zoneName: String)], next: QueryPosition?) {
         let names = Dictionary(uniqueKeysWithValues: zones.map { ($0.id, $0.name) })
         let zoneIDs = zones.map(\.id)
         let schema = type?.fields.mapValues(\.type) ?? [:]
         if let fields = keyFields(for: query, schema: schema) {
-            let keys = try tx.candidateKeys(zones: zoneIDs, recordType: query.recordType, conditions: conditions, fields: fields)
+            let keys = try await tx.candidateKeys(zones: zoneIDs, recordType: query.recordType, conditions: conditions, fields: fields)
             var light: [(record: StoredRecord, zoneName: String)] = []
             var ids: [String: Int64] = [:]
             var whole = true
@@ -103,14 +103,14 @@ extension RecordsEngine {
             if whole {
                 let (page, next) = Self.page(of: light, query: query, start: start, limit: limit)
                 let pageIDs = page.compactMap { ids[$0.zoneName + RecordIndexEntry.referenceSeparator + $0.record.recordName] }
-                let records = try tx.records(ids: pageIDs)
+                let records = try await tx.records(ids: pageIDs)
                 let guessed = GuessedFields(type)
                 let full = zip(page, pageIDs).compactMap { item, id in records[id].map { (record: guessed.retyped($0), zoneName: item.zoneName) } }
                 return (full, next)
             }
         }
         let guessed = GuessedFields(type)
-        let candidates = try tx.candidates(zones: zoneIDs, recordType: query.recordType, conditions: conditions).map(guessed.retyped)
+        let candidates = try await tx.candidates(zones: zoneIDs, recordType: query.recordType, conditions: conditions).map(guessed.retyped)
         let matched = candidates.compactMap { record -> (record: StoredRecord, zoneName: String)? in
             let zoneName = names[record.zone] ?? WireZoneID.defaultZoneName
             return query.filterBy.allSatisfy { RecordFilter.matches($0, record: record, zoneName: zoneName) } ? (record, zoneName) : nil

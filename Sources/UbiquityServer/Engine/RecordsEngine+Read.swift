@@ -50,16 +50,20 @@ extension RecordsEngine {
     private func lookup(_ request: WireLookupRecordsRequest, key: DatabaseKey, zoneID: WireZoneID,
                         caller: RecordsCaller) async throws -> ([StoredRecordText?], GuessedFields) {
         try await store.read { tx in
-            guard let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
+            guard let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
                 return (Array(repeating: nil, count: request.records.count), .none)
             }
             var access = RecordAccess(key: key, caller: caller)
-            let stored = try tx.recordTexts(zone: zone.id, names: request.records.map(\.recordName))
-            let records = try request.records.map { item -> StoredRecordText? in
-                guard let record = stored[item.recordName], !record.record.deleted, try access.canRead(record.record, tx: tx) else { return nil }
-                return record
+            let stored = try await tx.recordTexts(zone: zone.id, names: request.records.map(\.recordName))
+            var records: [StoredRecordText?] = []
+            for item in request.records {
+                guard let record = stored[item.recordName], !record.record.deleted, try await access.canRead(record.record, tx: tx) else {
+                    records.append(nil)
+                    continue
+                }
+                records.append(record)
             }
-            return (records, try GuessedFields.of(records.compactMap { $0?.record.recordType }, access: &access, tx: tx))
+            return (records, try await GuessedFields.of(records.compactMap { $0?.record.recordType }, access: &access, tx: tx))
         }
     }
 
@@ -94,9 +98,9 @@ extension RecordsEngine {
         let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.read { tx in
             var access = RecordAccess(key: key, caller: caller)
             var query = request.query
-            let type = try access.recordType(query.recordType, tx: tx)
+            let type = try await access.recordType(query.recordType, tx: tx)
             try RecordsEngine.checkIndexes(query, type: type)
-            switch try access.readScope(query.recordType, tx: tx) {
+            switch try await access.readScope(query.recordType, tx: tx) {
             case .all: break
             case .own(let name):
                 query.filterBy.append(WireFilter(comparator: .equals, key: .system(.createdUserRecordName), fieldValue: .reference(WireReference(recordName: name))))
@@ -105,12 +109,12 @@ extension RecordsEngine {
             let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
             var zones: [StoredZone] = []
             if zoneWide {
-                if let database = try tx.database(key) { zones = try tx.zones(database: database.id) }
-            } else if let zone = try RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
+                if let database = try await tx.database(key) { zones = try await tx.zones(database: database.id) }
+            } else if let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
                 zones = [zone]
             }
-            let indexes = zones.count == 1 ? try tx.queryIndexStore().queryIndexes(container: key.container, environment: key.environment) : []
-            let (page, next, wanted) = try RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start,
+            let indexes = zones.count == 1 ? try await tx.queryIndexStore().queryIndexes(container: key.container, environment: key.environment) : []
+            let (page, next, wanted) = try await RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start,
                                                                    limit: limit, indexes: indexes)
             return (page, next, wanted, GuessedFields(type))
         }

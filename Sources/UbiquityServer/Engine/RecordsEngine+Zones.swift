@@ -9,8 +9,8 @@ extension RecordsEngine {
         let key = try context.databaseKey(forWriting: false)
         if context.scope == .shared { return .object(["zones": .array([])]) }
         let zones: [StoredZone] = try await store.read { tx in
-            guard let database = try tx.database(key) else { return [] }
-            return try tx.zones(database: database.id)
+            guard let database = try await tx.database(key) else { return [] }
+            return try await tx.zones(database: database.id)
         }
         var items: [JSONValue] = []
         if !zones.contains(where: { $0.name == WireZoneID.defaultZoneName }) {
@@ -26,16 +26,18 @@ extension RecordsEngine {
         // each answer made inside the read (not a `Result` of an optional zone carried out of it:
         // a shape Swift 6.3.1's optimized code misread elsewhere — docs/sync.md, "Folders before their files")
         let items: [JSONValue] = try await store.read { tx in
-            zoneIDs.map { zoneID in
+            var items: [JSONValue] = []
+            for zoneID in zoneIDs {
                 do {
                     try context.checkOwner(zoneID)
-                    return RecordsEngine.zoneJSON(try RecordsEngine.readZone(tx, key: key, zoneID: zoneID), name: zoneID.zoneName, key: key)
+                    items.append(RecordsEngine.zoneJSON(try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID), name: zoneID.zoneName, key: key))
                 } catch {
                     var wire = (error as? WireError) ?? WireError(.internalError, "\(error)")
                     wire.zoneID = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
-                    return wire.json()
+                    items.append(wire.json())
                 }
             }
+            return items
         }
         return .object(["zones": .array(items)])
     }
@@ -51,7 +53,7 @@ extension RecordsEngine {
         let observer = changeObserver
         let changedBy = context.caller.userRecordName ?? ""
         let (results, changes): ([Result<StoredZone, WireError>], [StoreChange]) = try await store.write { tx in
-            let database = try tx.lockDatabase(key)
+            let database = try await tx.lockDatabase(key)
             var results: [Result<StoredZone, WireError>] = []
             var changes: [StoreChange] = []
             for operation in operations {
@@ -63,22 +65,22 @@ extension RecordsEngine {
                         guard key.scope == .private else {
                             throw WireError(.badRequest, "custom zones exist only in private databases; the public database has only \(WireZoneID.defaultZoneName)")
                         }
-                        if let zone = try tx.zone(database: database.id, name: name) {
+                        if let zone = try await tx.zone(database: database.id, name: name) {
                             results.append(.success(zone))
                         } else {
-                            let zone = try tx.createZone(database: database.id, name: name, createdAt: engine.timestamp)
-                            _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
+                            let zone = try await tx.createZone(database: database.id, name: name, createdAt: engine.timestamp)
+                            _ = try await tx.noteZoneChanged(database: database.id, zone: zone.id)
                             changes.append(.zone(ZoneChange(database: key, zone: zone, deleted: false, changedBy: changedBy)))
                             results.append(.success(zone))
                         }
                     case .delete:
                         guard !operation.zoneID.isDefault else { throw WireError(.badRequest, "the default zone cannot be deleted") }
                         guard key.scope == .private else { throw WireError(.badRequest, "the public database has no custom zones to delete") }
-                        guard var zone = try tx.zone(database: database.id, name: name) else {
+                        guard var zone = try await tx.zone(database: database.id, name: name) else {
                             throw WireError(.zoneNotFound, "zone \(name) does not exist")
                         }
-                        try tx.deleteZone(id: zone.id)
-                        _ = try tx.noteZoneChanged(database: database.id, zone: zone.id)
+                        try await tx.deleteZone(id: zone.id)
+                        _ = try await tx.noteZoneChanged(database: database.id, zone: zone.id)
                         zone.deleted = true
                         changes.append(.zone(ZoneChange(database: key, zone: zone, deleted: true, changedBy: changedBy)))
                         results.append(.success(zone))
@@ -87,7 +89,7 @@ extension RecordsEngine {
                     results.append(.failure(error))
                 }
             }
-            if let observer, !changes.isEmpty { try observer.changesWillCommit(changes, in: tx) }
+            if let observer, !changes.isEmpty { try await observer.changesWillCommit(changes, in: tx) }
             return (results, changes)
         }
         if let observer, !changes.isEmpty { await observer.changesDidCommit(changes) }

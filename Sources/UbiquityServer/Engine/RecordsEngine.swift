@@ -111,17 +111,17 @@ package struct RecordsEngine: Sendable {
 
     /// Resolves a zone for reading: nil zone = default. The default zone reads as empty before
     /// it is written.
-    static func readZone(_ tx: any RecordStoreTransaction, key: DatabaseKey, zoneID: WireZoneID) throws -> StoredZone? {
-        if let zone = try tx.zone(key: key, name: zoneID.zoneName) { return zone }
+    static func readZone(_ tx: any RecordStoreTransaction, key: DatabaseKey, zoneID: WireZoneID) async throws -> StoredZone? {
+        if let zone = try await tx.zone(key: key, name: zoneID.zoneName) { return zone }
         if zoneID.isDefault || (key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) { return nil }
         throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
     }
 
     /// Resolves a zone for writing, creating the default and reserved zones on first use.
-    func writeZone(_ tx: any RecordStoreTransaction, database: StoredDatabase, zoneID: WireZoneID) throws -> StoredZone {
-        if let zone = try tx.zone(database: database.id, name: zoneID.zoneName) { return zone }
+    func writeZone(_ tx: any RecordStoreTransaction, database: StoredDatabase, zoneID: WireZoneID) async throws -> StoredZone {
+        if let zone = try await tx.zone(database: database.id, name: zoneID.zoneName) { return zone }
         if zoneID.isDefault || (database.key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) {
-            return try tx.createZone(database: database.id, name: zoneID.zoneName, createdAt: timestamp)
+            return try await tx.createZone(database: database.id, name: zoneID.zoneName, createdAt: timestamp)
         }
         if database.key.scope == .public {
             throw WireError(.zoneNotFound, "the public database has only the default zone (\(WireZoneID.defaultZoneName))")

@@ -23,12 +23,12 @@ extension RecordsAdmin {
         let added = try add.map(Self.origin)
         let removed = try remove.map(Self.origin)
         return try await store.write { tx in
-            guard try tx.containerExists(container) else {
+            guard try await tx.containerExists(container) else {
                 throw UbiquityError(.notFound, "container \(container) does not exist; add it with `ubiq admin container add`")
             }
-            for origin in added { try tx.setAllowedOrigin(true, container: container, origin: origin) }
-            for origin in removed { try tx.setAllowedOrigin(false, container: container, origin: origin) }
-            return try tx.allowedOrigins(container: container)
+            for origin in added { try await tx.setAllowedOrigin(true, container: container, origin: origin) }
+            for origin in removed { try await tx.setAllowedOrigin(false, container: container, origin: origin) }
+            return try await tx.allowedOrigins(container: container)
         }
     }
 }

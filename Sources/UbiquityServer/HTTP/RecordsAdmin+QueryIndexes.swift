@@ -18,11 +18,13 @@ extension RecordsAdmin {
     package func queryIndexes(container: String, environment: CloudKitEnvironment) async throws -> [QueryIndexInfo] {
         try RecordsAdmin.validate(container: container)
         return try await store.read { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let indexes = try tx.queryIndexStore()
-            return try indexes.queryIndexes(container: container, environment: environment).map {
-                QueryIndexInfo(index: $0, keys: try indexes.queryIndexKeyCount(id: $0.id))
+            var infos: [QueryIndexInfo] = []
+            for index in try await indexes.queryIndexes(container: container, environment: environment) {
+                infos.append(QueryIndexInfo(index: index, keys: try await indexes.queryIndexKeyCount(id: index.id)))
             }
+            return infos
         }
     }
 
@@ -35,15 +37,15 @@ extension RecordsAdmin {
             throw UbiquityError(.invalidArgument, "query index \(spelled.debugDescription): expected TYPE(COMPONENTS), each component =FIELD (equality), +FIELD (ascending) or -FIELD (descending), like Item(=cat,+rank)")
         }
         let (index, _) = try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
-            let schema = try tx.schemas().schema(container: container, environment: environment)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
+            let schema = try await tx.schemas().schema(container: container, environment: environment)
             let refusals = definition.refusals(in: schema)
             guard refusals.isEmpty else {
                 throw UbiquityError(.invalidArgument, "query index \(definition) in \(environment.rawValue): " + refusals.joined(separator: "; "))
             }
-            return try tx.queryIndexStore().addQueryIndex(container: container, environment: environment, definition: definition)
+            return try await tx.queryIndexStore().addQueryIndex(container: container, environment: environment, definition: definition)
         }
-        let keys = index.ready ? try await store.read { tx in try tx.queryIndexStore().queryIndexKeyCount(id: index.id) }
+        let keys = index.ready ? try await store.read { tx in try await tx.queryIndexStore().queryIndexKeyCount(id: index.id) }
             : try await QueryIndexBuilder.build(index, store: store)
         var built = index
         built.ready = true
@@ -54,23 +56,23 @@ extension RecordsAdmin {
     package func dropQueryIndex(container: String, environment: CloudKitEnvironment, id: Int64) async throws {
         try RecordsAdmin.validate(container: container)
         try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let indexes = try tx.queryIndexStore()
-            guard try indexes.queryIndexes(container: container, environment: environment).contains(where: { $0.id == id }) else {
+            guard try await indexes.queryIndexes(container: container, environment: environment).contains(where: { $0.id == id }) else {
                 throw UbiquityError(.notFound, "the \(environment.rawValue) environment of \(container) has no query index \(id) (see `ubiq admin schema query-indexes \(container) --environment \(environment.rawValue)`)")
             }
-            try indexes.dropQueryIndex(id: id)
+            try await indexes.dropQueryIndex(id: id)
         }
     }
 
     /// Drops the indexes of an environment that its schema no longer allows (a field gone, or no
     /// longer queryable or sortable where the index needs it); their descriptions.
     static func dropDisallowedQueryIndexes(_ tx: any RecordStoreTransaction, container: String, environment: CloudKitEnvironment,
-                                           schema: ContainerSchema) throws -> [String] {
+                                           schema: ContainerSchema) async throws -> [String] {
         let indexes = try tx.queryIndexStore()
         var dropped: [String] = []
-        for index in try indexes.queryIndexes(container: container, environment: environment) where !index.definition.refusals(in: schema).isEmpty {
-            try indexes.dropQueryIndex(id: index.id)
+        for index in try await indexes.queryIndexes(container: container, environment: environment) where !index.definition.refusals(in: schema).isEmpty {
+            try await indexes.dropQueryIndex(id: index.id)
             dropped.append(index.definition.description)
         }
         return dropped
@@ -78,11 +80,11 @@ extension RecordsAdmin {
 
     /// Copies development's indexes that production's schema allows to production (not built:
     /// the caller builds them); the added ones.
-    static func deployQueryIndexes(_ tx: any RecordStoreTransaction, container: String, production: ContainerSchema) throws -> [StoredQueryIndex] {
+    static func deployQueryIndexes(_ tx: any RecordStoreTransaction, container: String, production: ContainerSchema) async throws -> [StoredQueryIndex] {
         let indexes = try tx.queryIndexStore()
         var added: [StoredQueryIndex] = []
-        for index in try indexes.queryIndexes(container: container, environment: .development) where index.definition.refusals(in: production).isEmpty {
-            let (stored, isNew) = try indexes.addQueryIndex(container: container, environment: .production, definition: index.definition)
+        for index in try await indexes.queryIndexes(container: container, environment: .development) where index.definition.refusals(in: production).isEmpty {
+            let (stored, isNew) = try await indexes.addQueryIndex(container: container, environment: .production, definition: index.definition)
             if isNew { added.append(stored) }
         }
         return added

@@ -20,12 +20,12 @@ extension RecordsAdmin {
         try RecordsAdmin.validate(container: container)
         try SecurityRole.validate(name: role)
         try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            var schema = try schemas.schema(container: container, environment: environment)
+            try await schemas.lockSchemas(container: container)
+            var schema = try await schemas.schema(container: container, environment: environment)
             guard schema.roles.insert(role).inserted else { return }
-            try schemas.replaceSchema(schema, container: container, environment: environment)
+            try await schemas.replaceSchema(schema, container: container, environment: environment)
         }
     }
 
@@ -38,19 +38,22 @@ extension RecordsAdmin {
         let isRecordName = user.count == 33 && user.hasPrefix("_") && user.dropFirst().allSatisfy(\.isHexDigit)
         if !isRecordName { try RecordsAdmin.validate(userName: user) }
         return try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            let defined = try CloudKitEnvironment.allCases.contains { try schemas.schema(container: container, environment: $0).roles.contains(role) }
+            try await schemas.lockSchemas(container: container)
+            var defined = false
+            for environment in CloudKitEnvironment.allCases where !defined {
+                defined = try await schemas.schema(container: container, environment: environment).roles.contains(role)
+            }
             guard defined || !member else {
                 throw UbiquityError(.notFound, "\(container) has no role \(role); add it with `ubiq admin role add \(container) \(role)`")
             }
             var recordName = user
             if !isRecordName {
-                let account = try RecordsAdmin.account(named: user, in: tx)
+                let account = try await RecordsAdmin.account(named: user, in: tx)
                 recordName = RecordsCaller.userRecordName(accountID: account.id, container: container)
             }
-            try schemas.setRoleMember(member, container: container, role: role, userRecordName: recordName)
+            try await schemas.setRoleMember(member, container: container, role: role, userRecordName: recordName)
             return recordName
         }
     }
@@ -76,10 +79,10 @@ extension RecordsAdmin {
         if granted.contains(.write) { granted.insert(.read) }
         let final = granted
         try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            var schema = try schemas.schema(container: container, environment: environment)
+            try await schemas.lockSchemas(container: container)
+            var schema = try await schemas.schema(container: container, environment: environment)
             if !SecurityRole.builtIn.contains(role), !schema.roles.contains(role) {
                 throw UbiquityError(.notFound, "the \(environment.rawValue) schema of \(container) has no role \(role); add it with `ubiq admin role add \(container) \(role)`")
             }
@@ -87,7 +90,7 @@ extension RecordsAdmin {
                 throw UbiquityError(.notFound, "the \(environment.rawValue) schema of \(container) has no record type \(recordType) (see `ubiq admin schema show \(container) --environment \(environment.rawValue)`)")
             }
             schema.recordTypes[recordType]?.permissions[role] = final.isEmpty ? nil : final
-            try schemas.replaceSchema(schema, container: container, environment: environment)
+            try await schemas.replaceSchema(schema, container: container, environment: environment)
         }
     }
 
@@ -95,10 +98,10 @@ extension RecordsAdmin {
     package func roles(container: String, environment: CloudKitEnvironment) async throws -> RoleSummary {
         try RecordsAdmin.validate(container: container)
         return try await store.read { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            let schema = try schemas.schema(container: container, environment: environment)
-            let members = try schemas.roleMembers(container: container)
+            let schema = try await schemas.schema(container: container, environment: environment)
+            let members = try await schemas.roleMembers(container: container)
             var summary = RoleSummary(members: [:], permissions: [:])
             for role in schema.roles { summary.members[role] = (members[role] ?? []).sorted() }
             for type in schema.recordTypes.values { summary.permissions[type.name] = type.permissions }

@@ -7,8 +7,8 @@ import UbiquityWire
 /// schema, deploy development to production, reset development, change a field's indexes.
 extension RecordsAdmin {
     /// Throws `notFound` unless the container exists (inside a transaction).
-    static func requireContainer(_ container: String, tx: any RecordStoreTransaction) throws {
-        guard try tx.containerExists(container) else {
+    static func requireContainer(_ container: String, tx: any RecordStoreTransaction) async throws {
+        guard try await tx.containerExists(container) else {
             throw UbiquityError(.notFound, "no container \(container); add it with `ubiq admin container add \(container)`")
         }
     }
@@ -17,8 +17,8 @@ extension RecordsAdmin {
     package func schema(container: String, environment: CloudKitEnvironment) async throws -> ContainerSchema {
         try RecordsAdmin.validate(container: container)
         return try await store.read { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
-            return try tx.schemas().schema(container: container, environment: environment)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
+            return try await tx.schemas().schema(container: container, environment: environment)
         }
     }
 
@@ -31,15 +31,15 @@ extension RecordsAdmin {
         try RecordsAdmin.validate(container: container)
         let file = try ContainerSchema(text: text)
         return try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            let (merged, refusals) = try schemas.schema(container: container, environment: .development).importing(file)
+            try await schemas.lockSchemas(container: container)
+            let (merged, refusals) = try await schemas.schema(container: container, environment: .development).importing(file)
             guard refusals.isEmpty else {
                 throw UbiquityError(.conflict, "the import changes nothing:\n  " + refusals.joined(separator: "\n  "))
             }
-            try schemas.replaceSchema(merged, container: container, environment: .development)
-            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: merged)
+            try await schemas.replaceSchema(merged, container: container, environment: .development)
+            _ = try await RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: merged)
             return merged
         }
     }
@@ -63,16 +63,16 @@ extension RecordsAdmin {
     package func deploySchema(container: String) async throws -> Deployment {
         try RecordsAdmin.validate(container: container)
         let (deployment, added) = try await store.write { tx -> (Deployment, [StoredQueryIndex]) in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            let development = try schemas.schema(container: container, environment: .development)
-            let production = try schemas.schema(container: container, environment: .production)
+            try await schemas.lockSchemas(container: container)
+            let development = try await schemas.schema(container: container, environment: .development)
+            let production = try await schemas.schema(container: container, environment: .production)
             let (deployed, refusals) = development.deployment(onto: production)
             guard refusals.isEmpty else {
                 throw UbiquityError(.conflict, "the deployment changes nothing; production forbids:\n  " + refusals.joined(separator: "\n  "))
             }
-            try schemas.replaceSchema(deployed, container: container, environment: .production)
+            try await schemas.replaceSchema(deployed, container: container, environment: .production)
             var addedTypes: [String] = []
             var addedFields: [String] = []
             for type in deployed.recordTypes.values.sorted(by: { $0.name < $1.name }) {
@@ -82,8 +82,8 @@ extension RecordsAdmin {
                 }
                 addedFields += type.fields.keys.filter { old.fields[$0] == nil }.sorted().map { "\(type.name).\($0)" }
             }
-            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .production, schema: deployed)
-            let added = try RecordsAdmin.deployQueryIndexes(tx, container: container, production: deployed)
+            _ = try await RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .production, schema: deployed)
+            let added = try await RecordsAdmin.deployQueryIndexes(tx, container: container, production: deployed)
             return (Deployment(addedTypes: addedTypes, addedFields: addedFields, schema: deployed, addedIndexes: added.map(\.definition.description)), added)
         }
         for index in added {
@@ -98,13 +98,13 @@ extension RecordsAdmin {
     package func resetDevelopment(container: String) async throws {
         try RecordsAdmin.validate(container: container)
         try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            let production = try schemas.schema(container: container, environment: .production)
-            try schemas.replaceSchema(production, container: container, environment: .development)
-            try schemas.deleteData(container: container, environment: .development)
-            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: production)
+            try await schemas.lockSchemas(container: container)
+            let production = try await schemas.schema(container: container, environment: .production)
+            try await schemas.replaceSchema(production, container: container, environment: .development)
+            try await schemas.deleteData(container: container, environment: .development)
+            _ = try await RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: .development, schema: production)
         }
     }
 
@@ -120,10 +120,10 @@ extension RecordsAdmin {
             throw UbiquityError(.invalidArgument, "nothing to change: give --queryable, --sortable or --searchable (on or off)")
         }
         return try await store.write { tx in
-            try RecordsAdmin.requireContainer(container, tx: tx)
+            try await RecordsAdmin.requireContainer(container, tx: tx)
             let schemas = try tx.schemas()
-            try schemas.lockSchemas(container: container)
-            var schema = try schemas.schema(container: container, environment: environment)
+            try await schemas.lockSchemas(container: container)
+            var schema = try await schemas.schema(container: container, environment: environment)
             guard var field = schema.recordTypes[recordType]?.fields[name] else {
                 let what = schema.recordTypes[recordType] == nil ? "record type \(recordType)" : "field \(recordType).\(name)"
                 throw UbiquityError(.notFound, "the \(environment.rawValue) schema of \(container) has no \(what) (see `ubiq admin schema show \(container) --environment \(environment.rawValue)`)")
@@ -138,8 +138,8 @@ extension RecordsAdmin {
             field.sortable = sortable ?? field.sortable
             field.searchable = searchable ?? field.searchable
             schema.recordTypes[recordType]?.fields[name] = field
-            try schemas.replaceSchema(schema, container: container, environment: environment)
-            _ = try RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: environment, schema: schema)
+            try await schemas.replaceSchema(schema, container: container, environment: environment)
+            _ = try await RecordsAdmin.dropDisallowedQueryIndexes(tx, container: container, environment: environment, schema: schema)
             return field
         }
     }

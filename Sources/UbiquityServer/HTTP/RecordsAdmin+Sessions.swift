@@ -18,7 +18,7 @@ extension RecordsAdmin {
 
     /// The account's live tokens, oldest first (rotated web-auth tokens share their session).
     package func tokens(ofUser name: String) async throws -> [StoredWebAuthToken] {
-        try await store.read { tx in try tx.webAuthTokens(accountID: try RecordsAdmin.account(named: name, in: tx).id, now: RecordsAdmin.now) }
+        try await store.read { tx in try await tx.webAuthTokens(accountID: try RecordsAdmin.account(named: name, in: tx).id, now: RecordsAdmin.now) }
     }
 
     /// Revokes sessions of the account `name`; how many tokens were revoked.
@@ -30,17 +30,17 @@ extension RecordsAdmin {
             throw UbiquityError(.invalidArgument, "session \(short.debugDescription): expected at least 8 hex digits of an ID `ubiq admin user tokens \(name)` lists")
         }
         return try await store.write { tx in
-            let account = try RecordsAdmin.account(named: name, in: tx)
+            let account = try await RecordsAdmin.account(named: name, in: tx)
             switch which {
             case .all:
-                return try tx.revokeWebAuthTokens(accountID: account.id)
+                return try await tx.revokeWebAuthTokens(accountID: account.id)
             case .token(let token):
-                guard let live = try tx.webAuthToken(digest: SecretToken.digest(token), now: 0), live.account.id == account.id else {
+                guard let live = try await tx.webAuthToken(digest: SecretToken.digest(token), now: 0), live.account.id == account.id else {
                     throw UbiquityError(.notFound, "the token is not one of \(name)'s (unknown, revoked, or another user's)")
                 }
-                return try tx.revokeWebAuthSession(live.token.session)
+                return try await tx.revokeWebAuthSession(live.token.session)
             case .sessions(let ids):
-                let sessions = Set(try tx.webAuthTokens(accountID: account.id, now: 0).map(\.session))
+                let sessions = Set(try await tx.webAuthTokens(accountID: account.id, now: 0).map(\.session))
                 var chosen: [String] = []
                 for id in ids {
                     let matches = sessions.filter { $0.hasPrefix(id.lowercased()) }
@@ -51,7 +51,9 @@ extension RecordsAdmin {
                     }
                     chosen.append(session)
                 }
-                return try Set(chosen).reduce(0) { $0 + (try tx.revokeWebAuthSession($1)) }
+                var revoked = 0
+                for session in Set(chosen) { revoked += try await tx.revokeWebAuthSession(session) }
+                return revoked
             }
         }
     }
@@ -62,9 +64,9 @@ extension RecordsAdmin {
     package func setPassword(ofUser name: String, to password: String?, keepTokens: Bool = false) async throws -> Int {
         let hash = try await hashed(password)
         return try await store.write { tx in
-            let account = try RecordsAdmin.account(named: name, in: tx)
-            try tx.setPasswordHash(accountID: account.id, hash)
-            return keepTokens ? 0 : try tx.revokeWebAuthTokens(accountID: account.id)
+            let account = try await RecordsAdmin.account(named: name, in: tx)
+            try await tx.setPasswordHash(accountID: account.id, hash)
+            return keepTokens ? 0 : try await tx.revokeWebAuthTokens(accountID: account.id)
         }
     }
 
@@ -73,13 +75,13 @@ extension RecordsAdmin {
     @discardableResult
     package func setDisabled(_ disabled: Bool, user name: String) async throws -> Int {
         try await store.write { tx in
-            let account = try RecordsAdmin.account(named: name, in: tx)
+            let account = try await RecordsAdmin.account(named: name, in: tx)
             guard disabled else {
-                try tx.setAccountDisabled(accountID: account.id, at: nil)
+                try await tx.setAccountDisabled(accountID: account.id, at: nil)
                 return 0
             }
-            try tx.setAccountDisabled(accountID: account.id, at: account.disabledAt ?? RecordsAdmin.now)
-            return try tx.revokeWebAuthTokens(accountID: account.id)
+            try await tx.setAccountDisabled(accountID: account.id, at: account.disabledAt ?? RecordsAdmin.now)
+            return try await tx.revokeWebAuthTokens(accountID: account.id)
         }
     }
 }

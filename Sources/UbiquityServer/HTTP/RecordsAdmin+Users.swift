@@ -57,29 +57,29 @@ extension RecordsAdmin {
         for container in update.discoverable.keys { try RecordsAdmin.validate(container: container) }
         let now = RecordsAdmin.now
         return try await store.write { tx in
-            let account = try RecordsAdmin.account(named: name, in: tx)
+            let account = try await RecordsAdmin.account(named: name, in: tx)
             let users = try tx.users()
             func merged(_ old: String?, _ new: String?) -> String? {
                 guard let new else { return old }
                 return new.isEmpty ? nil : new
             }
-            var components = try users.nameComponents(accountID: account.id)
+            var components = try await users.nameComponents(accountID: account.id)
             components.givenName = merged(components.givenName, update.givenName)
             components.familyName = merged(components.familyName, update.familyName)
             components.middleName = merged(components.middleName, update.middleName)
             components.nickname = merged(components.nickname, update.nickname)
             components.namePrefix = merged(components.namePrefix, update.namePrefix)
             components.nameSuffix = merged(components.nameSuffix, update.nameSuffix)
-            try users.setNameComponents(components, accountID: account.id)
-            if let email = update.email { try users.setEmail(email.isEmpty ? nil : email, accountID: account.id) }
+            try await users.setNameComponents(components, accountID: account.id)
+            if let email = update.email { try await users.setEmail(email.isEmpty ? nil : email, accountID: account.id) }
             var identities: [StoredUserIdentity] = []
             for (container, flag) in update.discoverable.sorted(by: { $0.key < $1.key }) {
-                guard try tx.containerExists(container) else {
+                guard try await tx.containerExists(container) else {
                     throw UbiquityError(.notFound, "no container \(container); add it with `ubiq admin container add \(container)`")
                 }
                 let recordName = RecordsCaller.userRecordName(accountID: account.id, container: container)
-                try users.setDiscoverable(flag, accountID: account.id, container: container, userRecordName: recordName, createdAt: now)
-                if let identity = try users.userIdentity(container: container, accountID: account.id) { identities.append(identity) }
+                try await users.setDiscoverable(flag, accountID: account.id, container: container, userRecordName: recordName, createdAt: now)
+                if let identity = try await users.userIdentity(container: container, accountID: account.id) { identities.append(identity) }
             }
             return identities
         }

@@ -42,15 +42,15 @@ package struct RecordsAdmin: Sendable {
         let token = SecretToken.generateAPIToken()
         let digest = SecretToken.digest(token)
         try await store.write { tx in
-            try tx.addContainer(identifier, createdAt: RecordsAdmin.now)
-            try tx.addAPIToken(container: identifier, digest: digest, createdAt: RecordsAdmin.now)
+            try await tx.addContainer(identifier, createdAt: RecordsAdmin.now)
+            try await tx.addAPIToken(container: identifier, digest: digest, createdAt: RecordsAdmin.now)
         }
         return token
     }
 
     /// The containers.
     package func containers() async throws -> [String] {
-        try await store.read { tx in try tx.containers() }
+        try await store.read { tx in try await tx.containers() }
     }
 
     /// Creates an account and returns a web-auth token (`ckWebAuthToken`) for it, valid in any
@@ -63,8 +63,8 @@ package struct RecordsAdmin: Sendable {
         let hash = try await hashed(password)
         let lifetime = configuration.longWebAuthTokenLifetime
         return try await store.write { tx in
-            let account = try tx.addAccount(name: name, email: email, passwordHash: hash, createdAt: RecordsAdmin.now)
-            return try RecordsAdmin.issue(to: account.id, device: false, container: nil, lifetime: lifetime, in: tx)
+            let account = try await tx.addAccount(name: name, email: email, passwordHash: hash, createdAt: RecordsAdmin.now)
+            return try await RecordsAdmin.issue(to: account.id, device: false, container: nil, lifetime: lifetime, in: tx)
         }
     }
 
@@ -75,22 +75,22 @@ package struct RecordsAdmin: Sendable {
         if let container { try RecordsAdmin.validate(container: container) }
         let seconds = lifetime ?? (device ? configuration.deviceTokenLifetime : configuration.longWebAuthTokenLifetime)
         return try await store.write { tx in
-            let account = try RecordsAdmin.account(named: name, in: tx)
-            return try RecordsAdmin.issue(to: account.id, device: device, container: device ? nil : container, lifetime: seconds, in: tx)
+            let account = try await RecordsAdmin.account(named: name, in: tx)
+            return try await RecordsAdmin.issue(to: account.id, device: device, container: device ? nil : container, lifetime: seconds, in: tx)
         }
     }
 
     /// Stores a new token for the account `accountID` and returns it.
-    static func issue(to accountID: Int64, device: Bool, container: String?, lifetime seconds: Int64, in tx: any RecordStoreTransaction) throws -> String {
+    static func issue(to accountID: Int64, device: Bool, container: String?, lifetime seconds: Int64, in tx: any RecordStoreTransaction) async throws -> String {
         let token = device ? SecretToken.generateDeviceToken() : SecretToken.generate()
-        try tx.addWebAuthToken(StoredWebAuthToken(digest: SecretToken.digest(token), accountID: accountID, container: container, isDevice: device,
+        try await tx.addWebAuthToken(StoredWebAuthToken(digest: SecretToken.digest(token), accountID: accountID, container: container, isDevice: device,
                                                   createdAt: now, expiresAt: now + seconds * 1000))
         return token
     }
 
     /// The account named `name`, or `notFound` with how to add it.
-    static func account(named name: String, in tx: any RecordStoreTransaction) throws -> StoredAccount {
-        guard let account = try tx.account(named: name) else {
+    static func account(named name: String, in tx: any RecordStoreTransaction) async throws -> StoredAccount {
+        guard let account = try await tx.account(named: name) else {
             throw UbiquityError(.notFound, "no account is named \(name); add it with `ubiq admin user add \(name)`")
         }
         return account
@@ -109,7 +109,7 @@ package struct RecordsAdmin: Sendable {
     ///   the account.
     func account(named name: String, password: String) async throws -> StoredAccount? {
         let hasher = passwordHasher
-        let account = try await store.read { tx in try tx.account(named: name) }
+        let account = try await store.read { tx in try await tx.account(named: name) }
         guard let account, let hash = account.passwordHash else {
             _ = try await BlockingWork.run { hasher.rejectWithoutHash(password) }
             return nil
@@ -126,7 +126,7 @@ package struct RecordsAdmin: Sendable {
     /// - Throws: `permissionDenied` when the account is disabled.
     package func signIn(user name: String, password: String, lifetime: Int64, container: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
-        return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: false, container: container, lifetime: lifetime, in: tx) }
+        return try await store.write { tx in try await RecordsAdmin.issue(to: account.id, device: false, container: container, lifetime: lifetime, in: tx) }
     }
 
     /// Checks a password and issues a device token (`POST /auth/device`, `ubiq account login`).
@@ -135,7 +135,7 @@ package struct RecordsAdmin: Sendable {
     package func signInDevice(user name: String, password: String) async throws -> String? {
         guard let account = try await account(named: name, password: password) else { return nil }
         let lifetime = configuration.deviceTokenLifetime
-        return try await store.write { tx in try RecordsAdmin.issue(to: account.id, device: true, container: nil, lifetime: lifetime, in: tx) }
+        return try await store.write { tx in try await RecordsAdmin.issue(to: account.id, device: true, container: nil, lifetime: lifetime, in: tx) }
     }
 
     /// The account a live web-auth or device token belongs to, or nil (also when the account is
@@ -143,7 +143,7 @@ package struct RecordsAdmin: Sendable {
     package func account(forToken token: String) async throws -> StoredAccount? {
         guard !token.isEmpty, token.utf8.count <= 256 else { return nil }
         let digest = SecretToken.digest(token)
-        return try await store.read { tx in try tx.webAuthToken(digest: digest, now: RecordsAdmin.now)?.account }
+        return try await store.read { tx in try await tx.webAuthToken(digest: digest, now: RecordsAdmin.now)?.account }
     }
 
     /// Revokes a web-auth or device token and every token of its session (signing a device or
@@ -152,8 +152,8 @@ package struct RecordsAdmin: Sendable {
     package func revokeToken(_ token: String) async throws -> Int {
         let digest = SecretToken.digest(token)
         return try await store.write { tx in
-            guard let live = try tx.webAuthToken(digest: digest, now: 0) else { return 0 }
-            return try tx.revokeWebAuthSession(live.token.session)
+            guard let live = try await tx.webAuthToken(digest: digest, now: 0) else { return 0 }
+            return try await tx.revokeWebAuthSession(live.token.session)
         }
     }
 
@@ -169,10 +169,10 @@ package struct RecordsAdmin: Sendable {
         let keyID = SecretToken.keyID()
         let pem = publicKey.pemRepresentation
         try await store.write { tx in
-            guard try tx.containerExists(container) else {
+            guard try await tx.containerExists(container) else {
                 throw UbiquityError(.notFound, "no container \(container); add it with `ubiq admin container add \(container)`")
             }
-            try tx.addServerKey(container: container, keyID: keyID, publicKeyPEM: pem, createdAt: RecordsAdmin.now)
+            try await tx.addServerKey(container: container, keyID: keyID, publicKeyPEM: pem, createdAt: RecordsAdmin.now)
         }
         return keyID
     }

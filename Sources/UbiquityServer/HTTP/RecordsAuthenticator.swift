@@ -67,7 +67,7 @@ final class RecordsAuthenticator: Sendable {
                 throw WireError(.authenticationFailed, "server-to-server requests need the \(CloudKitAuthHeaders.iso8601Date) and \(CloudKitAuthHeaders.signatureV1) headers")
             }
             let container = path.container
-            guard let pem = try await store.read({ tx in try tx.serverKey(container: container, keyID: keyID) }) else {
+            guard let pem = try await store.read({ tx in try await tx.serverKey(container: container, keyID: keyID) }) else {
                 throw WireError(.authenticationFailed, "unknown server-to-server key ID for container \(container)")
             }
             guard let signedAt = ServerToServerSignature.parseDate(date) else {
@@ -114,8 +114,8 @@ final class RecordsAuthenticator: Sendable {
         let webDigest = webToken.map(SecretToken.digest)
         let now = RecordsAuthenticator.now
         let (container, live): (String?, (token: StoredWebAuthToken, account: StoredAccount)?) = try await store.read { tx in
-            let container = try tx.container(forAPITokenDigest: apiDigest)
-            let live = try webDigest.flatMap { try tx.webAuthToken(digest: $0, now: now) }
+            let container = try await tx.container(forAPITokenDigest: apiDigest)
+            let live = if let webDigest { try await tx.webAuthToken(digest: webDigest, now: now) } else { (token: StoredWebAuthToken, account: StoredAccount)?.none }
             return (container, live)
         }
         guard let container, container == path.container else {
@@ -154,7 +154,7 @@ final class RecordsAuthenticator: Sendable {
         let now = RecordsAuthenticator.now
         let container = path.container
         let (live, exists) = try await store.read { tx in
-            (try tx.webAuthToken(digest: digest, now: now), try tx.containerExists(container))
+            (try await tx.webAuthToken(digest: digest, now: now), try await tx.containerExists(container))
         }
         guard let live else {
             var error = WireError(.authenticationRequired, "the device token is not valid (expired, revoked or unknown); sign in again with `ubiq account login`")
@@ -169,7 +169,7 @@ final class RecordsAuthenticator: Sendable {
             } catch {
                 throw WireError(.badRequest, "container \(container) is not a valid container identifier")
             }
-            try await store.write { tx in try tx.addContainer(container, createdAt: now) }
+            try await store.write { tx in try await tx.addContainer(container, createdAt: now) }
         }
         let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
                                    deviceID: deviceID)
@@ -188,7 +188,7 @@ final class RecordsAuthenticator: Sendable {
         let row = StoredWebAuthToken(digest: freshDigest, accountID: live.accountID, container: live.container, session: live.session,
                                      isDevice: live.isDevice, createdAt: now, expiresAt: live.expiresAt)
         do {
-            try await store.write { tx in try tx.addWebAuthToken(row) }
+            try await store.write { tx in try await tx.addWebAuthToken(row) }
         } catch {
             logger.warning("could not store a rotated web auth token", metadata: ["error": "\(error)"])
             return token

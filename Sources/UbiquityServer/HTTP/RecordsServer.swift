@@ -104,7 +104,7 @@ package struct RecordsServer: Sendable {
         let store = self.store
         router.get("/healthz") { _, _ -> Response in
             do {
-                _ = try await store.read { tx in try tx.containers().count }
+                _ = try await store.read { tx in try await tx.containers().count }
                 return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
             } catch {
                 return Response(status: .serviceUnavailable, headers: [.contentType: "text/plain"],

@@ -45,8 +45,9 @@ struct SignInRoutes: Sendable {
         let appOrigin = form[SignInPage.Field.origin].flatMap { try? RecordsAdmin.origin($0) }
         let digest = SecretToken.digest(apiToken)
         let (tokenContainer, allowed) = try await store.read { tx -> (String?, [String]) in
-            let container = try tx.container(forAPITokenDigest: digest)
-            return (container, try container.map { try tx.allowedOrigins(container: $0) } ?? [])
+            let container = try await tx.container(forAPITokenDigest: digest)
+            guard let container else { return (nil, []) }
+            return (container, try await tx.allowedOrigins(container: container))
         }
         guard let tokenContainer, container.isEmpty || tokenContainer == container else {
             return SignInRoutes.html(SignInPage.form(container: container, apiToken: apiToken, callbackURL: callback,

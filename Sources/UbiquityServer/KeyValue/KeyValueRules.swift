@@ -112,12 +112,12 @@ extension ModifyBatch {
     /// Applies an operation in the key-value store's zone by ``KeyValueRules``: saves become
     /// `forceReplace` when their timestamp is not older than the stored one, and answer the
     /// stored record otherwise.
-    mutating func applyKeyValue(_ operation: WireRecordOperation, index: Int, path: String) throws -> RecordsEngine.ItemResult {
+    mutating func applyKeyValue(_ operation: WireRecordOperation, index: Int, path: String) async throws -> RecordsEngine.ItemResult {
         var operation = operation
         let name = operation.record.recordName
         let existing = known[name].flatMap { $0.deleted ? nil : $0 }
         if operation.operationType == .delete || operation.operationType == .forceDelete {
-            let result = try applyRecord(operation, index: index, path: path)
+            let result = try await applyRecord(operation, index: index, path: path)
             if let existing, var usage = keyValueUsage {
                 usage.remove(KeyValueRules.size(existing))
                 keyValueUsage = usage
@@ -128,23 +128,28 @@ extension ModifyBatch {
         if let existing, let stored = KeyValueRules.modified(existing.fields), stored > entry.modified {
             return .saved(written[name] ?? existing)
         }
-        let usage = try keyValueUsage ?? loadKeyValueUsage()
+        let usage: KeyValueRules.Usage
+        if let keyValueUsage {
+            usage = keyValueUsage
+        } else {
+            usage = try await loadKeyValueUsage()
+        }
         let after = try KeyValueRules.charge(usage, oldSize: existing.map(KeyValueRules.size) ?? 0, newSize: entry.size, key: name)
         operation.operationType = .forceReplace
         operation.record.recordChangeTag = nil
         operation.record.recordType = KeyValueRecord.recordType
-        let result = try applyRecord(operation, index: index, path: path)
+        let result = try await applyRecord(operation, index: index, path: path)
         keyValueUsage = after
         return result
     }
 
     /// Reads the zone's usage (after writing the batch's pending saves).
-    mutating func loadKeyValueUsage() throws -> KeyValueRules.Usage {
-        try flush()
+    mutating func loadKeyValueUsage() async throws -> KeyValueRules.Usage {
+        try await flush()
         var usage = KeyValueRules.Usage()
         var after: Int64 = 0
         while true {
-            let page = try tx.changes(zone: zone.id, after: after, limit: 1000, recordTypes: nil)
+            let page = try await tx.changes(zone: zone.id, after: after, limit: 1000, recordTypes: nil)
             for record in page where !record.deleted { usage.add(KeyValueRules.size(record)) }
             guard page.count == 1000, let last = page.last else { break }
             after = last.sequence

@@ -18,24 +18,24 @@ import UbiquityWire
 /// index or committed before it was added (and the build, which starts after, reads it).
 package protocol QueryIndexStoreTransaction {
     /// The query indexes of a container's environment (every record type), ready or not, by id.
-    func queryIndexes(container: String, environment: CloudKitEnvironment) throws -> [StoredQueryIndex]
+    func queryIndexes(container: String, environment: CloudKitEnvironment) async throws -> [StoredQueryIndex]
     /// Adds an index (not ready) unless one with the same definition exists; the index, and
     /// whether it is new.
-    func addQueryIndex(container: String, environment: CloudKitEnvironment, definition: QueryIndexDefinition) throws -> (index: StoredQueryIndex, added: Bool)
+    func addQueryIndex(container: String, environment: CloudKitEnvironment, definition: QueryIndexDefinition) async throws -> (index: StoredQueryIndex, added: Bool)
     /// Writes the keys of up to `limit` live records of the index's type in its environment, in
     /// row-id order after `afterRecord` (a key written since stays as it is); the last row id
     /// read and how many were, or nil when none was left. On PostgreSQL the records read are
     /// locked until the transaction ends, so a concurrent write replaces the key after it.
-    func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) throws -> (last: Int64, count: Int)?
+    func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) async throws -> (last: Int64, count: Int)?
     /// Marks an index ready (every record has its key).
-    func setQueryIndexReady(id: Int64) throws
+    func setQueryIndexReady(id: Int64) async throws
     /// Removes an index and its keys.
-    func dropQueryIndex(id: Int64) throws
+    func dropQueryIndex(id: Int64) async throws
     /// The keys of an index in a zone from `lower` (inclusive) to `upper` (exclusive), in key
     /// order, at most `limit`.
-    func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) throws -> [QueryIndexHit]
+    func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) async throws -> [QueryIndexHit]
     /// The number of keys of an index (every zone).
-    func queryIndexKeyCount(id: Int64) throws -> Int
+    func queryIndexKeyCount(id: Int64) async throws -> Int
 }
 
 extension RecordStoreTransaction {

@@ -8,160 +8,161 @@ import UbiquityWire
 /// suite.
 ///
 /// The CloudKit semantics (save policies, atomic batches, references, tokens) live once, in
-/// `RecordsEngine`, written against the synchronous primitives of `RecordStoreTransaction`.
-/// A store runs each transaction off Swift's cooperative pool (GRDB's writer queue; a dedicated
-/// thread per PostgreSQL connection).
+/// `RecordsEngine`, written against the asynchronous primitives of `RecordStoreTransaction`.
+/// SQLite runs each transaction's body on GRDB's reader or writer thread
+/// (`SQLiteTransactionExecutor`), PostgreSQL awaits each statement on a connection leased from
+/// postgres-nio's `PostgresClient`: neither blocks Swift's cooperative pool.
 package protocol RecordStore: Sendable {
     /// Runs `body` in a read-only transaction that sees one consistent snapshot.
-    func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T
+    func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
     /// Runs `body` in a read-write transaction: all of its writes commit together or none do
     /// (an error thrown by `body` rolls back). Writers of one database are serialized by
     /// `lockDatabase(_:)`, across processes too.
-    func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T
+    func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
     /// Closes connections; later calls fail.
     func close() async throws
     /// A short description for logs and `/healthz` (`"sqlite /path"`, `"postgres host/db"`).
     var description: String { get }
 }
 
-/// The primitives a `RecordsEngine` needs, inside one transaction. Every method is synchronous
-/// and may block (call it only from a store's transaction closure).
+/// The primitives a `RecordsEngine` needs, inside one transaction (call them only from a store's
+/// transaction closure, never after it returned).
 package protocol RecordStoreTransaction {
     // MARK: Containers and credentials
 
     /// Adds a container (no error when it exists).
-    func addContainer(_ identifier: String, createdAt: Int64) throws
+    func addContainer(_ identifier: String, createdAt: Int64) async throws
     /// Whether the container exists.
-    func containerExists(_ identifier: String) throws -> Bool
+    func containerExists(_ identifier: String) async throws -> Bool
     /// All container identifiers, sorted.
-    func containers() throws -> [String]
+    func containers() async throws -> [String]
     /// Stores an API token's digest for a container.
-    func addAPIToken(container: String, digest: String, createdAt: Int64) throws
+    func addAPIToken(container: String, digest: String, createdAt: Int64) async throws
     /// The container an API token digest belongs to.
-    func container(forAPITokenDigest digest: String) throws -> String?
+    func container(forAPITokenDigest digest: String) async throws -> String?
     /// The web origins (`https://app.example.org`) the container's sign-in page may hand a token
     /// to (CloudKit's "Allowed Origins"), sorted.
-    func allowedOrigins(container: String) throws -> [String]
+    func allowedOrigins(container: String) async throws -> [String]
     /// Adds (`allowed: true`) or removes an allowed origin of the container.
-    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) throws
+    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) async throws
     /// Adds an account; `alreadyExists` when the name (or e-mail) is taken.
-    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount
+    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) async throws -> StoredAccount
     /// The account with this name.
-    func account(named name: String) throws -> StoredAccount?
+    func account(named name: String) async throws -> StoredAccount?
     /// The account with this id.
-    func account(id: Int64) throws -> StoredAccount?
+    func account(id: Int64) async throws -> StoredAccount?
     /// Stores a web-auth or device token (its digest) for an account.
-    func addWebAuthToken(_ token: StoredWebAuthToken) throws
+    func addWebAuthToken(_ token: StoredWebAuthToken) async throws
     /// The live token with this digest (not expired at `now`) and its account, unless the
     /// account is disabled.
-    func webAuthToken(digest: String, now: Int64) throws -> (token: StoredWebAuthToken, account: StoredAccount)?
+    func webAuthToken(digest: String, now: Int64) async throws -> (token: StoredWebAuthToken, account: StoredAccount)?
     /// An account's tokens not expired at `now`, oldest first.
-    func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken]
+    func webAuthTokens(accountID: Int64, now: Int64) async throws -> [StoredWebAuthToken]
     /// Deletes the tokens of a session (``StoredWebAuthToken/session``); how many.
-    func revokeWebAuthSession(_ session: String) throws -> Int
+    func revokeWebAuthSession(_ session: String) async throws -> Int
     /// Deletes all of an account's tokens; how many.
-    func revokeWebAuthTokens(accountID: Int64) throws -> Int
+    func revokeWebAuthTokens(accountID: Int64) async throws -> Int
     /// Replaces an account's password hash (nil: no password, token sign-in only).
-    func setPasswordHash(accountID: Int64, _ hash: String?) throws
+    func setPasswordHash(accountID: Int64, _ hash: String?) async throws
     /// Disables an account from `at` (milliseconds since 1970), or enables it (nil).
-    func setAccountDisabled(accountID: Int64, at: Int64?) throws
+    func setAccountDisabled(accountID: Int64, at: Int64?) async throws
     /// The sign-in backoff entry of `key` (``SignInGuard``), or nil; with `forUpdate`, locked
     /// for the rest of the write transaction (PostgreSQL: across processes).
-    func signInBackoff(_ key: String, forUpdate: Bool) throws -> SignInBackoff.Entry?
+    func signInBackoff(_ key: String, forUpdate: Bool) async throws -> SignInBackoff.Entry?
     /// Stores the sign-in backoff entry of `key`; nil forgets it.
-    func setSignInBackoff(_ key: String, _ entry: SignInBackoff.Entry?) throws
+    func setSignInBackoff(_ key: String, _ entry: SignInBackoff.Entry?) async throws
     /// Forgets the sign-in backoff entries not blocked at `now` and without a failure since
     /// `quietSince`.
-    func pruneSignInBackoffs(quietSince: Double, now: Double) throws
+    func pruneSignInBackoffs(quietSince: Double, now: Double) async throws
     /// Registers a server-to-server public key (SPKI PEM) under a key ID.
-    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws
+    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) async throws
     /// The PEM of a server-to-server key of a container.
-    func serverKey(container: String, keyID: String) throws -> String?
+    func serverKey(container: String, keyID: String) async throws -> String?
 
     // MARK: Databases and zones
 
     /// Returns the database, creating it when missing, and locks it for the rest of a write
     /// transaction (`SELECT … FOR UPDATE` on PostgreSQL; SQLite has one writer). Call it first in
     /// every write transaction that changes the database, before any zone.
-    func lockDatabase(_ key: DatabaseKey) throws -> StoredDatabase
+    func lockDatabase(_ key: DatabaseKey) async throws -> StoredDatabase
     /// The database, or nil when nothing was ever written to it (no lock).
-    func database(_ key: DatabaseKey) throws -> StoredDatabase?
+    func database(_ key: DatabaseKey) async throws -> StoredDatabase?
     /// The live zone with this name.
-    func zone(database: Int64, name: String) throws -> StoredZone?
+    func zone(database: Int64, name: String) async throws -> StoredZone?
     /// The live zone with this name in the database `key` (nil when either is missing), in one
     /// statement: how reads find their zone.
-    func zone(key: DatabaseKey, name: String) throws -> StoredZone?
+    func zone(key: DatabaseKey, name: String) async throws -> StoredZone?
     /// The zone with this id, live or deleted.
-    func zone(id: Int64) throws -> StoredZone?
+    func zone(id: Int64) async throws -> StoredZone?
     /// The live zones of a database, by name.
-    func zones(database: Int64) throws -> [StoredZone]
+    func zones(database: Int64) async throws -> [StoredZone]
     /// Creates a zone (a new id, even when a deleted zone had the name).
-    func createZone(database: Int64, name: String, createdAt: Int64) throws -> StoredZone
+    func createZone(database: Int64, name: String, createdAt: Int64) async throws -> StoredZone
     /// Deletes a zone and all its records permanently (the zone row stays, marked deleted).
-    func deleteZone(id: Int64) throws
+    func deleteZone(id: Int64) async throws
     /// Advances the database's change counter and records that `zone` changed (or was deleted)
     /// at the new value; returns it. Each zone appears once in the database change log, at its
     /// latest change.
-    func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64
+    func noteZoneChanged(database: Int64, zone: Int64) async throws -> Int64
     /// Zones changed after `sequence`, oldest change first, at most `limit`.
-    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) throws -> [StoredZoneChange]
+    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) async throws -> [StoredZoneChange]
     /// Advances a zone's change counter and returns the new value (under the database lock).
-    func nextZoneSequence(zone: Int64) throws -> Int64
+    func nextZoneSequence(zone: Int64) async throws -> Int64
     /// Advances a zone's change counter by `count` (≥ 1) and returns the new value: the values
     /// `result - count + 1 … result` are the caller's.
-    func reserveZoneSequences(zone: Int64, count: Int) throws -> Int64
+    func reserveZoneSequences(zone: Int64, count: Int) async throws -> Int64
     /// Forgets tombstones of a zone up to `sequence`: tokens older than that become expired.
-    func purgeTombstones(zone: Int64, through sequence: Int64) throws
+    func purgeTombstones(zone: Int64, through sequence: Int64) async throws
 
     // MARK: Records
 
     /// The record (or tombstone) with this name in a zone.
-    func record(zone: Int64, name: String) throws -> StoredRecord?
+    func record(zone: Int64, name: String) async throws -> StoredRecord?
     /// The records (and tombstones) with these names in a zone, by name; missing names are absent.
-    func records(zone: Int64, names: [String]) throws -> [String: StoredRecord]
+    func records(zone: Int64, names: [String]) async throws -> [String: StoredRecord]
     /// Inserts or replaces a record (or tombstone) by zone and name, with its index entries.
-    func putRecord(_ record: StoredRecord) throws
+    func putRecord(_ record: StoredRecord) async throws
     /// Inserts or replaces records of the zone named `zoneName`, in order, with their index
     /// entries: `putRecord` for each, in fewer statements. Names must be distinct. `replacing`
     /// names the records that have a row (live or tombstone) already; the others are new.
-    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws
+    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) async throws
     /// Records and tombstones changed after `sequence` in a zone, in change order, at most
     /// `limit`, optionally only of some record types (tombstones always included).
-    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord]
+    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) async throws -> [StoredRecord]
     /// ``changes(zone:after:limit:recordTypes:)`` with each record's fields left as stored:
     /// the records' `fields` are empty, their stored JSON text beside them (`{}` for tombstones).
-    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecordText]
+    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) async throws -> [StoredRecordText]
     /// Live records of a type in the zones whose index entries satisfy every condition
     /// (a superset of the query's matches: the engine filters exactly afterwards).
-    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord]
+    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) async throws -> [StoredRecord]
     /// The keys of `candidates(…)`'s records, without decoding them: each record's row id, zone,
     /// name, system stamps and the index entry of each of `fields` (its first, for scalars the
     /// only one), in row-id order.
-    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys]
+    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) async throws -> [StoredRecordKeys]
     /// Records by row id (those that exist), by id.
-    func records(ids: [Int64]) throws -> [Int64: StoredRecord]
+    func records(ids: [Int64]) async throws -> [Int64: StoredRecord]
     /// ``records(ids:)`` with each record's fields left as stored (``StoredRecordText``), in one
     /// statement: what a query read off an index answers with.
-    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText]
+    func recordTexts(ids: [Int64]) async throws -> [Int64: StoredRecordText]
     /// The records (and tombstones) with these names in a zone, their fields left as stored, by
     /// name, in one statement: what `records/lookup` answers with.
-    func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText]
+    func recordTexts(zone: Int64, names: [String]) async throws -> [String: StoredRecordText]
     /// Live records in `zones` with a reference field pointing at the target.
-    func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord]
+    func referencing(zones: [Int64], targetZone: String, targetName: String) async throws -> [StoredRecord]
 
     // MARK: Assets, usage and secrets
 
     /// The bytes a database uses: its live records' stored fields JSON and its distinct assets,
     /// kept up to date by `putRecords`/`putRecord`/`deleteZone` (no scan).
-    func databaseUsage(database: Int64) throws -> StoredUsage
+    func databaseUsage(database: Int64) async throws -> StoredUsage
     /// Which of `checksums` some live record of the database refers to already.
-    func referencedAssets(database: Int64, checksums: [String]) throws -> Set<String>
+    func referencedAssets(database: Int64, checksums: [String]) async throws -> Set<String>
     /// The distinct `fileChecksum`s that any live record of any database refers to (for the blob
     /// store's garbage collection).
-    func referencedAssetChecksums() throws -> Set<String>
+    func referencedAssetChecksums() async throws -> Set<String>
     /// The secret named `name`: stores `candidate` when there is none yet (insert-if-absent, so
     /// servers starting at once on one store agree) and returns the stored value.
-    func serverSecret(name: String, candidate: String, createdAt: Int64) throws -> String
+    func serverSecret(name: String, candidate: String, createdAt: Int64) async throws -> String
 }
 
 /// What a database uses, in bytes (quotas).

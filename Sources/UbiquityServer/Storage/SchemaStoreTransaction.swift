@@ -9,31 +9,31 @@ import UbiquityWire
 /// the `v6-schema` migration.
 package protocol SchemaStoreTransaction {
     /// One record type of an environment's schema, or nil when it has no such type.
-    func recordType(container: String, environment: CloudKitEnvironment, name: String) throws -> RecordTypeSchema?
+    func recordType(container: String, environment: CloudKitEnvironment, name: String) async throws -> RecordTypeSchema?
     /// The whole schema of an environment (empty when nothing was ever saved).
-    func schema(container: String, environment: CloudKitEnvironment) throws -> ContainerSchema
+    func schema(container: String, environment: CloudKitEnvironment) async throws -> ContainerSchema
     /// Serializes changes of the container's schemas until the transaction ends (PostgreSQL: a
     /// transaction-scoped advisory lock; SQLite has one writer already). Every admin change of
     /// a schema takes it before reading, so two deploys (or a deploy and an import) never
     /// interleave their deletes and inserts.
-    func lockSchemas(container: String) throws
+    func lockSchemas(container: String) async throws
     /// Replaces the whole schema of an environment.
-    func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) throws
+    func replaceSchema(_ schema: ContainerSchema, container: String, environment: CloudKitEnvironment) async throws
     /// Adds a record type when missing (with `type.permissions`) and those of `type.fields` it
     /// lacks; existing fields, indexes and permissions are kept.
-    func addToSchema(_ type: RecordTypeSchema, container: String, environment: CloudKitEnvironment) throws
+    func addToSchema(_ type: RecordTypeSchema, container: String, environment: CloudKitEnvironment) async throws
     /// Replaces the type, index flags and guess of an existing field (development's just-in-time
     /// schema settling a guessed type: ``SchemaField/settled(as:)``).
-    func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) throws
+    func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) async throws
     /// The named roles the user is a member of in the container.
-    func roles(container: String, userRecordName: String) throws -> Set<String>
+    func roles(container: String, userRecordName: String) async throws -> Set<String>
     /// The members (user record names) of each named role of the container that has any.
-    func roleMembers(container: String) throws -> [String: Set<String>]
+    func roleMembers(container: String) async throws -> [String: Set<String>]
     /// Adds (`member: true`) or removes a user from a named role of the container.
-    func setRoleMember(_ member: Bool, container: String, role: String, userRecordName: String) throws
+    func setRoleMember(_ member: Bool, container: String, role: String, userRecordName: String) async throws
     /// Deletes every database of an environment of the container (zones, records, change logs),
     /// and its subscriptions and notifications: `schema reset` of development.
-    func deleteData(container: String, environment: CloudKitEnvironment) throws
+    func deleteData(container: String, environment: CloudKitEnvironment) async throws
 }
 
 extension RecordStoreTransaction {
@@ -46,14 +46,14 @@ extension RecordStoreTransaction {
     }
 
     /// The field types recorded for a record type (`field` → wire type tag).
-    package func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) throws -> [String: String] {
-        try schemas().recordType(container: container, environment: environment, name: recordType)?.fields.mapValues(\.type) ?? [:]
+    package func fieldTypes(container: String, environment: CloudKitEnvironment, recordType: String) async throws -> [String: String] {
+        try await schemas().recordType(container: container, environment: environment, name: recordType)?.fields.mapValues(\.type) ?? [:]
     }
 
     /// Records field types for a record type as development's just-in-time schema does (existing
     /// entries are kept; a new type gets CloudKit's default permissions).
-    package func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) throws {
+    package func addFieldTypes(container: String, environment: CloudKitEnvironment, recordType: String, types: [String: String]) async throws {
         let fields = Dictionary(uniqueKeysWithValues: types.map { ($0.key, SchemaField.justInTime(name: $0.key, type: $0.value)) })
-        try schemas().addToSchema(RecordTypeSchema(name: recordType, fields: fields), container: container, environment: environment)
+        try await schemas().addToSchema(RecordTypeSchema(name: recordType, fields: fields), container: container, environment: environment)
     }
 }

@@ -8,24 +8,24 @@ import UbiquityCore
 /// `v5-users` migration.
 package protocol UserStoreTransaction {
     /// The account's name components (all nil when never set).
-    func nameComponents(accountID: Int64) throws -> StoredNameComponents
+    func nameComponents(accountID: Int64) async throws -> StoredNameComponents
     /// Replaces the account's name components.
-    func setNameComponents(_ components: StoredNameComponents, accountID: Int64) throws
+    func setNameComponents(_ components: StoredNameComponents, accountID: Int64) async throws
     /// Changes the account's e-mail (nil removes it); `alreadyExists` when another account has it
     /// (compared case-insensitively).
-    func setEmail(_ email: String?, accountID: Int64) throws
+    func setEmail(_ email: String?, accountID: Int64) async throws
     /// Records that the account has the user record name in the container (no change when it has
     /// a row there already); returns the row.
-    func noteUserIdentity(accountID: Int64, container: String, userRecordName: String, createdAt: Int64) throws -> StoredUserIdentity
+    func noteUserIdentity(accountID: Int64, container: String, userRecordName: String, createdAt: Int64) async throws -> StoredUserIdentity
     /// Sets whether the account is discoverable in the container (creating its row when missing).
-    func setDiscoverable(_ discoverable: Bool, accountID: Int64, container: String, userRecordName: String, createdAt: Int64) throws
+    func setDiscoverable(_ discoverable: Bool, accountID: Int64, container: String, userRecordName: String, createdAt: Int64) async throws
     /// The identity of the account in the container, if it has a row there.
-    func userIdentity(container: String, accountID: Int64) throws -> StoredUserIdentity?
+    func userIdentity(container: String, accountID: Int64) async throws -> StoredUserIdentity?
     /// The identities with these user record names in the container (unknown names are absent).
-    func userIdentities(container: String, userRecordNames: [String]) throws -> [StoredUserIdentity]
+    func userIdentities(container: String, userRecordNames: [String]) async throws -> [StoredUserIdentity]
     /// The identities in the container of the accounts with these e-mail addresses, compared
     /// case-insensitively (unknown addresses are absent).
-    func userIdentities(container: String, emails: [String]) throws -> [StoredUserIdentity]
+    func userIdentities(container: String, emails: [String]) async throws -> [StoredUserIdentity]
 }
 
 /// A person's name, as `PersonNameComponents` has it (nil parts are unknown).

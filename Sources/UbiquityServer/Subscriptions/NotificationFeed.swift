@@ -39,8 +39,8 @@ struct NotificationFeed {
                      configuration: PushConfiguration) async throws -> NotificationFeed {
         let (head, found) = try await store.read { tx -> (NotificationLogHead, Int64?) in
             let subscriptions = try tx.subscriptionStore()
-            let head = try subscriptions.notificationHead(key)
-            if requested == nil, let since, !since.isEmpty { return (head, try subscriptions.notificationSequence(key, notificationID: since)) }
+            let head = try await subscriptions.notificationHead(key)
+            if requested == nil, let since, !since.isEmpty { return (head, try await subscriptions.notificationSequence(key, notificationID: since)) }
             return (head, nil)
         }
         var start = head.head
@@ -83,7 +83,7 @@ struct NotificationFeed {
                 let limit = pageSize
                 let (page, head) = try await store.read { tx in
                     let subscriptions = try tx.subscriptionStore()
-                    return (try subscriptions.notifications(key, after: after, limit: limit), try subscriptions.notificationHead(key))
+                    return (try await subscriptions.notifications(key, after: after, limit: limit), try await subscriptions.notificationHead(key))
                 }
                 if head.floor > position {
                     position = head.floor

@@ -65,7 +65,7 @@ actor NotificationHub {
         let keys = followedLogs
         guard !keys.isEmpty else { return }
         do {
-            let heads = try await store.read { tx in try tx.subscriptionStore().notificationHeads(keys) }
+            let heads = try await store.read { tx in try await tx.subscriptionStore().notificationHeads(keys) }
             await logsMoved(heads.mapValues(\.head))
         } catch {
             logger.warning("checking notification logs failed", metadata: ["error": "\(error)"])
@@ -87,7 +87,7 @@ actor NotificationHub {
                 let start = max(from, target - Int64(configuration.connectionQueueCapacity))
                 let limit = configuration.connectionQueueCapacity
                 do {
-                    let rows = try await store.read { tx in try tx.subscriptionStore().notifications(key, after: start, limit: limit) }
+                    let rows = try await store.read { tx in try await tx.subscriptionStore().notifications(key, after: start, limit: limit) }
                     if fetched[key] != nil { fetched[key] = max(fetched[key] ?? 0, rows.last?.sequence ?? target, target) }
                     for listener in listeners[key].map({ Array($0.values) }) ?? [] { listener.offer(rows) }
                 } catch {

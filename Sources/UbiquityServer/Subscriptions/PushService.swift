@@ -80,7 +80,7 @@ package final class PushService: Service, Sendable {
                         while !Task.isCancelled {
                             let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - configuration.maximumAge * 1000
                             do {
-                                let pruned = try await store.write { tx in try tx.subscriptionStore().pruneNotifications(createdBefore: cutoff) }
+                                let pruned = try await store.write { tx in try await tx.subscriptionStore().pruneNotifications(createdBefore: cutoff) }
                                 if pruned > 0 { logger.debug("pruned old notifications", metadata: ["count": "\(pruned)"]) }
                             } catch {
                                 logger.warning("pruning old notifications failed", metadata: ["error": "\(error)"])
@@ -115,6 +115,6 @@ package final class PushService: Service, Sendable {
         guard !token.isEmpty, token.utf8.count <= 512 else { return nil }
         let digest = SecretToken.digest(token)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        return try await store.read { tx in try tx.subscriptionStore().pushToken(digest: digest, now: now)?.key }
+        return try await store.read { tx in try await tx.subscriptionStore().pushToken(digest: digest, now: now)?.key }
     }
 }

@@ -45,7 +45,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
     }
 
     /// Matches and appends notifications, inside the write transaction.
-    package func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) throws {
+    package func changesWillCommit(_ changes: [StoreChange], in tx: any RecordStoreTransaction) async throws {
         guard let store = tx as? any SubscriptionStoreTransaction else { return }
         var byDatabase: [DatabaseKey: [StoreChange]] = [:]
         var order: [DatabaseKey] = []
@@ -60,7 +60,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
         }
         var pending: [NotificationLogKey: [NewNotification]] = [:]
         for key in order {
-            let index = try self.index(for: key, in: store)
+            let index = try await self.index(for: key, in: store)
             guard !index.isEmpty, let databaseChanges = byDatabase[key] else { continue }
             let firings = index.match(databaseChanges)
             var spent: [StoredSubscription] = []
@@ -72,7 +72,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
                     let subscriber = firing.subscription.subscriber
                     var access = readers[subscriber]
                         ?? RecordAccess(key: key, caller: RecordsCaller(identity: .user(accountID: 0, userRecordName: subscriber)), types: types)
-                    let readable = try access.canRead(change.kind == .deleted ? (change.previous ?? change.record) : change.record, tx: tx)
+                    let readable = try await access.canRead(change.kind == .deleted ? (change.previous ?? change.record) : change.record, tx: tx)
                     readers[subscriber] = access
                     types.merge(access.readTypes) { current, _ in current }
                     guard readable else { continue }
@@ -84,7 +84,7 @@ package final class SubscriptionMatcher: RecordChangeObserver {
                 if firing.subscription.firesOnce { spent.append(firing.subscription) }
             }
             for subscription in spent {
-                _ = try store.deleteSubscription(database: key, subscriber: subscription.subscriber, id: subscription.subscriptionID)
+                _ = try await store.deleteSubscription(database: key, subscriber: subscription.subscriber, id: subscription.subscriptionID)
             }
             if !spent.isEmpty { _ = cache.withLock { $0.removeValue(forKey: key) } }
         }
@@ -96,9 +96,9 @@ package final class SubscriptionMatcher: RecordChangeObserver {
         var heads: [NotificationLogKey: Int64] = [:]
         // Always in the same order, so two transactions appending to the same logs cannot deadlock.
         for log in pending.keys.sorted() {
-            heads[log] = try store.appendNotifications(pending[log] ?? [], to: log, createdAt: timestamp, retain: configuration.retainPerUser).head
+            heads[log] = try await store.appendNotifications(pending[log] ?? [], to: log, createdAt: timestamp, retain: configuration.retainPerUser).head
         }
-        try store.announceNotifications(heads, channel: channel)
+        try await store.announceNotifications(heads, channel: channel)
         let key = ChangesKey(changes)
         moved.withLock { table in
             if table.count > 256 { table.removeAll() }
@@ -114,10 +114,10 @@ package final class SubscriptionMatcher: RecordChangeObserver {
     }
 
     /// The index of a database's subscriptions, from the cache when its generation still holds.
-    func index(for key: DatabaseKey, in store: any SubscriptionStoreTransaction) throws -> SubscriptionIndex {
-        let generation = try store.subscriptionGeneration(database: key)
+    func index(for key: DatabaseKey, in store: any SubscriptionStoreTransaction) async throws -> SubscriptionIndex {
+        let generation = try await store.subscriptionGeneration(database: key)
         if let cached = cache.withLock({ $0[key] }), cached.generation == generation { return cached }
-        let index = SubscriptionIndex(generation: generation, subscriptions: generation == 0 ? [] : try store.subscriptions(database: key))
+        let index = SubscriptionIndex(generation: generation, subscriptions: generation == 0 ? [] : try await store.subscriptions(database: key))
         cache.withLock { cache in
             if cache.count >= Self.cacheLimit { cache.removeAll() }
             cache[key] = index

@@ -44,7 +44,7 @@ package struct SubscriptionsEndpoint: Sendable {
     /// `subscriptions/list`: the caller's subscriptions on the database.
     package func list(context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
         let (user, database) = try Self.subscriber(context, signInURL: signInURL)
-        let found = try await store.read { tx in try tx.subscriptionStore().subscriptions(database: database, subscriber: user) }
+        let found = try await store.read { tx in try await tx.subscriptionStore().subscriptions(database: database, subscriber: user) }
         return .object(["subscriptions": .array(found.map { $0.json(ownerRecordName: Self.ownerName(database)) })])
     }
 
@@ -65,9 +65,9 @@ package struct SubscriptionsEndpoint: Sendable {
             ? DatabaseKey(container: database.container, environment: database.environment, scope: .private, owner: user) : nil
         let found: [(StoredSubscription, DatabaseKey)?] = try await store.read { tx in
             let subscriptions = try tx.subscriptionStore()
-            return try ids.map { id in
-                if let subscription = try subscriptions.subscription(database: database, subscriber: user, id: id) { return (subscription, database) }
-                if let fallback, let subscription = try subscriptions.subscription(database: fallback, subscriber: user, id: id) { return (subscription, fallback) }
+            return try await ids.asyncMap { id in
+                if let subscription = try await subscriptions.subscription(database: database, subscriber: user, id: id) { return (subscription, database) }
+                if let fallback, let subscription = try await subscriptions.subscription(database: fallback, subscriber: user, id: id) { return (subscription, fallback) }
                 return nil
             }
         }
@@ -105,7 +105,7 @@ package struct SubscriptionsEndpoint: Sendable {
         }
         let results: [Result<JSONValue, WireError>] = try await store.write { tx in
             let subscriptions = try tx.subscriptionStore()
-            return try decoded.map { item in
+            return try await decoded.asyncMap { item -> Result<JSONValue, WireError> in
                 guard case .success(let operation) = item else {
                     if case .failure(let error) = item { return .failure(error) }
                     return .failure(WireError(.internalError, "unreachable"))
@@ -113,18 +113,18 @@ package struct SubscriptionsEndpoint: Sendable {
                 let id = operation.subscription.subscriptionID
                 switch operation.type {
                 case .create:
-                    try subscriptions.putSubscription(operation.subscription)
+                    try await subscriptions.putSubscription(operation.subscription)
                     return .success(operation.subscription.json(ownerRecordName: Self.ownerName(database)))
                 case .update:
-                    guard try subscriptions.subscription(database: database, subscriber: user, id: id) != nil else {
+                    guard try await subscriptions.subscription(database: database, subscriber: user, id: id) != nil else {
                         var error = WireError(.notFound, "subscription \(id) does not exist; create it first")
                         error.subscriptionID = id
                         return .failure(error)
                     }
-                    try subscriptions.putSubscription(operation.subscription)
+                    try await subscriptions.putSubscription(operation.subscription)
                     return .success(operation.subscription.json(ownerRecordName: Self.ownerName(database)))
                 case .delete:
-                    guard try subscriptions.deleteSubscription(database: database, subscriber: user, id: id) else {
+                    guard try await subscriptions.deleteSubscription(database: database, subscriber: user, id: id) else {
                         var error = WireError(.notFound, "subscription \(id) does not exist")
                         error.subscriptionID = id
                         return .failure(error)
@@ -153,7 +153,7 @@ package struct SubscriptionsEndpoint: Sendable {
         let stored = StoredPushToken(key: NotificationLogKey(container: context.container, environment: context.environment, user: user),
                                      apnsEnvironment: environment, createdAt: now(), expiresAt: now() + configuration.tokenLifetime * 1000)
         let digest = SecretToken.digest(token)
-        let saved = try await store.write { tx in try tx.subscriptionStore().putPushToken(digest: digest, token: stored) }
+        let saved = try await store.write { tx in try await tx.subscriptionStore().putPushToken(digest: digest, token: stored) }
         guard saved else { throw WireError(.internalError, "a fresh push token collided with another; try again") }
         return .object([
             "apnsEnvironment": .string(environment),
@@ -175,7 +175,7 @@ package struct SubscriptionsEndpoint: Sendable {
         let stored = StoredPushToken(key: NotificationLogKey(container: context.container, environment: context.environment, user: user),
                                      apnsEnvironment: environment, createdAt: now(), expiresAt: now() + configuration.tokenLifetime * 1000)
         let digest = SecretToken.digest(token)
-        let saved = try await store.write { tx in try tx.subscriptionStore().putPushToken(digest: digest, token: stored) }
+        let saved = try await store.write { tx in try await tx.subscriptionStore().putPushToken(digest: digest, token: stored) }
         guard saved else { throw WireError(.badRequest, "apnsToken: the token is registered to another user") }
         return .object([
             "apnsEnvironment": .string(environment),

@@ -36,7 +36,7 @@ package final class SignInGuard: Sendable {
     package func wait(user: String, address: String) async throws -> Int? {
         let now = clock()
         let (account, address) = try await store.read { tx in
-            (try tx.signInBackoff(Self.accountKey(user, address), forUpdate: false), try tx.signInBackoff(Self.addressKey(address), forUpdate: false))
+            (try await tx.signInBackoff(Self.accountKey(user, address), forUpdate: false), try await tx.signInBackoff(Self.addressKey(address), forUpdate: false))
         }
         return Self.seconds(account, address, now: now)
     }
@@ -54,13 +54,13 @@ package final class SignInGuard: Sendable {
         let prune = attempts.wrappingAdd(1, ordering: .relaxed).newValue.isMultiple(of: 64)
         let perAccount = self.perAccount, perAddress = self.perAddress
         return try await store.write { tx in
-            if prune { try tx.pruneSignInBackoffs(quietSince: now - perAccount.maximumDelay, now: now) }
+            if prune { try await tx.pruneSignInBackoffs(quietSince: now - perAccount.maximumDelay, now: now) }
             let accountKey = Self.accountKey(user, address), addressKey = Self.addressKey(address)
-            let account = try tx.signInBackoff(accountKey, forUpdate: true)
-            let byAddress = try tx.signInBackoff(addressKey, forUpdate: true)
+            let account = try await tx.signInBackoff(accountKey, forUpdate: true)
+            let byAddress = try await tx.signInBackoff(addressKey, forUpdate: true)
             if let seconds = Self.seconds(account, byAddress, now: now) { return seconds }
-            try tx.setSignInBackoff(accountKey, perAccount.failing(account, now: now))
-            try tx.setSignInBackoff(addressKey, perAddress.failing(byAddress, now: now))
+            try await tx.setSignInBackoff(accountKey, perAccount.failing(account, now: now))
+            try await tx.setSignInBackoff(addressKey, perAddress.failing(byAddress, now: now))
             return nil
         }
     }
@@ -75,15 +75,15 @@ package final class SignInGuard: Sendable {
             let now = clock()
             try await store.write { tx in
                 let accountKey = Self.accountKey(user, address), addressKey = Self.addressKey(address)
-                try tx.setSignInBackoff(accountKey, perAccount.confirmingFailure(try tx.signInBackoff(accountKey, forUpdate: true), now: now))
-                try tx.setSignInBackoff(addressKey, perAddress.confirmingFailure(try tx.signInBackoff(addressKey, forUpdate: true), now: now))
+                try await tx.setSignInBackoff(accountKey, perAccount.confirmingFailure(try await tx.signInBackoff(accountKey, forUpdate: true), now: now))
+                try await tx.setSignInBackoff(addressKey, perAddress.confirmingFailure(try await tx.signInBackoff(addressKey, forUpdate: true), now: now))
             }
             return
         }
         try await store.write { tx in
             let addressKey = Self.addressKey(address)
-            try tx.setSignInBackoff(Self.accountKey(user, address), nil)
-            try tx.setSignInBackoff(addressKey, perAddress.forgiving(try tx.signInBackoff(addressKey, forUpdate: true)))
+            try await tx.setSignInBackoff(Self.accountKey(user, address), nil)
+            try await tx.setSignInBackoff(addressKey, perAddress.forgiving(try await tx.signInBackoff(addressKey, forUpdate: true)))
         }
     }
 }

@@ -50,10 +50,10 @@ extension UserDirectory {
 
     /// The caller's identity in the context's container (noted on their first request).
     func callerIdentity(accountID: Int64, userRecordName: String, container: String) async throws -> StoredUserIdentity {
-        if let known = try await store.read({ tx in try tx.users().userIdentity(container: container, accountID: accountID) }) { return known }
+        if let known = try await store.read({ tx in try await tx.users().userIdentity(container: container, accountID: accountID) }) { return known }
         let now = UserDirectory.now
         return try await store.write { tx in
-            try tx.users().noteUserIdentity(accountID: accountID, container: container, userRecordName: userRecordName, createdAt: now)
+            try await tx.users().noteUserIdentity(accountID: accountID, container: container, userRecordName: userRecordName, createdAt: now)
         }
     }
 
@@ -98,9 +98,9 @@ extension UserDirectory {
         let identity = try await store.write { tx in
             let users = try tx.users()
             if let requested {
-                try users.setDiscoverable(requested, accountID: accountID, container: container, userRecordName: name, createdAt: now)
+                try await users.setDiscoverable(requested, accountID: accountID, container: container, userRecordName: name, createdAt: now)
             }
-            return try users.noteUserIdentity(accountID: accountID, container: container, userRecordName: name, createdAt: now)
+            return try await users.noteUserIdentity(accountID: accountID, container: container, userRecordName: name, createdAt: now)
         }
         return .object(["userRecordName": .string(name), "discoverable": .bool(identity.discoverable)])
     }
@@ -186,7 +186,7 @@ extension UserDirectory {
     func lookUp(emails: [String], names: [String], container: String) async throws -> (byEmail: [String: StoredUserIdentity], byName: [String: StoredUserIdentity]) {
         let found = try await store.read { tx in
             let users = try tx.users()
-            return (try users.userIdentities(container: container, emails: emails), try users.userIdentities(container: container, userRecordNames: names))
+            return (try await users.userIdentities(container: container, emails: emails), try await users.userIdentities(container: container, userRecordNames: names))
         }
         var byEmail: [String: StoredUserIdentity] = [:]
         for identity in found.0 where identity.discoverable {

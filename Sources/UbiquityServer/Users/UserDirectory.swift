@@ -60,7 +60,7 @@ final class UserDirectory: Sendable {
         if isEnsured(key) { return }
         let now = UserDirectory.now
         _ = try await store.write { tx in
-            try tx.users().noteUserIdentity(accountID: accountID, container: container, userRecordName: name, createdAt: now)
+            try await tx.users().noteUserIdentity(accountID: accountID, container: container, userRecordName: name, createdAt: now)
         }
         try await ensureUserRecord(accountID: accountID, userRecordName: name, container: container, environment: environment)
         noteEnsured(key)
@@ -72,7 +72,7 @@ final class UserDirectory: Sendable {
         let candidates = Array(Set(names.filter { UserDirectory.isUserRecordName($0) }
             .filter { !isEnsured(UserDirectory.cacheKey(container: container, environment: environment, name: $0)) }))
         guard !candidates.isEmpty else { return }
-        let identities = try await store.read { tx in try tx.users().userIdentities(container: container, userRecordNames: candidates) }
+        let identities = try await store.read { tx in try await tx.users().userIdentities(container: container, userRecordNames: candidates) }
         for identity in identities {
             try await ensureUserRecord(accountID: identity.account.id, userRecordName: identity.userRecordName, container: container, environment: environment)
             noteEnsured(UserDirectory.cacheKey(container: container, environment: environment, name: identity.userRecordName))
@@ -84,8 +84,8 @@ final class UserDirectory: Sendable {
     func ensureUserRecord(accountID: Int64, userRecordName: String, container: String, environment: CloudKitEnvironment) async throws {
         let key = DatabaseKey(container: container, environment: environment, scope: .public, owner: "")
         let exists = try await store.read { tx -> Bool in
-            guard let database = try tx.database(key), let zone = try tx.zone(database: database.id, name: WireZoneID.defaultZoneName) else { return false }
-            return try tx.record(zone: zone.id, name: userRecordName) != nil
+            guard let database = try await tx.database(key), let zone = try await tx.zone(database: database.id, name: WireZoneID.defaultZoneName) else { return false }
+            return try await tx.record(zone: zone.id, name: userRecordName) != nil
         }
         if exists { return }
         let context = RecordsEngine.Context(container: container, environment: environment, scope: .public,

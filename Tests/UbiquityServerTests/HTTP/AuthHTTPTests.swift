@@ -124,7 +124,7 @@ import UbiquityWire
         let earlier = SecretToken.generate()  // the shape API tokens had before
         #expect(earlier.utf8.count == 43)
         try await server.store.write { tx in
-            try tx.addAPIToken(container: server.container, digest: SecretToken.digest(earlier), createdAt: 1)
+            try await tx.addAPIToken(container: server.container, digest: SecretToken.digest(earlier), createdAt: 1)
         }
         #expect(try await server.send(.GET, "public", "zones/list", apiToken: earlier).status == 200)
         #expect(try await server.send("private", "records/query", ["query": ["recordType": "Note"]], token: server.userToken,

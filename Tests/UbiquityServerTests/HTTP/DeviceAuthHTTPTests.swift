@@ -51,7 +51,7 @@ import UbiquityWire
                                           rawPath: server.path("private", "records/modify", container: newApp))
         #expect(saved.status == 200)
         #expect(saved.items().first?["recordChangeTag"] != nil)
-        #expect(try await server.store.read { tx in try tx.containerExists(newApp) })
+        #expect(try await server.store.read { tx in try await tx.containerExists(newApp) })
 
         // an ordinary web-auth token still needs the API token
         #expect(try await server.send(.GET, "public", "users/current", token: server.userToken, apiToken: "").status == 401)

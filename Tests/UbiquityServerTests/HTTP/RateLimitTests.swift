@@ -101,12 +101,12 @@ final class SwitchableStore: RecordStore {
         if down.withLock({ $0 }) { throw UbiquityError(.serviceUnavailable, "lost the connection to the test store") }
     }
 
-    func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
         try check()
         return try await base.read(body)
     }
 
-    func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
         try check()
         return try await base.write(body)
     }

@@ -251,7 +251,7 @@ import UbiquityWire
         drifted.recordTypes["Note"]?.fields["count"]?.type = "DOUBLE"
         drifted.recordTypes["New"] = RecordTypeSchema(name: "New")
         let target = drifted
-        try await server.store.write { tx throws in try tx.schemas().replaceSchema(target, container: container, environment: .development) }
+        try await server.store.write { tx throws in try await tx.schemas().replaceSchema(target, container: container, environment: .development) }
         await #expect {
             _ = try await admin.deploySchema(container: container)
         } throws: { error in

@@ -86,7 +86,7 @@ import Testing
             now.withLock { $0 += 901 }
             for _ in 0..<64 { _ = try await first.begin(user: "mei", address: "10.0.0.4") }
             let keys = try await store.read { tx in
-                try (0..<10).compactMap { try tx.signInBackoff(SignInGuard.addressKey("10.0.1.\($0)"), forUpdate: false) }
+                try await (0..<10).asyncMap { try await tx.signInBackoff(SignInGuard.addressKey("10.0.1.\($0)"), forUpdate: false) }.compactMap { $0 }
             }
             #expect(keys.isEmpty)
         }

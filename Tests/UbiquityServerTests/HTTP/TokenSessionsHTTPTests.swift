@@ -51,7 +51,7 @@ import UbiquityServer
         #expect(try await Self.query(server, token: rotated).status == 200)
         #expect(try await Self.query(server, token: rotated, apiToken: otherAPIToken, container: otherContainer).status == 421)
         let rows = try await server.store.read { tx in
-            (try tx.webAuthToken(digest: SecretToken.digest(token), now: 0)?.token, try tx.webAuthToken(digest: SecretToken.digest(rotated), now: 0)?.token)
+            (try await tx.webAuthToken(digest: SecretToken.digest(token), now: 0)?.token, try await tx.webAuthToken(digest: SecretToken.digest(rotated), now: 0)?.token)
         }
         let first = try #require(rows.0), second = try #require(rows.1)
         #expect(second.expiresAt == first.expiresAt)

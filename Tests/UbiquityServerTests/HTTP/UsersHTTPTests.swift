@@ -180,14 +180,14 @@ import UbiquityWire
         await #expect(throws: UbiquityError.self) { try await admin.setUser("mei", .init(email: "not an address")) }
         // e-mails are unique, case-insensitively; nothing is half-written
         await #expect(throws: UbiquityError.self) { try await admin.setUser("ravi", .init(givenName: "Ravi", email: "MEI@example.org")) }
-        let names = try await server.store.read { tx in try tx.users().nameComponents(accountID: try tx.account(named: "ravi")!.id) }
+        let names = try await server.store.read { tx in try await tx.users().nameComponents(accountID: try await tx.account(named: "ravi")!.id) }
         #expect(names.givenName == nil)
         // set, then clear with ""
         try await admin.setUser("ravi", .init(givenName: "Ravi", familyName: "Shah", email: "ravi@example.org"))
         try await admin.setUser("ravi", .init(familyName: ""))
         let after = try await server.store.read { tx in
-            let account = try tx.account(named: "ravi")!
-            return (account.email, try tx.users().nameComponents(accountID: account.id))
+            let account = try await tx.account(named: "ravi")!
+            return (account.email, try await tx.users().nameComponents(accountID: account.id))
         }
         #expect(after.0 == "ravi@example.org")
         #expect(after.1.givenName == "Ravi" && after.1.familyName == nil)

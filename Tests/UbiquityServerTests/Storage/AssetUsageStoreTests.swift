@@ -27,8 +27,8 @@ import UbiquityWire
         try await store.read { tx in
             let key = DatabaseKey(container: "iCloud.org.example.Usage", environment: .development, scope: .private,
                                   owner: "_0123456789abcdef0123456789abcdef")
-            guard let database = try tx.database(key) else { return (StoredUsage(), []) }
-            return (try tx.databaseUsage(database: database.id), try tx.referencedAssetChecksums())
+            guard let database = try await tx.database(key) else { return (StoredUsage(), []) }
+            return (try await tx.databaseUsage(database: database.id), try await tx.referencedAssetChecksums())
         }
     }
 

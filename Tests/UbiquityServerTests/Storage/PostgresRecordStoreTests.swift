@@ -130,9 +130,9 @@ import Testing
             let socketURL = "postgres://\(url.user)@/\(url.database)?host=\(directory)&port=\(port)"
             let socketStore = try await PostgresRecordStore(url: socketURL, schema: fixture.location, maximumConnections: 2, logger: StoreFixture.logger)
             #expect(socketStore.description == "postgres \(directory):\(port)/\(url.database)")
-            try await store.write { tx throws in try tx.addContainer("iCloud.tcp", createdAt: 1) }
-            try await socketStore.write { tx throws in try tx.addContainer("iCloud.socket", createdAt: 2) }
-            #expect(try await socketStore.read { tx throws in try tx.containers() } == ["iCloud.socket", "iCloud.tcp"])
+            try await store.write { tx throws in try await tx.addContainer("iCloud.tcp", createdAt: 1) }
+            try await socketStore.write { tx throws in try await tx.addContainer("iCloud.socket", createdAt: 2) }
+            #expect(try await socketStore.read { tx throws in try await tx.containers() } == ["iCloud.socket", "iCloud.tcp"])
             try await socketStore.close()
         }
     }
@@ -155,8 +155,8 @@ import Testing
                 try await group.waitForAll()
             }
             let store = try await fixture.open(maximumConnections: 1)
-            try await store.write { tx throws in try tx.addContainer("iCloud.a", createdAt: 1) }
-            #expect(try await store.read { tx throws in try tx.containers() } == ["iCloud.a"])
+            try await store.write { tx throws in try await tx.addContainer("iCloud.a", createdAt: 1) }
+            #expect(try await store.read { tx throws in try await tx.containers() } == ["iCloud.a"])
             try await fixture.destroy()
         } catch {
             try? await fixture.destroy()
@@ -170,11 +170,11 @@ import Testing
             // quietly roll back, so the store reports the error instead.
             await #expect(throws: UbiquityError.self) {
                 try await store.write { tx throws in
-                    try? tx.addWebAuthToken(StoredWebAuthToken(digest: "orphan", accountID: 987_654, container: nil, isDevice: false, createdAt: 1, expiresAt: 2)) // no such account
-                    try? tx.addContainer("iCloud.after-error", createdAt: 1)
+                    try? await tx.addWebAuthToken(StoredWebAuthToken(digest: "orphan", accountID: 987_654, container: nil, isDevice: false, createdAt: 1, expiresAt: 2)) // no such account
+                    try? await tx.addContainer("iCloud.after-error", createdAt: 1)
                 }
             }
-            #expect(try await store.read { tx throws in try tx.containerExists("iCloud.after-error") } == false)
+            #expect(try await store.read { tx throws in try await tx.containerExists("iCloud.after-error") } == false)
         }
     }
 
@@ -182,20 +182,20 @@ import Testing
         try await Self.withStore { store, _ async throws in
             let first = DatabaseKey(container: "iCloud.a", environment: .development, scope: .public, owner: "")
             let second = DatabaseKey(container: "iCloud.b", environment: .development, scope: .public, owner: "")
-            _ = try await store.write { tx throws in (try tx.lockDatabase(first), try tx.lockDatabase(second)) }
+            _ = try await store.write { tx throws in (try await tx.lockDatabase(first), try await tx.lockDatabase(second)) }
             let runs = Counter()
-            let locked = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            let locked = (Gate(), Gate())
             // Each takes one database, waits (on its first run only) until the other took the other
             // database, then takes it: a deadlock, which PostgreSQL breaks by failing one of them.
-            func transaction(_ mine: DatabaseKey, _ theirs: DatabaseKey, signal: DispatchSemaphore, wait: DispatchSemaphore) async throws {
+            func transaction(_ mine: DatabaseKey, _ theirs: DatabaseKey, signal: Gate, wait: Gate) async throws {
                 try await store.write { tx throws in
                     let run = runs.increment()
-                    _ = try tx.lockDatabase(mine)
+                    _ = try await tx.lockDatabase(mine)
                     if run <= 2 {
-                        signal.signal()
-                        _ = wait.wait(timeout: .now() + 30)
+                        await signal.open()
+                        await wait.passage()
                     }
-                    _ = try tx.lockDatabase(theirs)
+                    _ = try await tx.lockDatabase(theirs)
                 }
             }
             async let one: Void = transaction(first, second, signal: locked.0, wait: locked.1)
@@ -207,13 +207,53 @@ import Testing
 
     @Test(.enabled(if: hasServer)) func aClosedStoreFails() async throws {
         try await Self.withStore { store, _ async throws in
-            try await store.write { tx throws in try tx.addContainer("iCloud.a", createdAt: 1) }
+            try await store.write { tx throws in try await tx.addContainer("iCloud.a", createdAt: 1) }
             try await store.close()
             await #expect {
-                _ = try await store.read { tx throws in try tx.containers() }
+                _ = try await store.read { tx throws in try await tx.containers() }
             } throws: { error in
                 (error as? UbiquityError)?.code == .serviceUnavailable
             }
+        }
+    }
+
+    /// A server that stops letting the store in (its connections cut, new ones refused) fails a
+    /// transaction with `.serviceUnavailable` after the URL's `connect_timeout`, instead of
+    /// leaving it waiting for postgres-nio's pool (which retries for a minute).
+    @Test(.enabled(if: hasServer), .timeLimit(.minutes(1))) func aServerThatShutsTheStoreOutIsServiceUnavailable() async throws {
+        try await Self.withStore(maximumConnections: 1) { admin, fixture async throws in
+            let role = "ubiq_" + fixture.location
+            let url = try PostgresURL(StoreFixture.postgresURL!)
+            try await admin.run(readOnly: false) { session in
+                try await session.execute("CREATE ROLE \(role) LOGIN")
+                try await session.execute("GRANT CREATE ON DATABASE \(PostgresRecordStore.quotedIdentifier(url.database)) TO \(role)")
+                try await session.execute("GRANT ALL ON SCHEMA \(fixture.location) TO \(role)")
+                try await session.execute("GRANT ALL ON ALL TABLES IN SCHEMA \(fixture.location) TO \(role)")
+            }
+            do {
+                guard case .tcp(let host, let port) = url.endpoint else { return }
+                let store = try await PostgresRecordStore(url: "postgres://\(role)@\(host):\(port)/\(url.database)?connect_timeout=1&sslmode=disable",
+                                                          schema: fixture.location, maximumConnections: 2, logger: StoreFixture.logger)
+                try await store.write { tx throws in try await tx.addContainer("iCloud.before", createdAt: 1) }
+                try await admin.run(readOnly: false) { session in
+                    try await session.execute("ALTER ROLE \(role) NOLOGIN")
+                    try await session.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [.text(role)])
+                }
+                for _ in 0..<2 {
+                    await #expect {
+                        _ = try await store.read { tx throws in try await tx.containers() }
+                    } throws: { error in
+                        (error as? UbiquityError)?.code == .serviceUnavailable
+                    }
+                }
+                try await store.close()
+            } catch {
+                try? await admin.run(readOnly: false) { session in try await session.execute("DROP OWNED BY \(role)") }
+                try? await admin.run(readOnly: false) { session in try await session.execute("DROP ROLE \(role)") }
+                throw error
+            }
+            try await admin.run(readOnly: false) { session in try await session.execute("DROP OWNED BY \(role)") }
+            try await admin.run(readOnly: false) { session in try await session.execute("DROP ROLE \(role)") }
         }
     }
 
@@ -222,13 +262,30 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<40 {
                     group.addTask {
-                        try await store.write { tx throws in try tx.addContainer("iCloud.c\(index)", createdAt: Int64(index)) }
+                        try await store.write { tx throws in try await tx.addContainer("iCloud.c\(index)", createdAt: Int64(index)) }
                     }
                 }
                 try await group.waitForAll()
             }
-            #expect(try await store.read { tx throws in try tx.containers() }.count == 40)
+            #expect(try await store.read { tx throws in try await tx.containers() }.count == 40)
         }
+    }
+}
+
+/// A gate tasks wait at until it is opened (without blocking a thread).
+private actor Gate {
+    private var isOpen = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func open() {
+        isOpen = true
+        for continuation in waiting { continuation.resume() }
+        waiting = []
+    }
+
+    func passage() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiting.append($0) }
     }
 }
 

@@ -127,10 +127,10 @@ import UbiquityWire
             let begin = start
             let (names, next) = try await store.read { tx -> ([String], QueryPosition?) in
                 if let index, let plan = QueryIndexPlan(query: query, fields: fields) {
-                    let (page, next) = try RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query, start: begin, limit: limit)
+                    let (page, next) = try await RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query, start: begin, limit: limit)
                     return (page.map { $0.record.recordName }, next)
                 }
-                let (page, next) = try RecordsEngine.scannedPage(tx, type: type, zones: [zone], query: query, conditions: [], start: begin, limit: limit)
+                let (page, next) = try await RecordsEngine.scannedPage(tx, type: type, zones: [zone], query: query, conditions: [], start: begin, limit: limit)
                 return (page.map { $0.record.recordName }, next)
             }
             pages.append(names)
@@ -147,9 +147,9 @@ import UbiquityWire
             let seed: UInt64 = 2026
             var generator = Generator(state: seed)
             let zone = try await store.write { tx in
-                let database = try tx.lockDatabase(Self.key)
-                try tx.schemas().addToSchema(Self.type, container: Self.key.container, environment: .development)
-                return try tx.createZone(database: database.id, name: "zone", createdAt: 1)
+                let database = try await tx.lockDatabase(Self.key)
+                try await tx.schemas().addToSchema(Self.type, container: Self.key.container, environment: .development)
+                return try await tx.createZone(database: database.id, name: "zone", createdAt: 1)
             }
             var sequence: Int64 = 0
             func write(_ names: [String]) async throws {
@@ -160,9 +160,9 @@ import UbiquityWire
                 }
                 let batch = records
                 try await store.write { tx in
-                    _ = try tx.lockDatabase(Self.key)
-                    let existing = try tx.records(zone: zone.id, names: batch.map(\.recordName))
-                    try tx.putRecords(batch.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: Set(existing.keys))
+                    _ = try await tx.lockDatabase(Self.key)
+                    let existing = try await tx.records(zone: zone.id, names: batch.map(\.recordName))
+                    try await tx.putRecords(batch.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: Set(existing.keys))
                 }
             }
             try await write((0..<140).map { "r\($0)" })
@@ -172,7 +172,7 @@ import UbiquityWire
                     let query = Self.randomQuery(&generator)
                     guard let plan = QueryIndexPlan(query: query, fields: Self.fields) else { continue }
                     let index = try await store.write { tx in
-                        try tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: plan.definition).index
+                        try await tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: plan.definition).index
                     }
                     try await QueryIndexBuilder.build(index, store: store)
                     let limit = 1 + generator.below(9)
@@ -185,12 +185,12 @@ import UbiquityWire
                 try await write((0..<60).map { _ in "r\(generator.below(200))" })
                 let doomed = (0..<20).map { _ in "r\(generator.below(200))" }
                 try await store.write { tx in
-                    _ = try tx.lockDatabase(Self.key)
-                    for record in try tx.records(zone: zone.id, names: doomed).values where !record.deleted {
+                    _ = try await tx.lockDatabase(Self.key)
+                    for record in try await tx.records(zone: zone.id, names: doomed).values where !record.deleted {
                         var tombstone = record
                         tombstone.deleted = true
                         tombstone.fields = [:]
-                        try tx.putRecord(tombstone)
+                        try await tx.putRecord(tombstone)
                     }
                 }
             }
@@ -205,30 +205,30 @@ import UbiquityWire
             let made = (0..<30).map { Self.randomRecord(&generator, zone: 0, name: "r\($0)", sequence: Int64($0 + 1)) }
             let definition = QueryIndexDefinition(recordType: "Item", components: [.init(.field("cat"), .equal), .init(.field("rank"), .ascending)])
             let (zone, index) = try await store.write { tx in
-                let database = try tx.lockDatabase(Self.key)
-                let zone = try tx.createZone(database: database.id, name: "zone", createdAt: 1)
-                let index = try tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: definition)
+                let database = try await tx.lockDatabase(Self.key)
+                let zone = try await tx.createZone(database: database.id, name: "zone", createdAt: 1)
+                let index = try await tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: definition)
                 #expect(index.added)
-                #expect(try !tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: definition).added)
+                await #expect(try !tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: definition).added)
                 let records = made.map { record in
                     var record = record
                     record.zone = zone.id
                     return record
                 }
-                try tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
+                try await tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
                 return (zone, index.index)
             }
             // written by the writes themselves, before any build
-            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 30)
+            #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 30)
             #expect(try await QueryIndexBuilder.build(index, store: store) == 30)
-            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.map(\.ready) == [true])
+            #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.map(\.ready) == [true])
             try await store.write { tx in
-                _ = try tx.lockDatabase(Self.key)
-                try tx.deleteZone(id: zone.id)
+                _ = try await tx.lockDatabase(Self.key)
+                try await tx.deleteZone(id: zone.id)
             }
-            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 0)
-            try await store.write { tx in try tx.queryIndexStore().dropQueryIndex(id: index.id) }
-            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.isEmpty)
+            #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 0)
+            try await store.write { tx in try await tx.queryIndexStore().dropQueryIndex(id: index.id) }
+            #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.isEmpty)
         }
     }
 }
@@ -237,7 +237,7 @@ extension QueryIndexTests {
     @Test(arguments: StoreKind.available)
     func developmentAddsAtMostTheLimitPerTypeAndFinishesHalfBuiltIndexes(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in
-            try await store.write { tx in try tx.addContainer(Self.key.container, createdAt: 1) }
+            try await store.write { tx in try await tx.addContainer(Self.key.container, createdAt: 1) }
             let builder = QueryIndexBuilder(store: store, logger: StoreFixture.logger)
             let shapes = (0...QueryIndexBuilder.automaticLimit).map {
                 QueryIndexDefinition(recordType: "Item", components: [.init(.field("f\($0)"), .equal), .init(.field("rank"), .ascending)])
@@ -248,31 +248,31 @@ extension QueryIndexTests {
             }
             await builder.request(shapes[shapes.count - 1], container: Self.key.container, environment: .development)
             await builder.idle()
-            let indexes = try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }
+            let indexes = try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }
             #expect(indexes.count == QueryIndexBuilder.automaticLimit)
             #expect(indexes.allSatisfy { $0.ready })
             #expect(!indexes.contains { $0.definition == shapes[shapes.count - 1] })
             // an index left half-built (a stop during its build) is finished at the next start
             let unfinished = QueryIndexDefinition(recordType: "Half", components: [.init(.field("rank"), .descending)])
             try await store.write { tx in
-                let database = try tx.lockDatabase(Self.key)
-                let zone = try tx.createZone(database: database.id, name: "zone", createdAt: 1)
+                let database = try await tx.lockDatabase(Self.key)
+                let zone = try await tx.createZone(database: database.id, name: "zone", createdAt: 1)
                 let records = (0..<5).map { StoredRecord(zone: zone.id, recordName: "h\($0)", recordType: "Half", changeTag: "t", sequence: Int64($0 + 1),
                                                          deleted: false, fields: ["rank": .int64(Int64($0))], created: WireRecordStamp(timestamp: 1, userRecordName: "_u", deviceID: nil),
                                                          modified: WireRecordStamp(timestamp: 1, userRecordName: "_u", deviceID: nil)) }
-                try tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
-                _ = try tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: unfinished)
+                try await tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
+                _ = try await tx.queryIndexStore().addQueryIndex(container: Self.key.container, environment: .development, definition: unfinished)
             }
             await builder.resumeUnfinished()
             await builder.idle()
             let half = try await store.read { tx in
-                try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development).first { $0.definition == unfinished }
+                try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development).first { $0.definition == unfinished }
             }
             #expect(half?.ready == true)
             // another type has its own allowance
             await builder.request(QueryIndexDefinition(recordType: "Other", components: []), container: Self.key.container, environment: .development)
             await builder.idle()
-            #expect(try await store.read { tx in try tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.count
+            #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.count
                     == QueryIndexBuilder.automaticLimit + 2)
         }
     }

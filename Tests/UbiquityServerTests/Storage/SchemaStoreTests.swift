@@ -20,20 +20,20 @@ import UbiquityWire
             #expect(guessed.guess == "INT64" && guessed.isGuess)
             #expect(SchemaField.justInTime(name: "where", type: "LOCATION", guessed: true).guess == nil)
             try await store.write { tx throws in
-                try tx.schemas().addToSchema(RecordTypeSchema(name: "Event", fields: ["at": guessed, "blob": .justInTime(name: "blob", type: "STRING", guessed: true)]),
+                try await tx.schemas().addToSchema(RecordTypeSchema(name: "Event", fields: ["at": guessed, "blob": .justInTime(name: "blob", type: "STRING", guessed: true)]),
                                              container: container, environment: .development)
             }
-            let before = try await store.read { tx throws in try tx.schemas().recordType(container: container, environment: .development, name: "Event") }
+            let before = try await store.read { tx throws in try await tx.schemas().recordType(container: container, environment: .development, name: "Event") }
             #expect(before?.fields["at"] == guessed)
             let timestamp = try #require(guessed.settled(as: "TIMESTAMP"))
             let bytes = try #require(before?.fields["blob"]?.settled(as: "BYTES"))
             #expect(guessed.settled(as: "STRING") == nil && guessed.settled(as: "INT64") == nil)
             try await store.write { tx throws in
                 for field in [timestamp, bytes] {
-                    try tx.schemas().updateField(field, recordType: "Event", container: container, environment: .development)
+                    try await tx.schemas().updateField(field, recordType: "Event", container: container, environment: .development)
                 }
             }
-            let after = try await store.read { tx throws in try tx.schemas().recordType(container: container, environment: .development, name: "Event") }
+            let after = try await store.read { tx throws in try await tx.schemas().recordType(container: container, environment: .development, name: "Event") }
             #expect(after?.fields["at"] == SchemaField(name: "at", type: "TIMESTAMP", queryable: true, sortable: true, searchable: false, guess: "INT64"))
             #expect(after?.fields["blob"] == SchemaField(name: "blob", type: "BYTES", queryable: false, sortable: false, searchable: false, guess: "STRING"))
             #expect(after?.fields["at"]?.isGuess == false)
@@ -46,23 +46,23 @@ import UbiquityWire
             let container = Self.container
             try await store.write { tx throws in
                 let schemas = try tx.schemas()
-                try schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "STRING"),
+                try await schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "STRING"),
                                                                                "n": .justInTime(name: "n", type: "INT64")]),
                                         container: container, environment: .development)
                 // Existing fields and permissions are kept; new fields are added.
-                try schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "BYTES"),
+                try await schemas.addToSchema(RecordTypeSchema(name: "Note", fields: ["title": .justInTime(name: "title", type: "BYTES"),
                                                                                "when": .justInTime(name: "when", type: "TIMESTAMP")],
                                                          permissions: [SecurityRole.world: [.read, .create]]),
                                         container: container, environment: .development)
-                try schemas.addToSchema(RecordTypeSchema(name: "Empty"), container: container, environment: .development)
-                try schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_a")
-                try schemas.setRoleMember(true, container: container, role: "Editor", userRecordName: "_a")
-                try schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_b")
-                try schemas.setRoleMember(false, container: container, role: "Editor", userRecordName: "_a")
+                try await schemas.addToSchema(RecordTypeSchema(name: "Empty"), container: container, environment: .development)
+                try await schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_a")
+                try await schemas.setRoleMember(true, container: container, role: "Editor", userRecordName: "_a")
+                try await schemas.setRoleMember(true, container: container, role: "Moderator", userRecordName: "_b")
+                try await schemas.setRoleMember(false, container: container, role: "Editor", userRecordName: "_a")
             }
             let (development, production, note, roles, members) = try await store.read { tx throws in
                 let schemas = try tx.schemas()
-                return (try schemas.schema(container: container, environment: .development),
+                return await (try schemas.schema(container: container, environment: .development),
                         try schemas.schema(container: container, environment: .production),
                         try schemas.recordType(container: container, environment: .development, name: "Note"),
                         try schemas.roles(container: container, userRecordName: "_a"),
@@ -88,12 +88,12 @@ import UbiquityWire
             changed.roles = ["Moderator"]
             let target = changed
             try await store.write { tx throws in
-                try tx.schemas().replaceSchema(target, container: container, environment: .development)
-                try tx.schemas().replaceSchema(development, container: container, environment: .production)
+                try await tx.schemas().replaceSchema(target, container: container, environment: .development)
+                try await tx.schemas().replaceSchema(development, container: container, environment: .production)
             }
             let (after, deployed) = try await store.read { tx throws in
-                (try tx.schemas().schema(container: container, environment: .development),
-                 try tx.schemas().schema(container: container, environment: .production))
+                (try await tx.schemas().schema(container: container, environment: .development),
+                 try await tx.schemas().schema(container: container, environment: .production))
             }
             #expect(after == changed)
             #expect(deployed == development)
@@ -107,16 +107,17 @@ import UbiquityWire
             let production = DatabaseKey(container: Self.container, environment: .production, scope: .private, owner: "_a")
             try await store.write { tx throws in
                 for key in [development, production] {
-                    let database = try tx.lockDatabase(key)
-                    let zone = try tx.createZone(database: database.id, name: "z", createdAt: 1)
+                    let database = try await tx.lockDatabase(key)
+                    let zone = try await tx.createZone(database: database.id, name: "z", createdAt: 1)
                     let stamp = WireRecordStamp(timestamp: 1, userRecordName: "_a", deviceID: nil)
-                    try tx.putRecord(StoredRecord(zone: zone.id, recordName: "r", recordType: "Note", changeTag: "1", sequence: 1, deleted: false,
+                    try await tx.putRecord(StoredRecord(zone: zone.id, recordName: "r", recordType: "Note", changeTag: "1", sequence: 1, deleted: false,
                                                   fields: ["title": .string("x")], created: stamp, modified: stamp))
                 }
-                try tx.schemas().deleteData(container: Self.container, environment: .development)
+                try await tx.schemas().deleteData(container: Self.container, environment: .development)
             }
             let (gone, kept) = try await store.read { tx throws in
-                (try tx.database(development), try tx.database(production).map { try tx.zones(database: $0.id).count })
+                let kept = if let production = try await tx.database(production) { try await tx.zones(database: production.id).count } else { Int?.none }
+                return (try await tx.database(development), kept)
             }
             #expect(gone == nil)
             #expect(kept == 1)

@@ -56,17 +56,17 @@ final class Checks: Sendable {
 extension StoreFixture {
     /// Runs `body` in a read transaction of `store` with `Checks` reported to the running test.
     static func read<T: Sendable>(_ store: any RecordStore,
-                                  _ body: @escaping @Sendable (any RecordStoreTransaction, Checks) throws -> T) async throws -> T {
+                                  _ body: @escaping @Sendable (any RecordStoreTransaction, Checks) async throws -> T) async throws -> T {
         let checks = Checks()
         defer { checks.report() }
-        return try await store.read { tx in try body(tx, checks) }
+        return try await store.read { tx in try await body(tx, checks) }
     }
 
     /// Runs `body` in a write transaction of `store` with `Checks` reported to the running test.
     static func write<T: Sendable>(_ store: any RecordStore,
-                                   _ body: @escaping @Sendable (any RecordStoreTransaction, Checks) throws -> T) async throws -> T {
+                                   _ body: @escaping @Sendable (any RecordStoreTransaction, Checks) async throws -> T) async throws -> T {
         let checks = Checks()
         defer { checks.report() }
-        return try await store.write { tx in try body(tx, checks) }
+        return try await store.write { tx in try await body(tx, checks) }
     }
 }

@@ -149,17 +149,17 @@ extension PostgresRecordStore {
     /// Creates the schema (when one is set) and applies the migrations not applied yet, in one
     /// transaction under `pg_advisory_xact_lock`, so that processes starting at once neither race
     /// nor apply a migration twice. Applied migrations are listed in `ubiquity_migrations`.
-    static func migrate(session: PostgresSession, schema: String?, now: Int64) throws -> [String] {
-        try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
+    static func migrate(session: PostgresSession, schema: String?, now: Int64) async throws -> [String] {
+        try await session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
         if let schema {
-            try session.execute("CREATE SCHEMA IF NOT EXISTS \(quotedIdentifier(schema))")
+            try await session.execute("CREATE SCHEMA IF NOT EXISTS \(quotedIdentifier(schema))")
         }
-        try session.execute(#"CREATE TABLE IF NOT EXISTS ubiquity_migrations (identifier TEXT COLLATE "C" PRIMARY KEY, applied_at BIGINT NOT NULL)"#)
-        let applied = Set(try session.rows("SELECT identifier FROM ubiquity_migrations").map { try $0.value("identifier", as: String.self) })
+        try await session.execute(#"CREATE TABLE IF NOT EXISTS ubiquity_migrations (identifier TEXT COLLATE "C" PRIMARY KEY, applied_at BIGINT NOT NULL)"#)
+        let applied = Set(try await session.rows("SELECT identifier FROM ubiquity_migrations").map { try $0.value("identifier", as: String.self) })
         var newlyApplied: [String] = []
         for migration in migrations where !applied.contains(migration.identifier) {
-            for statement in migration.statements { try session.execute(statement) }
-            try session.execute("INSERT INTO ubiquity_migrations (identifier, applied_at) VALUES ($1, $2)", [.text(migration.identifier), .int(now)])
+            for statement in migration.statements { try await session.execute(statement) }
+            try await session.execute("INSERT INTO ubiquity_migrations (identifier, applied_at) VALUES ($1, $2)", [.text(migration.identifier), .int(now)])
             newlyApplied.append(migration.identifier)
         }
         return newlyApplied

@@ -4,23 +4,26 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 import UbiquityCore
 
 /// The record store on a PostgreSQL server, through postgres-nio: the tables of
 /// `SQLiteRecordStore`, in PostgreSQL's types, so several `ubiq serve` processes can share one
 /// database.
 ///
-/// Each transaction takes a connection from a small pool and runs on that connection's own thread
-/// (never an event loop's, never Swift's cooperative pool), blocking for each statement's result.
-/// Write transactions are `BEGIN … COMMIT` at READ COMMITTED: `lockDatabase(_:)` takes the
-/// database row `FOR UPDATE`, which serializes the writers of one database across processes.
-/// Reads are `REPEATABLE READ READ ONLY`, one snapshot. An error thrown by the body rolls back;
-/// a transaction that meets a deadlock or a serialization failure (SQLSTATE 40P01, 40001) runs
+/// Connections come from postgres-nio's `PostgresClient` (its pool, run by the store for its
+/// lifetime); a transaction leases one and awaits each statement, so no thread ever blocks on the
+/// server. Write transactions are `BEGIN … COMMIT` at READ COMMITTED: `lockDatabase(_:)` takes
+/// the database row `FOR UPDATE`, which serializes the writers of one database across processes.
+/// Reads are `REPEATABLE READ READ ONLY`, one snapshot. An error thrown by the body rolls back; a
+/// transaction that meets a deadlock or a serialization failure (SQLSTATE 40P01, 40001) runs
 /// again, up to `maximumAttempts` times, so bodies must be safe to repeat (they are: everything
 /// they do is in the transaction).
 package final class PostgresRecordStore: RecordStore {
     let url: PostgresURL
-    let pool: PostgresConnectionPool
+    let client: PostgresClient
+    /// The task running `client` (postgres-nio's pool works only while `run()` does).
+    private let clientTask: Task<Void, Never>
     let logger: Logger
     /// The schema the store's tables are in (`search_path`), or nil for the server's default.
     package let schema: String?
@@ -56,45 +59,58 @@ package final class PostgresRecordStore: RecordStore {
         }
         var parameters: [(String, String)] = []
         if let schema { parameters.append(("search_path", Self.quotedIdentifier(schema))) }
-        let configuration = try parsed.configuration(startupParameters: parameters)
+        // The first connection is opened here, by itself, so that a server that cannot be reached
+        // or refuses the user fails the store at once with what went wrong; it migrates the tables.
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(on: eventLoopGroup.any(), configuration: try parsed.configuration(startupParameters: parameters),
+                                                              id: 0, logger: logger)
+        } catch {
+            throw PostgresErrors.connectError(error, url: parsed)
+        }
+        do {
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let applied = try await Self.transaction(on: connection, readOnly: false, url: parsed, logger: logger) { session in
+                try await Self.migrate(session: session, schema: schema, now: now)
+            }
+            try await connection.close()
+            if !applied.isEmpty {
+                logger.info("migrated the PostgreSQL record store", metadata: ["store": "postgres \(parsed.displayName)", "migrations": "\(applied)"])
+            }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
         self.url = parsed
         self.schema = schema
         self.logger = logger
-        pool = PostgresConnectionPool(url: parsed, configuration: configuration, maximumConnections: maximumConnections,
-                                      eventLoopGroup: eventLoopGroup, logger: logger)
-        do {
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let applied = try await run(readOnly: false) { session in try Self.migrate(session: session, schema: schema, now: now) }
-            if !applied.isEmpty {
-                logger.info("migrated the PostgreSQL record store", metadata: ["store": "\(description)", "migrations": "\(applied)"])
-            }
-        } catch {
-            await pool.close()
-            throw error
-        }
+        let client = PostgresClient(configuration: parsed.clientConfiguration(startupParameters: parameters, maximumConnections: maximumConnections),
+                                    eventLoopGroup: eventLoopGroup, backgroundLogger: logger)
+        self.client = client
+        clientTask = Task { await client.run() }
     }
 
     /// `"postgres HOST:PORT/DB"` (the socket's folder as the host for a Unix socket).
     package var description: String { "postgres \(url.displayName)" }
 
     /// Runs `body` in a `REPEATABLE READ READ ONLY` transaction: one snapshot.
-    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
-        try await run(readOnly: true) { session in try body(PostgresTransaction(session: session)) }
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await run(readOnly: true) { session in try await body(PostgresTransaction(session: session)) }
     }
 
     /// Runs `body` in a read-write transaction (`BEGIN … COMMIT`; rolled back when it throws).
     /// After a commit that takes the records written past ``PostgresStatistics``' line, the
     /// record tables' statistics are refreshed in the background.
-    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
         let (result, written) = try await run(readOnly: false) { session in
             let transaction = PostgresTransaction(session: session)
-            return (try body(transaction), transaction.recordsWritten)
+            return (try await body(transaction), transaction.recordsWritten)
         }
         if written > 0, statistics.wrote(written) {
             Task { [self] in
                 let records = try? await run(readOnly: false) { session -> Int in
-                    try session.execute(PostgresStatistics.refreshSQL)
-                    return Int(try session.row("SELECT reltuples::BIGINT AS n FROM pg_class WHERE oid = 'records'::regclass")?.value("n", as: Int64.self) ?? 0)
+                    try await session.execute(PostgresStatistics.refreshSQL)
+                    return Int(try await session.row("SELECT reltuples::BIGINT AS n FROM pg_class WHERE oid = 'records'::regclass")?.value("n", as: Int64.self) ?? 0)
                 }
                 statistics.refreshed(tableRecords: records)
             }
@@ -102,10 +118,19 @@ package final class PostgresRecordStore: RecordStore {
         return result
     }
 
-    /// Closes the idle connections; those in use close when their transaction ends. Later calls
-    /// fail with `.serviceUnavailable`.
+    /// Stops the pool: connections close, and later calls fail with `.serviceUnavailable`.
     package func close() async throws {
-        await pool.close()
+        clientTask.cancel()
+        await clientTask.value
+    }
+
+    deinit {
+        clientTask.cancel()
+    }
+
+    /// Whether a transaction has its connection yet.
+    private final class LeaseFlag: Sendable {
+        let value = Atomic<Bool>(false)
     }
 
     /// A connection that failed before its transaction began (the server closed it while idle):
@@ -114,16 +139,18 @@ package final class PostgresRecordStore: RecordStore {
         var error: any Error
     }
 
-    /// Runs `body` in a transaction on a pooled connection's thread, again on deadlocks and
-    /// serialization failures.
-    func run<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (PostgresSession) throws -> T) async throws -> T {
+    /// How long a transaction waits for a connection before it fails with `.serviceUnavailable`
+    /// (the server is down or every connection is stuck): the URL's `connect_timeout`.
+    private var leaseDeadline: Duration { .seconds(url.connectTimeout) }
+
+    /// Runs `body` in a transaction on a leased connection, again on deadlocks and serialization
+    /// failures.
+    func run<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             do {
-                return try await pool.withConnection { [url, logger] pooled in
-                    try await pooled.run {
-                        try Self.transaction(on: pooled.connection, readOnly: readOnly, url: url, logger: logger, body)
-                    }
+                return try await withLeasedConnection { [url, logger] connection in
+                    try await Self.transaction(on: connection, readOnly: readOnly, url: url, logger: logger, body)
                 }
             } catch let stale as StaleConnection {
                 guard attempt < Self.maximumAttempts else { throw stale.error }
@@ -139,29 +166,65 @@ package final class PostgresRecordStore: RecordStore {
         }
     }
 
-    /// One transaction, blocking, on the connection's thread.
-    private static func transaction<T>(on connection: PostgresConnection, readOnly: Bool, url: PostgresURL, logger: Logger,
-                                       _ body: (PostgresSession) throws -> T) throws -> T {
+    /// Runs `body` with a connection of the pool. postgres-nio's pool keeps a request waiting
+    /// while it cannot open connections (up to a minute, its circuit breaker); the store gives up
+    /// after ``leaseDeadline`` instead, so that a request during an outage is answered
+    /// TRY_AGAIN_LATER in bounded time. Once `body` has its connection, it is never cut short.
+    private func withLeasedConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let leased = LeaseFlag()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { [client, url] in
+                do {
+                    return try await client.withConnection { connection in
+                        leased.value.store(true, ordering: .relaxed)
+                        return try await body(connection)
+                    }
+                } catch where !leased.value.load(ordering: .relaxed) && !(error is UbiquityError) && !(error is StaleConnection) && !(error is CancellationError) {
+                    throw PostgresErrors.connectError(error, url: url)
+                }
+            }
+            group.addTask { [leaseDeadline] in
+                try? await Task.sleep(for: leaseDeadline)
+                return nil
+            }
+            while let next = try await group.next() {
+                if let result = next {
+                    group.cancelAll()
+                    return result
+                }
+                // the deadline passed: give up unless the body has its connection
+                if !leased.value.load(ordering: .relaxed) {
+                    group.cancelAll()
+                    throw UbiquityError(.serviceUnavailable, "no connection to PostgreSQL at \(url.hostDescription) within \(url.connectTimeout) s")
+                }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// One transaction on `connection`.
+    static func transaction<T>(on connection: PostgresConnection, readOnly: Bool, url: PostgresURL, logger: Logger,
+                               _ body: (PostgresSession) async throws -> T) async throws -> T {
         let session = PostgresSession(connection: connection, url: url, logger: logger)
         do {
-            try session.execute(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+            try await session.execute(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
         } catch {
             if connection.isClosed { throw StaleConnection(error: error) }
             throw error
         }
         do {
-            let result = try body(session)
+            let result = try await body(session)
             // The body caught a statement's error and went on: PostgreSQL has aborted the
             // transaction, and COMMIT would quietly roll it back.
             if let failure = session.failure { throw failure }
-            try session.execute("COMMIT")
+            try await session.execute("COMMIT")
             return result
         } catch {
             do {
-                try PostgresSession(connection: connection, url: url, logger: logger).execute("ROLLBACK")
+                try await PostgresSession(connection: connection, url: url, logger: logger).execute("ROLLBACK")
             } catch {
-                // The connection's state is unknown: drop it (the pool forgets closed connections).
-                try? connection.close().wait()
+                // The connection's state is unknown: close it (the pool replaces closed connections).
+                try? await connection.close()
             }
             // A deadlock or serialization failure the body wrapped in an error of its own is still
             // one: report it as itself so that the transaction runs again.
@@ -173,7 +236,7 @@ package final class PostgresRecordStore: RecordStore {
     /// The value of a server setting (`current_setting(name)`), for tests and diagnostics.
     package func setting(_ name: String) async throws -> String {
         try await run(readOnly: true) { session in
-            guard let row = try session.row("SELECT current_setting($1) AS value", [.text(name)]) else {
+            guard let row = try await session.row("SELECT current_setting($1) AS value", [.text(name)]) else {
                 throw UbiquityError(.notFound, "PostgreSQL has no setting \(name)")
             }
             return try row.value("value", as: String.self)

@@ -15,8 +15,8 @@ enum PostgresParameter {
     case bytes([UInt8])
 }
 
-/// Runs statements on one connection and blocks for each result. Used only on the connection's own
-/// thread (never an event loop's, never the cooperative pool's), inside one transaction.
+/// Runs statements on one leased connection, inside one transaction. Every statement is awaited
+/// (postgres-nio's async API); nothing blocks a thread.
 final class PostgresSession {
     let connection: PostgresConnection
     let url: PostgresURL
@@ -33,7 +33,7 @@ final class PostgresSession {
 
     /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
-    func rows(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> [PostgresRandomAccessRow] {
+    func rows(_ sql: String, _ parameters: [PostgresParameter] = []) async throws -> [PostgresRandomAccessRow] {
         var binds = PostgresBindings(capacity: parameters.count)
         for parameter in parameters {
             switch parameter {
@@ -47,7 +47,11 @@ final class PostgresSession {
             }
         }
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows.map { $0.makeRandomAccess() }
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
+                rows.append(row.makeRandomAccess())
+            }
+            return rows
         } catch {
             let mapped = PostgresErrors.statementError(error, sql: sql, url: url)
             if failure == nil { failure = mapped }
@@ -56,13 +60,13 @@ final class PostgresSession {
     }
 
     /// Runs `sql` and returns its first row, if any.
-    func row(_ sql: String, _ parameters: [PostgresParameter] = []) throws -> PostgresRandomAccessRow? {
-        try rows(sql, parameters).first
+    func row(_ sql: String, _ parameters: [PostgresParameter] = []) async throws -> PostgresRandomAccessRow? {
+        try await rows(sql, parameters).first
     }
 
     /// Runs `sql` for its effect.
-    func execute(_ sql: String, _ parameters: [PostgresParameter] = []) throws {
-        try rows(sql, parameters)
+    func execute(_ sql: String, _ parameters: [PostgresParameter] = []) async throws {
+        try await rows(sql, parameters)
     }
 }
 

@@ -6,27 +6,27 @@ import UbiquityCore
 /// Asset references, database usage and server secrets (the `v4-assets` tables), batched: a
 /// few statements per `putRecords`, whatever the number of records.
 extension PostgresTransaction {
-    func databaseUsage(database: Int64) throws -> StoredUsage {
-        guard let row = try session.row("SELECT record_bytes, asset_bytes FROM database_usage WHERE database = $1", [.int(database)]) else {
+    func databaseUsage(database: Int64) async throws -> StoredUsage {
+        guard let row = try await session.row("SELECT record_bytes, asset_bytes FROM database_usage WHERE database = $1", [.int(database)]) else {
             return StoredUsage()
         }
         return StoredUsage(recordBytes: try row.value("record_bytes"), assetBytes: try row.value("asset_bytes"))
     }
 
-    func referencedAssets(database: Int64, checksums: [String]) throws -> Set<String> {
+    func referencedAssets(database: Int64, checksums: [String]) async throws -> Set<String> {
         guard !checksums.isEmpty else { return [] }
-        return Set(try session.rows("SELECT checksum FROM database_assets WHERE database = $1 AND checksum = ANY($2) AND refs > 0",
+        return Set(try await session.rows("SELECT checksum FROM database_assets WHERE database = $1 AND checksum = ANY($2) AND refs > 0",
                                     [.int(database), .texts(Array(Set(checksums)))]).map { try $0.value("checksum", as: String.self) })
     }
 
-    func referencedAssetChecksums() throws -> Set<String> {
-        Set(try session.rows("SELECT DISTINCT checksum FROM database_assets WHERE refs > 0").map { try $0.value("checksum", as: String.self) })
+    func referencedAssetChecksums() async throws -> Set<String> {
+        Set(try await session.rows("SELECT DISTINCT checksum FROM database_assets WHERE refs > 0").map { try $0.value("checksum", as: String.self) })
     }
 
-    func serverSecret(name: String, candidate: String, createdAt: Int64) throws -> String {
-        try session.execute("INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    func serverSecret(name: String, candidate: String, createdAt: Int64) async throws -> String {
+        try await session.execute("INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                             [.text(name), .text(candidate), .int(createdAt)])
-        guard let row = try session.row("SELECT value FROM server_secrets WHERE name = $1", [.text(name)]) else {
+        guard let row = try await session.row("SELECT value FROM server_secrets WHERE name = $1", [.text(name)]) else {
             throw UbiquityError(.io, "the server secret \(name) vanished after its insert")
         }
         return try row.value("value")
@@ -34,11 +34,11 @@ extension PostgresTransaction {
 
     /// The stored state of the named rows before they are overwritten, by name: id, JSON bytes
     /// (0 for tombstones) and asset references. Two statements.
-    func previousAssetStates(zone: Int64, names: [String]) throws -> [String: (id: Int64, bytes: Int64, assets: [String: Int64])] {
+    func previousAssetStates(zone: Int64, names: [String]) async throws -> [String: (id: Int64, bytes: Int64, assets: [String: Int64])] {
         guard !names.isEmpty else { return [:] }
         var states: [String: (id: Int64, bytes: Int64, assets: [String: Int64])] = [:]
         var namesByID: [Int64: String] = [:]
-        for row in try session.rows("""
+        for row in try await session.rows("""
             SELECT id, name, CASE WHEN deleted THEN 0 ELSE octet_length(fields) END::BIGINT AS bytes FROM records WHERE zone = $1 AND name = ANY($2)
             """, [.int(zone), .texts(names)]) {
             let id: Int64 = try row.value("id")
@@ -47,7 +47,7 @@ extension PostgresTransaction {
             namesByID[id] = name
         }
         guard !namesByID.isEmpty else { return states }
-        for row in try session.rows("SELECT record, checksum, size FROM record_assets WHERE record = ANY($1)", [.ints(Array(namesByID.keys))]) {
+        for row in try await session.rows("SELECT record, checksum, size FROM record_assets WHERE record = ANY($1)", [.ints(Array(namesByID.keys))]) {
             guard let name = namesByID[try row.value("record")] else { continue }
             states[name]?.assets[try row.value("checksum")] = try row.value("size")
         }
@@ -58,10 +58,10 @@ extension PostgresTransaction {
     private static let assetRowsPerStatement = 1000
 
     /// Replaces the asset rows of the given records: one `DELETE`, multi-row `INSERT`s.
-    func replaceRecordAssets(_ changes: [(id: Int64, old: [String: Int64], new: [String: Int64])]) throws {
+    func replaceRecordAssets(_ changes: [(id: Int64, old: [String: Int64], new: [String: Int64])]) async throws {
         let changed = changes.filter { $0.old != $0.new }
         let cleared = changed.filter { !$0.old.isEmpty }.map(\.id)
-        if !cleared.isEmpty { try session.execute("DELETE FROM record_assets WHERE record = ANY($1)", [.ints(cleared)]) }
+        if !cleared.isEmpty { try await session.execute("DELETE FROM record_assets WHERE record = ANY($1)", [.ints(cleared)]) }
         let rows = changed.flatMap { change in change.new.map { (change.id, $0.key, $0.value) } }
         var start = rows.startIndex
         while start < rows.endIndex {
@@ -73,19 +73,19 @@ extension PostgresTransaction {
                 values.append("($\(first), $\(first + 1), $\(first + 2))")
                 parameters += [.int(id), .text(checksum), .int(size)]
             }
-            try session.execute("INSERT INTO record_assets (record, checksum, size) VALUES \(values.joined(separator: ", "))", parameters)
+            try await session.execute("INSERT INTO record_assets (record, checksum, size) VALUES \(values.joined(separator: ", "))", parameters)
             start = end
         }
     }
 
     /// Applies a batch's usage change to the rows of the database of `zone`: one multi-row upsert
     /// of the reference counts, one `DELETE` of those dropping to zero, one upsert of the usage row.
-    func applyUsage(_ delta: AssetUsageDelta, zone: Int64) throws {
+    func applyUsage(_ delta: AssetUsageDelta, zone: Int64) async throws {
         let references = delta.changedReferences
         var assetBytes: Int64 = 0
         if !references.isEmpty {
             let changes = Dictionary(uniqueKeysWithValues: references.map { ($0.checksum, $0.change) })
-            let returned = try session.rows("""
+            let returned = try await session.rows("""
                 INSERT INTO database_assets (database, checksum, size, refs)
                 SELECT (SELECT database FROM zones WHERE id = $1), checksum, size, refs
                 FROM unnest($2::TEXT[], $3::BIGINT[], $4::BIGINT[]) AS t(checksum, size, refs)
@@ -100,12 +100,12 @@ extension PostgresTransaction {
                 if refs <= 0 { emptied.append(checksum) }
             }
             if !emptied.isEmpty {
-                try session.execute("DELETE FROM database_assets WHERE database = (SELECT database FROM zones WHERE id = $1) AND checksum = ANY($2)",
+                try await session.execute("DELETE FROM database_assets WHERE database = (SELECT database FROM zones WHERE id = $1) AND checksum = ANY($2)",
                                     [.int(zone), .texts(emptied)])
             }
         }
         guard delta.recordBytes != 0 || assetBytes != 0 else { return }
-        try session.execute("""
+        try await session.execute("""
             INSERT INTO database_usage (database, record_bytes, asset_bytes) SELECT database, $2, $3 FROM zones WHERE id = $1
             ON CONFLICT (database) DO UPDATE SET record_bytes = database_usage.record_bytes + excluded.record_bytes,
                 asset_bytes = database_usage.asset_bytes + excluded.asset_bytes
@@ -113,18 +113,18 @@ extension PostgresTransaction {
     }
 
     /// The usage change of deleting every record of a zone, after removing its asset rows.
-    func releaseZoneAssets(zone: Int64) throws {
+    func releaseZoneAssets(zone: Int64) async throws {
         var delta = AssetUsageDelta()
-        if let bytes = try session.row("SELECT COALESCE(SUM(octet_length(fields)), 0)::BIGINT AS bytes FROM records WHERE zone = $1 AND NOT deleted", [.int(zone)]) {
+        if let bytes = try await session.row("SELECT COALESCE(SUM(octet_length(fields)), 0)::BIGINT AS bytes FROM records WHERE zone = $1 AND NOT deleted", [.int(zone)]) {
             delta.recordBytes = -(try bytes.value("bytes", as: Int64.self))
         }
-        for row in try session.rows("""
+        for row in try await session.rows("""
             SELECT record_assets.checksum, MAX(record_assets.size) AS size, COUNT(*)::BIGINT AS count FROM record_assets
             JOIN records ON records.id = record_assets.record WHERE records.zone = $1 GROUP BY record_assets.checksum
             """, [.int(zone)]) {
             delta.references[try row.value("checksum")] = (try row.value("size"), -(try row.value("count", as: Int64.self)))
         }
-        try session.execute("DELETE FROM record_assets WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(zone)])
-        try applyUsage(delta, zone: zone)
+        try await session.execute("DELETE FROM record_assets WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(zone)])
+        try await applyUsage(delta, zone: zone)
     }
 }

@@ -22,26 +22,26 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
                                 ready: try row.value("ready"))
     }
 
-    func queryIndexes(container: String, environment: CloudKitEnvironment) throws -> [StoredQueryIndex] {
-        try session.rows("SELECT \(Self.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 ORDER BY q.id",
+    func queryIndexes(container: String, environment: CloudKitEnvironment) async throws -> [StoredQueryIndex] {
+        try await session.rows("SELECT \(Self.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 ORDER BY q.id",
                          [.text(container), .text(environment.rawValue)]).compactMap(Self.queryIndex)
     }
 
     /// Writes the keys of `writes` (rows `ids` by name; `replaced`: those that had keys before)
     /// for every index of their environment, under the environment's index lock (shared).
-    func putKeys(_ writes: [RecordWrite], ids: [String: Int64], replaced: [Int64], zoneName: String) throws {
+    func putKeys(_ writes: [RecordWrite], ids: [String: Int64], replaced: [Int64], zoneName: String) async throws {
         guard let zone = writes.first?.record.zone else { return }
-        try session.execute("""
+        try await session.execute("""
             SELECT pg_advisory_xact_lock_shared(hashtextextended('ubiquity-query-indexes/' || d.container || '/' || d.environment, 0))
             FROM zones z JOIN databases d ON d.id = z.database WHERE z.id = $1
             """, [.int(zone)])
-        let indexes = try session.rows("""
+        let indexes = try await session.rows("""
             SELECT \(Self.indexColumns) FROM zones z JOIN databases d ON d.id = z.database
             JOIN query_indexes q ON q.container = d.container AND q.environment = d.environment WHERE z.id = $1 ORDER BY q.id
             """, [.int(zone)]).compactMap(Self.queryIndex)
         guard !indexes.isEmpty else { return }
         if !replaced.isEmpty {
-            try session.execute("DELETE FROM record_keys WHERE record = ANY($1)", [.ints(replaced)])
+            try await session.execute("DELETE FROM record_keys WHERE record = ANY($1)", [.ints(replaced)])
         }
         let keys = QueryIndexDefinition.keys(for: writes, zoneName: zoneName, indexes: indexes)
         var start = keys.startIndex
@@ -56,21 +56,21 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
                 parameters += [.int(item.index), .int(writes[item.write].record.zone), .bytes(item.key), .int(id)]
             }
             if !rows.isEmpty {
-                try session.execute("INSERT INTO record_keys (query_index, zone, key, record) VALUES \(rows.joined(separator: ", "))", parameters)
+                try await session.execute("INSERT INTO record_keys (query_index, zone, key, record) VALUES \(rows.joined(separator: ", "))", parameters)
             }
             start = end
         }
     }
 
-    func addQueryIndex(container: String, environment: CloudKitEnvironment, definition: QueryIndexDefinition) throws -> (index: StoredQueryIndex, added: Bool) {
-        try session.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(Self.lockText(container: container, environment: environment.rawValue))])
+    func addQueryIndex(container: String, environment: CloudKitEnvironment, definition: QueryIndexDefinition) async throws -> (index: StoredQueryIndex, added: Bool) {
+        try await session.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(Self.lockText(container: container, environment: environment.rawValue))])
         let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(definition.recordType), .text(definition.text)]
-        if let row = try session.row("""
+        if let row = try await session.row("""
             SELECT \(Self.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 AND q.record_type = $3 AND q.definition = $4
             """, parameters), let index = try Self.queryIndex(row) {
             return (index, false)
         }
-        guard let row = try session.row("""
+        guard let row = try await session.row("""
             INSERT INTO query_indexes (container, environment, record_type, definition, ready, created_at) VALUES ($1, $2, $3, $4, FALSE, $5) RETURNING id
             """, parameters + [.int(Int64(Date().timeIntervalSince1970 * 1000))]) else {
             throw UbiquityError(.io, "the record store did not return the new query index")
@@ -78,8 +78,8 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
         return (StoredQueryIndex(id: try row.value("id"), container: container, environment: environment, definition: definition, ready: false), true)
     }
 
-    func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) throws -> (last: Int64, count: Int)? {
-        let rows = try session.rows("""
+    func buildQueryIndex(_ index: StoredQueryIndex, afterRecord: Int64, limit: Int) async throws -> (last: Int64, count: Int)? {
+        let rows = try await session.rows("""
             SELECT \(QueryIndexSQL.qualified(Self.recordColumns, by: "r")), z.name AS zone_name FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
             WHERE d.container = $1 AND d.environment = $2 AND r.type = $3 AND NOT r.deleted AND r.id > $4 ORDER BY r.id LIMIT $5 FOR UPDATE OF r
             """, [.text(index.container), .text(index.environment.rawValue), .text(index.definition.recordType), .int(afterRecord), .int(Int64(limit))])
@@ -94,28 +94,28 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
             values.append("($\(first), $\(first + 1), $\(first + 2), $\(first + 3))")
             parameters += [.int(index.id), .int(stored.zone), .bytes(index.definition.key(for: stored, zoneName: try row.value("zone_name"))), .int(last)]
         }
-        try session.execute("INSERT INTO record_keys (query_index, zone, key, record) VALUES \(values.joined(separator: ", ")) ON CONFLICT DO NOTHING", parameters)
+        try await session.execute("INSERT INTO record_keys (query_index, zone, key, record) VALUES \(values.joined(separator: ", ")) ON CONFLICT DO NOTHING", parameters)
         return (last, rows.count)
     }
 
-    func setQueryIndexReady(id: Int64) throws {
-        try session.execute("UPDATE query_indexes SET ready = TRUE WHERE id = $1", [.int(id)])
+    func setQueryIndexReady(id: Int64) async throws {
+        try await session.execute("UPDATE query_indexes SET ready = TRUE WHERE id = $1", [.int(id)])
     }
 
-    func dropQueryIndex(id: Int64) throws {
-        try session.execute("DELETE FROM record_keys WHERE query_index = $1", [.int(id)])
-        try session.execute("DELETE FROM query_indexes WHERE id = $1", [.int(id)])
+    func dropQueryIndex(id: Int64) async throws {
+        try await session.execute("DELETE FROM record_keys WHERE query_index = $1", [.int(id)])
+        try await session.execute("DELETE FROM query_indexes WHERE id = $1", [.int(id)])
     }
 
-    func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) throws -> [QueryIndexHit] {
-        try session.rows("""
+    func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) async throws -> [QueryIndexHit] {
+        try await session.rows("""
             SELECT key, record FROM record_keys WHERE query_index = $1 AND zone = $2 AND key >= $3 AND key < $4 ORDER BY key LIMIT $5
             """, [.int(id), .int(zone), .bytes(lower), .bytes(upper), .int(Int64(limit))]).map {
             QueryIndexHit(key: Array(try $0.value("key", as: Data.self)), record: try $0.value("record"))
         }
     }
 
-    func queryIndexKeyCount(id: Int64) throws -> Int {
-        Int(try session.row("SELECT COUNT(*) AS n FROM record_keys WHERE query_index = $1", [.int(id)])?.value("n", as: Int64.self) ?? 0)
+    func queryIndexKeyCount(id: Int64) async throws -> Int {
+        Int(try await session.row("SELECT COUNT(*) AS n FROM record_keys WHERE query_index = $1", [.int(id)])?.value("n", as: Int64.self) ?? 0)
     }
 }

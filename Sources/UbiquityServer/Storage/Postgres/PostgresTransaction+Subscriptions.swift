@@ -30,29 +30,29 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
         [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner)]
     }
 
-    func subscriptions(database: DatabaseKey) throws -> [StoredSubscription] {
-        try session.rows("""
+    func subscriptions(database: DatabaseKey) async throws -> [StoredSubscription] {
+        try await session.rows("""
             SELECT \(Self.subscriptionColumns) FROM subscriptions
             WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4 ORDER BY subscriber, subscription_id
             """, databaseParameters(database)).map(subscription)
     }
 
-    func subscriptions(database: DatabaseKey, subscriber: String) throws -> [StoredSubscription] {
-        try session.rows("""
+    func subscriptions(database: DatabaseKey, subscriber: String) async throws -> [StoredSubscription] {
+        try await session.rows("""
             SELECT \(Self.subscriptionColumns) FROM subscriptions
             WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4 AND subscriber = $5 ORDER BY subscription_id
             """, databaseParameters(database) + [.text(subscriber)]).map(subscription)
     }
 
-    func subscription(database: DatabaseKey, subscriber: String, id: String) throws -> StoredSubscription? {
-        try session.row("""
+    func subscription(database: DatabaseKey, subscriber: String, id: String) async throws -> StoredSubscription? {
+        try await session.row("""
             SELECT \(Self.subscriptionColumns) FROM subscriptions
             WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4 AND subscriber = $5 AND subscription_id = $6
             """, databaseParameters(database) + [.text(subscriber), .text(id)]).map(subscription)
     }
 
-    func putSubscription(_ subscription: StoredSubscription) throws {
-        try session.execute("""
+    func putSubscription(_ subscription: StoredSubscription) async throws {
+        try await session.execute("""
             INSERT INTO subscriptions (\(Self.subscriptionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             ON CONFLICT (container, environment, scope, owner, subscriber, subscription_id) DO UPDATE SET
                 kind = excluded.kind, query = excluded.query, zone_name = excluded.zone_name, zone_wide = excluded.zone_wide,
@@ -63,28 +63,28 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
                 .text(subscription.zoneName), .bool(subscription.zoneWide), .int(Int64(subscription.firesOn.rawValue)), .bool(subscription.firesOnce),
                 .text(subscription.notificationInfoText), .int(subscription.createdAt),
             ])
-        try bumpGeneration(subscription.database)
+        try await bumpGeneration(subscription.database)
     }
 
-    func deleteSubscription(database: DatabaseKey, subscriber: String, id: String) throws -> Bool {
-        let deleted = try session.row("""
+    func deleteSubscription(database: DatabaseKey, subscriber: String, id: String) async throws -> Bool {
+        let deleted = try await session.row("""
             DELETE FROM subscriptions WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4 AND subscriber = $5 AND subscription_id = $6
             RETURNING 1 AS one
             """, databaseParameters(database) + [.text(subscriber), .text(id)])
         guard deleted != nil else { return false }
-        try bumpGeneration(database)
+        try await bumpGeneration(database)
         return true
     }
 
-    private func bumpGeneration(_ database: DatabaseKey) throws {
-        try session.execute("""
+    private func bumpGeneration(_ database: DatabaseKey) async throws {
+        try await session.execute("""
             INSERT INTO subscription_generations (container, environment, scope, owner, generation) VALUES ($1, $2, $3, $4, 1)
             ON CONFLICT (container, environment, scope, owner) DO UPDATE SET generation = subscription_generations.generation + 1
             """, databaseParameters(database))
     }
 
-    func subscriptionGeneration(database: DatabaseKey) throws -> Int64 {
-        try session.row("""
+    func subscriptionGeneration(database: DatabaseKey) async throws -> Int64 {
+        try await session.row("""
             SELECT generation FROM subscription_generations WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4
             """, databaseParameters(database)).map { try $0.value("generation") } ?? 0
     }
@@ -95,10 +95,10 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
         [.text(key.container), .text(key.environment.rawValue), .text(key.user)]
     }
 
-    func appendNotifications(_ notifications: [NewNotification], to key: NotificationLogKey, createdAt: Int64, retain: Int) throws -> NotificationLogHead {
-        guard !notifications.isEmpty else { return try notificationHead(key) }
+    func appendNotifications(_ notifications: [NewNotification], to key: NotificationLogKey, createdAt: Int64, retain: Int) async throws -> NotificationLogHead {
+        guard !notifications.isEmpty else { return try await notificationHead(key) }
         // Moving the head first locks the log's row until commit: other appenders wait here.
-        guard let row = try session.row("""
+        guard let row = try await session.row("""
             INSERT INTO notification_logs (container, environment, user_name, head, floor) VALUES ($1, $2, $3, $4, 0)
             ON CONFLICT (container, environment, user_name) DO UPDATE SET head = notification_logs.head + $4
             RETURNING head, floor
@@ -107,7 +107,7 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
         }
         var current = NotificationLogHead(head: try row.value("head"), floor: try row.value("floor"))
         let first = current.head - Int64(notifications.count) + 1
-        try session.execute("""
+        try await session.execute("""
             INSERT INTO notifications (container, environment, user_name, sequence, notification_id, payload, created_at)
             SELECT $1, $2, $3, s, n, p, $7 FROM unnest($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS t(s, n, p)
             """, logParameters(key) + [
@@ -118,16 +118,16 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
             ])
         if current.head - current.floor > Int64(retain) {
             current.floor = current.head - Int64(retain)
-            try session.execute("DELETE FROM notifications WHERE container = $1 AND environment = $2 AND user_name = $3 AND sequence <= $4",
+            try await session.execute("DELETE FROM notifications WHERE container = $1 AND environment = $2 AND user_name = $3 AND sequence <= $4",
                                 logParameters(key) + [.int(current.floor)])
-            try session.execute("UPDATE notification_logs SET floor = $4 WHERE container = $1 AND environment = $2 AND user_name = $3",
+            try await session.execute("UPDATE notification_logs SET floor = $4 WHERE container = $1 AND environment = $2 AND user_name = $3",
                                 logParameters(key) + [.int(current.floor)])
         }
         return current
     }
 
-    func notifications(_ key: NotificationLogKey, after sequence: Int64, limit: Int) throws -> [StoredNotification] {
-        try session.rows("""
+    func notifications(_ key: NotificationLogKey, after sequence: Int64, limit: Int) async throws -> [StoredNotification] {
+        try await session.rows("""
             SELECT sequence, notification_id, payload, created_at FROM notifications
             WHERE container = $1 AND environment = $2 AND user_name = $3 AND sequence > $4 ORDER BY sequence LIMIT $5
             """, logParameters(key) + [.int(sequence), .int(Int64(limit))]).map { row in
@@ -137,16 +137,16 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
             }
     }
 
-    func notificationHead(_ key: NotificationLogKey) throws -> NotificationLogHead {
-        try session.row("SELECT head, floor FROM notification_logs WHERE container = $1 AND environment = $2 AND user_name = $3",
+    func notificationHead(_ key: NotificationLogKey) async throws -> NotificationLogHead {
+        try await session.row("SELECT head, floor FROM notification_logs WHERE container = $1 AND environment = $2 AND user_name = $3",
                         logParameters(key)).map { NotificationLogHead(head: try $0.value("head"), floor: try $0.value("floor")) }
             ?? NotificationLogHead(head: 0, floor: 0)
     }
 
-    func notificationHeads(_ keys: [NotificationLogKey]) throws -> [NotificationLogKey: NotificationLogHead] {
+    func notificationHeads(_ keys: [NotificationLogKey]) async throws -> [NotificationLogKey: NotificationLogHead] {
         let unique = Array(Set(keys))
         guard !unique.isEmpty else { return [:] }
-        let rows = try session.rows("""
+        let rows = try await session.rows("""
             SELECT l.container, l.environment, l.user_name, l.head, l.floor
             FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[]) AS k(c, e, u)
             JOIN notification_logs l ON l.container = k.c AND l.environment = k.e AND l.user_name = k.u
@@ -160,20 +160,20 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
         return heads
     }
 
-    func notificationSequence(_ key: NotificationLogKey, notificationID: String) throws -> Int64? {
-        try session.row("""
+    func notificationSequence(_ key: NotificationLogKey, notificationID: String) async throws -> Int64? {
+        try await session.row("""
             SELECT sequence FROM notifications WHERE container = $1 AND environment = $2 AND user_name = $3 AND notification_id = $4
             """, logParameters(key) + [.text(notificationID)]).map { try $0.value("sequence") }
     }
 
-    func pruneNotifications(createdBefore cutoff: Int64) throws -> Int {
-        try session.execute("""
+    func pruneNotifications(createdBefore cutoff: Int64) async throws -> Int {
+        try await session.execute("""
             UPDATE notification_logs l SET floor = GREATEST(l.floor, old.last)
             FROM (SELECT container, environment, user_name, max(sequence) AS last FROM notifications WHERE created_at < $1
                   GROUP BY container, environment, user_name) AS old
             WHERE l.container = old.container AND l.environment = old.environment AND l.user_name = old.user_name
             """, [.int(cutoff)])
-        let deleted = try session.rows("""
+        let deleted = try await session.rows("""
             DELETE FROM notifications n USING notification_logs l
             WHERE l.container = n.container AND l.environment = n.environment AND l.user_name = n.user_name AND n.sequence <= l.floor
             RETURNING 1 AS one
@@ -185,17 +185,17 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
     /// in as many notifications as they need.
     static let notifyPayloadLimit = 7_000
 
-    func announceNotifications(_ heads: [NotificationLogKey: Int64], channel: String?) throws {
+    func announceNotifications(_ heads: [NotificationLogKey: Int64], channel: String?) async throws {
         guard !heads.isEmpty, let channel else { return }
         for payload in PushAnnouncement.encode(heads, limit: Self.notifyPayloadLimit) {
-            try session.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
+            try await session.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
         }
     }
 
     // MARK: Push tokens
 
-    func putPushToken(digest: String, token: StoredPushToken) throws -> Bool {
-        let row = try session.row("""
+    func putPushToken(digest: String, token: StoredPushToken) async throws -> Bool {
+        let row = try await session.row("""
             INSERT INTO push_tokens (digest, container, environment, user_name, apns_environment, created_at, expires_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT (digest) DO UPDATE SET apns_environment = excluded.apns_environment, expires_at = excluded.expires_at
@@ -206,8 +206,8 @@ extension PostgresTransaction: SubscriptionStoreTransaction {
         return row != nil
     }
 
-    func pushToken(digest: String, now: Int64) throws -> StoredPushToken? {
-        guard let row = try session.row("""
+    func pushToken(digest: String, now: Int64) async throws -> StoredPushToken? {
+        guard let row = try await session.row("""
             SELECT container, environment, user_name, apns_environment, created_at, expires_at FROM push_tokens WHERE digest = $1 AND expires_at > $2
             """, [.text(digest), .int(now)]) else { return nil }
         guard let environment = CloudKitEnvironment(rawValue: try row.value("environment")) else { return nil }

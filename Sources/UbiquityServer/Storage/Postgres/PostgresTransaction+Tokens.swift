@@ -16,8 +16,8 @@ extension PostgresTransaction {
                            expiresAt: try row.value("expires_at"))
     }
 
-    func addWebAuthToken(_ token: StoredWebAuthToken) throws {
-        let inserted = try session.row("""
+    func addWebAuthToken(_ token: StoredWebAuthToken) async throws {
+        let inserted = try await session.row("""
             INSERT INTO web_auth_tokens (digest, account, container, session, device, created_at, expires_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1
             """, [.text(token.digest), .int(token.accountID), .text(token.container), .text(token.session), .bool(token.isDevice),
@@ -25,8 +25,8 @@ extension PostgresTransaction {
         if inserted == nil { throw UbiquityError(.alreadyExists, "the web-auth token exists") }
     }
 
-    func webAuthToken(digest: String, now: Int64) throws -> (token: StoredWebAuthToken, account: StoredAccount)? {
-        guard let row = try session.row("""
+    func webAuthToken(digest: String, now: Int64) async throws -> (token: StoredWebAuthToken, account: StoredAccount)? {
+        guard let row = try await session.row("""
             SELECT \(Self.accountColumns), \(Self.tokenColumns)
             FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
             WHERE web_auth_tokens.digest = $1 AND web_auth_tokens.expires_at > $2 AND accounts.disabled_at IS NULL
@@ -34,55 +34,55 @@ extension PostgresTransaction {
         return (try Self.token(row), account)
     }
 
-    func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken] {
-        try session.rows("""
+    func webAuthTokens(accountID: Int64, now: Int64) async throws -> [StoredWebAuthToken] {
+        try await session.rows("""
             SELECT \(Self.tokenColumns) FROM web_auth_tokens WHERE account = $1 AND expires_at > $2 ORDER BY created_at, digest
             """, [.int(accountID), .int(now)]).map(Self.token)
     }
 
-    func revokeWebAuthSession(_ session: String) throws -> Int {
-        try self.session.rows("DELETE FROM web_auth_tokens WHERE session = $1 RETURNING 1", [.text(session)]).count
+    func revokeWebAuthSession(_ session: String) async throws -> Int {
+        try await self.session.rows("DELETE FROM web_auth_tokens WHERE session = $1 RETURNING 1", [.text(session)]).count
     }
 
-    func revokeWebAuthTokens(accountID: Int64) throws -> Int {
-        try session.rows("DELETE FROM web_auth_tokens WHERE account = $1 RETURNING 1", [.int(accountID)]).count
+    func revokeWebAuthTokens(accountID: Int64) async throws -> Int {
+        try await session.rows("DELETE FROM web_auth_tokens WHERE account = $1 RETURNING 1", [.int(accountID)]).count
     }
 
-    func setPasswordHash(accountID: Int64, _ hash: String?) throws {
-        try session.execute("UPDATE accounts SET password_hash = $1 WHERE id = $2", [.text(hash), .int(accountID)])
+    func setPasswordHash(accountID: Int64, _ hash: String?) async throws {
+        try await session.execute("UPDATE accounts SET password_hash = $1 WHERE id = $2", [.text(hash), .int(accountID)])
     }
 
-    func setAccountDisabled(accountID: Int64, at: Int64?) throws {
-        try session.execute("UPDATE accounts SET disabled_at = $1 WHERE id = $2", [.int(at), .int(accountID)])
+    func setAccountDisabled(accountID: Int64, at: Int64?) async throws {
+        try await session.execute("UPDATE accounts SET disabled_at = $1 WHERE id = $2", [.int(at), .int(accountID)])
     }
 
-    func signInBackoff(_ key: String, forUpdate: Bool) throws -> SignInBackoff.Entry? {
+    func signInBackoff(_ key: String, forUpdate: Bool) async throws -> SignInBackoff.Entry? {
         if forUpdate {
             // a row to lock even for a key seen the first time: concurrent attempts of one key,
             // from any process, wait for each other here (an all-zero row is no entry)
-            try session.execute("""
+            try await session.execute("""
                 INSERT INTO sign_in_backoffs (key, failures, blocked_until, last_failure) VALUES ($1, 0, 0, 0) ON CONFLICT DO NOTHING
                 """, [.text(key)])
         }
-        guard let row = try session.row("SELECT failures, blocked_until, last_failure FROM sign_in_backoffs WHERE key = $1" + (forUpdate ? " FOR UPDATE" : ""),
+        guard let row = try await session.row("SELECT failures, blocked_until, last_failure FROM sign_in_backoffs WHERE key = $1" + (forUpdate ? " FOR UPDATE" : ""),
                                         [.text(key)]) else { return nil }
         let entry = SignInBackoff.Entry(failures: Int(try row.value("failures", as: Int64.self)), blockedUntil: try row.value("blocked_until"),
                                         lastFailure: try row.value("last_failure"))
         return entry.failures == 0 && entry.blockedUntil == 0 ? nil : entry
     }
 
-    func setSignInBackoff(_ key: String, _ entry: SignInBackoff.Entry?) throws {
+    func setSignInBackoff(_ key: String, _ entry: SignInBackoff.Entry?) async throws {
         guard let entry else {
-            try session.execute("DELETE FROM sign_in_backoffs WHERE key = $1", [.text(key)])
+            try await session.execute("DELETE FROM sign_in_backoffs WHERE key = $1", [.text(key)])
             return
         }
-        try session.execute("""
+        try await session.execute("""
             INSERT INTO sign_in_backoffs (key, failures, blocked_until, last_failure) VALUES ($1, $2, $3, $4)
             ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, blocked_until = excluded.blocked_until, last_failure = excluded.last_failure
             """, [.text(key), .int(Int64(entry.failures)), .double(entry.blockedUntil), .double(entry.lastFailure)])
     }
 
-    func pruneSignInBackoffs(quietSince: Double, now: Double) throws {
-        try session.execute("DELETE FROM sign_in_backoffs WHERE blocked_until <= $1 AND last_failure < $2", [.double(now), .double(quietSince)])
+    func pruneSignInBackoffs(quietSince: Double, now: Double) async throws {
+        try await session.execute("DELETE FROM sign_in_backoffs WHERE blocked_until <= $1 AND last_failure < $2", [.double(now), .double(quietSince)])
     }
 }

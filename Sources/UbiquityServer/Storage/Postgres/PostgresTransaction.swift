@@ -19,43 +19,43 @@ final class PostgresTransaction: RecordStoreTransaction {
 
     // MARK: Containers and credentials
 
-    func addContainer(_ identifier: String, createdAt: Int64) throws {
-        try session.execute("INSERT INTO containers (identifier, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    func addContainer(_ identifier: String, createdAt: Int64) async throws {
+        try await session.execute("INSERT INTO containers (identifier, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                             [.text(identifier), .int(createdAt)])
     }
 
-    func containerExists(_ identifier: String) throws -> Bool {
-        try session.row("SELECT 1 FROM containers WHERE identifier = $1", [.text(identifier)]) != nil
+    func containerExists(_ identifier: String) async throws -> Bool {
+        try await session.row("SELECT 1 FROM containers WHERE identifier = $1", [.text(identifier)]) != nil
     }
 
-    func containers() throws -> [String] {
-        try session.rows("SELECT identifier FROM containers ORDER BY identifier").map { try $0.value("identifier") }
+    func containers() async throws -> [String] {
+        try await session.rows("SELECT identifier FROM containers ORDER BY identifier").map { try $0.value("identifier") }
     }
 
-    func addAPIToken(container: String, digest: String, createdAt: Int64) throws {
-        let inserted = try session.row("INSERT INTO api_tokens (digest, container, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
+    func addAPIToken(container: String, digest: String, createdAt: Int64) async throws {
+        let inserted = try await session.row("INSERT INTO api_tokens (digest, container, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
                                        [.text(digest), .text(container), .int(createdAt)])
         if inserted == nil { throw UbiquityError(.alreadyExists, "the API token exists") }
     }
 
-    func container(forAPITokenDigest digest: String) throws -> String? {
-        try session.row("SELECT container FROM api_tokens WHERE digest = $1", [.text(digest)]).map { try $0.value("container") }
+    func container(forAPITokenDigest digest: String) async throws -> String? {
+        try await session.row("SELECT container FROM api_tokens WHERE digest = $1", [.text(digest)]).map { try $0.value("container") }
     }
 
-    func allowedOrigins(container: String) throws -> [String] {
-        try session.rows("SELECT origin FROM container_origins WHERE container = $1 ORDER BY origin", [.text(container)]).map { try $0.value("origin") }
+    func allowedOrigins(container: String) async throws -> [String] {
+        try await session.rows("SELECT origin FROM container_origins WHERE container = $1 ORDER BY origin", [.text(container)]).map { try $0.value("origin") }
     }
 
-    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) throws {
+    func setAllowedOrigin(_ allowed: Bool, container: String, origin: String) async throws {
         if allowed {
-            try session.execute("INSERT INTO container_origins (container, origin) VALUES ($1, $2) ON CONFLICT DO NOTHING", [.text(container), .text(origin)])
+            try await session.execute("INSERT INTO container_origins (container, origin) VALUES ($1, $2) ON CONFLICT DO NOTHING", [.text(container), .text(origin)])
         } else {
-            try session.execute("DELETE FROM container_origins WHERE container = $1 AND origin = $2", [.text(container), .text(origin)])
+            try await session.execute("DELETE FROM container_origins WHERE container = $1 AND origin = $2", [.text(container), .text(origin)])
         }
     }
 
-    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) throws -> StoredAccount {
-        let row = try session.row("""
+    func addAccount(name: String, email: String?, passwordHash: String?, createdAt: Int64) async throws -> StoredAccount {
+        let row = try await session.row("""
             INSERT INTO accounts (name, email, password_hash, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id
             """, [.text(name), .text(email), .text(passwordHash), .int(createdAt)])
         guard let row else {
@@ -74,32 +74,32 @@ final class PostgresTransaction: RecordStoreTransaction {
                              disabledAt: try row.value("disabled_at"))
     }
 
-    func account(named name: String) throws -> StoredAccount? {
-        try account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE name = $1", [.text(name)]))
+    func account(named name: String) async throws -> StoredAccount? {
+        try await account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE name = $1", [.text(name)]))
     }
 
-    func account(id: Int64) throws -> StoredAccount? {
-        try account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE id = $1", [.int(id)]))
+    func account(id: Int64) async throws -> StoredAccount? {
+        try await account(session.row("SELECT \(Self.accountColumns) FROM accounts WHERE id = $1", [.int(id)]))
     }
 
-    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) throws {
-        let inserted = try session.row("""
+    func addServerKey(container: String, keyID: String, publicKeyPEM: String, createdAt: Int64) async throws {
+        let inserted = try await session.row("""
             INSERT INTO server_keys (container, key_id, public_key, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1
             """, [.text(container), .text(keyID), .text(publicKeyPEM), .int(createdAt)])
         if inserted == nil { throw UbiquityError(.alreadyExists, "container \(container) has a server key \(keyID)") }
     }
 
-    func serverKey(container: String, keyID: String) throws -> String? {
-        try session.row("SELECT public_key FROM server_keys WHERE container = $1 AND key_id = $2", [.text(container), .text(keyID)])
+    func serverKey(container: String, keyID: String) async throws -> String? {
+        try await session.row("SELECT public_key FROM server_keys WHERE container = $1 AND key_id = $2", [.text(container), .text(keyID)])
             .map { try $0.value("public_key") }
     }
 
     // MARK: Databases and zones
 
-    func lockDatabase(_ key: DatabaseKey) throws -> StoredDatabase {
+    func lockDatabase(_ key: DatabaseKey) async throws -> StoredDatabase {
         let parameters: [PostgresParameter] = [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner)]
-        try session.execute("INSERT INTO databases (container, environment, scope, owner) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", parameters)
-        guard let row = try session.row("""
+        try await session.execute("INSERT INTO databases (container, environment, scope, owner) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", parameters)
+        guard let row = try await session.row("""
             SELECT id, sequence FROM databases WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4 FOR UPDATE
             """, parameters) else {
             throw UbiquityError(.io, "the record store did not return database \(key)")
@@ -107,8 +107,8 @@ final class PostgresTransaction: RecordStoreTransaction {
         return StoredDatabase(id: try row.value("id"), key: key, sequence: try row.value("sequence"))
     }
 
-    func database(_ key: DatabaseKey) throws -> StoredDatabase? {
-        try session.row("SELECT id, sequence FROM databases WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4",
+    func database(_ key: DatabaseKey) async throws -> StoredDatabase? {
+        try await session.row("SELECT id, sequence FROM databases WHERE container = $1 AND environment = $2 AND scope = $3 AND owner = $4",
                         [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner)])
             .map { StoredDatabase(id: try $0.value("id"), key: key, sequence: try $0.value("sequence")) }
     }
@@ -120,28 +120,28 @@ final class PostgresTransaction: RecordStoreTransaction {
                    purgedThrough: try row.value("purged_through"), deleted: try row.value("deleted"), createdAt: try row.value("created_at"))
     }
 
-    func zone(database: Int64, name: String) throws -> StoredZone? {
-        try session.row("SELECT \(Self.zoneColumns) FROM zones WHERE database = $1 AND name = $2 AND NOT deleted", [.int(database), .text(name)])
+    func zone(database: Int64, name: String) async throws -> StoredZone? {
+        try await session.row("SELECT \(Self.zoneColumns) FROM zones WHERE database = $1 AND name = $2 AND NOT deleted", [.int(database), .text(name)])
             .map(zone)
     }
 
-    func zone(key: DatabaseKey, name: String) throws -> StoredZone? {
-        try session.row("""
+    func zone(key: DatabaseKey, name: String) async throws -> StoredZone? {
+        try await session.row("""
             SELECT \(QueryIndexSQL.qualified(Self.zoneColumns, by: "z")) FROM databases d JOIN zones z ON z.database = d.id
             WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4 AND z.name = $5 AND NOT z.deleted
             """, [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner), .text(name)]).map(zone)
     }
 
-    func zone(id: Int64) throws -> StoredZone? {
-        try session.row("SELECT \(Self.zoneColumns) FROM zones WHERE id = $1", [.int(id)]).map(zone)
+    func zone(id: Int64) async throws -> StoredZone? {
+        try await session.row("SELECT \(Self.zoneColumns) FROM zones WHERE id = $1", [.int(id)]).map(zone)
     }
 
-    func zones(database: Int64) throws -> [StoredZone] {
-        try session.rows("SELECT \(Self.zoneColumns) FROM zones WHERE database = $1 AND NOT deleted ORDER BY name", [.int(database)]).map(zone)
+    func zones(database: Int64) async throws -> [StoredZone] {
+        try await session.rows("SELECT \(Self.zoneColumns) FROM zones WHERE database = $1 AND NOT deleted ORDER BY name", [.int(database)]).map(zone)
     }
 
-    func createZone(database: Int64, name: String, createdAt: Int64) throws -> StoredZone {
-        guard let row = try session.row("""
+    func createZone(database: Int64, name: String, createdAt: Int64) async throws -> StoredZone {
+        guard let row = try await session.row("""
             INSERT INTO zones (database, name, created_at) VALUES ($1, $2, $3)
             ON CONFLICT (database, name) WHERE NOT deleted DO NOTHING RETURNING \(Self.zoneColumns)
             """, [.int(database), .text(name), .int(createdAt)]) else {
@@ -150,44 +150,44 @@ final class PostgresTransaction: RecordStoreTransaction {
         return try zone(row)
     }
 
-    func deleteZone(id: Int64) throws {
-        try releaseZoneAssets(zone: id)
-        try session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
-        try session.execute("DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
-        try session.execute("DELETE FROM records WHERE zone = $1", [.int(id)])
-        try session.execute("UPDATE zones SET deleted = TRUE WHERE id = $1", [.int(id)])
+    func deleteZone(id: Int64) async throws {
+        try await releaseZoneAssets(zone: id)
+        try await session.execute("DELETE FROM record_index WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
+        try await session.execute("DELETE FROM record_keys WHERE record IN (SELECT id FROM records WHERE zone = $1)", [.int(id)])
+        try await session.execute("DELETE FROM records WHERE zone = $1", [.int(id)])
+        try await session.execute("UPDATE zones SET deleted = TRUE WHERE id = $1", [.int(id)])
     }
 
-    func noteZoneChanged(database: Int64, zone: Int64) throws -> Int64 {
-        guard let row = try session.row("UPDATE databases SET sequence = sequence + 1 WHERE id = $1 RETURNING sequence", [.int(database)]) else {
+    func noteZoneChanged(database: Int64, zone: Int64) async throws -> Int64 {
+        guard let row = try await session.row("UPDATE databases SET sequence = sequence + 1 WHERE id = $1 RETURNING sequence", [.int(database)]) else {
             throw UbiquityError(.notFound, "no database \(database) in the record store")
         }
         let sequence: Int64 = try row.value("sequence")
-        try session.execute("UPDATE zones SET database_sequence = $1 WHERE id = $2", [.int(sequence), .int(zone)])
+        try await session.execute("UPDATE zones SET database_sequence = $1 WHERE id = $2", [.int(sequence), .int(zone)])
         return sequence
     }
 
-    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) throws -> [StoredZoneChange] {
-        try session.rows("""
+    func zoneChanges(database: Int64, after sequence: Int64, limit: Int) async throws -> [StoredZoneChange] {
+        try await session.rows("""
             SELECT \(Self.zoneColumns) FROM zones WHERE database = $1 AND database_sequence > $2 ORDER BY database_sequence LIMIT $3
             """, [.int(database), .int(sequence), Self.limit(limit)])
             .map { StoredZoneChange(zone: try zone($0), sequence: try $0.value("database_sequence")) }
     }
 
-    func nextZoneSequence(zone: Int64) throws -> Int64 {
-        try reserveZoneSequences(zone: zone, count: 1)
+    func nextZoneSequence(zone: Int64) async throws -> Int64 {
+        try await reserveZoneSequences(zone: zone, count: 1)
     }
 
-    func reserveZoneSequences(zone: Int64, count: Int) throws -> Int64 {
-        guard let row = try session.row("UPDATE zones SET sequence = sequence + $1 WHERE id = $2 RETURNING sequence", [.int(Int64(max(count, 1))), .int(zone)]) else {
+    func reserveZoneSequences(zone: Int64, count: Int) async throws -> Int64 {
+        guard let row = try await session.row("UPDATE zones SET sequence = sequence + $1 WHERE id = $2 RETURNING sequence", [.int(Int64(max(count, 1))), .int(zone)]) else {
             throw UbiquityError(.notFound, "no zone \(zone) in the record store")
         }
         return try row.value("sequence")
     }
 
-    func purgeTombstones(zone: Int64, through sequence: Int64) throws {
-        try session.execute("DELETE FROM records WHERE zone = $1 AND deleted AND sequence <= $2", [.int(zone), .int(sequence)])
-        try session.execute("UPDATE zones SET purged_through = GREATEST(purged_through, $1) WHERE id = $2", [.int(sequence), .int(zone)])
+    func purgeTombstones(zone: Int64, through sequence: Int64) async throws {
+        try await session.execute("DELETE FROM records WHERE zone = $1 AND deleted AND sequence <= $2", [.int(zone), .int(sequence)])
+        try await session.execute("UPDATE zones SET purged_through = GREATEST(purged_through, $1) WHERE id = $2", [.int(sequence), .int(zone)])
     }
 
     /// SQLite reads a negative `LIMIT` as no limit; `LIMIT NULL` is PostgreSQL's.
@@ -215,13 +215,13 @@ final class PostgresTransaction: RecordStoreTransaction {
             parent: try row.value("parent"), shortGUID: try row.value("short_guid"))
     }
 
-    func record(zone: Int64, name: String) throws -> StoredRecord? {
-        try session.row("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = $2", [.int(zone), .text(name)]).map(record)
+    func record(zone: Int64, name: String) async throws -> StoredRecord? {
+        try await session.row("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = $2", [.int(zone), .text(name)]).map(record)
     }
 
-    func records(zone: Int64, names: [String]) throws -> [String: StoredRecord] {
+    func records(zone: Int64, names: [String]) async throws -> [String: StoredRecord] {
         guard !names.isEmpty else { return [:] }
-        let rows = try session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)])
+        let rows = try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)])
         var found: [String: StoredRecord] = [:]
         for row in rows {
             let record = try record(row)
@@ -235,19 +235,19 @@ final class PostgresTransaction: RecordStoreTransaction {
     /// Records per `INSERT` (15 parameters each).
     private static let recordsPerStatement = 200
 
-    func putRecord(_ stored: StoredRecord) throws {
-        let zoneName = try session.row("SELECT name FROM zones WHERE id = $1", [.int(stored.zone)]).map { try $0.value("name", as: String.self) }
+    func putRecord(_ stored: StoredRecord) async throws {
+        let zoneName = try await session.row("SELECT name FROM zones WHERE id = $1", [.int(stored.zone)]).map { try $0.value("name", as: String.self) }
             ?? WireZoneID.defaultZoneName
-        try putRecords([RecordWrite(record: stored, fieldsJSON: stored.deleted ? "{}" : stored.fieldsJSON)], zoneName: zoneName,
+        try await putRecords([RecordWrite(record: stored, fieldsJSON: stored.deleted ? "{}" : stored.fieldsJSON)], zoneName: zoneName,
                        replacing: [stored.recordName])
     }
 
     /// One multi-row upsert per 200 records, one `DELETE` of the replaced records' index rows and
     /// one multi-row `INSERT` per 1,000 index rows: a handful of round trips for a whole batch.
-    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) throws {
+    func putRecords(_ writes: [RecordWrite], zoneName: String, replacing: Set<String>) async throws {
         guard !writes.isEmpty else { return }
         recordsWritten += writes.count
-        let previous = try previousAssetStates(zone: writes[writes.startIndex].record.zone,
+        let previous = try await previousAssetStates(zone: writes[writes.startIndex].record.zone,
                                                names: writes.map(\.record.recordName).filter { replacing.contains($0) })
         var ids: [String: Int64] = [:]
         var start = writes.startIndex
@@ -266,7 +266,7 @@ final class PostgresTransaction: RecordStoreTransaction {
                     .text(stored.modified.userRecordName), .text(stored.modified.deviceID), .text(stored.parent), .text(stored.shortGUID),
                 ]
             }
-            let returned = try session.rows("""
+            let returned = try await session.rows("""
                 INSERT INTO records (zone, name, type, change_tag, sequence, deleted, fields, created_at, created_by, created_device,
                                      modified_at, modified_by, modified_device, parent, short_guid)
                 VALUES \(rows.joined(separator: ", "))
@@ -291,15 +291,15 @@ final class PostgresTransaction: RecordStoreTransaction {
             usage.replace(before?.assets ?? [:], with: assets)
             assetChanges.append((id, before?.assets ?? [:], assets))
         }
-        try replaceRecordAssets(assetChanges)
+        try await replaceRecordAssets(assetChanges)
         if usage.recordBytes != 0 || !usage.changedReferences.isEmpty {
-            try applyUsage(usage, zone: writes[writes.startIndex].record.zone)
+            try await applyUsage(usage, zone: writes[writes.startIndex].record.zone)
         }
         let replaced = writes.compactMap { replacing.contains($0.record.recordName) ? ids[$0.record.recordName] : nil }
         if !replaced.isEmpty {
-            try session.execute("DELETE FROM record_index WHERE record = ANY($1)", [.ints(replaced)])
+            try await session.execute("DELETE FROM record_index WHERE record = ANY($1)", [.ints(replaced)])
         }
-        try putKeys(writes, ids: ids, replaced: replaced, zoneName: zoneName)
+        try await putKeys(writes, ids: ids, replaced: replaced, zoneName: zoneName)
         var entries: [(Int64, RecordIndexEntry)] = []
         for write in writes where !write.record.deleted {
             guard let id = ids[write.record.recordName] else {
@@ -317,22 +317,22 @@ final class PostgresTransaction: RecordStoreTransaction {
                 rows.append("($\(first), $\(first + 1), $\(first + 2)::DOUBLE PRECISION, $\(first + 3)::TEXT, $\(first + 4)::DOUBLE PRECISION, $\(first + 5)::DOUBLE PRECISION)")
                 parameters += [.int(id), .text(item.field), .double(item.number), .text(item.text), .double(item.latitude), .double(item.longitude)]
             }
-            try session.execute("INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES \(rows.joined(separator: ", "))", parameters)
+            try await session.execute("INSERT INTO record_index (record, field, number, text, latitude, longitude) VALUES \(rows.joined(separator: ", "))", parameters)
             entryStart = end
         }
     }
 
-    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecord] {
-        try changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map(record)
+    func changes(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) async throws -> [StoredRecord] {
+        try await changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map(record)
     }
 
-    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [StoredRecordText] {
-        try changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map {
+    func changesKeepingFieldsText(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) async throws -> [StoredRecordText] {
+        try await changeRows(zone: zone, after: sequence, limit: limit, recordTypes: recordTypes).map {
             StoredRecordText(record: try record($0, decodingFields: false), fieldsText: try $0.value("fields"))
         }
     }
 
-    private func changeRows(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) throws -> [PostgresRandomAccessRow] {
+    private func changeRows(zone: Int64, after sequence: Int64, limit: Int, recordTypes: [String]?) async throws -> [PostgresRandomAccessRow] {
         var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND sequence > $2"
         var parameters: [PostgresParameter] = [.int(zone), .int(sequence)]
         if let recordTypes {
@@ -341,10 +341,10 @@ final class PostgresTransaction: RecordStoreTransaction {
         }
         parameters.append(Self.limit(limit))
         sql += " ORDER BY sequence LIMIT $\(parameters.count)"
-        return try session.rows(sql, parameters)
+        return try await session.rows(sql, parameters)
     }
 
-    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) throws -> [StoredRecord] {
+    func candidates(zones: [Int64], recordType: String, conditions: [IndexCondition]) async throws -> [StoredRecord] {
         guard !zones.isEmpty else { return [] }
         var sql = "SELECT \(Self.recordColumns) FROM records WHERE zone = ANY($1) AND type = $2 AND NOT deleted"
         var parameters: [PostgresParameter] = [.ints(zones), .text(recordType)]
@@ -359,10 +359,10 @@ final class PostgresTransaction: RecordStoreTransaction {
             }
         }
         sql += " ORDER BY id"
-        return try session.rows(sql, parameters).map(record)
+        return try await session.rows(sql, parameters).map(record)
     }
 
-    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) throws -> [StoredRecordKeys] {
+    func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) async throws -> [StoredRecordKeys] {
         guard !zones.isEmpty else { return [] }
         var parameters: [PostgresParameter] = [.ints(zones), .text(recordType)]
         var join = ""
@@ -386,7 +386,7 @@ final class PostgresTransaction: RecordStoreTransaction {
         }
         sql += " ORDER BY records.id"
         var keys: [StoredRecordKeys] = []
-        for row in try session.rows(sql, parameters) {
+        for row in try await session.rows(sql, parameters) {
             let id: Int64 = try row.value("id")
             if keys.last?.id != id {
                 keys.append(StoredRecordKeys(id: id, zone: try row.value("zone"), recordName: try row.value("name"),
@@ -402,38 +402,38 @@ final class PostgresTransaction: RecordStoreTransaction {
         return keys
     }
 
-    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText] {
+    func recordTexts(ids: [Int64]) async throws -> [Int64: StoredRecordText] {
         guard !ids.isEmpty else { return [:] }
         var found: [Int64: StoredRecordText] = [:]
-        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
+        for row in try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
             found[try row.value("id")] = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
         }
         return found
     }
 
-    func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText] {
+    func recordTexts(zone: Int64, names: [String]) async throws -> [String: StoredRecordText] {
         guard !names.isEmpty else { return [:] }
         var found: [String: StoredRecordText] = [:]
-        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)]) {
+        for row in try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)]) {
             let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
             found[text.record.recordName] = text
         }
         return found
     }
 
-    func records(ids: [Int64]) throws -> [Int64: StoredRecord] {
+    func records(ids: [Int64]) async throws -> [Int64: StoredRecord] {
         guard !ids.isEmpty else { return [:] }
         var found: [Int64: StoredRecord] = [:]
-        for row in try session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
+        for row in try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
             found[try row.value("id")] = try record(row)
         }
         return found
     }
 
-    func referencing(zones: [Int64], targetZone: String, targetName: String) throws -> [StoredRecord] {
+    func referencing(zones: [Int64], targetZone: String, targetName: String) async throws -> [StoredRecord] {
         guard !zones.isEmpty else { return [] }
         let key = RecordIndexEntry.indexedText(RecordIndexEntry.referenceKey(zoneName: targetZone, recordName: targetName))
-        return try session.rows("""
+        return try await session.rows("""
             SELECT \(Self.recordColumns) FROM records WHERE id IN (SELECT record FROM record_index WHERE text = $1 AND field NOT LIKE '\\_\\_\\_%' ESCAPE '\\')
             AND zone = ANY($2) AND NOT deleted ORDER BY id
             """, [.text(key), .ints(zones)]).map(record)

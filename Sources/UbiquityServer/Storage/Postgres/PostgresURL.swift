@@ -188,23 +188,56 @@ struct PostgresURL: Sendable, Equatable {
         return configuration
     }
 
-    private func tls() throws -> PostgresConnection.Configuration.TLS {
-        func context(_ verification: CertificateVerification) throws -> NIOSSLContext {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.certificateVerification = verification
-            do {
-                return try NIOSSLContext(configuration: tls)
-            } catch {
-                throw UbiquityError(.io, "cannot set up TLS for PostgreSQL at \(hostDescription)", underlying: error)
+    /// The configuration of a `PostgresClient` (the record store's pool) of at most
+    /// `maximumConnections` connections, each opened with `startupParameters` (and
+    /// `application_name` when the URL names one).
+    func clientConfiguration(startupParameters: [(String, String)], maximumConnections: Int) -> PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        switch endpoint {
+        case .unixSocket(let directory, let port):
+            configuration = .init(unixSocketPath: "\(directory)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        case .tcp(let host, let port):
+            let tls: PostgresClient.Configuration.TLS = switch tlsVerification {
+            case nil: .disable
+            case .some((let verification, let required)):
+                required ? .require(Self.tlsConfiguration(verification)) : .prefer(Self.tlsConfiguration(verification))
             }
+            configuration = .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
         }
+        configuration.options.connectTimeout = .seconds(connectTimeout)
+        configuration.options.maximumConnections = max(1, maximumConnections)
+        var parameters = startupParameters
+        if let applicationName { parameters.append(("application_name", applicationName)) }
+        configuration.options.additionalStartupParameters = parameters
+        return configuration
+    }
+
+    /// How `sslmode` checks the server (nil: no TLS) and whether TLS is required.
+    private var tlsVerification: (CertificateVerification, required: Bool)? {
         switch tlsMode {
-        case .disable, .allow: return .disable
+        case .disable, .allow: nil
         // libpq's prefer and require do not check the certificate; verify-ca skips the host name.
-        case .prefer: return .prefer(try context(.none))
-        case .require: return .require(try context(.none))
-        case .verifyCA: return .require(try context(.noHostnameVerification))
-        case .verifyFull: return .require(try context(.fullVerification))
+        case .prefer: (.none, false)
+        case .require: (.none, true)
+        case .verifyCA: (.noHostnameVerification, true)
+        case .verifyFull: (.fullVerification, true)
         }
+    }
+
+    private static func tlsConfiguration(_ verification: CertificateVerification) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = verification
+        return tls
+    }
+
+    private func tls() throws -> PostgresConnection.Configuration.TLS {
+        guard let (verification, required) = tlsVerification else { return .disable }
+        let context: NIOSSLContext
+        do {
+            context = try NIOSSLContext(configuration: Self.tlsConfiguration(verification))
+        } catch {
+            throw UbiquityError(.io, "cannot set up TLS for PostgreSQL at \(hostDescription)", underlying: error)
+        }
+        return required ? .require(context) : .prefer(context)
     }
 }

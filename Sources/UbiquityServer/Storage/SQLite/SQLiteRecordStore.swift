@@ -40,14 +40,22 @@ package final class SQLiteRecordStore: RecordStore {
     /// `"sqlite PATH"`.
     package var description: String { "sqlite \(path)" }
 
-    /// Runs `body` on a read snapshot.
-    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
-        try await pool.read { db in try body(SQLiteTransaction(db: db)) }
+    /// Runs `body` on a read snapshot (GRDB's async `read`; the body runs on the reader's thread,
+    /// ``SQLiteTransactionExecutor``).
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await pool.read { db in try Self.run(body, db: db) }
     }
 
-    /// Runs `body` in an immediate write transaction.
-    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) throws -> T) async throws -> T {
-        try await pool.write { db in try body(SQLiteTransaction(db: db)) }
+    /// Runs `body` in an immediate write transaction (GRDB's async `write`; the body runs on the
+    /// writer's thread, ``SQLiteTransactionExecutor``).
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await pool.write { db in try Self.run(body, db: db) }
+    }
+
+    private static func run<T>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T, db: Database) throws -> T {
+        // used only on this thread, by jobs the executor runs here while GRDB's closure lasts
+        nonisolated(unsafe) let transaction = SQLiteTransaction(db: db)
+        return try SQLiteTransactionExecutor.run { try await body(transaction) }
     }
 
     /// Closes the pool.

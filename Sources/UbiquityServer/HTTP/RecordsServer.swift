@@ -89,9 +89,9 @@ package struct RecordsServer: Sendable {
         let limiter = configuration.rateLimit > 0 ? RateLimiter(rate: configuration.rateLimit, burst: configuration.rateLimitBurst) : nil
         // every collected request body counts against one budget (issue 24, finding 4)
         let bodyBudget = RequestBodyBudget(limit: configuration.maximumBodyBytesInFlight)
-        let api = RecordsAPI(engine: engine, authenticator: RecordsAuthenticator(store: store, configuration: configuration, logger: logger),
-                             configuration: configuration, logger: logger, users: UserDirectory(store: store, engine: engine, logger: logger),
-                             limiter: limiter, bodyBudget: bodyBudget, subscriptions: push.endpoint)
+        let users = UserDirectory(store: store, engine: engine, logger: logger)
+        let middleware = RecordsAuthMiddleware(authenticator: RecordsAuthenticator(store: store, configuration: configuration, logger: logger),
+                                               configuration: configuration, logger: logger, users: users, limiter: limiter, bodyBudget: bodyBudget)
         // push: long-poll on the HTTP router, WebSocket on the upgrade router.
         let pushRoutes = PushRoutes(push: push, logger: logger)
         pushRoutes.register(on: router)
@@ -99,8 +99,7 @@ package struct RecordsServer: Sendable {
             assetRoutes.bodyBudget = bodyBudget
             assetRoutes.register(on: router)
         }
-        router.get("/database/**") { request, context in await api.respond(to: request, context: context) }
-        router.post("/database/**") { request, context in await api.respond(to: request, context: context) }
+        RecordsRoutes(engine: engine, users: users, subscriptions: push.endpoint, middleware: middleware).register(on: router)
         let store = self.store
         router.get("/healthz") { _, _ -> Response in
             do {

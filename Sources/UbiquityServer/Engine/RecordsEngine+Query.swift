@@ -47,9 +47,9 @@ extension RecordsEngine {
         var batch = limit + 1
         scan: while lower.lexicographicallyPrecedes(plan.upper) {
             let hits = try await store.scanQueryIndex(id: index.id, zone: zone.id, from: lower, to: plan.upper, limit: batch)
-            let records = try await tx.recordTexts(ids: hits.map(\.record))
             for hit in hits {
-                guard let item = records[hit.record], !item.record.deleted else { continue }
+                let item = hit.stored
+                guard !item.record.deleted else { continue }
                 if plan.exact {
                     matched.append(QueryPageRecord(record: item.record, zoneName: zone.name, fieldsText: item.fieldsText))
                 } else {

@@ -113,10 +113,8 @@ final class RecordsAuthenticator: Sendable {
         let webToken = query["ckWebAuthToken"].flatMap { $0.isEmpty ? nil : $0 }
         let webDigest = webToken.map(SecretToken.digest)
         let now = RecordsAuthenticator.now
-        let (container, live): (String?, (token: StoredWebAuthToken, account: StoredAccount)?) = try await store.read { tx in
-            let container = try await tx.container(forAPITokenDigest: apiDigest)
-            let live = if let webDigest { try await tx.webAuthToken(digest: webDigest, now: now) } else { (token: StoredWebAuthToken, account: StoredAccount)?.none }
-            return (container, live)
+        let (container, live) = try await store.readStatement { tx in
+            try await tx.credentials(apiTokenDigest: apiDigest, webTokenDigest: webDigest, now: now)
         }
         guard let container, container == path.container else {
             throw WireError(.authenticationFailed, "the API token is not valid for container \(path.container)")

@@ -98,15 +98,15 @@ package struct StoredQueryIndex: Sendable, Hashable {
     }
 }
 
-/// A key of a query index and the record it belongs to (a scan's result).
-package struct QueryIndexHit: Sendable, Hashable {
+/// A key of a query index and the record it belongs to, its fields as stored (a scan's result).
+package struct QueryIndexHit: Sendable {
     package var key: [UInt8]
-    /// The record's row id (for `records(ids:)`).
-    package var record: Int64
+    /// The record.
+    package var stored: StoredRecordText
     /// Makes one.
-    package init(key: [UInt8], record: Int64) {
+    package init(key: [UInt8], stored: StoredRecordText) {
         self.key = key
-        self.record = record
+        self.stored = stored
     }
 }
 

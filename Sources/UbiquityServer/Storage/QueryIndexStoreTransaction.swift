@@ -32,7 +32,8 @@ package protocol QueryIndexStoreTransaction {
     /// Removes an index and its keys.
     func dropQueryIndex(id: Int64) async throws
     /// The keys of an index in a zone from `lower` (inclusive) to `upper` (exclusive), in key
-    /// order, at most `limit`.
+    /// order, at most `limit`, each with its record as stored: one statement (a join), so a
+    /// query's page costs one round trip.
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) async throws -> [QueryIndexHit]
     /// The number of keys of an index (every zone).
     func queryIndexKeyCount(id: Int64) async throws -> Int

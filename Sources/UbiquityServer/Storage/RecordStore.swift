@@ -19,10 +19,21 @@ package protocol RecordStore: Sendable {
     /// (an error thrown by `body` rolls back). Writers of one database are serialized by
     /// `lockDatabase(_:)`, across processes too.
     func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
+    /// Runs `body`, which reads with a single statement, outside a transaction of its own: one
+    /// statement is a consistent snapshot by itself, and PostgreSQL is spared the `BEGIN` and
+    /// `COMMIT` round trips. A body that runs a second statement fails.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
     /// Closes connections; later calls fail.
     func close() async throws
     /// A short description for logs and `/healthz` (`"sqlite /path"`, `"postgres host/db"`).
     var description: String { get }
+}
+
+extension RecordStore {
+    /// ``read(_:)``: a store whose read transactions cost no round trips needs nothing else.
+    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await read(body)
+    }
 }
 
 /// The primitives a `RecordsEngine` needs, inside one transaction (call them only from a store's
@@ -56,6 +67,11 @@ package protocol RecordStoreTransaction {
     /// The live token with this digest (not expired at `now`) and its account, unless the
     /// account is disabled.
     func webAuthToken(digest: String, now: Int64) async throws -> (token: StoredWebAuthToken, account: StoredAccount)?
+    /// What a request's tokens name, in one statement: the container of the API token with
+    /// digest `apiTokenDigest` and, when `webTokenDigest` is given, ``webAuthToken(digest:now:)``
+    /// of it (how every token-authenticated request starts; run it with `readStatement`).
+    func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) async throws
+        -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?)
     /// An account's tokens not expired at `now`, oldest first.
     func webAuthTokens(accountID: Int64, now: Int64) async throws -> [StoredWebAuthToken]
     /// Deletes the tokens of a session (``StoredWebAuthToken/session``); how many.
@@ -141,9 +157,6 @@ package protocol RecordStoreTransaction {
     func candidateKeys(zones: [Int64], recordType: String, conditions: [IndexCondition], fields: [String]) async throws -> [StoredRecordKeys]
     /// Records by row id (those that exist), by id.
     func records(ids: [Int64]) async throws -> [Int64: StoredRecord]
-    /// ``records(ids:)`` with each record's fields left as stored (``StoredRecordText``), in one
-    /// statement: what a query read off an index answers with.
-    func recordTexts(ids: [Int64]) async throws -> [Int64: StoredRecordText]
     /// The records (and tombstones) with these names in a zone, their fields left as stored, by
     /// name, in one statement: what `records/lookup` answers with.
     func recordTexts(zone: Int64, names: [String]) async throws -> [String: StoredRecordText]

@@ -205,6 +205,18 @@ import Testing
         }
     }
 
+    /// A single-statement read runs outside a transaction, so a second statement (which would
+    /// not share the first one's snapshot) is refused rather than run.
+    @Test(.enabled(if: hasServer)) func aSingleStatementReadRefusesASecondStatement() async throws {
+        try await Self.withStore { store, _ async throws in
+            try await store.write { tx throws in try await tx.addContainer("iCloud.a", createdAt: 1) }
+            #expect(try await store.readStatement { tx in try await tx.containers() } == ["iCloud.a"])
+            await #expect(throws: UbiquityError.self) {
+                _ = try await store.readStatement { tx in (try await tx.containers(), try await tx.containerExists("iCloud.a")) }
+            }
+        }
+    }
+
     @Test(.enabled(if: hasServer)) func aClosedStoreFails() async throws {
         try await Self.withStore { store, _ async throws in
             try await store.write { tx throws in try await tx.addContainer("iCloud.a", createdAt: 1) }
@@ -224,7 +236,7 @@ import Testing
         try await Self.withStore(maximumConnections: 1) { admin, fixture async throws in
             let role = "ubiq_" + fixture.location
             let url = try PostgresURL(StoreFixture.postgresURL!)
-            try await admin.run(readOnly: false) { session in
+            try await admin.run(.write) { session in
                 try await session.execute("CREATE ROLE \(role) LOGIN")
                 try await session.execute("GRANT CREATE ON DATABASE \(PostgresRecordStore.quotedIdentifier(url.database)) TO \(role)")
                 try await session.execute("GRANT ALL ON SCHEMA \(fixture.location) TO \(role)")
@@ -235,7 +247,7 @@ import Testing
                 let store = try await PostgresRecordStore(url: "postgres://\(role)@\(host):\(port)/\(url.database)?connect_timeout=1&sslmode=disable",
                                                           schema: fixture.location, maximumConnections: 2, logger: StoreFixture.logger)
                 try await store.write { tx throws in try await tx.addContainer("iCloud.before", createdAt: 1) }
-                try await admin.run(readOnly: false) { session in
+                try await admin.run(.write) { session in
                     try await session.execute("ALTER ROLE \(role) NOLOGIN")
                     try await session.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [.text(role)])
                 }
@@ -248,12 +260,12 @@ import Testing
                 }
                 try await store.close()
             } catch {
-                try? await admin.run(readOnly: false) { session in try await session.execute("DROP OWNED BY \(role)") }
-                try? await admin.run(readOnly: false) { session in try await session.execute("DROP ROLE \(role)") }
+                try? await admin.run(.write) { session in try await session.execute("DROP OWNED BY \(role)") }
+                try? await admin.run(.write) { session in try await session.execute("DROP ROLE \(role)") }
                 throw error
             }
-            try await admin.run(readOnly: false) { session in try await session.execute("DROP OWNED BY \(role)") }
-            try await admin.run(readOnly: false) { session in try await session.execute("DROP ROLE \(role)") }
+            try await admin.run(.write) { session in try await session.execute("DROP OWNED BY \(role)") }
+            try await admin.run(.write) { session in try await session.execute("DROP ROLE \(role)") }
         }
     }
 

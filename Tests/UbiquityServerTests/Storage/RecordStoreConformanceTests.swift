@@ -112,6 +112,19 @@ import UbiquityWire
                 check.equal(try await tx.webAuthToken(digest: "token", now: 1_000)?.account, nil)
                 check.equal(try await tx.webAuthToken(digest: "other", now: 100)?.account, nil)
             }
+            // both tokens of a request in one statement, whichever of them matches
+            try await store.write { tx throws in
+                try await tx.addContainer("iCloud.a", createdAt: 1)
+                try await tx.addAPIToken(container: "iCloud.a", digest: "api", createdAt: 1)
+            }
+            for (api, web, now, container, live) in [("api", "token", 100, "iCloud.a", true), ("api", nil, 100, "iCloud.a", false),
+                                                      ("api", "token", 1_000, "iCloud.a", false), ("other", "token", 100, nil, true),
+                                                      ("other", "other", 100, nil, false)] as [(String, String?, Int64, String?, Bool)] {
+                let found = try await store.readStatement { tx in try await tx.credentials(apiTokenDigest: api, webTokenDigest: web, now: now) }
+                #expect(found.container == container, "\(api) \(web ?? "-") \(now)")
+                #expect(found.live?.token == (live ? stored : nil), "\(api) \(web ?? "-") \(now)")
+                #expect(found.live?.account == (live ? account : nil), "\(api) \(web ?? "-") \(now)")
+            }
         }
     }
 

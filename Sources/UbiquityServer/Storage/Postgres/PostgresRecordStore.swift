@@ -70,7 +70,7 @@ package final class PostgresRecordStore: RecordStore {
         }
         do {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let applied = try await Self.transaction(on: connection, readOnly: false, url: parsed, logger: logger) { session in
+            let applied = try await Self.transaction(on: connection, mode: .write, url: parsed, logger: logger) { session in
                 try await Self.migrate(session: session, schema: schema, now: now)
             }
             try await connection.close()
@@ -95,20 +95,25 @@ package final class PostgresRecordStore: RecordStore {
 
     /// Runs `body` in a `REPEATABLE READ READ ONLY` transaction: one snapshot.
     package func read<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
-        try await run(readOnly: true) { session in try await body(PostgresTransaction(session: session)) }
+        try await run(.read) { session in try await body(PostgresTransaction(session: session)) }
+    }
+
+    /// Runs `body`'s one statement without `BEGIN` and `COMMIT` (one round trip instead of three).
+    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await run(.statement) { session in try await body(PostgresTransaction(session: session)) }
     }
 
     /// Runs `body` in a read-write transaction (`BEGIN … COMMIT`; rolled back when it throws).
     /// After a commit that takes the records written past ``PostgresStatistics``' line, the
     /// record tables' statistics are refreshed in the background.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
-        let (result, written) = try await run(readOnly: false) { session in
+        let (result, written) = try await run(.write) { session in
             let transaction = PostgresTransaction(session: session)
             return (try await body(transaction), transaction.recordsWritten)
         }
         if written > 0, statistics.wrote(written) {
             Task { [self] in
-                let records = try? await run(readOnly: false) { session -> Int in
+                let records = try? await run(.write) { session -> Int in
                     try await session.execute(PostgresStatistics.refreshSQL)
                     return Int(try await session.row("SELECT reltuples::BIGINT AS n FROM pg_class WHERE oid = 'records'::regclass")?.value("n", as: Int64.self) ?? 0)
                 }
@@ -143,14 +148,24 @@ package final class PostgresRecordStore: RecordStore {
     /// (the server is down or every connection is stuck): the URL's `connect_timeout`.
     private var leaseDeadline: Duration { .seconds(url.connectTimeout) }
 
+    /// How `run` runs a body.
+    enum Mode {
+        /// `REPEATABLE READ READ ONLY`: one snapshot.
+        case read
+        /// `BEGIN … COMMIT` at READ COMMITTED.
+        case write
+        /// One statement, outside a transaction.
+        case statement
+    }
+
     /// Runs `body` in a transaction on a leased connection, again on deadlocks and serialization
     /// failures.
-    func run<T: Sendable>(readOnly: Bool, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
+    func run<T: Sendable>(_ mode: Mode, _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             do {
                 return try await withLeasedConnection { [url, logger] connection in
-                    try await Self.transaction(on: connection, readOnly: readOnly, url: url, logger: logger, body)
+                    try await Self.transaction(on: connection, mode: mode, url: url, logger: logger, body)
                 }
             } catch let stale as StaleConnection {
                 guard attempt < Self.maximumAttempts else { throw stale.error }
@@ -202,12 +217,21 @@ package final class PostgresRecordStore: RecordStore {
         }
     }
 
-    /// One transaction on `connection`.
-    static func transaction<T>(on connection: PostgresConnection, readOnly: Bool, url: PostgresURL, logger: Logger,
+    /// One transaction on `connection` (one statement, for `.statement`).
+    static func transaction<T>(on connection: PostgresConnection, mode: Mode, url: PostgresURL, logger: Logger,
                                _ body: (PostgresSession) async throws -> T) async throws -> T {
+        if mode == .statement {
+            do {
+                return try await body(PostgresSession(connection: connection, url: url, logger: logger, statementLimit: 1))
+            } catch {
+                // a read is safe to run again on another connection
+                if connection.isClosed { throw StaleConnection(error: error) }
+                throw error
+            }
+        }
         let session = PostgresSession(connection: connection, url: url, logger: logger)
         do {
-            try await session.execute(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+            try await session.execute(mode == .read ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
         } catch {
             if connection.isClosed { throw StaleConnection(error: error) }
             throw error
@@ -235,7 +259,7 @@ package final class PostgresRecordStore: RecordStore {
 
     /// The value of a server setting (`current_setting(name)`), for tests and diagnostics.
     package func setting(_ name: String) async throws -> String {
-        try await run(readOnly: true) { session in
+        try await run(.read) { session in
             guard let row = try await session.row("SELECT current_setting($1) AS value", [.text(name)]) else {
                 throw UbiquityError(.notFound, "PostgreSQL has no setting \(name)")
             }

@@ -24,16 +24,68 @@ final class PostgresSession {
     /// The first statement error: after it PostgreSQL refuses everything but `ROLLBACK`, so a
     /// transaction whose body swallowed it must not report success.
     private(set) var failure: UbiquityError?
+    /// The most statements the session may run (nil: any number): 1 outside a transaction
+    /// (`PostgresRecordStore.readStatement`).
+    let statementLimit: Int?
+    private var statements = 0
 
-    init(connection: PostgresConnection, url: PostgresURL, logger: Logger) {
+    init(connection: PostgresConnection, url: PostgresURL, logger: Logger, statementLimit: Int? = nil) {
         self.connection = connection
         self.url = url
         self.logger = logger
+        self.statementLimit = statementLimit
     }
 
     /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
     func rows(_ sql: String, _ parameters: [PostgresParameter] = []) async throws -> [PostgresRandomAccessRow] {
+        try count()
+        do {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: Self.bindings(parameters)), logger: logger) {
+                rows.append(row.makeRandomAccess())
+            }
+            return rows
+        } catch {
+            throw failed(error, sql: sql)
+        }
+    }
+
+    /// Runs the prepared statement `statement` with `parameters` and returns its rows.
+    func rows<Statement: PostgresStatement>(_ statement: Statement.Type, _ parameters: [PostgresParameter]) async throws -> [PostgresRandomAccessRow] {
+        try count()
+        do {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await connection.execute(PostgresPrepared<Statement>(bindings: Self.bindings(parameters)), logger: logger) {
+                rows.append(row)
+            }
+            return rows
+        } catch {
+            throw failed(error, sql: Statement.sql)
+        }
+    }
+
+    /// Runs the prepared statement `statement` and returns its first row, if any.
+    func row<Statement: PostgresStatement>(_ statement: Statement.Type, _ parameters: [PostgresParameter]) async throws -> PostgresRandomAccessRow? {
+        try await rows(statement, parameters).first
+    }
+
+    /// Counts a statement against ``statementLimit``.
+    private func count() throws {
+        statements += 1
+        if let statementLimit, statements > statementLimit {
+            throw UbiquityError(.protocolError, "a single-statement read ran a second statement (outside a transaction, so not in the first one's snapshot)")
+        }
+    }
+
+    /// A statement's error as a `UbiquityError`, remembered as the transaction's failure.
+    private func failed(_ error: any Error, sql: String) -> UbiquityError {
+        let mapped = PostgresErrors.statementError(error, sql: sql, url: url)
+        if failure == nil { failure = mapped }
+        return mapped
+    }
+
+    private static func bindings(_ parameters: [PostgresParameter]) -> PostgresBindings {
         var binds = PostgresBindings(capacity: parameters.count)
         for parameter in parameters {
             switch parameter {
@@ -46,17 +98,7 @@ final class PostgresSession {
             case .bytes(let value): binds.append(ByteBuffer(bytes: value))
             }
         }
-        do {
-            var rows: [PostgresRandomAccessRow] = []
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
-                rows.append(row.makeRandomAccess())
-            }
-            return rows
-        } catch {
-            let mapped = PostgresErrors.statementError(error, sql: sql, url: url)
-            if failure == nil { failure = mapped }
-            throw mapped
-        }
+        return binds
     }
 
     /// Runs `sql` and returns its first row, if any.

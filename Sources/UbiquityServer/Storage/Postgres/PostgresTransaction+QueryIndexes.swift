@@ -23,8 +23,22 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
     }
 
     func queryIndexes(container: String, environment: CloudKitEnvironment) async throws -> [StoredQueryIndex] {
-        try await session.rows("SELECT \(Self.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 ORDER BY q.id",
-                         [.text(container), .text(environment.rawValue)]).compactMap(Self.queryIndex)
+        try await session.rows(QueryIndexes.self, [.text(container), .text(environment.rawValue)]).compactMap(Self.queryIndex)
+    }
+
+    /// The statement of ``queryIndexes(container:environment:)``.
+    enum QueryIndexes: PostgresStatement {
+        static let name = "query_indexes"
+        static let sql = "SELECT \(PostgresTransaction.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 ORDER BY q.id"
+    }
+
+    /// The statement of ``scanQueryIndex(id:zone:from:to:limit:)``.
+    enum ScanQueryIndex: PostgresStatement {
+        static let name = "scan_query_index"
+        static let sql = """
+            SELECT \(QueryIndexSQL.qualified(PostgresTransaction.recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
+            WHERE k.query_index = $1 AND k.zone = $2 AND k.key >= $3 AND k.key < $4 ORDER BY k.key LIMIT $5
+            """
     }
 
     /// Writes the keys of `writes` (rows `ids` by name; `replaced`: those that had keys before)
@@ -108,10 +122,9 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
     }
 
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) async throws -> [QueryIndexHit] {
-        try await session.rows("""
-            SELECT key, record FROM record_keys WHERE query_index = $1 AND zone = $2 AND key >= $3 AND key < $4 ORDER BY key LIMIT $5
-            """, [.int(id), .int(zone), .bytes(lower), .bytes(upper), .int(Int64(limit))]).map {
-            QueryIndexHit(key: Array(try $0.value("key", as: Data.self)), record: try $0.value("record"))
+        try await session.rows(ScanQueryIndex.self, [.int(id), .int(zone), .bytes(lower), .bytes(upper), .int(Int64(limit))]).map {
+            QueryIndexHit(key: Array(try $0.value("key", as: Data.self)),
+                          stored: StoredRecordText(record: try record($0, decodingFields: false), fieldsText: try $0.value("fields")))
         }
     }
 

@@ -11,14 +11,7 @@ extension PostgresTransaction: SchemaStoreTransaction {
     /// (a query's, a lookup's) goes through here.
     func recordType(container: String, environment: CloudKitEnvironment, name: String) async throws -> RecordTypeSchema? {
         let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name)]
-        let rows = try await session.rows("""
-            SELECT 't' AS kind, NULL AS field, NULL AS type, NULL::BOOLEAN AS queryable, NULL::BOOLEAN AS sortable, NULL::BOOLEAN AS searchable,
-                NULL AS guess, NULL::BIGINT AS permissions FROM schema_types WHERE container = $1 AND environment = $2 AND record_type = $3
-            UNION ALL SELECT 'f', field, type, queryable, sortable, searchable, guess, NULL FROM schema_fields
-                WHERE container = $1 AND environment = $2 AND record_type = $3
-            UNION ALL SELECT 'p', role, NULL, NULL, NULL, NULL, NULL, permissions FROM schema_permissions
-                WHERE container = $1 AND environment = $2 AND record_type = $3
-            """, parameters)
+        let rows = try await session.rows(RecordType.self, parameters)
         guard try rows.contains(where: { try $0.value("kind", as: String.self) == "t" }) else { return nil }
         var type = RecordTypeSchema(name: name, permissions: [:])
         for row in rows {
@@ -106,8 +99,27 @@ extension PostgresTransaction: SchemaStoreTransaction {
     }
 
     func roles(container: String, userRecordName: String) async throws -> Set<String> {
-        Set(try await session.rows("SELECT role FROM role_members WHERE container = $1 AND user_record_name = $2", [.text(container), .text(userRecordName)])
-            .map { try $0.value("role", as: String.self) })
+        Set(try await session.rows(Roles.self, [.text(container), .text(userRecordName)]).map { try $0.value("role", as: String.self) })
+    }
+
+    /// The statement of ``recordType(container:environment:name:)``: the type, its fields and its
+    /// permissions, in one.
+    enum RecordType: PostgresStatement {
+        static let name = "record_type"
+        static let sql = """
+            SELECT 't' AS kind, NULL AS field, NULL AS type, NULL::BOOLEAN AS queryable, NULL::BOOLEAN AS sortable, NULL::BOOLEAN AS searchable,
+                NULL AS guess, NULL::BIGINT AS permissions FROM schema_types WHERE container = $1 AND environment = $2 AND record_type = $3
+            UNION ALL SELECT 'f', field, type, queryable, sortable, searchable, guess, NULL FROM schema_fields
+                WHERE container = $1 AND environment = $2 AND record_type = $3
+            UNION ALL SELECT 'p', role, NULL, NULL, NULL, NULL, NULL, permissions FROM schema_permissions
+                WHERE container = $1 AND environment = $2 AND record_type = $3
+            """
+    }
+
+    /// The statement of ``roles(container:userRecordName:)``.
+    enum Roles: PostgresStatement {
+        static let name = "roles"
+        static let sql = "SELECT role FROM role_members WHERE container = $1 AND user_record_name = $2"
     }
 
     func roleMembers(container: String) async throws -> [String: Set<String>] {

@@ -5,7 +5,7 @@ import UbiquityCore
 /// Web-auth and device tokens, the account changes that end their sessions, and the sign-in
 /// guard's counts.
 extension PostgresTransaction {
-    private static let tokenColumns = """
+    static let tokenColumns = """
         web_auth_tokens.digest, web_auth_tokens.account, web_auth_tokens.container, web_auth_tokens.session, web_auth_tokens.device,
         web_auth_tokens.created_at AS token_created_at, web_auth_tokens.expires_at
         """
@@ -32,6 +32,28 @@ extension PostgresTransaction {
             WHERE web_auth_tokens.digest = $1 AND web_auth_tokens.expires_at > $2 AND accounts.disabled_at IS NULL
             """, [.text(digest), .int(now)]), let account = try account(row) else { return nil }
         return (try Self.token(row), account)
+    }
+
+    func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) async throws
+        -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?) {
+        // one row whatever matches: the API token's container beside the web token's columns
+        guard let row = try await session.row(Credentials.self, [.text(apiTokenDigest), .text(webTokenDigest), .int(now)]) else { return (nil, nil) }
+        let container: String? = try row.value("api_container")
+        guard try row.value("digest", as: String?.self) != nil, let account = try account(row) else { return (container, nil) }
+        return (container, (try Self.token(row), account))
+    }
+
+    /// The statement of ``credentials(apiTokenDigest:webTokenDigest:now:)``.
+    enum Credentials: PostgresStatement {
+        static let name = "credentials"
+        static let sql = """
+            SELECT (SELECT container FROM api_tokens WHERE digest = $1) AS api_container, web.*
+            FROM (VALUES (1)) AS one (x) LEFT JOIN (
+                SELECT \(PostgresTransaction.accountColumns), \(PostgresTransaction.tokenColumns)
+                FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
+                WHERE web_auth_tokens.digest = $2::TEXT AND web_auth_tokens.expires_at > $3 AND accounts.disabled_at IS NULL
+            ) AS web ON true
+            """
     }
 
     func webAuthTokens(accountID: Int64, now: Int64) async throws -> [StoredWebAuthToken] {

@@ -126,10 +126,17 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     func zone(key: DatabaseKey, name: String) async throws -> StoredZone? {
-        try await session.row("""
-            SELECT \(QueryIndexSQL.qualified(Self.zoneColumns, by: "z")) FROM databases d JOIN zones z ON z.database = d.id
+        try await session.row(ZoneByKey.self, [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner), .text(name)])
+            .map(zone)
+    }
+
+    /// The statement of ``zone(key:name:)``.
+    enum ZoneByKey: PostgresStatement {
+        static let name = "zone_by_key"
+        static let sql = """
+            SELECT \(QueryIndexSQL.qualified(PostgresTransaction.zoneColumns, by: "z")) FROM databases d JOIN zones z ON z.database = d.id
             WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4 AND z.name = $5 AND NOT z.deleted
-            """, [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue), .text(key.owner), .text(name)]).map(zone)
+            """
     }
 
     func zone(id: Int64) async throws -> StoredZone? {
@@ -204,7 +211,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     /// ``record(_:)``, its fields left empty unless `decodingFields`.
-    private func record(_ row: PostgresRandomAccessRow, decodingFields: Bool) throws -> StoredRecord {
+    func record(_ row: PostgresRandomAccessRow, decodingFields: Bool) throws -> StoredRecord {
         let deleted: Bool = try row.value("deleted")
         let fieldsText: String = try row.value("fields")
         return StoredRecord(
@@ -402,23 +409,20 @@ final class PostgresTransaction: RecordStoreTransaction {
         return keys
     }
 
-    func recordTexts(ids: [Int64]) async throws -> [Int64: StoredRecordText] {
-        guard !ids.isEmpty else { return [:] }
-        var found: [Int64: StoredRecordText] = [:]
-        for row in try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE id = ANY($1)", [.ints(ids)]) {
-            found[try row.value("id")] = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
-        }
-        return found
-    }
-
     func recordTexts(zone: Int64, names: [String]) async throws -> [String: StoredRecordText] {
         guard !names.isEmpty else { return [:] }
         var found: [String: StoredRecordText] = [:]
-        for row in try await session.rows("SELECT \(Self.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)", [.int(zone), .texts(names)]) {
+        for row in try await session.rows(RecordTextsByName.self, [.int(zone), .texts(names)]) {
             let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
             found[text.record.recordName] = text
         }
         return found
+    }
+
+    /// The statement of ``recordTexts(zone:names:)``.
+    enum RecordTextsByName: PostgresStatement {
+        static let name = "record_texts_by_name"
+        static let sql = "SELECT \(PostgresTransaction.recordColumns) FROM records WHERE zone = $1 AND name = ANY($2)"
     }
 
     func records(ids: [Int64]) async throws -> [Int64: StoredRecord] {

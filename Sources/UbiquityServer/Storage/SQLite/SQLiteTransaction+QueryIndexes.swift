@@ -67,11 +67,13 @@ extension SQLiteTransaction: QueryIndexStoreTransaction {
     }
 
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) throws -> [QueryIndexHit] {
+        // the record's columns first, at the positions `record(_:decodingFields:)` reads, then the key
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT key, record FROM record_keys WHERE query_index = ? AND zone = ? AND key >= ? AND key < ? ORDER BY key LIMIT ?
+            SELECT \(QueryIndexSQL.qualified(Self.recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
+            WHERE k.query_index = ? AND k.zone = ? AND k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?
             """), arguments: [id, zone, Data(lower), Data(upper), limit]).map { row in
-            let key: Data = row[0]
-            return QueryIndexHit(key: Array(key), record: row[1])
+            let key: Data = row[16]
+            return QueryIndexHit(key: Array(key), stored: StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7]))
         }
     }
 

@@ -31,6 +31,11 @@ extension SQLiteTransaction {
         return (Self.token(row), account)
     }
 
+    func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) throws
+        -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?) {
+        (try container(forAPITokenDigest: apiTokenDigest), try webTokenDigest.flatMap { try webAuthToken(digest: $0, now: now) })
+    }
+
     func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken] {
         try Row.fetchAll(db, sql: "SELECT \(Self.tokenColumns) FROM web_auth_tokens WHERE account = ? AND expires_at > ? ORDER BY created_at, digest",
                          arguments: [accountID, now]).map(Self.token)

@@ -174,7 +174,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     /// ``record(_:)``, its fields left empty unless `decodingFields`.
-    private func record(_ row: Row, decodingFields: Bool) throws -> StoredRecord {
+    func record(_ row: Row, decodingFields: Bool) throws -> StoredRecord {
         let deleted: Bool = row[6]
         let fieldsText: String = row[7]
         return StoredRecord(
@@ -350,17 +350,6 @@ struct SQLiteTransaction: RecordStoreTransaction {
         let statement = try db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE id = ?")
         for id in ids {
             if let row = try Row.fetchOne(statement, arguments: [id]) { found[id] = try record(row) }
-        }
-        return found
-    }
-
-    func recordTexts(ids: [Int64]) throws -> [Int64: StoredRecordText] {
-        guard !ids.isEmpty else { return [:] }
-        var found: [Int64: StoredRecordText] = [:]
-        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.recordColumns) FROM records WHERE id IN (\(databaseQuestionMarks(count: ids.count)))",
-                                       arguments: StatementArguments(ids))
-        while let row = try rows.next() {
-            found[row[0]] = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7])
         }
         return found
     }

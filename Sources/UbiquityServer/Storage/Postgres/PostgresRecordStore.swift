@@ -123,20 +123,48 @@ package final class PostgresRecordStore: RecordStore {
         return result
     }
 
-    /// Stops the pool: connections close, and later calls fail with `.serviceUnavailable`.
+    /// Stops the pool: connections close, and later calls fail with `.serviceUnavailable`. Waits
+    /// for the pool to stop at most ``closeWait`` (a pool retrying connections to a server that
+    /// is down may take longer; it stops in the background).
     package func close() async throws {
         clientTask.cancel()
-        await clientTask.value
+        let running = clientTask
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = ResumeOnce(continuation)
+            Task {
+                await running.value
+                once.resume()
+            }
+            Task {
+                try? await Task.sleep(for: Self.closeWait)
+                once.resume()
+            }
+        }
     }
+
+    /// A continuation resumed by the first of several callers.
+    private final class ResumeOnce: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+
+        init(_ continuation: CheckedContinuation<Void, Never>) {
+            self.continuation = Mutex(continuation)
+        }
+
+        func resume() {
+            continuation.withLock { continuation in
+                defer { continuation = nil }
+                return continuation
+            }?.resume()
+        }
+    }
+
+    /// The longest ``close()`` waits for the pool to stop.
+    static let closeWait: Duration = .seconds(5)
 
     deinit {
         clientTask.cancel()
     }
 
-    /// Whether a transaction has its connection yet.
-    private final class LeaseFlag: Sendable {
-        let value = Atomic<Bool>(false)
-    }
 
     /// A connection that failed before its transaction began (the server closed it while idle):
     /// the transaction runs again on another connection.
@@ -185,35 +213,39 @@ package final class PostgresRecordStore: RecordStore {
     /// while it cannot open connections (up to a minute, its circuit breaker); the store gives up
     /// after ``leaseDeadline`` instead, so that a request during an outage is answered
     /// TRY_AGAIN_LATER in bounded time. Once `body` has its connection, it is never cut short.
+    ///
+    /// The lease runs as a task of its own that the caller does not wait for once the deadline
+    /// passed: a request the pool never answers (one made as the store closes) cannot hold the
+    /// caller. A lease granted after the deadline hands its connection straight back.
     private func withLeasedConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let leased = LeaseFlag()
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { [client, url] in
-                do {
-                    return try await client.withConnection { connection in
-                        leased.value.store(true, ordering: .relaxed)
-                        return try await body(connection)
+        let race = LeaseRace<T>()
+        let deadline = leaseDeadline
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let lease = Task { [client, url] in
+                    do {
+                        let result = try await client.withConnection { connection in
+                            guard race.lease() else { throw CancellationError() }
+                            return try await body(connection)
+                        }
+                        race.finish(.success(result))
+                    } catch {
+                        let leased = race.isLeased
+                        race.finish(.failure(leased || error is UbiquityError || error is StaleConnection || error is CancellationError
+                            ? error : PostgresErrors.connectError(error, url: url)))
                     }
-                } catch where !leased.value.load(ordering: .relaxed) && !(error is UbiquityError) && !(error is StaleConnection) && !(error is CancellationError) {
-                    throw PostgresErrors.connectError(error, url: url)
                 }
-            }
-            group.addTask { [leaseDeadline] in
-                try? await Task.sleep(for: leaseDeadline)
-                return nil
-            }
-            while let next = try await group.next() {
-                if let result = next {
-                    group.cancelAll()
-                    return result
+                let timer = Task { [url] in
+                    try? await Task.sleep(for: deadline)
+                    if race.abandon() {
+                        lease.cancel()
+                        race.finish(.failure(UbiquityError(.serviceUnavailable, "no connection to PostgreSQL at \(url.hostDescription) within \(url.connectTimeout) s")))
+                    }
                 }
-                // the deadline passed: give up unless the body has its connection
-                if !leased.value.load(ordering: .relaxed) {
-                    group.cancelAll()
-                    throw UbiquityError(.serviceUnavailable, "no connection to PostgreSQL at \(url.hostDescription) within \(url.connectTimeout) s")
-                }
+                race.start(continuation, lease: lease, timer: timer)
             }
-            throw CancellationError()
+        } onCancel: {
+            race.cancel()
         }
     }
 

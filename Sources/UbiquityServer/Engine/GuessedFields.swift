@@ -27,26 +27,21 @@ struct GuessedFields: Sendable {
     /// The guessed fields of `recordTypes` in the environment of `key`.
     static func of(_ recordTypes: some Sequence<String>, key: DatabaseKey, tx: any RecordStoreTransaction) async throws -> GuessedFields {
         let schemas = try tx.schemas()
-        var found = GuessedFields()
-        for name in Set(recordTypes) {
-            found.add(try await schemas.recordType(container: key.container, environment: key.environment, name: name))
-        }
-        return found
+        return try await of(recordTypes) { try await schemas.recordType(container: key.container, environment: key.environment, name: $0) }
     }
 
     /// ``of(_:key:tx:)`` with the types `access` has read already (a lookup checked its caller's
     /// permissions on them), reading the others through it.
     static func of(_ recordTypes: some Sequence<String>, access: inout RecordAccess, tx: any RecordStoreTransaction) async throws -> GuessedFields {
-        var found = GuessedFields()
-        for name in Set(recordTypes) {
-            found.add(try await access.recordType(name, tx: tx))
-        }
-        return found
+        try await of(recordTypes) { try await access.recordType($0, tx: tx) }
     }
 
-    /// Adds the guessed fields of `type`.
-    private mutating func add(_ type: RecordTypeSchema?) {
-        byType.merge(GuessedFields(type).byType) { first, _ in first }
+    private static func of(_ recordTypes: some Sequence<String>, type: (String) async throws -> RecordTypeSchema?) async throws -> GuessedFields {
+        var found = GuessedFields()
+        for name in Set(recordTypes) {
+            found.byType.merge(GuessedFields(try await type(name)).byType) { first, _ in first }
+        }
+        return found
     }
 
     func covers(_ recordType: String) -> Bool { byType[recordType] != nil }

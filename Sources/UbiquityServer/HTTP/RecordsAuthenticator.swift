@@ -92,15 +92,6 @@ final class RecordsAuthenticator: Sendable {
         return Outcome(caller: RecordsCaller(identity: .serverKey(keyID: pending.keyID), deviceID: pending.deviceID))
     }
 
-    /// Authenticates a request to `path` whose body is in hand (both stages at once).
-    func authenticate(path: DatabasePath, query: [String: String], header: (String) -> String?, body: [UInt8],
-                      rawPath: String, rawPathWithQuery: String, signInURL: String) async throws -> Outcome {
-        switch try await authenticateBeforeBody(path: path, query: query, header: header, signInURL: signInURL) {
-        case .authenticated(let outcome): return outcome
-        case .signature(let pending): return try verify(pending, body: body, rawPath: rawPath, rawPathWithQuery: rawPathWithQuery)
-        }
-    }
-
     /// API-token, web-auth-token and device-token authentication (none needs the body).
     private func authenticateToken(path: DatabasePath, query: [String: String], header: (String) -> String?, signInURL: String) async throws -> Outcome {
         if query["ckAPIToken"].map(\.isEmpty) ?? true, let deviceToken = query["ckWebAuthToken"], SecretToken.isDeviceToken(deviceToken) {

@@ -31,8 +31,9 @@ struct RecordsRoutes: Sendable {
         for operation in RecordsOperation.allCases {
             for path in Self.routePaths(operation) {
                 let route = "1/\(path)"
-                group.on(RouterPath(route), method: .post) { request, context in try await respond(operation, context: context) }
-                group.on(RouterPath(route), method: .get) { request, context in try await respond(operation, context: context) }
+                for method in Self.methods {
+                    group.on(RouterPath(route), method: method) { _, context in try await respond(operation, context: context) }
+                }
                 let segments = route.split(separator: "/")
                 for count in 0...segments.count {
                     children[segments.prefix(count).joined(separator: "/"), default: []].formUnion(segments.dropFirst(count).prefix(1))
@@ -44,11 +45,14 @@ struct RecordsRoutes: Sendable {
         // parameter follows (the container, the environment) every name matches it anyway.
         let fallbacks = children.filter { $0.value.allSatisfy { !$0.hasPrefix(":") } }.keys.map { $0.isEmpty ? "**" : "\($0)/**" }
         for fallback in fallbacks {
-            let route = RouterPath(fallback)
-            group.on(route, method: .post) { _, context in try unknownOperation(context: context) }
-            group.on(route, method: .get) { _, context in try unknownOperation(context: context) }
+            for method in Self.methods {
+                group.on(RouterPath(fallback), method: method) { _, context in try unknownOperation(context: context) }
+            }
         }
     }
+
+    /// The methods every operation answers (CloudKit's are POST; GET reads an empty body as `{}`).
+    private static let methods: [HTTPRequest.Method] = [.post, .get]
 
     /// A path under `/database` that names no operation of this server (the middleware has
     /// refused a malformed one already).
@@ -56,13 +60,10 @@ struct RecordsRoutes: Sendable {
         throw WireError(.badRequest, "operation \(try context.authenticatedCall().path.operation) is not available on this server")
     }
 
-    /// Runs `operation` for the call in `context` and answers its JSON.
+    /// Runs `operation` for the call in `context` and answers its JSON (the route matched the
+    /// path the middleware parsed, so the call's operation is `operation`).
     func respond(_ operation: RecordsOperation, context: RecordsRequestContext) async throws -> Response {
-        let call = try context.authenticatedCall()
-        guard call.path.operation == operation.rawValue else {
-            throw WireError(.badRequest, "operation \(call.path.operation) is not available on this server")
-        }
-        let body = try await run(operation, call: call)
+        let body = try await run(operation, call: context.authenticatedCall())
         return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 

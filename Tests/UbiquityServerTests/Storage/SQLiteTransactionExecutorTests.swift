@@ -12,7 +12,7 @@ private actor Ledger {
 private struct Refused: Error {}
 
 @Suite struct SQLiteTransactionExecutorTests {
-    @Test func runsABodyWithActorHopsToItsEndOnTheCallingThread() throws {
+    @Test func runsABodyWithActorHopsToItsEnd() throws {
         let ledger = Ledger()
         let value = try SQLiteTransactionExecutor.run { () async throws -> Int in
             var sum = 0

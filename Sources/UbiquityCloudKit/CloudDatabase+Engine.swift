@@ -310,7 +310,7 @@ extension CloudDatabase {
             var page = DatabaseChangesPage(token: ServerChangeToken(rawValue: newToken), moreComing: try reader.bool("moreComing") ?? false)
             for (index, element) in (try reader.array("zones") ?? []).enumerated() {
                 let zoneReader = try WireReader(element, path: "zones[\(index)]")
-                guard let zoneJSON = zoneReader.value("zoneID") else { continue }
+                guard let zoneJSON = try zoneReader.value("zoneID") else { continue }
                 let zone = RecordZone.ID(wire: try WireZoneID(json: zoneJSON, path: zoneReader.path("zoneID")))
                 if try zoneReader.bool("purged") == true {
                     page.purged.append(zone)

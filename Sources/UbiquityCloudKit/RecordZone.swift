@@ -106,7 +106,7 @@ extension RecordZone {
     /// Reads a zone dictionary (`{"zoneID", "syncToken", "atomic"}`).
     init(json: JSONValue, requested: RecordZone.ID?) throws {
         let reader = try WireReader(json, path: "zone")
-        guard let zoneJSON = reader.value("zoneID") else { throw WireReader.missing("zone.zoneID", "a zone ID dictionary") }
+        guard let zoneJSON = try reader.value("zoneID") else { throw WireReader.missing("zone.zoneID", "a zone ID dictionary") }
         let wire = try WireZoneID(json: zoneJSON, path: "zone.zoneID")
         self.init(zoneID: requested?.matching(wire) ?? RecordZone.ID(wire: wire))
         if let atomic = try reader.bool("atomic") {

@@ -382,3 +382,27 @@ struct JSONValueParser {
         return value
     }
 }
+
+extension JSONValue: Decodable {
+    /// Decodes any JSON value from a `Decoder` (a request member whose shape only its reader
+    /// knows, such as a field value). Through Foundation's `JSONDecoder`, an integral number is
+    /// an ``integer(_:)`` however it is written (`2.0` too: the decoder does not tell them apart).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Int64.self) {
+            self = .integer(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let elements = try? container.decode([JSONValue].self) {
+            self = .array(elements)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}

@@ -16,7 +16,7 @@ extension WireFieldValue {
             }
             type = parsed
         }
-        guard let value = reader.members["value"] else { throw WireReader.missing(reader.path("value"), "a value") }
+        guard let value = try reader.member("value") else { throw WireReader.missing(reader.path("value"), "a value") }
         try self.init(value: value, type: type, path: reader.path("value"))
     }
 

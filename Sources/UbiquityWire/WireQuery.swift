@@ -110,7 +110,7 @@ package enum WireFieldKey: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A query filter: `{"comparator", "fieldName" | "systemFieldName", "fieldValue", "distance"}`.
-package struct WireFilter: Sendable, Hashable {
+package struct WireFilter: Sendable, Hashable, WireReadable {
     package var comparator: WireComparator
     package var key: WireFieldKey
     package var fieldValue: WireFieldValue
@@ -126,15 +126,14 @@ package struct WireFilter: Sendable, Hashable {
     }
 
     /// Reads a filter dictionary.
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         let name = try reader.requiredString("comparator")
         guard let comparator = WireComparator(name: name) else {
             throw WireReader.invalid(reader.path("comparator"), "unknown comparator \(name); expected one of \(WireComparator.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         self.comparator = comparator
         key = try WireFieldKey.read(reader)
-        guard let value = reader.value("fieldValue") else { throw WireReader.missing(reader.path("fieldValue"), "a field value dictionary") }
+        guard let value = try reader.value("fieldValue") else { throw WireReader.missing(reader.path("fieldValue"), "a field value dictionary") }
         fieldValue = try WireFieldValue(fieldJSON: value, path: reader.path("fieldValue"))
         distance = try reader.double("distance")
         if comparator == .near {
@@ -155,7 +154,7 @@ package struct WireFilter: Sendable, Hashable {
 }
 
 /// A sort descriptor: `{"fieldName" | "systemFieldName", "ascending", "relativeLocation"}`.
-package struct WireSort: Sendable, Hashable {
+package struct WireSort: Sendable, Hashable, WireReadable {
     package var key: WireFieldKey
     package var ascending: Bool
     /// For a location field: sort by distance from here.
@@ -169,11 +168,10 @@ package struct WireSort: Sendable, Hashable {
     }
 
     /// Reads a sort descriptor.
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         key = try WireFieldKey.read(reader)
         ascending = try reader.bool("ascending") ?? true
-        if let relative = reader.value("relativeLocation") {
+        if let relative = try reader.value("relativeLocation") {
             var location = try? WireFieldValue(fieldJSON: relative, path: reader.path("relativeLocation"))
             if location == nil {
                 location = try WireFieldValue(value: relative, type: .scalar(.location), path: reader.path("relativeLocation"))
@@ -196,7 +194,7 @@ package struct WireSort: Sendable, Hashable {
 }
 
 /// A query dictionary: a record type, filters (ANDed) and sort descriptors.
-package struct WireQuery: Sendable, Hashable {
+package struct WireQuery: Sendable, Hashable, WireReadable {
     package var recordType: String
     package var filterBy: [WireFilter]
     package var sortBy: [WireSort]
@@ -209,13 +207,10 @@ package struct WireQuery: Sendable, Hashable {
     }
 
     /// Reads a query dictionary.
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         recordType = try reader.requiredString("recordType")
-        let filters = try reader.array("filterBy") ?? []
-        filterBy = try filters.enumerated().map { try WireFilter(json: $1, path: "\(reader.path("filterBy"))[\($0)]") }
-        let sorts = try reader.array("sortBy") ?? []
-        sortBy = try sorts.enumerated().map { try WireSort(json: $1, path: "\(reader.path("sortBy"))[\($0)]") }
+        filterBy = try reader.objects("filterBy") { try WireFilter(reader: $1.get()) } ?? []
+        sortBy = try reader.objects("sortBy") { try WireSort(reader: $1.get()) } ?? []
     }
 
     /// The dictionary.

@@ -2,7 +2,7 @@
 import UbiquityCore
 
 /// Who changed a record and when: the `created` / `modified` dictionaries.
-package struct WireRecordStamp: Sendable, Hashable {
+package struct WireRecordStamp: Sendable, Hashable, WireReadable {
     /// Milliseconds since 1970.
     package var timestamp: Int64
     /// The user record name of the user who made the change.
@@ -18,8 +18,7 @@ package struct WireRecordStamp: Sendable, Hashable {
     }
 
     /// Reads a stamp dictionary.
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         timestamp = try reader.integer("timestamp") ?? 0
         userRecordName = try reader.string("userRecordName") ?? ""
         deviceID = try reader.string("deviceID")
@@ -28,15 +27,20 @@ package struct WireRecordStamp: Sendable, Hashable {
     /// The dictionary.
     package var json: JSONValue {
         var writer = WireWriter()
+        write(members: &writer)
+        return writer.json
+    }
+
+    /// Writes the dictionary's members.
+    package func write(members writer: inout some WireMemberWriter) {
         writer.set("timestamp", timestamp)
         writer.set("userRecordName", userRecordName)
         writer.set("deviceID", deviceID)
-        return writer.json
     }
 }
 
 /// A record dictionary, as sent in requests and returned in responses.
-package struct WireRecord: Sendable, Hashable {
+package struct WireRecord: Sendable, Hashable, WireReadable {
     package var recordName: String
     package var recordType: String?
     package var recordChangeTag: String?
@@ -75,8 +79,7 @@ package struct WireRecord: Sendable, Hashable {
     }
 
     /// Reads a record dictionary. `recordName` may be absent (a create gets a UUID): it is then "".
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         recordName = try reader.string("recordName") ?? ""
         if recordName.utf8.count > 255 || recordName.unicodeScalars.contains(where: { $0.value < 0x20 }) {
             throw WireReader.invalid(reader.path("recordName"), "a record name must be at most 255 bytes, without control characters")
@@ -91,9 +94,10 @@ package struct WireRecord: Sendable, Hashable {
         recordChangeTag = try reader.string("recordChangeTag")
         if let fieldsReader = try reader.object("fields") {
             var fields: [String: WireFieldValue] = [:]
-            for (name, value) in fieldsReader.members {
+            for name in fieldsReader.keys {
                 let fieldPath = fieldsReader.path(name)
                 try WireRecord.validate(fieldName: name, path: fieldPath)
+                guard let value = try fieldsReader.member(name) else { continue }
                 if value.isNull { nullFields.insert(name); continue }
                 if let members = value.objectValue, members["value"]?.isNull ?? true { nullFields.insert(name); continue }
                 fields[name] = try WireFieldValue(fieldJSON: value, path: fieldPath)
@@ -101,8 +105,8 @@ package struct WireRecord: Sendable, Hashable {
             }
             self.fields = fields
         }
-        created = try reader.value("created").map { try WireRecordStamp(json: $0, path: reader.path("created")) }
-        modified = try reader.value("modified").map { try WireRecordStamp(json: $0, path: reader.path("modified")) }
+        created = try reader.object("created").map(WireRecordStamp.init(reader:))
+        modified = try reader.object("modified").map(WireRecordStamp.init(reader:))
         deleted = try reader.bool("deleted") ?? false
         zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
         parent = try reader.object("parent").map { try $0.requiredString("recordName") }
@@ -123,30 +127,48 @@ package struct WireRecord: Sendable, Hashable {
     /// The dictionary. `desiredKeys` limits the fields written (`[]` writes none, nil all).
     package func json(desiredKeys: [String]? = nil, numbersAsStrings: Bool = false) -> JSONValue {
         var writer = WireWriter()
+        write(members: &writer, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings)
+        return writer.json
+    }
+
+    /// Appends the dictionary as JSON text to `out`, without a ``JSONValue`` tree: see
+    /// ``write(members:desiredKeys:numbersAsStrings:fieldsText:)``.
+    package func write(to out: inout [UInt8], desiredKeys: [String]? = nil, numbersAsStrings: Bool = false, fieldsText: String? = nil) {
+        var writer = WireObjectWriter(appendingTo: &out)
+        write(members: &writer, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings, fieldsText: fieldsText)
+        writer.finish(into: &out)
+    }
+
+    /// Writes the dictionary's members. `desiredKeys` limits the fields written (`[]` writes none,
+    /// nil all); `fieldsText`, the fields already as a JSON object's text (as a store keeps them),
+    /// is written as it is in place of ``fields``.
+    package func write<Writer: WireMemberWriter>(members writer: inout Writer, desiredKeys: [String]? = nil, numbersAsStrings: Bool = false,
+                                                 fieldsText: String? = nil) {
         writer.set("recordName", recordName)
         if deleted {
             writer.set("deleted", true)
-            writer.set("zoneID", zoneID?.json)
-            return writer.json
+            if let zoneID { writer.set("zoneID") { zoneID.write(members: &$0) } }
+            return
         }
         writer.set("recordType", recordType)
         writer.set("recordChangeTag", recordChangeTag)
-        if let fields {
-            var members: [String: JSONValue] = [:]
-            for (name, value) in fields where desiredKeys?.contains(name) ?? true {
-                members[name] = value.fieldJSON(numbersAsStrings: numbersAsStrings)
+        if let fieldsText {
+            writer.set("fields", rawJSON: fieldsText)
+        } else if let fields {
+            writer.set("fields") { members in
+                for (name, value) in fields.sorted(by: { $0.key < $1.key }) where desiredKeys?.contains(name) ?? true {
+                    members.set(name, value.fieldJSON(numbersAsStrings: numbersAsStrings))
+                }
             }
-            writer.set("fields", .object(members))
         }
-        writer.set("pluginFields", .object([:]))
-        writer.set("created", created?.json)
-        writer.set("modified", modified?.json)
+        writer.set("pluginFields") { _ in }
+        if let created { writer.set("created") { created.write(members: &$0) } }
+        if let modified { writer.set("modified") { modified.write(members: &$0) } }
         writer.set("deleted", false)
-        writer.set("zoneID", zoneID?.json)
-        writer.set("parent", parent.map { .object(["recordName": .string($0)]) })
+        if let zoneID { writer.set("zoneID") { zoneID.write(members: &$0) } }
+        if let parent { writer.set("parent") { $0.set("recordName", parent) } }
         writer.set("shortGUID", shortGUID)
         writer.set("createShortGUID", createShortGUID)
-        return writer.json
     }
 }
 

@@ -16,7 +16,7 @@ package enum WireLimits {
 }
 
 /// One `records/modify` operation.
-package struct WireRecordOperation: Sendable, Hashable {
+package struct WireRecordOperation: Sendable, Hashable, WireReadable {
     /// The operation types of `records/modify`.
     package enum OperationType: String, Sendable, Hashable, CaseIterable {
         case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
@@ -34,15 +34,13 @@ package struct WireRecordOperation: Sendable, Hashable {
     }
 
     /// Reads an operation dictionary.
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         let name = try reader.requiredString("operationType")
         guard let type = OperationType(rawValue: name) ?? OperationType.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
             throw WireReader.invalid(reader.path("operationType"), "unknown operation \(name); expected one of \(OperationType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         operationType = type
-        guard let record = reader.value("record") else { throw WireReader.missing(reader.path("record"), "a record dictionary") }
-        self.record = try WireRecord(json: record, path: reader.path("record"))
+        record = try WireRecord(reader: reader.requiredObject("record", "a record dictionary"))
         desiredKeys = try reader.strings("desiredKeys")
     }
 
@@ -68,7 +66,7 @@ package struct WireRecordOperation: Sendable, Hashable {
 }
 
 /// `records/modify` request.
-package struct WireModifyRecordsRequest: Sendable, Hashable {
+package struct WireModifyRecordsRequest: Sendable, Hashable, WireReadable {
     package var operations: [WireRecordOperation]
     package var zoneID: WireZoneID?
     /// Default true; applies to custom zones.
@@ -91,21 +89,21 @@ package struct WireModifyRecordsRequest: Sendable, Hashable {
     }
 
     /// Reads the body.
-    package init(json: JSONValue) throws {
-        let reader = try WireReader(json, path: "")
-        let operations = try reader.requiredArray("operations")
+    package init(reader: WireReader) throws {
         var unreadable: [Int: WireError] = [:]
-        self.operations = operations.enumerated().map { index, json in
+        let operations = try reader.objects("operations") { index, element in
             do {
-                return try WireRecordOperation(json: json, path: "operations[\(index)]")
+                return try WireRecordOperation(reader: element.get())
             } catch {
-                let name = json.objectValue?["record"]?.objectValue?["recordName"]?.stringValue ?? ""
+                let name = (try? element.get().object("record")?.string("recordName")) ?? ""
                 var refusal = error as? WireError ?? WireError(.badRequest, "operations[\(index)]: \(error)")
                 refusal.recordName = refusal.recordName ?? (name.isEmpty ? nil : name)
                 unreadable[index] = refusal
                 return WireRecordOperation(.create, WireRecord(recordName: name))
             }
         }
+        guard let operations else { throw WireReader.missing("operations", "an array") }
+        self.operations = operations
         self.unreadable = unreadable
         zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
         atomic = try reader.bool("atomic")
@@ -126,7 +124,7 @@ package struct WireModifyRecordsRequest: Sendable, Hashable {
 }
 
 /// `records/lookup` request.
-package struct WireLookupRecordsRequest: Sendable, Hashable {
+package struct WireLookupRecordsRequest: Sendable, Hashable, WireReadable {
     /// One record to look up.
     package struct Item: Sendable, Hashable {
         package var recordName: String
@@ -151,11 +149,9 @@ package struct WireLookupRecordsRequest: Sendable, Hashable {
     }
 
     /// Reads the body.
-    package init(json: JSONValue) throws {
-        let reader = try WireReader(json, path: "")
-        records = try reader.requiredArray("records").enumerated().map { index, element in
-            let item = try WireReader(element, path: "records[\(index)]")
-            return Item(recordName: try item.requiredString("recordName"), desiredKeys: try item.strings("desiredKeys"))
+    package init(reader: WireReader) throws {
+        records = try reader.requiredObjects("records") { item in
+            Item(recordName: try item.requiredString("recordName"), desiredKeys: try item.strings("desiredKeys"))
         }
         zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
         desiredKeys = try reader.strings("desiredKeys")
@@ -179,7 +175,7 @@ package struct WireLookupRecordsRequest: Sendable, Hashable {
 }
 
 /// `records/query` request.
-package struct WireQueryRecordsRequest: Sendable, Hashable {
+package struct WireQueryRecordsRequest: Sendable, Hashable, WireReadable {
     package var query: WireQuery
     package var zoneID: WireZoneID?
     package var resultsLimit: Int?
@@ -201,10 +197,8 @@ package struct WireQueryRecordsRequest: Sendable, Hashable {
     }
 
     /// Reads the body.
-    package init(json: JSONValue) throws {
-        let reader = try WireReader(json, path: "")
-        guard let query = reader.value("query") else { throw WireReader.missing("query", "a query dictionary") }
-        self.query = try WireQuery(json: query, path: "query")
+    package init(reader: WireReader) throws {
+        query = try WireQuery(reader: reader.requiredObject("query", "a query dictionary"))
         zoneID = try reader.object("zoneID").map { try WireZoneID(reader: $0) }
         resultsLimit = try reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") }
         continuationMarker = try reader.string("continuationMarker")
@@ -228,7 +222,7 @@ package struct WireQueryRecordsRequest: Sendable, Hashable {
 }
 
 /// `changes/zone` request (and, with one zone, the legacy `records/changes`).
-package struct WireZoneChangesRequest: Sendable, Hashable {
+package struct WireZoneChangesRequest: Sendable, Hashable, WireReadable {
     /// One zone to fetch changes of; its keys override the request's.
     package struct Zone: Sendable, Hashable {
         package var zoneID: WireZoneID
@@ -267,16 +261,13 @@ package struct WireZoneChangesRequest: Sendable, Hashable {
     }
 
     /// Reads a `changes/zone` body.
-    package init(json: JSONValue) throws {
-        let reader = try WireReader(json, path: "")
-        zones = try reader.requiredArray("zones").enumerated().map { index, element in
-            let zone = try WireReader(element, path: "zones[\(index)]")
-            guard let zoneJSON = zone.value("zoneID") else { throw WireReader.missing(zone.path("zoneID"), "a zone ID dictionary") }
-            return Zone(zoneID: try WireZoneID(json: zoneJSON, path: zone.path("zoneID")), syncToken: try zone.string("syncToken"),
-                        desiredKeys: try zone.strings("desiredKeys"),
-                        resultsLimit: try zone.integer("resultsLimit").map { try WireReader.limit($0, path: zone.path("resultsLimit")) },
-                        desiredRecordTypes: try zone.strings("desiredRecordTypes"),
-                        numbersAsStrings: try zone.bool("numbersAsStrings") ?? zone.bool("numberAsStrings"))
+    package init(reader: WireReader) throws {
+        zones = try reader.requiredObjects("zones") { zone in
+            Zone(zoneID: try WireZoneID(reader: zone.requiredObject("zoneID", "a zone ID dictionary")), syncToken: try zone.string("syncToken"),
+                 desiredKeys: try zone.strings("desiredKeys"),
+                 resultsLimit: try zone.integer("resultsLimit").map { try WireReader.limit($0, path: zone.path("resultsLimit")) },
+                 desiredRecordTypes: try zone.strings("desiredRecordTypes"),
+                 numbersAsStrings: try zone.bool("numbersAsStrings") ?? zone.bool("numberAsStrings"))
         }
         desiredKeys = try reader.strings("desiredKeys")
         resultsLimit = try reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") }
@@ -286,10 +277,8 @@ package struct WireZoneChangesRequest: Sendable, Hashable {
     }
 
     /// Reads a legacy `records/changes` body (one zone at the top level).
-    package init(recordChangesJSON json: JSONValue) throws {
-        let reader = try WireReader(json, path: "")
-        guard let zoneJSON = reader.value("zoneID") else { throw WireReader.missing("zoneID", "a zone ID dictionary") }
-        let zone = Zone(zoneID: try WireZoneID(json: zoneJSON, path: "zoneID"), syncToken: try reader.string("syncToken"))
+    package init(recordChangesReader reader: WireReader) throws {
+        let zone = Zone(zoneID: try WireZoneID(reader: reader.requiredObject("zoneID", "a zone ID dictionary")), syncToken: try reader.string("syncToken"))
         self.init(zones: [zone], desiredKeys: try reader.strings("desiredKeys"),
                   resultsLimit: try reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
                   desiredRecordTypes: try reader.strings("desiredRecordTypes"),
@@ -319,7 +308,7 @@ package struct WireZoneChangesRequest: Sendable, Hashable {
 }
 
 /// A `zones/modify` operation.
-package struct WireZoneOperation: Sendable, Hashable {
+package struct WireZoneOperation: Sendable, Hashable, WireReadable {
     /// Zone operation types.
     package enum OperationType: String, Sendable, Hashable, CaseIterable { case create, delete }
     package var operationType: OperationType
@@ -333,19 +322,14 @@ package struct WireZoneOperation: Sendable, Hashable {
 
     /// Reads an operation dictionary (`{"operationType", "zone": {"zoneID": …}}`; a bare zone
     /// ID under `zone` is accepted too).
-    package init(json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+    package init(reader: WireReader) throws {
         let name = try reader.requiredString("operationType")
         guard let type = OperationType(rawValue: name.lowercased()) else {
             throw WireReader.invalid(reader.path("operationType"), "unknown operation \(name); expected create or delete")
         }
         operationType = type
-        guard let zone = try reader.object("zone") else { throw WireReader.missing(reader.path("zone"), "a zone dictionary") }
-        if let zoneID = zone.value("zoneID") {
-            self.zoneID = try WireZoneID(json: zoneID, path: zone.path("zoneID"))
-        } else {
-            self.zoneID = try WireZoneID(reader: zone)
-        }
+        let zone = try reader.requiredObject("zone", "a zone dictionary")
+        zoneID = try WireZoneID(reader: zone.object("zoneID") ?? zone)
     }
 
     /// The dictionary.
@@ -363,10 +347,6 @@ extension WireReader {
 
     /// Reads a list of zone IDs from `key` (`zones/lookup`: `[{"zoneName"…}]` or `[{"zoneID": …}]`).
     package func zoneIDs(_ key: String) throws -> [WireZoneID] {
-        try requiredArray(key).enumerated().map { index, element in
-            let item = try WireReader(element, path: "\(path(key))[\(index)]")
-            if let nested = item.value("zoneID") { return try WireZoneID(json: nested, path: item.path("zoneID")) }
-            return try WireZoneID(reader: item)
-        }
+        try requiredObjects(key) { item in try WireZoneID(reader: item.object("zoneID") ?? item) }
     }
 }

@@ -2,7 +2,7 @@
 import UbiquityCore
 
 /// A zone ID dictionary: `{"zoneName": "…", "ownerRecordName": "…"}`.
-package struct WireZoneID: Sendable, Hashable {
+package struct WireZoneID: Sendable, Hashable, WireReadable {
     /// The default zone's name.
     package static let defaultZoneName = "_defaultZone"
     /// The zone's name, unique per database.
@@ -29,11 +29,6 @@ package struct WireZoneID: Sendable, Hashable {
         ownerRecordName = try reader.string("ownerRecordName")
     }
 
-    /// Reads a zone ID dictionary at `path`.
-    package init(json: JSONValue, path: String) throws {
-        try self.init(reader: WireReader(json, path: path))
-    }
-
     /// Zone names: 1–255 UTF-8 bytes, no control characters, no `/`.
     package static func validate(name: String, path: String) throws {
         guard !name.isEmpty, name.utf8.count <= 255 else { throw WireReader.invalid(path, "a zone name must be 1 to 255 bytes") }
@@ -45,9 +40,14 @@ package struct WireZoneID: Sendable, Hashable {
     /// The dictionary, with `zoneType` as the real server sends it.
     package var json: JSONValue {
         var writer = WireWriter()
+        write(members: &writer)
+        return writer.json
+    }
+
+    /// Writes the dictionary's members.
+    package func write(members writer: inout some WireMemberWriter) {
         writer.set("zoneName", zoneName)
         writer.set("ownerRecordName", ownerRecordName)
         writer.set("zoneType", isDefault ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")
-        return writer.json
     }
 }

@@ -277,7 +277,7 @@ enum SubscriptionCoding {
     static func decode(_ json: JSONValue) throws -> any Subscription {
         let reader = try WireReader(json, path: "subscription")
         let id = try reader.requiredString("subscriptionID")
-        let info = reader.value("notificationInfo").map(NotificationInfo.init(json:))
+        let info = try reader.value("notificationInfo").map(NotificationInfo.init(json:))
         switch try reader.requiredString("subscriptionType") {
         case "query":
             let query = try WireQuery(json: reader.value("query") ?? .object([:]), path: "subscription.query")
@@ -293,11 +293,11 @@ enum SubscriptionCoding {
             if try reader.bool("firesOnce") == true { options.insert(.firesOnce) }
             var subscription = QuerySubscription(recordType: query.recordType, predicateFormat: predicateFormat(query.filterBy),
                                                  filters: query.filterBy, subscriptionID: id, options: options)
-            if try reader.bool("zoneWide") == false { subscription.zoneID = zone(reader.value("zoneID")) ?? .default }
+            if try reader.bool("zoneWide") == false { subscription.zoneID = zone(try reader.value("zoneID")) ?? .default }
             subscription.notificationInfo = info
             return subscription
         case "zone":
-            var subscription = RecordZoneSubscription(zoneID: zone(reader.value("zoneID")) ?? .default, subscriptionID: id)
+            var subscription = RecordZoneSubscription(zoneID: zone(try reader.value("zoneID")) ?? .default, subscriptionID: id)
             subscription.notificationInfo = info
             return subscription
         case "database":

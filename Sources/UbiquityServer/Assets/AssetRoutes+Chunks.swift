@@ -63,7 +63,7 @@ extension AssetRoutes {
     func requestedListAndLiterals(_ body: WireReader, binding: AssetBinding) async throws -> RequestedList? {
         if let chunks = try AssetChunkRef.list(from: body) { return RequestedList(chunks: chunks, literals: nil, baseHashes: []) }
         guard let base = try body.string("base") else { return nil }
-        guard let edits = body.value("edits") else { throw WireReader.missing(body.path("edits"), "the edits that turn the base's chunk list into this one") }
+        guard let edits = try body.value("edits") else { throw WireReader.missing(body.path("edits"), "the edits that turn the base's chunk list into this one") }
         let delta = try AssetChunkListDelta(json: edits, path: body.path("edits"))
         guard let baseChunks = try await readableChunkList(base, binding: binding) else {
             throw AssetHTTPError(status: 404, wire: WireError(.notFound, "base: no stored asset has the fileChecksum \(base); send the whole chunk list (chunks or packedChunks)"),

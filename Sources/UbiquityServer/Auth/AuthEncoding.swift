@@ -1,46 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 
-/// Byte encodings shared by the auth primitives: hex, base64url, lenient base64 and a
-/// constant-time comparison.
+/// Byte encodings shared by the auth primitives: base64url, lenient base64 and a constant-time
+/// comparison (hex is `Hex`, in UbiquityCore).
 enum AuthEncoding {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// Lowercase hex of `bytes`.
-    static func hex<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The bytes of a hex string (either case), or nil when it is not an even run of hex digits.
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
     /// Standard base64 without `=` padding (the PHC string format's encoding).
     static func base64Unpadded<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var text = Data(bytes).base64EncodedString()

@@ -31,12 +31,12 @@ package enum SecretToken {
 
     /// ``byteCount`` random bytes as lowercase hex (64 digits).
     private static func randomHex() -> String {
-        AuthEncoding.hex(AuthEncoding.randomBytes(count: byteCount))
+        Hex.encode(AuthEncoding.randomBytes(count: byteCount))
     }
 
     /// The lowercase hex SHA-256 of the token's UTF-8: what the store keeps and looks tokens up by.
     package static func digest(_ token: String) -> String {
-        AuthEncoding.hex(SHA256.hash(data: Array(token.utf8)))
+        Hex.encode(SHA256.hash(data: Array(token.utf8)))
     }
 
     /// What starts a device token (``generateDeviceToken()``).

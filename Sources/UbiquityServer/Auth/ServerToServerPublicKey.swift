@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import UbiquityCore
 
 /// A registered server-to-server key: the ECDSA P-256 public key that verifies a client's
 /// signed requests.
@@ -38,7 +39,7 @@ package struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConvert
         }
         if trimmed.contains("-----BEGIN ") {
             self = try Self.parsePEM(trimmed)
-        } else if let bytes = AuthEncoding.bytes(hex: trimmed), let key = try? Self(bytes: bytes) {
+        } else if let bytes = Hex.decode(trimmed), let key = try? Self(bytes: bytes) {
             self = key
         } else if let bytes = AuthEncoding.decodeBase64(lenient: trimmed) {
             self = try Self(bytes: bytes)
@@ -79,7 +80,7 @@ package struct ServerToServerPublicKey: Sendable, Equatable, CustomStringConvert
 
     /// Lowercase hex SHA-256 of the DER SPKI: 64 hex digits that identify the key (usable as a
     /// key ID that is derived rather than random).
-    package var fingerprint: String { AuthEncoding.hex(SHA256.hash(data: key.derRepresentation)) }
+    package var fingerprint: String { Hex.encode(SHA256.hash(data: key.derRepresentation)) }
 
     /// "P-256 key <fingerprint prefix>…".
     package var description: String { "P-256 key \(fingerprint.prefix(16))…" }

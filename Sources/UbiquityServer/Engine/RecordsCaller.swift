@@ -30,7 +30,7 @@ package struct RecordsCaller: Sendable, Hashable {
         switch identity {
         case .anonymous: return nil
         case .user(_, let name): return name
-        case .serverKey(let keyID): return "_" + String(RecordsCaller.hex(SHA256.hash(data: Data(("key\n" + keyID).utf8))).prefix(32))
+        case .serverKey(let keyID): return "_" + String(SHA256.hash(data: Array(("key\n" + keyID).utf8)).hex.prefix(32))
         }
     }
 
@@ -40,10 +40,6 @@ package struct RecordsCaller: Sendable, Hashable {
     /// A user's record name in a container: `_` and 32 hex digits, different in every container,
     /// stable for the account.
     package static func userRecordName(accountID: Int64, container: String) -> String {
-        "_" + String(hex(SHA256.hash(data: Data("user\n\(container)\n\(accountID)".utf8))).prefix(32))
-    }
-
-    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-        digest.map { String(format: "%02x", $0) }.joined()
+        "_" + String(SHA256.hash(data: Array("user\n\(container)\n\(accountID)".utf8)).hex.prefix(32))
     }
 }

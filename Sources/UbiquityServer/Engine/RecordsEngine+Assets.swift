@@ -148,7 +148,7 @@ extension RecordsEngine {
         let (assets, _) = try assetEndpoint("assets/rereference", context: context)
         let reader = try WireReader(body, path: "")
         let defaultZone = try reader.object("zoneID").map { try WireZoneID(reader: $0) } ?? .default
-        let listKey = reader.value("assets") != nil ? "assets" : (reader.value("tokens") != nil ? "tokens" : "assets")
+        let listKey = try reader.value("assets") != nil ? "assets" : (reader.value("tokens") != nil ? "tokens" : "assets")
         let items = try reader.requiredArray(listKey)
         guard items.count <= WireLimits.assetTokensPerRequest else {
             throw WireError(.badRequest, "limit exceeded: \(items.count) assets; assets/rereference takes at most \(WireLimits.assetTokensPerRequest)")

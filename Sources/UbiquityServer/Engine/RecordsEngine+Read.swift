@@ -49,7 +49,8 @@ extension RecordsEngine {
     /// fields as stored, and the guessed fields of their types.
     private func lookup(_ request: WireLookupRecordsRequest, key: DatabaseKey, zoneID: WireZoneID,
                         caller: RecordsCaller) async throws -> ([StoredRecordText?], GuessedFields) {
-        try await store.read { tx in
+        // each statement reads its own facts: no common snapshot needed (nor its round trips)
+        try await store.readWithoutSnapshot { tx in
             guard let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
                 return (Array(repeating: nil, count: request.records.count), .none)
             }
@@ -95,7 +96,9 @@ extension RecordsEngine {
         }
         let start = begin
         let caller = context.caller
-        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.read { tx in
+        // each statement reads its own facts (type, roles, zone, indexes, the page): no common
+        // snapshot needed (nor its round trips)
+        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.readWithoutSnapshot { tx in
             var access = RecordAccess(key: key, caller: caller)
             var query = request.query
             let type = try await access.recordType(query.recordType, tx: tx)

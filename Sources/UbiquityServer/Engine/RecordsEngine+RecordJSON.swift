@@ -16,16 +16,10 @@ extension RecordsEngine {
               !guessed.covers(record.recordType) else {
             var decoded = record
             if let fieldsText, record.fields.isEmpty { decoded = guessed.retyped(Self.decoded(record, fieldsText: fieldsText)) }
-            presented(decoded, context: context).wireRecord(zoneID: zone).json(desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings).write(to: &out)
+            presented(decoded, context: context).wireRecord(zoneID: zone).write(to: &out, desiredKeys: desiredKeys, numbersAsStrings: numbersAsStrings)
             return
         }
-        var wire = record.wireRecord(zoneID: zone)
-        wire.fields = nil
-        let rest = wire.json().serializedBytes()  // `{"recordName":…}`: never empty
-        out.append(contentsOf: #"{"fields":"#.utf8)
-        out.append(contentsOf: fieldsText.utf8)
-        out.append(UInt8(ascii: ","))
-        out.append(contentsOf: rest.dropFirst())
+        record.wireRecord(zoneID: zone).write(to: &out, fieldsText: fieldsText)
     }
 
     /// `record` with its fields decoded from their stored text (no fields for text that does

@@ -21,7 +21,8 @@ package struct DatabasePath: Sendable, Hashable {
         let raw = rawPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         var segments: [String] = []
         for segment in raw {
-            guard let decoded = String(segment).removingPercentEncoding else {
+            // (most paths have nothing to decode: Foundation's decoding is not free)
+            guard let decoded = segment.contains("%") ? String(segment).removingPercentEncoding : String(segment) else {
                 throw WireError(.badRequest, "path segment \(segment) is not valid percent-encoded UTF-8")
             }
             guard decoded != ".", decoded != "..", !decoded.contains("/"), !decoded.unicodeScalars.contains(where: { $0.value < 0x20 }) else {

@@ -41,12 +41,11 @@ struct RecordsAuthMiddleware: RouterMiddleware {
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             let rawPathWithQuery = request.uri.query.map { "\(rawPath)?\($0)" } ?? rawPath
-            let signInURL = signInURL(request: request, path: path, apiToken: query["ckAPIToken"])
             // authenticated before the body is read (issue 24, finding 4): a bad token is refused
             // with nothing collected; a signature covers the body, so only a registered key with
             // a current date gets its body (at most maximumBodySize, within the budget) read
             let stage = try await authenticator.authenticateBeforeBody(
-                path: path, query: query, header: { name in HTTPField.Name(name).flatMap { request.headers[$0] } }, signInURL: signInURL)
+                path: path, query: query, header: { name in HTTPField.Name(name).flatMap { request.headers[$0] } })
             if case .authenticated(let outcome) = stage {
                 rotated = outcome.rotatedToken
                 try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: context)
@@ -56,13 +55,12 @@ struct RecordsAuthMiddleware: RouterMiddleware {
                 response = try await bodyBudget.collect(request, upTo: maximum, tooLarge: {
                     WireError(.badRequest, "limit exceeded: the request body is larger than \(maximum) bytes")
                 }) { buffer in
-                    let body = Array(buffer.readableBytesView)
                     let outcome: RecordsAuthenticator.Outcome
                     switch stage {
                     case .authenticated(let authenticated):
                         outcome = authenticated
                     case .signature(let pending):
-                        outcome = try authenticator.verify(pending, body: body, rawPath: rawPath, rawPathWithQuery: rawPathWithQuery)
+                        outcome = try authenticator.verify(pending, body: Array(buffer.readableBytesView), rawPath: rawPath, rawPathWithQuery: rawPathWithQuery)
                         try throttle(outcome.caller, container: path.container, apiToken: query["ckAPIToken"], context: context)
                     }
                     let base = baseURL(request: request)
@@ -74,7 +72,10 @@ struct RecordsAuthMiddleware: RouterMiddleware {
                         logger.warning("could not note the user or create their user record", metadata: ["error": "\(error)", "request": "\(requestID)"])
                     }
                     var context = context
-                    context.call = RecordsCall(path: path, context: engineContext, body: body, signInURL: signInURL, baseURL: base)
+                    context.call = RecordsCall(path: path, context: engineContext, baseURL: base)
+                    // the route decodes its request from the body collected here
+                    var request = request
+                    request.body = RequestBody(buffer: buffer)
                     return try await next(request, context)
                 }
             } catch let error as RequestBodyBudget.Exhausted {
@@ -86,7 +87,7 @@ struct RecordsAuthMiddleware: RouterMiddleware {
             var wire = wireError(error, operation: operation, requestID: requestID)
             wire.uuid = requestID
             // every 421 says where to sign in (CloudKit JS-style clients follow it), whichever
-            // layer refused the caller
+            // layer refused the caller: made here only, when a 421 is answered
             if wire.code == .authenticationRequired, wire.redirectURL == nil, let path = try? DatabasePath(rawPath: request.uri.path) {
                 wire.redirectURL = signInURL(request: request, path: path, apiToken: request.uri.queryParameters["ckAPIToken"].map(String.init))
             }

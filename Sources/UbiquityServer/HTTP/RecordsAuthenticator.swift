@@ -57,7 +57,7 @@ final class RecordsAuthenticator: Sendable {
     /// or missing token, an unknown server-to-server key or a date outside the allowed skew is
     /// refused here, so such a request never has its body collected. `query` is the decoded
     /// query string.
-    func authenticateBeforeBody(path: DatabasePath, query: [String: String], header: (String) -> String?, signInURL: String) async throws -> Stage {
+    func authenticateBeforeBody(path: DatabasePath, query: [String: String], header: (String) -> String?) async throws -> Stage {
         let keyID = header(CloudKitAuthHeaders.keyID)
         if let keyID {
             guard query["ckAPIToken"] == nil else {
@@ -78,7 +78,7 @@ final class RecordsAuthenticator: Sendable {
             }
             return .signature(PendingSignature(keyID: keyID, date: date, signature: signature, publicKeyPEM: pem, deviceID: header("X-Ubiquity-Device-ID")))
         }
-        return .authenticated(try await authenticateToken(path: path, query: query, header: header, signInURL: signInURL))
+        return .authenticated(try await authenticateToken(path: path, query: query, header: header))
     }
 
     /// Verifies a server-to-server signature over the body as received.
@@ -93,9 +93,9 @@ final class RecordsAuthenticator: Sendable {
     }
 
     /// API-token, web-auth-token and device-token authentication (none needs the body).
-    private func authenticateToken(path: DatabasePath, query: [String: String], header: (String) -> String?, signInURL: String) async throws -> Outcome {
+    private func authenticateToken(path: DatabasePath, query: [String: String], header: (String) -> String?) async throws -> Outcome {
         if query["ckAPIToken"].map(\.isEmpty) ?? true, let deviceToken = query["ckWebAuthToken"], SecretToken.isDeviceToken(deviceToken) {
-            return try await authenticateDevice(token: deviceToken, path: path, deviceID: header("X-Ubiquity-Device-ID"), signInURL: signInURL)
+            return try await authenticateDevice(token: deviceToken, path: path, deviceID: header("X-Ubiquity-Device-ID"))
         }
         guard let apiToken = query["ckAPIToken"], !apiToken.isEmpty else {
             throw WireError(.authenticationFailed, "missing ckAPIToken (or server-to-server signature headers)")
@@ -104,7 +104,7 @@ final class RecordsAuthenticator: Sendable {
         let webToken = query["ckWebAuthToken"].flatMap { $0.isEmpty ? nil : $0 }
         let webDigest = webToken.map(SecretToken.digest)
         let now = RecordsAuthenticator.now
-        let (container, live) = try await store.readStatement { tx in
+        let (container, live) = try await store.readWithoutSnapshot { tx in
             try await tx.credentials(apiTokenDigest: apiDigest, webTokenDigest: webDigest, now: now)
         }
         guard let container, container == path.container else {
@@ -115,11 +115,9 @@ final class RecordsAuthenticator: Sendable {
             return Outcome(caller: RecordsCaller(identity: .anonymous, deviceID: deviceID))
         }
         guard let live else {
-            var error = WireError(.authenticationRequired, "the web auth token is not valid (expired, revoked or unknown); sign in again")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "the web auth token is not valid (expired, revoked or unknown); sign in again")
         }
-        try Self.check(live.token, in: container, signInURL: signInURL)
+        try Self.check(live.token, in: container)
         let account = live.account
         let caller = RecordsCaller(identity: .user(accountID: account.id, userRecordName: RecordsCaller.userRecordName(accountID: account.id, container: container)),
                                    deviceID: deviceID)
@@ -128,29 +126,25 @@ final class RecordsAuthenticator: Sendable {
 
     /// Refuses a token bound to another container (issue 24, finding 9: a token a web app
     /// obtained opens only that app's container).
-    static func check(_ token: StoredWebAuthToken, in container: String, signInURL: String) throws {
+    static func check(_ token: StoredWebAuthToken, in container: String) throws {
         guard let bound = token.container, bound != container else { return }
-        var error = WireError(.authenticationRequired, "the web auth token was issued for another container, not \(container); sign in to this one")
-        error.redirectURL = signInURL
-        throw error
+        throw WireError(.authenticationRequired, "the web auth token was issued for another container, not \(container); sign in to this one")
     }
 
     /// A device token (`ubiq account login`) without an API token: the signed-in user in any
     /// container, which is created on first use (a device syncs the user's own private data;
     /// app containers need not be registered by an administrator first). Not rotated.
-    func authenticateDevice(token: String, path: DatabasePath, deviceID: String?, signInURL: String) async throws -> Outcome {
+    func authenticateDevice(token: String, path: DatabasePath, deviceID: String?) async throws -> Outcome {
         let digest = SecretToken.digest(token)
         let now = RecordsAuthenticator.now
         let container = path.container
-        let (live, exists) = try await store.read { tx in
+        let (live, exists) = try await store.readWithoutSnapshot { tx in
             (try await tx.webAuthToken(digest: digest, now: now), try await tx.containerExists(container))
         }
         guard let live else {
-            var error = WireError(.authenticationRequired, "the device token is not valid (expired, revoked or unknown); sign in again with `ubiq account login`")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "the device token is not valid (expired, revoked or unknown); sign in again with `ubiq account login`")
         }
-        try Self.check(live.token, in: container, signInURL: signInURL)
+        try Self.check(live.token, in: container)
         let account = live.account
         if !exists {
             do {

@@ -21,6 +21,9 @@ package struct RecordsRequestContext: RequestContext, RemoteAddressRequestContex
         remoteAddress = source.channel.remoteAddress
     }
 
+    /// Request bodies are decoded as CloudKit reads them (``RecordsRequestDecoder``).
+    package var requestDecoder: RecordsRequestDecoder { RecordsRequestDecoder() }
+
     /// The call ``RecordsAuthMiddleware`` authenticated (an operation's route runs only after it).
     func authenticatedCall() throws -> RecordsCall {
         guard let call else { throw WireError(.internalError, "the operation's route ran without its authentication middleware") }

@@ -6,8 +6,9 @@ import UbiquityWire
 
 /// The `/database/1/{container}/{environment}/{database}/…` endpoints: one route per
 /// ``RecordsOperation`` in one route group, behind ``RecordsAuthMiddleware`` (which puts the
-/// authenticated ``RecordsCall`` in the context). Each route reads its request from the body and
-/// answers the operation's JSON; errors are thrown as ``WireError`` (an `HTTPResponseError`).
+/// authenticated ``RecordsCall`` in the context). Each route decodes its request straight from
+/// the body with Codable (`request.decode(as:context:)`, ``RecordsRequestDecoder``) and answers the
+/// operation's JSON; errors are thrown as ``WireError`` (an `HTTPResponseError`).
 /// Any other path under `/database` is answered BAD_REQUEST, naming what is wrong with it.
 struct RecordsRoutes: Sendable {
     let engine: RecordsEngine
@@ -32,7 +33,7 @@ struct RecordsRoutes: Sendable {
             for path in Self.routePaths(operation) {
                 let route = "1/\(path)"
                 for method in Self.methods {
-                    group.on(RouterPath(route), method: method) { _, context in try await respond(operation, context: context) }
+                    group.on(RouterPath(route), method: method) { request, context in try await respond(operation, request: request, context: context) }
                 }
                 let segments = route.split(separator: "/")
                 for count in 0...segments.count {
@@ -62,42 +63,52 @@ struct RecordsRoutes: Sendable {
 
     /// Runs `operation` for the call in `context` and answers its JSON (the route matched the
     /// path the middleware parsed, so the call's operation is `operation`).
-    func respond(_ operation: RecordsOperation, context: RecordsRequestContext) async throws -> Response {
-        let body = try await run(operation, call: context.authenticatedCall())
+    func respond(_ operation: RecordsOperation, request: Request, context: RecordsRequestContext) async throws -> Response {
+        let body = try await run(operation, call: context.authenticatedCall(), body: Body(request: request, context: context))
         return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// A route's request body, decoded on demand as the operation's request type.
+    struct Body {
+        let request: Request
+        let context: RecordsRequestContext
+        /// The body as `T`.
+        func decode<T: Decodable>(_ type: T.Type = T.self) async throws -> T {
+            try await request.decode(as: type, context: context)
+        }
     }
 
     /// The operation's answer, as JSON text. Lookups, queries and zone changes are written as
     /// bytes (the stored fields go out as they are: RecordsEngine+RecordJSON.swift).
-    private func run(_ operation: RecordsOperation, call: RecordsCall) async throws -> [UInt8] {
+    private func run(_ operation: RecordsOperation, call: RecordsCall, body: Body) async throws -> [UInt8] {
         let context = call.context
         switch operation {
         case .changesZone:
-            return try await engine.zoneChangesBody(WireZoneChangesRequest(json: call.json()), context: context)
+            return try await engine.zoneChangesBody(body.decode(), context: context)
         case .recordsLookup:
-            let request = try WireLookupRecordsRequest(json: call.json())
+            let request: WireLookupRecordsRequest = try await body.decode()
             // a lookup of the public database's default zone may name users whose records are made on first use
             if context.scope == .public, (request.zoneID ?? .default).isDefault {
                 try await users.ensureUserRecords(named: request.records.map(\.recordName), container: context.container, environment: context.environment)
             }
             return try await engine.lookupRecordsBody(request, context: context)
         case .recordsQuery:
-            return try await engine.queryRecordsBody(WireQueryRecordsRequest(json: call.json()), context: context)
+            return try await engine.queryRecordsBody(body.decode(), context: context)
         default:
-            return try await answer(operation, call: call).serializedBytes()
+            return try await answer(operation, call: call, body: body).serializedBytes()
         }
     }
 
-    /// The answer of the operations answered as a JSON tree.
-    private func answer(_ operation: RecordsOperation, call: RecordsCall) async throws -> JSONValue {
+    /// The answer of the operations answered as a JSON tree. Those without a request type of
+    /// their own (assets, users, subscriptions, tokens) decode their body as a ``JSONValue``.
+    private func answer(_ operation: RecordsOperation, call: RecordsCall, body: Body) async throws -> JSONValue {
         let context = call.context
-        let signInURL = call.signInURL
         switch operation {
         case .recordsModify:
-            return try await engine.modifyRecords(WireModifyRecordsRequest(json: call.json()), context: context)
+            return try await engine.modifyRecords(body.decode(), context: context)
         case .recordsChanges:
-            let request = try WireZoneChangesRequest(recordChangesJSON: call.json())
-            let result = try await engine.zoneChanges(request, context: context)
+            let request: WireRecordChangesRequest = try await body.decode()
+            let result = try await engine.zoneChanges(request.changes, context: context)
             guard let zone = result.objectValue?["zones"]?.arrayValue?.first?.objectValue else { return result }
             if let error = WireError(json: .object(zone)) { throw error }
             var members = zone
@@ -107,51 +118,48 @@ struct RecordsRoutes: Sendable {
         case .zonesList:
             return try await engine.listZones(context: context)
         case .zonesLookup:
-            return try await engine.lookupZones(call.reader().zoneIDs("zones"), context: context)
+            let request: WireLookupZonesRequest = try await body.decode()
+            return try await engine.lookupZones(request.zones, context: context)
         case .zonesModify:
-            let operations = try call.reader().requiredArray("operations").enumerated().map { try WireZoneOperation(json: $1, path: "operations[\($0)]") }
-            return try await engine.modifyZones(operations, context: context)
+            let request: WireModifyZonesRequest = try await body.decode()
+            return try await engine.modifyZones(request.operations, context: context)
         case .zonesChanges:
-            // Apple's docs name the token `metaSyncToken`; MistKit sends and reads `syncToken`: both
-            let reader = try call.reader()
-            let answer = try await engine.databaseChanges(syncToken: reader.string("metaSyncToken") ?? reader.string("syncToken"),
-                                                          resultsLimit: reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
+            let request: WireDatabaseChangesRequest = try await body.decode()
+            let answer = try await engine.databaseChanges(syncToken: request.syncToken, resultsLimit: request.resultsLimit,
                                                           tokenKey: "metaSyncToken", context: context)
             guard case .object(var members) = answer, let token = members["metaSyncToken"] else { return answer }
             members["syncToken"] = token
             return .object(members)
         case .changesDatabase:
-            let reader = try call.reader()
-            return try await engine.databaseChanges(syncToken: reader.string("syncToken"),
-                                                    resultsLimit: reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
-                                                    context: context)
+            let request: WireDatabaseChangesRequest = try await body.decode()
+            return try await engine.databaseChanges(syncToken: request.syncToken, resultsLimit: request.resultsLimit, context: context)
         case .assetsUpload:
-            return try await engine.requestAssetUploads(call.json(), context: context)
+            return try await engine.requestAssetUploads(body.decode(), context: context)
         case .assetsRereference:
-            return try await engine.rereferenceAssets(call.json(), context: context)
+            return try await engine.rereferenceAssets(body.decode(), context: context)
         case .usersCurrent:
-            return try await users.current(context: context, signInURL: signInURL)
+            return try await users.current(context: context)
         case .usersCaller:
-            return try await users.caller(context: context, signInURL: signInURL)
+            return try await users.caller(context: context)
         case .usersDiscover:
-            return try await users.discover(call.json(), context: context, signInURL: signInURL)
+            return try await users.discover(body.decode(), context: context)
         case .usersLookupEmail:
-            return try await users.lookupEmail(call.json(), context: context, signInURL: signInURL)
+            return try await users.lookupEmail(body.decode(), context: context)
         case .usersLookupID:
-            return try await users.lookupID(call.json(), context: context, signInURL: signInURL)
+            return try await users.lookupID(body.decode(), context: context)
         case .usersLookupContacts:
-            return try await users.lookupContacts(context: context, signInURL: signInURL)
+            return try await users.lookupContacts(context: context)
         case .usersDiscoverability:
-            return try await users.discoverability(call.json(), context: context, signInURL: signInURL)
+            return try await users.discoverability(body.decode(), context: context)
         case .subscriptionsList, .subscriptionsLookup, .subscriptionsModify, .tokensCreate, .tokensRegister:
             // push: subscriptions and tokens (Subscriptions/SubscriptionsEndpoint.swift)
             guard let subscriptions else { throw WireError(.badRequest, "operation \(operation.rawValue) is not available on this server") }
             switch operation {
-            case .subscriptionsList: return try await subscriptions.list(context: context, signInURL: signInURL)
-            case .subscriptionsLookup: return try await subscriptions.lookup(call.json(), context: context, signInURL: signInURL)
-            case .subscriptionsModify: return try await subscriptions.modify(call.json(), context: context, signInURL: signInURL)
-            case .tokensCreate: return try await subscriptions.createToken(call.json(), context: context, baseURL: call.baseURL, signInURL: signInURL)
-            default: return try await subscriptions.registerToken(call.json(), context: context, baseURL: call.baseURL, signInURL: signInURL)
+            case .subscriptionsList: return try await subscriptions.list(context: context)
+            case .subscriptionsLookup: return try await subscriptions.lookup(body.decode(), context: context)
+            case .subscriptionsModify: return try await subscriptions.modify(body.decode(), context: context)
+            case .tokensCreate: return try await subscriptions.createToken(body.decode(), context: context, baseURL: call.baseURL)
+            default: return try await subscriptions.registerToken(body.decode(), context: context, baseURL: call.baseURL)
             }
         case .recordsLookup, .recordsQuery, .changesZone:
             throw WireError(.internalError, "\(operation.rawValue) is answered as bytes")

@@ -19,10 +19,12 @@ package protocol RecordStore: Sendable {
     /// (an error thrown by `body` rolls back). Writers of one database are serialized by
     /// `lockDatabase(_:)`, across processes too.
     func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
-    /// Runs `body`, which reads with a single statement, outside a transaction of its own: one
-    /// statement is a consistent snapshot by itself, and PostgreSQL is spared the `BEGIN` and
-    /// `COMMIT` round trips. A body that runs a second statement fails.
-    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
+    /// Runs `body`'s reads outside a transaction: each statement is consistent by itself and sees
+    /// what was committed when it ran, but no snapshot is common to them; PostgreSQL is spared the
+    /// `BEGIN` and `COMMIT` round trips, SQLite the transaction. For the reads of a request whose
+    /// statements each read their own facts (credentials, a lookup, a query's page), not for
+    /// reads that must agree with each other (a change feed and its token).
+    func readWithoutSnapshot<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
     /// Closes connections; later calls fail.
     func close() async throws
     /// A short description for logs and `/healthz` (`"sqlite /path"`, `"postgres host/db"`).
@@ -30,8 +32,8 @@ package protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
-    /// ``read(_:)``: a store whose read transactions cost no round trips needs nothing else.
-    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+    /// ``read(_:)``: a store whose read transactions cost nothing needs nothing else.
+    package func readWithoutSnapshot<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
         try await read(body)
     }
 }
@@ -69,7 +71,7 @@ package protocol RecordStoreTransaction {
     func webAuthToken(digest: String, now: Int64) async throws -> (token: StoredWebAuthToken, account: StoredAccount)?
     /// What a request's tokens name, in one statement: the container of the API token with
     /// digest `apiTokenDigest` and, when `webTokenDigest` is given, ``webAuthToken(digest:now:)``
-    /// of it (how every token-authenticated request starts; run it with `readStatement`).
+    /// of it (how every token-authenticated request starts; run it with `readWithoutSnapshot`).
     func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) async throws
         -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?)
     /// An account's tokens not expired at `now`, oldest first.

@@ -21,12 +21,10 @@ package struct SubscriptionsEndpoint: Sendable {
     }
 
     /// The subscriber (a signed-in user) and the database a request's subscriptions watch.
-    static func subscriber(_ context: RecordsEngine.Context, signInURL: String?) throws -> (user: String, database: DatabaseKey) {
+    static func subscriber(_ context: RecordsEngine.Context) throws -> (user: String, database: DatabaseKey) {
         switch context.caller.identity {
         case .anonymous:
-            var error = WireError(.authenticationRequired, "subscriptions belong to a signed-in user; sign in first")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "subscriptions belong to a signed-in user; sign in first")
         case .serverKey:
             throw WireError(.accessDenied, "server-to-server keys cannot subscribe: notifications go to a signed-in user's devices")
         case .user(_, let name):
@@ -42,8 +40,8 @@ package struct SubscriptionsEndpoint: Sendable {
     // MARK: subscriptions/*
 
     /// `subscriptions/list`: the caller's subscriptions on the database.
-    package func list(context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
-        let (user, database) = try Self.subscriber(context, signInURL: signInURL)
+    package func list(context: RecordsEngine.Context) async throws -> JSONValue {
+        let (user, database) = try Self.subscriber(context)
         let found = try await store.read { tx in try await tx.subscriptionStore().subscriptions(database: database, subscriber: user) }
         return .object(["subscriptions": .array(found.map { $0.json(ownerRecordName: Self.ownerName(database)) })])
     }
@@ -51,8 +49,8 @@ package struct SubscriptionsEndpoint: Sendable {
     /// `subscriptions/lookup`: `{"subscriptions": [{"subscriptionID"}]}` → each subscription or a
     /// NOT_FOUND item. On the public path (also where a path without a database lands) the
     /// caller's private subscriptions are looked in too, as the documented path has no database.
-    package func lookup(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
-        let (user, database) = try Self.subscriber(context, signInURL: signInURL)
+    package func lookup(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        let (user, database) = try Self.subscriber(context)
         let reader = try WireReader(body, path: "")
         let items = try reader.requiredArray("subscriptions")
         guard items.count <= WireLimits.operationsPerRequest else {
@@ -85,8 +83,8 @@ package struct SubscriptionsEndpoint: Sendable {
     /// `subscriptions/modify`: `create` (an existing ID is replaced, as saving a subscription
     /// does in CloudKit), `update` (NOT_FOUND when missing), `delete`. A malformed subscription
     /// (bad query, filter, type, zone) is a BAD_REQUEST item; the other items still apply.
-    package func modify(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String? = nil) async throws -> JSONValue {
-        let (user, database) = try Self.subscriber(context, signInURL: signInURL)
+    package func modify(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        let (user, database) = try Self.subscriber(context)
         let reader = try WireReader(body, path: "")
         let operations = try reader.requiredArray("operations")
         guard operations.count <= WireLimits.operationsPerRequest else {
@@ -145,8 +143,8 @@ package struct SubscriptionsEndpoint: Sendable {
 
     /// `tokens/create`: a fresh push token for the signed-in user, and the URL that delivers the
     /// user's notifications by long-poll (plain GET) or WebSocket (upgrade).
-    package func createToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
-        let user = try Self.tokenUser(context, signInURL: signInURL)
+    package func createToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String) async throws -> JSONValue {
+        let user = try Self.tokenUser(context)
         let reader = try WireReader(body, path: "")
         let environment = try Self.apnsEnvironment(reader.string("apnsEnvironment") ?? context.environment.rawValue, path: "apnsEnvironment")
         let token = SecretToken.generate()
@@ -164,8 +162,8 @@ package struct SubscriptionsEndpoint: Sendable {
 
     /// `tokens/register`: binds a push token (a device's, or one from `tokens/create`) to the
     /// signed-in user. A token bound to another user is refused (BAD_REQUEST).
-    package func registerToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String, signInURL: String? = nil) async throws -> JSONValue {
-        let user = try Self.tokenUser(context, signInURL: signInURL)
+    package func registerToken(_ body: JSONValue, context: RecordsEngine.Context, baseURL: String) async throws -> JSONValue {
+        let user = try Self.tokenUser(context)
         let reader = try WireReader(body, path: "")
         let environment = try Self.apnsEnvironment(reader.requiredString("apnsEnvironment"), path: "apnsEnvironment")
         let token = try reader.requiredString("apnsToken")
@@ -184,14 +182,12 @@ package struct SubscriptionsEndpoint: Sendable {
         ])
     }
 
-    static func tokenUser(_ context: RecordsEngine.Context, signInURL: String?) throws -> String {
+    static func tokenUser(_ context: RecordsEngine.Context) throws -> String {
         switch context.caller.identity {
         case .user(_, let name): return name
         case .serverKey: throw WireError(.accessDenied, "server-to-server keys cannot receive notifications")
         case .anonymous:
-            var error = WireError(.authenticationRequired, "push tokens belong to a signed-in user; sign in first")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "push tokens belong to a signed-in user; sign in first")
         }
     }
 
@@ -255,7 +251,7 @@ struct SubscriptionOperation: Sendable {
         guard let kind = StoredSubscription.Kind(rawValue: typeName.lowercased()) else {
             throw WireReader.invalid(body.path("subscriptionType"), "unknown subscription type \(typeName); expected query, zone or database")
         }
-        let info = body.value("notificationInfo")
+        let info = try body.value("notificationInfo")
         if let info, info.objectValue == nil { throw WireReader.mismatch(body.path("notificationInfo"), expected: "an object", got: info) }
         let zoneID = try body.object("zoneID").map { try WireZoneID(reader: $0) }
         if let owner = zoneID?.ownerRecordName, database.scope == .private, owner != database.owner, owner != "__defaultOwner__" {
@@ -266,7 +262,7 @@ struct SubscriptionOperation: Sendable {
             guard database.scope != .shared else {
                 throw WireReader.invalid(body.path("subscriptionType"), "the shared database supports database subscriptions only")
             }
-            guard let queryJSON = body.value("query") else { throw WireReader.missing(body.path("query"), "a query dictionary") }
+            guard let queryJSON = try body.value("query") else { throw WireReader.missing(body.path("query"), "a query dictionary") }
             let query = try WireQuery(json: queryJSON, path: body.path("query"))
             guard !query.recordType.isEmpty else { throw WireReader.invalid(body.path("query.recordType"), "a record type is required") }
             for (index, filter) in query.filterBy.enumerated() {

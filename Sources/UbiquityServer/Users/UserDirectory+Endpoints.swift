@@ -6,14 +6,12 @@ import UbiquityWire
 extension UserDirectory {
     /// The signed-in caller, or 421 with the sign-in page (403 for a server-to-server key, which
     /// is no person).
-    static func signedInUser(_ context: RecordsEngine.Context, signInURL: String, operation: String) throws -> (accountID: Int64, userRecordName: String) {
+    static func signedInUser(_ context: RecordsEngine.Context, operation: String) throws -> (accountID: Int64, userRecordName: String) {
         switch context.caller.identity {
         case .user(let accountID, let name):
             return (accountID, name)
         case .anonymous:
-            var error = WireError(.authenticationRequired, "request needs authorization: \(operation) needs a signed-in user")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "request needs authorization: \(operation) needs a signed-in user")
         case .serverKey:
             throw WireError(.accessDenied, "\(operation) needs a signed-in user; a server-to-server key is not one")
         }
@@ -59,11 +57,9 @@ extension UserDirectory {
 
     /// `users/current`: `{userRecordName, firstName, lastName}`, names only when the caller opted
     /// in to discovery in this container (as CloudKit).
-    func current(context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
+    func current(context: RecordsEngine.Context) async throws -> JSONValue {
         guard let name = context.caller.userRecordName else {
-            var error = WireError(.authenticationRequired, "request needs authorization")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "request needs authorization")
         }
         guard case .user(let accountID, _) = context.caller.identity else {
             return .object(["userRecordName": .string(name), "firstName": .null, "lastName": .null])
@@ -72,11 +68,9 @@ extension UserDirectory {
     }
 
     /// `users/caller`: `{users: [UserIdentity]}`, the caller's own identity.
-    func caller(context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
+    func caller(context: RecordsEngine.Context) async throws -> JSONValue {
         guard let name = context.caller.userRecordName else {
-            var error = WireError(.authenticationRequired, "request needs authorization")
-            error.redirectURL = signInURL
-            throw error
+            throw WireError(.authenticationRequired, "request needs authorization")
         }
         guard case .user(let accountID, _) = context.caller.identity else {
             return .object(["users": .array([.object(["userRecordName": .string(name), "lookupInfo": .object(["userRecordName": .string(name)])])])])
@@ -90,8 +84,8 @@ extension UserDirectory {
     /// `userDiscoverability` maps to it): `{"discoverable": true|false}` opts the caller in or out
     /// of discovery in this container; without it, reports the current setting. Answers
     /// `{userRecordName, discoverable}`.
-    func discoverability(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
-        let (accountID, name) = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/discoverability")
+    func discoverability(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        let (accountID, name) = try UserDirectory.signedInUser(context, operation: "users/discoverability")
         let requested = try WireReader(body, path: "").bool("discoverable")
         let container = context.container
         let now = UserDirectory.now
@@ -109,8 +103,8 @@ extension UserDirectory {
     /// `{phoneNumber}`), the identities of the discoverable users matching, in request order
     /// (unknown and undiscoverable ones are left out); without (GET), the discoverable users in
     /// the caller's address book — there is none on this server, so `[]`.
-    func discover(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
-        _ = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/discover")
+    func discover(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        _ = try UserDirectory.signedInUser(context, operation: "users/discover")
         let reader = try WireReader(body, path: "")
         // `lookupInfos` as Apple's docs name it; `users` as MistKit sends it
         guard let infos = try reader.array("lookupInfos") ?? reader.array("users") else { return .object(["users": .array([])]) }
@@ -149,8 +143,8 @@ extension UserDirectory {
 
     /// `users/lookup/email`: `{"users": [{"emailAddress"}]}` → the discoverable users with those
     /// addresses, as User dictionaries with `emailAddress`.
-    func lookupEmail(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
-        _ = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/lookup/email")
+    func lookupEmail(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        _ = try UserDirectory.signedInUser(context, operation: "users/lookup/email")
         let emails = try UserDirectory.requestedUsers(body, key: "emailAddress")
         let (byEmail, _) = try await lookUp(emails: emails, names: [], container: context.container)
         return .object(["users": .array(emails.compactMap { email in byEmail[email.lowercased()].map { UserDirectory.userJSON($0, emailAddress: email) } })])
@@ -158,8 +152,8 @@ extension UserDirectory {
 
     /// `users/lookup/id`: `{"users": [{"userRecordName"}]}` → the discoverable users with those
     /// record names, as User dictionaries.
-    func lookupID(_ body: JSONValue, context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
-        _ = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/lookup/id")
+    func lookupID(_ body: JSONValue, context: RecordsEngine.Context) async throws -> JSONValue {
+        _ = try UserDirectory.signedInUser(context, operation: "users/lookup/id")
         let names = try UserDirectory.requestedUsers(body, key: "userRecordName")
         let (_, byName) = try await lookUp(emails: [], names: names, container: context.container)
         return .object(["users": .array(names.compactMap { name in byName[name].map { UserDirectory.userJSON($0) } })])
@@ -167,8 +161,8 @@ extension UserDirectory {
 
     /// `users/lookup/contacts`: the discoverable users of the caller's address book; this server
     /// keeps none, so `{"users": []}`.
-    func lookupContacts(context: RecordsEngine.Context, signInURL: String) async throws -> JSONValue {
-        _ = try UserDirectory.signedInUser(context, signInURL: signInURL, operation: "users/lookup/contacts")
+    func lookupContacts(context: RecordsEngine.Context) async throws -> JSONValue {
+        _ = try UserDirectory.signedInUser(context, operation: "users/lookup/contacts")
         return .object(["users": .array([])])
     }
 

@@ -42,13 +42,13 @@ extension AssetChunkList {
         }
         let checksum = try reader.requiredString("fileChecksum")
         guard let size = try reader.integer("size"), size >= 0 else { throw WireReader.missing(reader.path("size"), "a size of 0 or more") }
-        guard let chunkingJSON = reader.value("chunking") else { throw WireReader.missing(reader.path("chunking"), "the chunking parameters") }
+        guard let chunkingJSON = try reader.value("chunking") else { throw WireReader.missing(reader.path("chunking"), "the chunking parameters") }
         let chunking = try FastCDC.Parameters(json: chunkingJSON, path: reader.path("chunking"))
         let hashBytes = Int(try reader.integer("hashBytes") ?? 32)
         guard Self.hashByteRange.contains(hashBytes), hashBytes <= base.hashBytes, base.chunking == chunking else {
             throw WireReader.invalid(reader.path("hashBytes"), "a relative list needs a base cut the same way with hashes of at least \(hashBytes) bytes")
         }
-        guard let edits = reader.value("edits") else { throw WireReader.missing(reader.path("edits"), "the edits to the base's list") }
+        guard let edits = try reader.value("edits") else { throw WireReader.missing(reader.path("edits"), "the edits to the base's list") }
         let delta = try AssetChunkListDelta(json: edits, hashBytes: hashBytes, path: reader.path("edits"))
         let baseChunks = base.hashBytes == hashBytes
             ? base.chunks : base.chunks.map { AssetChunkRef(hash: String($0.hash.prefix(hashBytes * 2)), size: $0.size) }

@@ -53,7 +53,7 @@ public struct AssetChunkList: Sendable, Hashable {
         let reader = try WireReader(json, path: "")
         let checksum = try reader.requiredString("fileChecksum")
         guard let size = try reader.integer("size"), size >= 0 else { throw WireReader.missing(reader.path("size"), "a size of 0 or more") }
-        guard let chunkingJSON = reader.value("chunking") else { throw WireReader.missing(reader.path("chunking"), "the chunking parameters") }
+        guard let chunkingJSON = try reader.value("chunking") else { throw WireReader.missing(reader.path("chunking"), "the chunking parameters") }
         let chunking = try FastCDC.Parameters(json: chunkingJSON, path: reader.path("chunking"))
         let hashBytes = Int(try reader.integer("hashBytes") ?? 32)
         guard Self.hashByteRange.contains(hashBytes) else {

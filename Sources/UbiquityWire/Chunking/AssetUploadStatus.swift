@@ -65,7 +65,7 @@ public struct AssetUploadStatus: Sendable, Hashable {
         self.received = received
         size = try reader.integer("size")
         maximumSize = try reader.integer("maximumSize") ?? Int64.max
-        chunking = reader.value("chunking").flatMap { try? FastCDC.Parameters(json: $0, path: "chunking") }
+        chunking = try reader.value("chunking").flatMap { try? FastCDC.Parameters(json: $0, path: "chunking") }
         missingURL = try reader.string("missingURL")
         chunkURL = try reader.string("chunkURL")
         manifestURL = try reader.string("manifestURL")

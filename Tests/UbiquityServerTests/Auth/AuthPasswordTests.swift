@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+import UbiquityCore
 @testable import UbiquityServer
 
 @Suite struct AuthPasswordTests {
@@ -56,7 +57,7 @@ import Testing
         let key = "7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2"
             + "d5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887"
         let hashed = "$scrypt$ln=14,r=8,p=1$" + AuthEncoding.base64Unpadded(Array("SodiumChloride".utf8)) + "$"
-            + AuthEncoding.base64Unpadded(AuthEncoding.bytes(hex: key)!)
+            + AuthEncoding.base64Unpadded(Hex.decode(key)!)
         #expect(hasher.verify("pleaseletmein", against: hashed))
         #expect(!hasher.verify("pleaseletmeout", against: hashed))
     }

@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import Testing
+import UbiquityCore
 @testable import UbiquityServer
 
 @Suite struct AuthSignatureTests {
@@ -226,7 +227,7 @@ import Testing
             publicKey.pemRepresentation, privateKey.pemRepresentation, sec1PEM(privateKey),
             ecParametersPEM + "\n" + sec1PEM(privateKey), "  \n" + publicKey.pemRepresentation + "\n\n",
             publicKey.derRepresentation.base64EncodedString(), publicKey.x963Representation.base64EncodedString(),
-            AuthEncoding.hex(publicKey.x963Representation), AuthEncoding.hex(publicKey.compressedRepresentation),
+            Hex.encode(publicKey.x963Representation), Hex.encode(publicKey.compressedRepresentation),
             publicKey.rawRepresentation.base64EncodedString(),
         ]
         for text in texts {
@@ -293,6 +294,6 @@ import Testing
 extension SecretToken {
     /// Hex SHA-256 of bytes (test helper mirroring `digest(_:)` for binary input).
     fileprivate static func digestHex(of bytes: [UInt8]) -> String {
-        AuthEncoding.hex(SHA256.hash(data: bytes))
+        Hex.encode(SHA256.hash(data: bytes))
     }
 }

@@ -136,4 +136,44 @@ import UbiquityWire
             }
         }
     }
+
+    /// Requests are decoded with Codable straight from the body (`request.decode(as:context:)`):
+    /// a mistake is named by its path, as the JSON tree reader names it; a body that is not JSON
+    /// says where it breaks; NUL characters and deep nesting are refused before decoding.
+    @Test func requestsAreDecodedFromTheBodyAndMistakesNamed() async throws {
+        try await Self.withApplication { client, apiToken, userToken in
+            let cases: [(tail: String, body: String, reason: String)] = [
+                ("public/records/lookup", #"{"records":[{"recordName":5}]}"#, "records[0].recordName: expected a string, got a number"),
+                ("public/records/query", #"{"query":{"recordType":"Note"},"resultsLimit":0}"#, "resultsLimit: must be at least 1"),
+                ("public/records/query", #"{"query":{"recordType":"Note","filterBy":[{"fieldName":"a","comparator":"LIKE","fieldValue":{"value":1}}]}}"#,
+                 "query.filterBy[0].comparator: unknown comparator LIKE"),
+                ("private/zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":""}}}]}"#,
+                 "operations[0].zone.zoneID.zoneName: a zone name must be 1 to 255 bytes"),
+                ("private/changes/zone", #"{"zones":[{"syncToken":"x"}]}"#, "zones[0].zoneID: required, expected a zone ID dictionary"),
+                ("private/records/changes", #"{"zoneID":"Z"}"#, "zoneID: expected an object, got a string"),
+                ("private/changes/database", #"{"resultsLimit":"many"}"#, "resultsLimit: expected an integer, got a string"),
+                ("public/records/lookup", #"{"records": [{"recordName": "a"}"#, "malformed JSON"),
+                ("public/records/lookup", #"{"records":[{"recordName":"a\u0000b"}]}"#, "NUL"),
+                ("public/records/lookup", String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "nested deeper"),
+                ("public/records/lookup", #"["records"]"#, "request body: expected an object, got an array"),
+            ]
+            for (tail, body, reason) in cases {
+                try await client.execute(uri: Self.path(tail, apiToken: apiToken, userToken: userToken), method: .post,
+                                         body: ByteBuffer(string: body)) { response in
+                    #expect(response.status == .badRequest, "\(body)")
+                    try Self.expectCloudKitHeaders(response)
+                    let error = try Self.json(response).objectValue
+                    #expect(error?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(body)")
+                    #expect(error?["reason"]?.stringValue?.contains(reason) == true, "\(body): \(error?["reason"]?.stringValue ?? "")")
+                }
+            }
+            // the lenient spellings CloudKit clients send still read: numbers as strings, 0/1 as booleans
+            try await client.execute(uri: Self.path("private/changes/database", apiToken: apiToken, userToken: userToken), method: .post,
+                                     body: ByteBuffer(string: #"{"resultsLimit":"5","numbersAsStrings":1}"#)) { response in
+                #expect(response.status == .ok)
+                let answer = try Self.json(response)
+                #expect(answer.objectValue?["syncToken"]?.stringValue != nil, "\(answer)")
+            }
+        }
+    }
 }

@@ -120,7 +120,7 @@ import UbiquityWire
             for (api, web, now, container, live) in [("api", "token", 100, "iCloud.a", true), ("api", nil, 100, "iCloud.a", false),
                                                       ("api", "token", 1_000, "iCloud.a", false), ("other", "token", 100, nil, true),
                                                       ("other", "other", 100, nil, false)] as [(String, String?, Int64, String?, Bool)] {
-                let found = try await store.readStatement { tx in try await tx.credentials(apiTokenDigest: api, webTokenDigest: web, now: now) }
+                let found = try await store.readWithoutSnapshot { tx in try await tx.credentials(apiTokenDigest: api, webTokenDigest: web, now: now) }
                 #expect(found.container == container, "\(api) \(web ?? "-") \(now)")
                 #expect(found.live?.token == (live ? stored : nil), "\(api) \(web ?? "-") \(now)")
                 #expect(found.live?.account == (live ? account : nil), "\(api) \(web ?? "-") \(now)")

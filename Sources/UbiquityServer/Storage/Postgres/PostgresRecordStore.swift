@@ -98,9 +98,10 @@ package final class PostgresRecordStore: RecordStore {
         try await run(.read) { session in try await body(PostgresTransaction(session: session)) }
     }
 
-    /// Runs `body`'s one statement without `BEGIN` and `COMMIT` (one round trip instead of three).
-    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
-        try await run(.statement) { session in try await body(PostgresTransaction(session: session)) }
+    /// Runs `body`'s statements without `BEGIN` and `COMMIT` (autocommit: each statement at READ
+    /// COMMITTED sees what was committed when it ran; two round trips fewer).
+    package func readWithoutSnapshot<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await run(.autocommit) { session in try await body(PostgresTransaction(session: session)) }
     }
 
     /// Runs `body` in a read-write transaction (`BEGIN … COMMIT`; rolled back when it throws).
@@ -182,8 +183,8 @@ package final class PostgresRecordStore: RecordStore {
         case read
         /// `BEGIN … COMMIT` at READ COMMITTED.
         case write
-        /// One statement, outside a transaction.
-        case statement
+        /// Statements outside a transaction (reads only).
+        case autocommit
     }
 
     /// Runs `body` in a transaction on a leased connection, again on deadlocks and serialization
@@ -249,12 +250,12 @@ package final class PostgresRecordStore: RecordStore {
         }
     }
 
-    /// One transaction on `connection` (one statement, for `.statement`).
+    /// One transaction on `connection` (or statements outside one, for `.autocommit`).
     static func transaction<T>(on connection: PostgresConnection, mode: Mode, url: PostgresURL, logger: Logger,
                                _ body: (PostgresSession) async throws -> T) async throws -> T {
-        if mode == .statement {
+        if mode == .autocommit {
             do {
-                return try await body(PostgresSession(connection: connection, url: url, logger: logger, statementLimit: 1))
+                return try await body(PostgresSession(connection: connection, url: url, logger: logger))
             } catch {
                 // a read is safe to run again on another connection
                 if connection.isClosed { throw StaleConnection(error: error) }

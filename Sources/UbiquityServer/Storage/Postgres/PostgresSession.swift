@@ -15,7 +15,8 @@ enum PostgresParameter {
     case bytes([UInt8])
 }
 
-/// Runs statements on one leased connection, inside one transaction. Every statement is awaited
+/// Runs statements on one leased connection, inside one transaction (or, for
+/// `PostgresRecordStore.readWithoutSnapshot`, outside one). Every statement is awaited
 /// (postgres-nio's async API); nothing blocks a thread.
 final class PostgresSession {
     let connection: PostgresConnection
@@ -24,22 +25,16 @@ final class PostgresSession {
     /// The first statement error: after it PostgreSQL refuses everything but `ROLLBACK`, so a
     /// transaction whose body swallowed it must not report success.
     private(set) var failure: UbiquityError?
-    /// The most statements the session may run (nil: any number): 1 outside a transaction
-    /// (`PostgresRecordStore.readStatement`).
-    let statementLimit: Int?
-    private var statements = 0
 
-    init(connection: PostgresConnection, url: PostgresURL, logger: Logger, statementLimit: Int? = nil) {
+    init(connection: PostgresConnection, url: PostgresURL, logger: Logger) {
         self.connection = connection
         self.url = url
         self.logger = logger
-        self.statementLimit = statementLimit
     }
 
     /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows.
     @discardableResult
     func rows(_ sql: String, _ parameters: [PostgresParameter] = []) async throws -> [PostgresRandomAccessRow] {
-        try count()
         do {
             var rows: [PostgresRandomAccessRow] = []
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: Self.bindings(parameters)), logger: logger) {
@@ -53,7 +48,6 @@ final class PostgresSession {
 
     /// Runs the prepared statement `statement` with `parameters` and returns its rows.
     func rows<Statement: PostgresStatement>(_ statement: Statement.Type, _ parameters: [PostgresParameter]) async throws -> [PostgresRandomAccessRow] {
-        try count()
         do {
             var rows: [PostgresRandomAccessRow] = []
             for try await row in try await connection.execute(PostgresPrepared<Statement>(bindings: Self.bindings(parameters)), logger: logger) {
@@ -68,14 +62,6 @@ final class PostgresSession {
     /// Runs the prepared statement `statement` and returns its first row, if any.
     func row<Statement: PostgresStatement>(_ statement: Statement.Type, _ parameters: [PostgresParameter]) async throws -> PostgresRandomAccessRow? {
         try await rows(statement, parameters).first
-    }
-
-    /// Counts a statement against ``statementLimit``.
-    private func count() throws {
-        statements += 1
-        if let statementLimit, statements > statementLimit {
-            throw UbiquityError(.protocolError, "a single-statement read ran a second statement (outside a transaction, so not in the first one's snapshot)")
-        }
     }
 
     /// A statement's error as a `UbiquityError`, remembered as the transaction's failure.

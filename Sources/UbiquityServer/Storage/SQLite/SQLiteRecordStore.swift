@@ -46,6 +46,12 @@ package final class SQLiteRecordStore: RecordStore {
         try await pool.read { db in try Self.run(body, db: db) }
     }
 
+    /// Runs `body` outside a transaction (GRDB's `unsafeRead`): each statement is its own
+    /// snapshot, and the `BEGIN` and `COMMIT` of ``read(_:)`` are spared.
+    package func readWithoutSnapshot<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {
+        try await pool.unsafeRead { db in try Self.run(body, db: db) }
+    }
+
     /// Runs `body` in an immediate write transaction (GRDB's async `write`; the body runs on the
     /// writer's thread, ``SQLiteTransactionExecutor``).
     package func write<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T {

@@ -66,15 +66,20 @@ extension SQLiteTransaction: QueryIndexStoreTransaction {
         try db.execute(sql: "DELETE FROM query_indexes WHERE id = ?", arguments: [id])
     }
 
+    /// The statement of ``scanQueryIndex(id:zone:from:to:limit:)``: the record's columns first, at
+    /// the positions `record(_:decodingFields:)` reads, then the key (made once: it is the text
+    /// GRDB's statement cache is looked up by).
+    private static let scanQueryIndexSQL = """
+        SELECT \(QueryIndexSQL.qualified(recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
+        WHERE k.query_index = ? AND k.zone = ? AND k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?
+        """
+
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) throws -> [QueryIndexHit] {
-        // the record's columns first, at the positions `record(_:decodingFields:)` reads, then the key
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT \(QueryIndexSQL.qualified(Self.recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
-            WHERE k.query_index = ? AND k.zone = ? AND k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?
-            """), arguments: [id, zone, Data(lower), Data(upper), limit]).map { row in
+        // read from the cursor's rows as they come (no copy of each row first)
+        try Array(Row.fetchCursor(db.cachedStatement(sql: Self.scanQueryIndexSQL), arguments: [id, zone, Data(lower), Data(upper), limit]).map { row in
             let key: Data = row[16]
             return QueryIndexHit(key: Array(key), stored: StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7]))
-        }
+        })
     }
 
     func queryIndexKeyCount(id: Int64) throws -> Int {

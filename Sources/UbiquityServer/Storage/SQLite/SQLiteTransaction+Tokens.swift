@@ -31,9 +31,22 @@ extension SQLiteTransaction {
         return (Self.token(row), account)
     }
 
+    /// One statement: the API token's container, and the live web token with its account, if any
+    /// (a row of NULLs else).
     func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) throws
         -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?) {
-        (try container(forAPITokenDigest: apiTokenDigest), try webTokenDigest.flatMap { try webAuthToken(digest: $0, now: now) })
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT (SELECT container FROM api_tokens WHERE digest = ?) AS api_container, web.*
+            FROM (SELECT 1) AS one LEFT JOIN (
+                SELECT accounts.*, \(Self.tokenColumns)
+                FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
+                WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ? AND accounts.disabled_at IS NULL
+            ) AS web ON 1
+            """), arguments: [apiTokenDigest, webTokenDigest, now]) else { return (nil, nil) }
+        let container: String? = row["api_container"]
+        let tokenDigest: String? = row["digest"]
+        guard tokenDigest != nil, let account = account(row) else { return (container, nil) }
+        return (container, (Self.token(row), account))
     }
 
     func webAuthTokens(accountID: Int64, now: Int64) throws -> [StoredWebAuthToken] {

@@ -15,7 +15,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func containerExists(_ identifier: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM containers WHERE identifier = ?", arguments: [identifier]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM containers WHERE identifier = ?"), arguments: [identifier]) ?? false
     }
 
     func containers() throws -> [String] {
@@ -27,7 +27,7 @@ struct SQLiteTransaction: RecordStoreTransaction {
     }
 
     func container(forAPITokenDigest digest: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT container FROM api_tokens WHERE digest = ?", arguments: [digest])
+        try String.fetchOne(db.cachedStatement(sql: "SELECT container FROM api_tokens WHERE digest = ?"), arguments: [digest])
     }
 
     func allowedOrigins(container: String) throws -> [String] {
@@ -357,7 +357,8 @@ struct SQLiteTransaction: RecordStoreTransaction {
     func recordTexts(zone: Int64, names: [String]) throws -> [String: StoredRecordText] {
         guard !names.isEmpty else { return [:] }
         var found: [String: StoredRecordText] = [:]
-        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name IN (\(databaseQuestionMarks(count: names.count)))",
+        // cached per number of names (at most 200 statements): a lookup's SQL is not parsed again
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT \(Self.recordColumns) FROM records WHERE zone = ? AND name IN (\(databaseQuestionMarks(count: names.count)))"),
                                        arguments: StatementArguments([zone] as [any DatabaseValueConvertible] + names))
         while let row = try rows.next() {
             let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: row[7])

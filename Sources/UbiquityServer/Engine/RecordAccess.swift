@@ -45,10 +45,14 @@ struct RecordAccess {
     }
 
     /// The record type in the environment's schema (cached; nil when it has none).
+    /// Where permissions apply, the caller's roles come in the same read (one round trip).
     mutating func recordType(_ name: String, tx: any RecordStoreTransaction) async throws -> RecordTypeSchema? {
         if let cached = types[name] { return cached }
-        let type = try await tx.schemas().recordType(container: key.container, environment: key.environment, name: name)
+        var rolesOf: String?
+        if memberships == nil, isEnforced, case .user(_, let userName) = caller.identity { rolesOf = userName }
+        let (type, roles) = try await tx.schemas().recordType(container: key.container, environment: key.environment, name: name, rolesOf: rolesOf)
         types[name] = type
+        if let roles { memberships = roles }
         return type
     }
 

@@ -27,6 +27,11 @@ package protocol SchemaStoreTransaction {
     func updateField(_ field: SchemaField, recordType: String, container: String, environment: CloudKitEnvironment) async throws
     /// The named roles the user is a member of in the container.
     func roles(container: String, userRecordName: String) async throws -> Set<String>
+    /// ``recordType(container:environment:name:)`` and, for `userRecordName`, the user's
+    /// ``roles(container:userRecordName:)``, in one round trip where the store can (the first
+    /// read of a public database's query or lookup needs both).
+    func recordType(container: String, environment: CloudKitEnvironment, name: String,
+                    rolesOf userRecordName: String?) async throws -> (type: RecordTypeSchema?, roles: Set<String>?)
     /// The members (user record names) of each named role of the container that has any.
     func roleMembers(container: String) async throws -> [String: Set<String>]
     /// Adds (`member: true`) or removes a user from a named role of the container.
@@ -34,6 +39,16 @@ package protocol SchemaStoreTransaction {
     /// Deletes every database of an environment of the container (zones, records, change logs),
     /// and its subscriptions and notifications: `schema reset` of development.
     func deleteData(container: String, environment: CloudKitEnvironment) async throws
+}
+
+extension SchemaStoreTransaction {
+    /// The two reads one after the other (a store whose reads cost no round trips).
+    package func recordType(container: String, environment: CloudKitEnvironment, name: String,
+                            rolesOf userRecordName: String?) async throws -> (type: RecordTypeSchema?, roles: Set<String>?) {
+        let type = try await recordType(container: container, environment: environment, name: name)
+        guard let userRecordName else { return (type, nil) }
+        return (type, try await roles(container: container, userRecordName: userRecordName))
+    }
 }
 
 extension RecordStoreTransaction {

@@ -79,6 +79,18 @@ import UbiquityWire
             #expect(production.recordTypes.isEmpty)
             #expect(roles == ["Moderator"])
             #expect(members == ["Moderator": ["_a", "_b"]])
+            // a type and a user's roles in one read (PostgreSQL: one statement), each part alone too
+            let combined = try await store.read { tx throws in
+                let schemas = try tx.schemas()
+                return await (try schemas.recordType(container: container, environment: .development, name: "Note", rolesOf: "_a"),
+                              try schemas.recordType(container: container, environment: .development, name: "Note", rolesOf: nil),
+                              try schemas.recordType(container: container, environment: .development, name: "Missing", rolesOf: "_b"),
+                              try schemas.recordType(container: container, environment: .development, name: "Note", rolesOf: "_nobody"))
+            }
+            #expect(combined.0.type == note && combined.0.roles == ["Moderator"])
+            #expect(combined.1.type == note && combined.1.roles == nil)
+            #expect(combined.2.type == nil && combined.2.roles == ["Moderator"])
+            #expect(combined.3.type == note && combined.3.roles == [])
 
             // Replacing a schema replaces everything of that environment only.
             var changed = development

@@ -10,22 +10,31 @@ extension PostgresTransaction: SchemaStoreTransaction {
     /// The type, its fields and its permissions in one round trip: every read of a record type
     /// (a query's, a lookup's) goes through here.
     func recordType(container: String, environment: CloudKitEnvironment, name: String) async throws -> RecordTypeSchema? {
-        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name)]
+        try await recordType(container: container, environment: environment, name: name, rolesOf: nil).type
+    }
+
+    /// The type, its fields, its permissions and the user's roles in one round trip.
+    func recordType(container: String, environment: CloudKitEnvironment, name: String,
+                    rolesOf userRecordName: String?) async throws -> (type: RecordTypeSchema?, roles: Set<String>?) {
+        let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name), .text(userRecordName)]
         let rows = try await session.rows(RecordType.self, parameters)
-        guard try rows.contains(where: { try $0.value("kind", as: String.self) == "t" }) else { return nil }
-        var type = RecordTypeSchema(name: name, permissions: [:])
+        // fields and permissions of a type without its own row belong to no type
+        var type = try rows.contains(where: { try $0.value("kind", as: String.self) == "t" }) ? RecordTypeSchema(name: name, permissions: [:]) : nil
+        var roles: Set<String>? = userRecordName == nil ? nil : []
         for row in rows {
             switch try row.value("kind", as: String.self) {
             case "f":
                 let field = try Self.field(row)
-                type.fields[field.name] = field
+                type?.fields[field.name] = field
             case "p":
-                type.permissions[try row.value("field", as: String.self)] = SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+                type?.permissions[try row.value("field", as: String.self)] = SchemaPermissions(rawValue: Int(try row.value("permissions", as: Int64.self)))
+            case "r":
+                roles?.insert(try row.value("field", as: String.self))
             default:
                 break
             }
         }
-        return type
+        return (type, roles)
     }
 
     private static func field(_ row: PostgresRandomAccessRow) throws -> SchemaField {
@@ -102,8 +111,8 @@ extension PostgresTransaction: SchemaStoreTransaction {
         Set(try await session.rows(Roles.self, [.text(container), .text(userRecordName)]).map { try $0.value("role", as: String.self) })
     }
 
-    /// The statement of ``recordType(container:environment:name:)``: the type, its fields and its
-    /// permissions, in one.
+    /// The statement of ``recordType(container:environment:name:rolesOf:)``: the type, its fields,
+    /// its permissions and the user's roles (none for a NULL user), in one.
     enum RecordType: PostgresStatement {
         static let name = "record_type"
         static let sql = """
@@ -113,6 +122,8 @@ extension PostgresTransaction: SchemaStoreTransaction {
                 WHERE container = $1 AND environment = $2 AND record_type = $3
             UNION ALL SELECT 'p', role, NULL, NULL, NULL, NULL, NULL, permissions FROM schema_permissions
                 WHERE container = $1 AND environment = $2 AND record_type = $3
+            UNION ALL SELECT 'r', role, NULL, NULL, NULL, NULL, NULL, NULL FROM role_members
+                WHERE container = $1 AND user_record_name = $4::TEXT
             """
     }
 

@@ -389,16 +389,17 @@ extension JSONValue: Decodable {
     /// an ``integer(_:)`` however it is written (`2.0` too: the decoder does not tell them apart).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // the likeliest first: each wrong guess costs a thrown error
         if container.decodeNil() {
             self = .null
         } else if let text = try? container.decode(String.self) {
             self = .string(text)
-        } else if let flag = try? container.decode(Bool.self) {
-            self = .bool(flag)
         } else if let number = try? container.decode(Int64.self) {
             self = .integer(number)
         } else if let number = try? container.decode(Double.self) {
             self = .number(number)
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
         } else if let elements = try? container.decode([JSONValue].self) {
             self = .array(elements)
         } else {

@@ -59,6 +59,16 @@ package struct WireReader {
         }
     }
 
+    /// Whether the member is absent or JSON `null` (told without decoding it).
+    package func isNull(_ key: String) throws -> Bool {
+        switch source {
+        case .tree(let members): return members[key]?.isNull ?? true
+        case .decoder(let container):
+            let codingKey = WireCodingKey(key)
+            return try !container.contains(codingKey) || container.decodeNil(forKey: codingKey)
+        }
+    }
+
     /// The member's value, with JSON `null` treated as absent.
     package func value(_ key: String) throws -> JSONValue? {
         guard let value = try member(key), !value.isNull else { return nil }

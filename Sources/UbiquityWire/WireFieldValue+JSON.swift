@@ -8,7 +8,11 @@ extension WireFieldValue {
     /// integer → INT64, fraction → DOUBLE, `{recordName}` → REFERENCE, `{latitude, longitude}`
     /// → LOCATION, `{fileChecksum|receipt}` → ASSETID, arrays → the element's `_LIST`).
     package init(fieldJSON json: JSONValue, path: String) throws {
-        let reader = try WireReader(json, path: path)
+        try self.init(fieldReader: WireReader(json, path: path))
+    }
+
+    /// Reads a record field dictionary from its reader (``init(fieldJSON:path:)``).
+    package init(fieldReader reader: WireReader) throws {
         var type: WireFieldType?
         if let tag = try reader.string("type") {
             guard let parsed = WireFieldType(tag: tag) else {

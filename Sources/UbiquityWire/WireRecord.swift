@@ -95,13 +95,14 @@ package struct WireRecord: Sendable, Hashable, WireReadable {
         if let fieldsReader = try reader.object("fields") {
             var fields: [String: WireFieldValue] = [:]
             for name in fieldsReader.keys {
-                let fieldPath = fieldsReader.path(name)
-                try WireRecord.validate(fieldName: name, path: fieldPath)
-                guard let value = try fieldsReader.member(name) else { continue }
-                if value.isNull { nullFields.insert(name); continue }
-                if let members = value.objectValue, members["value"]?.isNull ?? true { nullFields.insert(name); continue }
-                fields[name] = try WireFieldValue(fieldJSON: value, path: fieldPath)
-                if value.objectValue?["type"] == nil { untypedFields.insert(name) }
+                try WireRecord.validate(fieldName: name, path: fieldsReader.path(name))
+                // `null`, or `{"value": null}`: the field is removed
+                guard let field = try fieldsReader.object(name), try !field.isNull("value") else {
+                    nullFields.insert(name)
+                    continue
+                }
+                fields[name] = try WireFieldValue(fieldReader: field)
+                if try field.isNull("type") { untypedFields.insert(name) }
             }
             self.fields = fields
         }

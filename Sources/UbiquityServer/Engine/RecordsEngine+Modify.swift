@@ -16,8 +16,14 @@ extension RecordsEngine {
         var results: [ItemResult]
     }
 
-    /// `records/modify`.
+    /// `records/modify`: ``modifyRecordsBody(_:context:)`` read back (for callers that read the
+    /// answer).
     package func modifyRecords(_ request: WireModifyRecordsRequest, context: Context) async throws -> JSONValue {
+        try JSONValue.parse(Data(await modifyRecordsBody(request, context: context)))
+    }
+
+    /// `records/modify`, answered as JSON text (written without a `JSONValue` tree).
+    package func modifyRecordsBody(_ request: WireModifyRecordsRequest, context: Context) async throws -> [UInt8] {
         guard request.operations.count <= WireLimits.operationsPerRequest else {
             throw WireError(.badRequest, "limit exceeded: \(request.operations.count) operations; a request may have at most \(WireLimits.operationsPerRequest)")
         }
@@ -103,33 +109,37 @@ extension RecordsEngine {
             results = failure.results
         }
         if let observer, !changes.isEmpty { await observer.changesDidCommit(changes) }
-        var items: [JSONValue] = []
+        var out: [UInt8] = Array(#"{"records":["#.utf8)
+        out.reserveCapacity(results.count * 400 + 128)
+        let zone = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
         for (index, result) in results.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             let operation = operations[index]
             let desiredKeys = operation.desiredKeys ?? request.desiredKeys
             switch result {
             case .saved(let record):
-                items.append(presented(record, context: context).wireRecord(zoneID: RecordsEngine.wireZoneID(zoneID.zoneName, key: key))
-                    .json(desiredKeys: desiredKeys, numbersAsStrings: request.numbersAsStrings))
+                presented(record, context: context).wireRecord(zoneID: zone).write(to: &out, desiredKeys: desiredKeys, numbersAsStrings: request.numbersAsStrings)
             case .deleted(let name):
-                items.append(.object(["recordName": .string(name), "deleted": .bool(true),
-                                      "zoneID": RecordsEngine.wireZoneID(zoneID.zoneName, key: key).json]))
+                WireRecord(recordName: name, deleted: true, zoneID: zone).write(to: &out)
             case .failed(var error):
                 error.recordName = error.recordName ?? (operation.record.recordName.isEmpty ? nil : operation.record.recordName)
                 error.uuid = UUID().uuidString.lowercased()
                 if let server = error.serverRecord, server.zoneID == nil {
-                    error.serverRecord?.zoneID = RecordsEngine.wireZoneID(zoneID.zoneName, key: key)
+                    error.serverRecord?.zoneID = zone
                 }
-                items.append(error.json(numbersAsStrings: request.numbersAsStrings))
+                error.json(numbersAsStrings: request.numbersAsStrings).write(to: &out)
             }
         }
-        var answer: [String: JSONValue] = ["records": .array(items)]
+        out.append(UInt8(ascii: "]"))
         if let tokens {
             // a Ubiquity extension (CloudKit clients ignore it): the zone's change tokens around the batch
-            answer["syncTokenBefore"] = .string(tokens.before)
-            answer["syncToken"] = .string(tokens.after)
+            out.append(contentsOf: #","syncTokenBefore":"#.utf8)
+            JSONValue.string(tokens.before).write(to: &out)
+            out.append(contentsOf: #","syncToken":"#.utf8)
+            JSONValue.string(tokens.after).write(to: &out)
         }
-        return .object(answer)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
 

@@ -78,8 +78,8 @@ struct RecordsRoutes: Sendable {
         }
     }
 
-    /// The operation's answer, as JSON text. Lookups, queries and zone changes are written as
-    /// bytes (the stored fields go out as they are: RecordsEngine+RecordJSON.swift).
+    /// The operation's answer, as JSON text. Lookups, queries, zone changes and saves are written
+    /// as bytes (the stored fields go out as they are: RecordsEngine+RecordJSON.swift).
     private func run(_ operation: RecordsOperation, call: RecordsCall, body: Body) async throws -> [UInt8] {
         let context = call.context
         switch operation {
@@ -94,6 +94,8 @@ struct RecordsRoutes: Sendable {
             return try await engine.lookupRecordsBody(request, context: context)
         case .recordsQuery:
             return try await engine.queryRecordsBody(body.decode(), context: context)
+        case .recordsModify:
+            return try await engine.modifyRecordsBody(body.decode(), context: context)
         default:
             return try await answer(operation, call: call, body: body).serializedBytes()
         }
@@ -104,8 +106,6 @@ struct RecordsRoutes: Sendable {
     private func answer(_ operation: RecordsOperation, call: RecordsCall, body: Body) async throws -> JSONValue {
         let context = call.context
         switch operation {
-        case .recordsModify:
-            return try await engine.modifyRecords(body.decode(), context: context)
         case .recordsChanges:
             let request: WireRecordChangesRequest = try await body.decode()
             let result = try await engine.zoneChanges(request.changes, context: context)
@@ -161,7 +161,7 @@ struct RecordsRoutes: Sendable {
             case .tokensCreate: return try await subscriptions.createToken(body.decode(), context: context, baseURL: call.baseURL)
             default: return try await subscriptions.registerToken(body.decode(), context: context, baseURL: call.baseURL)
             }
-        case .recordsLookup, .recordsQuery, .changesZone:
+        case .recordsLookup, .recordsQuery, .changesZone, .recordsModify:
             throw WireError(.internalError, "\(operation.rawValue) is answered as bytes")
         }
     }

@@ -59,6 +59,25 @@ package struct WireReader {
         }
     }
 
+    /// What a member's value probably is, for ``member(_:likely:)``.
+    package enum Shape: Sendable {
+        case object, array, scalar
+    }
+
+    /// ``member(_:)``, decoded first as the `likely` shape (from a decoder, each wrong guess of a
+    /// value's JSON type costs a thrown error; a field's `type` tells its value's shape).
+    package func member(_ key: String, likely: Shape) throws -> JSONValue? {
+        if case .decoder(let container) = source {
+            let codingKey = WireCodingKey(key)
+            switch likely {
+            case .object: if let members = try? container.decodeIfPresent([String: JSONValue].self, forKey: codingKey) { return .object(members) }
+            case .array: if let elements = try? container.decodeIfPresent([JSONValue].self, forKey: codingKey) { return .array(elements) }
+            case .scalar: break
+            }
+        }
+        return try member(key)
+    }
+
     /// Whether the member is absent or JSON `null` (told without decoding it).
     package func isNull(_ key: String) throws -> Bool {
         switch source {

@@ -20,7 +20,12 @@ extension WireFieldValue {
             }
             type = parsed
         }
-        guard let value = try reader.member("value") else { throw WireReader.missing(reader.path("value"), "a value") }
+        let shape: WireReader.Shape = switch type {
+        case .list?: .array
+        case .scalar(.reference)?, .scalar(.asset)?, .scalar(.location)?: .object
+        default: .scalar
+        }
+        guard let value = try reader.member("value", likely: shape) else { throw WireReader.missing(reader.path("value"), "a value") }
         try self.init(value: value, type: type, path: reader.path("value"))
     }
 

@@ -39,7 +39,7 @@ package struct WireObjectWriter: WireMemberWriter {
         swap(&self.out, &out)
     }
 
-    /// Writes a member's key; the caller appends its value with ``value(_:)``.
+    /// Writes a member's key and its colon; the caller appends the value.
     private mutating func key(_ key: String) {
         if !empty { out.append(UInt8(ascii: ",")) }
         empty = false

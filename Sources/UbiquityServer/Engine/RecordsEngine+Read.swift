@@ -51,11 +51,12 @@ extension RecordsEngine {
                         caller: RecordsCaller) async throws -> ([StoredRecordText?], GuessedFields) {
         // each statement reads its own facts: no common snapshot needed (nor its round trips)
         try await store.readWithoutSnapshot { tx in
-            guard let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) else {
+            let (zone, stored) = try await tx.recordTexts(key: key, zoneName: zoneID.zoneName, names: request.records.map(\.recordName))
+            guard zone != nil else {
+                try RecordsEngine.checkMissingZone(key: key, zoneID: zoneID)
                 return (Array(repeating: nil, count: request.records.count), .none)
             }
             var access = RecordAccess(key: key, caller: caller)
-            let stored = try await tx.recordTexts(zone: zone.id, names: request.records.map(\.recordName))
             var records: [StoredRecordText?] = []
             for item in request.records {
                 guard let record = stored[item.recordName], !record.record.deleted, try await access.canRead(record.record, tx: tx) else {
@@ -96,9 +97,9 @@ extension RecordsEngine {
         }
         let start = begin
         let caller = context.caller
-        // each statement reads its own facts (type, roles, zone, indexes, the page): no common
-        // snapshot needed (nor its round trips)
-        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.readWithoutSnapshot { tx in
+        // one snapshot: without a ready index, a page's keys and its records are two statements,
+        // and a record changed between them would be answered under a filter it no longer meets
+        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.read { tx in
             var access = RecordAccess(key: key, caller: caller)
             var query = request.query
             let type = try await access.recordType(query.recordType, tx: tx)

@@ -113,7 +113,14 @@ package struct RecordsEngine: Sendable {
     /// it is written.
     static func readZone(_ tx: any RecordStoreTransaction, key: DatabaseKey, zoneID: WireZoneID) async throws -> StoredZone? {
         if let zone = try await tx.zone(key: key, name: zoneID.zoneName) { return zone }
-        if zoneID.isDefault || (key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) { return nil }
+        try checkMissingZone(key: key, zoneID: zoneID)
+        return nil
+    }
+
+    /// A read of a zone the database does not have: fine for the default and reserved zones
+    /// (made on first write: nothing in them yet), else ZONE_NOT_FOUND.
+    static func checkMissingZone(key: DatabaseKey, zoneID: WireZoneID) throws {
+        if zoneID.isDefault || (key.scope == .private && ReservedZone.all.contains(zoneID.zoneName)) { return }
         throw WireError(.zoneNotFound, "zone \(zoneID.zoneName) does not exist")
     }
 

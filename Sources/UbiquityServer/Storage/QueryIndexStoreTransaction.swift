@@ -55,6 +55,15 @@ enum QueryIndexSQL {
     static func qualified(_ columns: String, by alias: String) -> String {
         columns.split(separator: ",").map { "\(alias)." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
     }
+
+    /// `a, b` as `t.a AS p_a, t.b AS p_b`: qualified and renamed with `prefix` (for a join of two
+    /// tables whose columns have the same names).
+    static func prefixed(_ columns: String, by alias: String, prefix: String) -> String {
+        columns.split(separator: ",").map { column in
+            let name = column.trimmingCharacters(in: .whitespaces)
+            return "\(alias).\(name) AS \(prefix)\(name)"
+        }.joined(separator: ", ")
+    }
 }
 
 extension QueryIndexDefinition {

@@ -22,8 +22,8 @@ package protocol RecordStore: Sendable {
     /// Runs `body`'s reads outside a transaction: each statement is consistent by itself and sees
     /// what was committed when it ran, but no snapshot is common to them; PostgreSQL is spared the
     /// `BEGIN` and `COMMIT` round trips, SQLite the transaction. For the reads of a request whose
-    /// statements each read their own facts (credentials, a lookup, a query's page), not for
-    /// reads that must agree with each other (a change feed and its token).
+    /// statements each read their own facts (credentials, a lookup), not for reads that must agree
+    /// with each other (a query's keys and then its records, a change feed and its token).
     func readWithoutSnapshot<T: Sendable>(_ body: @escaping @Sendable (any RecordStoreTransaction) async throws -> T) async throws -> T
     /// Closes connections; later calls fail.
     func close() async throws
@@ -162,6 +162,9 @@ package protocol RecordStoreTransaction {
     /// The records (and tombstones) with these names in a zone, their fields left as stored, by
     /// name, in one statement: what `records/lookup` answers with.
     func recordTexts(zone: Int64, names: [String]) async throws -> [String: StoredRecordText]
+    /// The live zone named `zoneName` of the database (nil when it has none) and its records named
+    /// `names` (``recordTexts(zone:names:)``), in one round trip where the store can: a lookup.
+    func recordTexts(key: DatabaseKey, zoneName: String, names: [String]) async throws -> (zone: StoredZone?, records: [String: StoredRecordText])
     /// Live records in `zones` with a reference field pointing at the target.
     func referencing(zones: [Int64], targetZone: String, targetName: String) async throws -> [StoredRecord]
 
@@ -448,4 +451,12 @@ package enum IndexComparison: String, Sendable, Hashable {
 package enum IndexValue: Sendable, Hashable {
     case number(Double)
     case text(String)
+}
+
+extension RecordStoreTransaction {
+    /// The zone, then its records (a store whose statements cost no round trips).
+    package func recordTexts(key: DatabaseKey, zoneName: String, names: [String]) async throws -> (zone: StoredZone?, records: [String: StoredRecordText]) {
+        guard let zone = try await zone(key: key, name: zoneName) else { return (nil, [:]) }
+        return (zone, try await recordTexts(zone: zone.id, names: names))
+    }
 }

@@ -66,6 +66,28 @@ import UbiquityWire
         }
     }
 
+    /// A lookup's read: the zone and its records by name at once (PostgreSQL: one statement).
+    @Test(arguments: StoreKind.available)
+    func zoneAndRecordTextsByName(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let (_, zone) = try await Self.makeZone(store, "Z")
+            try await Self.put(store, [Self.record(zone, "a", sequence: 1, fields: ["n": .int64(1)]), Self.record(zone, "b", sequence: 2, deleted: true)])
+            let (found, missing, empty, none) = try await store.readWithoutSnapshot { tx in
+                (try await tx.recordTexts(key: Self.key, zoneName: "Z", names: ["a", "b", "c"]),
+                 try await tx.recordTexts(key: Self.key, zoneName: "Y", names: ["a"]),
+                 try await tx.recordTexts(key: Self.key, zoneName: "Z", names: ["c"]),
+                 try await tx.recordTexts(key: Self.key, zoneName: "Z", names: []))
+            }
+            #expect(found.zone?.id == zone && found.zone?.name == "Z")
+            #expect(found.records.keys.sorted() == ["a", "b"])
+            #expect(found.records["a"]?.record.recordType == "Item" && found.records["a"]?.fieldsText.contains("\"n\"") == true)
+            #expect(found.records["b"]?.record.deleted == true)
+            #expect(missing.zone == nil && missing.records.isEmpty)
+            #expect(empty.zone?.id == zone && empty.records.isEmpty)
+            #expect(none.zone?.id == zone && none.records.isEmpty)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func accounts(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in

@@ -115,9 +115,15 @@ final class PostgresTransaction: RecordStoreTransaction {
 
     private static let zoneColumns = "id, database, name, sequence, purged_through, deleted, created_at, database_sequence"
 
+    /// A zone from its columns, each named with `prefix` (when joined with a record's).
+    private func zone(_ row: PostgresRandomAccessRow, prefix: String) throws -> StoredZone {
+        StoredZone(id: try row.value(prefix + "id"), database: try row.value(prefix + "database"), name: try row.value(prefix + "name"),
+                   sequence: try row.value(prefix + "sequence"), purgedThrough: try row.value(prefix + "purged_through"),
+                   deleted: try row.value(prefix + "deleted"), createdAt: try row.value(prefix + "created_at"))
+    }
+
     private func zone(_ row: PostgresRandomAccessRow) throws -> StoredZone {
-        StoredZone(id: try row.value("id"), database: try row.value("database"), name: try row.value("name"), sequence: try row.value("sequence"),
-                   purgedThrough: try row.value("purged_through"), deleted: try row.value("deleted"), createdAt: try row.value("created_at"))
+        try zone(row, prefix: "")
     }
 
     func zone(database: Int64, name: String) async throws -> StoredZone? {
@@ -417,6 +423,30 @@ final class PostgresTransaction: RecordStoreTransaction {
             found[text.record.recordName] = text
         }
         return found
+    }
+
+    /// The zone and its records in one statement (a row of the zone alone when none is found).
+    func recordTexts(key: DatabaseKey, zoneName: String, names: [String]) async throws -> (zone: StoredZone?, records: [String: StoredRecordText]) {
+        let rows = try await session.rows(ZoneRecordTextsByName.self, [.text(key.container), .text(key.environment.rawValue), .text(key.scope.rawValue),
+                                                                      .text(key.owner), .text(zoneName), .texts(names)])
+        guard let first = rows.first else { return (nil, [:]) }
+        var found: [String: StoredRecordText] = [:]
+        for row in rows where try row.value("name", as: String?.self) != nil {
+            let text = StoredRecordText(record: try record(row, decodingFields: false), fieldsText: try row.value("fields"))
+            found[text.record.recordName] = text
+        }
+        return (try zone(first, prefix: "zone_"), found)
+    }
+
+    /// The statement of ``recordTexts(key:zoneName:names:)``: the zone's columns as `zone_…`.
+    enum ZoneRecordTextsByName: PostgresStatement {
+        static let name = "zone_record_texts_by_name"
+        static let sql = """
+            SELECT \(QueryIndexSQL.prefixed(PostgresTransaction.zoneColumns, by: "z", prefix: "zone_")),
+                \(QueryIndexSQL.qualified(PostgresTransaction.recordColumns, by: "r"))
+            FROM databases d JOIN zones z ON z.database = d.id LEFT JOIN records r ON r.zone = z.id AND r.name = ANY($6)
+            WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4 AND z.name = $5 AND NOT z.deleted
+            """
     }
 
     /// The statement of ``recordTexts(zone:names:)``.

@@ -187,7 +187,7 @@ public final class CloudContainer: Sendable {
             }
             throw error
         }
-        if response.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .object([:]) }
+        if JSONValue.isBlank(response.body) { return .object([:]) }
         do {
             return try JSONValue.parse(response.body)
         } catch {

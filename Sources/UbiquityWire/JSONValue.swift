@@ -71,6 +71,11 @@ public enum JSONValue: Sendable, Hashable {
         return try parser.parseDocument()
     }
 
+    /// Whether `bytes` hold only JSON whitespace (an empty body, which CloudKit reads as `{}`).
+    public static func isBlank(_ bytes: some Sequence<UInt8>) -> Bool {
+        bytes.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+    }
+
     /// Serializes the value as compact JSON.
     public func serialized() -> Data {
         Data(serializedBytes())

@@ -276,15 +276,6 @@ package struct WireZoneChangesRequest: Sendable, Hashable, WireReadable {
         reverse = try reader.bool("reverse") ?? false
     }
 
-    /// Reads a legacy `records/changes` body (one zone at the top level).
-    package init(recordChangesReader reader: WireReader) throws {
-        let zone = Zone(zoneID: try WireZoneID(reader: reader.requiredObject("zoneID", "a zone ID dictionary")), syncToken: try reader.string("syncToken"))
-        self.init(zones: [zone], desiredKeys: try reader.strings("desiredKeys"),
-                  resultsLimit: try reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
-                  desiredRecordTypes: try reader.strings("desiredRecordTypes"),
-                  numbersAsStrings: try reader.bool("numbersAsStrings") ?? false, reverse: try reader.bool("reverse") ?? false)
-    }
-
     /// The `changes/zone` body.
     package var json: JSONValue {
         var writer = WireWriter()

@@ -7,7 +7,12 @@ package struct WireRecordChangesRequest: Sendable, Hashable, WireReadable {
 
     /// Reads the body.
     package init(reader: WireReader) throws {
-        changes = try WireZoneChangesRequest(recordChangesReader: reader)
+        let zone = WireZoneChangesRequest.Zone(zoneID: try WireZoneID(reader: reader.requiredObject("zoneID", "a zone ID dictionary")),
+                                               syncToken: try reader.string("syncToken"))
+        changes = WireZoneChangesRequest(zones: [zone], desiredKeys: try reader.strings("desiredKeys"),
+                                         resultsLimit: try reader.integer("resultsLimit").map { try WireReader.limit($0, path: "resultsLimit") },
+                                         desiredRecordTypes: try reader.strings("desiredRecordTypes"),
+                                         numbersAsStrings: try reader.bool("numbersAsStrings") ?? false, reverse: try reader.bool("reverse") ?? false)
     }
 }
 

@@ -20,7 +20,7 @@ package struct RecordsRequestDecoder: RequestDecoder {
 
     /// Decodes `type` from `body`.
     static func decode<T: Decodable>(_ type: T.Type, from body: some Collection<UInt8>) throws -> T {
-        let data = body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) ? Data("{}".utf8) : Data(body)
+        let data = JSONValue.isBlank(body) ? Data("{}".utf8) : Data(body)
         // JSONDecoder says only "not valid JSON", and accepts invalid UTF-8 in strings it does not
         // read, NUL characters (which no store keeps) and deeper nesting: the validating parser
         // explains what is wrong, on that path only

@@ -52,16 +52,12 @@ extension RecordStoreTransaction {
 /// SQL text both stores' query-index code shares.
 enum QueryIndexSQL {
     /// `a, b` as `t.a, t.b`: a column list qualified by a table's alias (for joins).
-    static func qualified(_ columns: String, by alias: String) -> String {
-        columns.split(separator: ",").map { "\(alias)." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-    }
-
-    /// `a, b` as `t.a AS p_a, t.b AS p_b`: qualified and renamed with `prefix` (for a join of two
-    /// tables whose columns have the same names).
-    static func prefixed(_ columns: String, by alias: String, prefix: String) -> String {
+    /// With `prefix`, each is renamed too (`t.a AS p_a`: for a join of two tables whose columns
+    /// have the same names).
+    static func qualified(_ columns: String, by alias: String, prefix: String? = nil) -> String {
         columns.split(separator: ",").map { column in
             let name = column.trimmingCharacters(in: .whitespaces)
-            return "\(alias).\(name) AS \(prefix)\(name)"
+            return prefix.map { "\(alias).\(name) AS \($0)\(name)" } ?? "\(alias).\(name)"
         }.joined(separator: ", ")
     }
 }

@@ -442,7 +442,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     enum ZoneRecordTextsByName: PostgresStatement {
         static let name = "zone_record_texts_by_name"
         static let sql = """
-            SELECT \(QueryIndexSQL.prefixed(PostgresTransaction.zoneColumns, by: "z", prefix: "zone_")),
+            SELECT \(QueryIndexSQL.qualified(PostgresTransaction.zoneColumns, by: "z", prefix: "zone_")),
                 \(QueryIndexSQL.qualified(PostgresTransaction.recordColumns, by: "r"))
             FROM databases d JOIN zones z ON z.database = d.id LEFT JOIN records r ON r.zone = z.id AND r.name = ANY($6)
             WHERE d.container = $1 AND d.environment = $2 AND d.scope = $3 AND d.owner = $4 AND z.name = $5 AND NOT z.deleted

@@ -21,13 +21,25 @@ extension SQLiteTransaction {
                        arguments: [token.digest, token.accountID, token.container, token.session, token.isDevice, token.createdAt, token.expiresAt])
     }
 
+    /// A live web token (digest, now) with its account: the SELECT of ``webAuthToken(digest:now:)``
+    /// and of ``credentials(apiTokenDigest:webTokenDigest:now:)`` (made once: it is the text GRDB's
+    /// statement cache is looked up by).
+    private static let liveTokenSQL = """
+        SELECT accounts.*, \(tokenColumns)
+        FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
+        WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ? AND accounts.disabled_at IS NULL
+        """
+
+    /// The statement of ``credentials(apiTokenDigest:webTokenDigest:now:)``.
+    private static let credentialsSQL = """
+        SELECT (SELECT container FROM api_tokens WHERE digest = ?) AS api_container, web.*
+        FROM (SELECT 1) AS one LEFT JOIN (\(liveTokenSQL)) AS web ON 1
+        """
+
     func webAuthToken(digest: String, now: Int64) throws -> (token: StoredWebAuthToken, account: StoredAccount)? {
         // (the statements of every request are compiled once: `cachedStatement`)
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT accounts.*, \(Self.tokenColumns)
-            FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
-            WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ? AND accounts.disabled_at IS NULL
-            """), arguments: [digest, now]), let account = account(row) else { return nil }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.liveTokenSQL), arguments: [digest, now]),
+              let account = account(row) else { return nil }
         return (Self.token(row), account)
     }
 
@@ -35,14 +47,7 @@ extension SQLiteTransaction {
     /// (a row of NULLs else).
     func credentials(apiTokenDigest: String, webTokenDigest: String?, now: Int64) throws
         -> (container: String?, live: (token: StoredWebAuthToken, account: StoredAccount)?) {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT (SELECT container FROM api_tokens WHERE digest = ?) AS api_container, web.*
-            FROM (SELECT 1) AS one LEFT JOIN (
-                SELECT accounts.*, \(Self.tokenColumns)
-                FROM web_auth_tokens JOIN accounts ON accounts.id = web_auth_tokens.account
-                WHERE web_auth_tokens.digest = ? AND web_auth_tokens.expires_at > ? AND accounts.disabled_at IS NULL
-            ) AS web ON 1
-            """), arguments: [apiTokenDigest, webTokenDigest, now]) else { return (nil, nil) }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.credentialsSQL), arguments: [apiTokenDigest, webTokenDigest, now]) else { return (nil, nil) }
         let container: String? = row["api_container"]
         let tokenDigest: String? = row["digest"]
         guard tokenDigest != nil, let account = account(row) else { return (container, nil) }

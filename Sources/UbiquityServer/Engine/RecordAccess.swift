@@ -48,12 +48,23 @@ struct RecordAccess {
     /// Where permissions apply, the caller's roles come in the same read (one round trip).
     mutating func recordType(_ name: String, tx: any RecordStoreTransaction) async throws -> RecordTypeSchema? {
         if let cached = types[name] { return cached }
-        var rolesOf: String?
-        if memberships == nil, isEnforced, case .user(_, let userName) = caller.identity { rolesOf = userName }
-        let (type, roles) = try await tx.schemas().recordType(container: key.container, environment: key.environment, name: name, rolesOf: rolesOf)
+        let (type, roles) = try await tx.schemas().recordType(container: key.container, environment: key.environment, name: name, rolesOf: rolesToRead)
+        adopt(type, named: name, roles: roles)
+        return type
+    }
+
+    /// The user whose roles the first read of a record type should bring (nil when permissions
+    /// do not apply, the caller is no user or its roles are known).
+    var rolesToRead: String? {
+        guard memberships == nil, isEnforced, case .user(_, let userName) = caller.identity else { return nil }
+        return userName
+    }
+
+    /// Caches a record type and the roles of ``rolesToRead`` read together elsewhere (a query's
+    /// ``QueryTarget``).
+    mutating func adopt(_ type: RecordTypeSchema?, named name: String, roles: Set<String>?) {
         types[name] = type
         if let roles { memberships = roles }
-        return type
     }
 
     /// Replaces the cached type (after the batch added to it).

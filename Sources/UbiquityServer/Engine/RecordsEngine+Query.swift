@@ -6,38 +6,40 @@ import UbiquityWire
 extension RecordsEngine {
     /// A page of a query's matches: at most `limit`, sorted, from `start`; the position of its
     /// last record when more matches follow. `type` is the query's record type in the
-    /// environment's schema (nil when it has none).
+    /// environment's schema (nil when it has none). Read in one snapshot: without a ready index
+    /// a page's keys and its records are two statements, and a record changed between them would
+    /// be answered under a filter it no longer meets.
     ///
-    /// A query in one zone that a ready index of `indexes` answers (``QueryIndexPlan``) reads its
-    /// page off that index (`indexedPage`): O(log n + k). Any other is answered by a scan
-    /// (`scannedPage`), and when an index would answer it the answer says which (`wanted`), for
-    /// development to add.
-    static func queryPage(_ tx: any RecordStoreTransaction, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
-                          conditions: [IndexCondition], start: QueryStart, limit: Int, indexes: [StoredQueryIndex] = [])
-        async throws -> (page: [QueryPageRecord], next: QueryPosition?, wanted: QueryIndexDefinition?) {
-        var wanted: QueryIndexDefinition?
-        if zones.count == 1, let type, let plan = QueryIndexPlan(query: query, fields: type.fields) {
-            if let index = indexes.first(where: { $0.definition == plan.definition }), index.ready {
-                switch start {
-                case .first, .after:
-                    let (page, next) = try await indexedPage(tx, index: index, plan: plan, zone: zones[0], type: type, query: query, start: start, limit: limit)
-                    return (page, next, nil)
-                case .offset:
-                    break
-                }
-            } else if !indexes.contains(where: { $0.definition == plan.definition }) {
-                wanted = plan.definition
-            }
+    /// The usual page, off an index in one statement, needs no snapshot: `records/query` reads it
+    /// with the query's other reads (``indexedPage(_:index:plan:zone:type:query:start:limit:oneStatement:)``)
+    /// and comes here only when that was not enough.
+    static func queryPage(_ store: any RecordStore, source: QueryPageSource, type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery,
+                          conditions: [IndexCondition], start: QueryStart, limit: Int) async throws -> (page: [QueryPageRecord], next: QueryPosition?) {
+        if case .index(let index, let plan, let zone, let indexedType) = source, let found = try await store.read({ tx -> (page: [QueryPageRecord], next: QueryPosition?)? in
+            // the index's keys hold every record only while it is ready, seen in this snapshot
+            let indexes = try await tx.queryIndexStore().queryIndexes(container: index.container, environment: index.environment)
+            guard indexes.contains(where: { $0.id == index.id && $0.ready }) else { return nil }
+            return try await indexedPage(tx, index: index, plan: plan, zone: zone, type: indexedType, query: query, start: start, limit: limit)
+        }) {
+            return found
         }
-        let (page, next) = try await scannedPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
-        return (page.map { QueryPageRecord(record: $0.record, zoneName: $0.zoneName) }, next, wanted)
+        // scanned, or the index was dropped meanwhile
+        let (page, next) = try await store.read { tx in
+            try await scannedPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start, limit: limit)
+        }
+        return (page.map { QueryPageRecord(record: $0.record, zoneName: $0.zoneName) }, next)
     }
 
     /// The page read off a ready index: keys in the plan's range from `start`, in batches, each
     /// batch's records read as stored and — unless the plan decides every filter exactly —
-    /// decoded and filtered, until `limit` and one more match.
+    /// decoded and filtered, until `limit` and one more match. The index must be ready: a scan of
+    /// one that is not finds nothing.
+    ///
+    /// `oneStatement`: the page is read outside a snapshot, so it must come from one scan, whose
+    /// hits prove the index was ready as it ran. Nil when it needs another batch or the scan
+    /// found nothing (which outside a snapshot could also mean the index was just dropped).
     static func indexedPage(_ tx: any RecordStoreTransaction, index: StoredQueryIndex, plan: QueryIndexPlan, zone: StoredZone, type: RecordTypeSchema,
-                            query: WireQuery, start: QueryStart, limit: Int) async throws -> (page: [QueryPageRecord], next: QueryPosition?) {
+                            query: WireQuery, start: QueryStart, limit: Int, oneStatement: Bool = false) async throws -> (page: [QueryPageRecord], next: QueryPosition?)? {
         let store = try tx.queryIndexStore()
         let guessed = GuessedFields(type)
         func decoded(_ item: StoredRecordText) -> StoredRecord { guessed.retyped(Self.decoded(item.record, fieldsText: item.fieldsText)) }
@@ -45,8 +47,12 @@ extension RecordsEngine {
         if case .after(let position) = start { lower = plan.start(after: position) }
         var matched: [QueryPageRecord] = []
         var batch = limit + 1
+        var scans = 0
         scan: while lower.lexicographicallyPrecedes(plan.upper) {
+            if oneStatement, scans > 0 { return nil }
+            scans += 1
             let hits = try await store.scanQueryIndex(id: index.id, zone: zone.id, from: lower, to: plan.upper, limit: batch)
+            if oneStatement, hits.isEmpty { return nil }
             for hit in hits {
                 let item = hit.stored
                 guard !item.record.deleted else { continue }

@@ -97,33 +97,45 @@ extension RecordsEngine {
         }
         let start = begin
         let caller = context.caller
-        // one snapshot: without a ready index, a page's keys and its records are two statements,
-        // and a record changed between them would be answered under a filter it no longer meets
-        let (page, next, wanted, guessed): ([QueryPageRecord], QueryPosition?, QueryIndexDefinition?, GuessedFields) = try await store.read { tx in
+        // The type, roles, zones and indexes (one statement where the store can) and the usual
+        // page, off an index in one statement, outside a transaction: a statement sees one
+        // snapshot, and the index scan finds nothing unless its index is still ready. Any other
+        // page is read in one snapshot after (queryPage).
+        typealias Reading = (type: RecordTypeSchema?, zones: [StoredZone], query: WireQuery?, source: QueryPageSource,
+                             found: (page: [QueryPageRecord], next: QueryPosition?)?)
+        let reading: Reading = try await store.readWithoutSnapshot { tx in
             var access = RecordAccess(key: key, caller: caller)
+            let target = try await tx.queryTarget(key: key, zoneName: zoneWide ? nil : zoneID.zoneName, recordType: request.query.recordType,
+                                                  rolesOf: access.rolesToRead)
+            access.adopt(target.type, named: request.query.recordType, roles: target.roles)
             var query = request.query
-            let type = try await access.recordType(query.recordType, tx: tx)
-            try RecordsEngine.checkIndexes(query, type: type)
+            try RecordsEngine.checkIndexes(query, type: target.type)
             switch try await access.readScope(query.recordType, tx: tx) {
             case .all: break
             case .own(let name):
                 query.filterBy.append(WireFilter(comparator: .equals, key: .system(.createdUserRecordName), fieldValue: .reference(WireReference(recordName: name))))
-            case .nothing: return ([], nil, nil, .none)
+            case .nothing: return (target.type, [], nil, .scan(wanted: nil), nil)
             }
-            let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
-            var zones: [StoredZone] = []
-            if zoneWide {
-                if let database = try await tx.database(key) { zones = try await tx.zones(database: database.id) }
-            } else if let zone = try await RecordsEngine.readZone(tx, key: key, zoneID: zoneID) {
-                zones = [zone]
-            }
-            let indexes = zones.count == 1 ? try await tx.queryIndexStore().queryIndexes(container: key.container, environment: key.environment) : []
-            let (page, next, wanted) = try await RecordsEngine.queryPage(tx, type: type, zones: zones, query: query, conditions: conditions, start: start,
-                                                                   limit: limit, indexes: indexes)
-            return (page, next, wanted, GuessedFields(type))
+            if !zoneWide, target.zones.isEmpty { try RecordsEngine.checkMissingZone(key: key, zoneID: zoneID) }
+            guard !target.zones.isEmpty else { return (target.type, [], nil, .scan(wanted: nil), nil) }
+            let source = QueryPageSource(type: target.type, zones: target.zones, query: query, start: start, indexes: target.indexes)
+            guard case .index(let index, let plan, let zone, let type) = source else { return (target.type, target.zones, query, source, nil) }
+            let found = try await RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query, start: start, limit: limit,
+                                                           oneStatement: true)
+            return (target.type, target.zones, query, source, found)
         }
+        var page: [QueryPageRecord] = []
+        var next: QueryPosition?
+        if let found = reading.found {
+            (page, next) = found
+        } else if let query = reading.query {
+            let conditions = RecordFilter.indexConditions(for: query.filterBy, zoneName: zoneWide ? nil : zoneID.zoneName)
+            (page, next) = try await RecordsEngine.queryPage(store, source: reading.source, type: reading.type, zones: reading.zones, query: query,
+                                                            conditions: conditions, start: start, limit: limit)
+        }
+        let guessed = GuessedFields(reading.type)
         // development adds the index a query shape needs (production's come from deployment)
-        if let wanted, key.environment == .development {
+        if case .scan(let wanted?) = reading.source, key.environment == .development {
             await queryIndexBuilder.request(wanted, container: key.container, environment: key.environment)
         }
         var out: [UInt8] = Array(#"{"records":["#.utf8)

@@ -33,7 +33,9 @@ package protocol QueryIndexStoreTransaction {
     func dropQueryIndex(id: Int64) async throws
     /// The keys of an index in a zone from `lower` (inclusive) to `upper` (exclusive), in key
     /// order, at most `limit`, each with its record as stored: one statement (a join), so a
-    /// query's page costs one round trip.
+    /// query's page costs one round trip. None unless the index is ready as the statement runs,
+    /// so hits read outside a transaction prove that it was (while finding none proves nothing:
+    /// the index may have been dropped).
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) async throws -> [QueryIndexHit]
     /// The number of keys of an index (every zone).
     func queryIndexKeyCount(id: Int64) async throws -> Int

@@ -165,6 +165,10 @@ package protocol RecordStoreTransaction {
     /// The live zone named `zoneName` of the database (nil when it has none) and its records named
     /// `names` (``recordTexts(zone:names:)``), in one round trip where the store can: a lookup.
     func recordTexts(key: DatabaseKey, zoneName: String, names: [String]) async throws -> (zone: StoredZone?, records: [String: StoredRecordText])
+    /// What a query reads before its page: the record type (with `userRecordName`'s roles),
+    /// the live zone named `zoneName` (nil: every live zone of the database) and the type's
+    /// query indexes, in one round trip where the store can (``QueryTarget``).
+    func queryTarget(key: DatabaseKey, zoneName: String?, recordType: String, rolesOf userRecordName: String?) async throws -> QueryTarget
     /// Live records in `zones` with a reference field pointing at the target.
     func referencing(zones: [Int64], targetZone: String, targetName: String) async throws -> [StoredRecord]
 

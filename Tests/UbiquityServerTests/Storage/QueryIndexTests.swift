@@ -127,11 +127,20 @@ import UbiquityWire
             let begin = start
             let (names, next) = try await store.read { tx -> ([String], QueryPosition?) in
                 if let index, let plan = QueryIndexPlan(query: query, fields: fields) {
-                    let (page, next) = try await RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query, start: begin, limit: limit)
+                    let (page, next) = try #require(try await RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query,
+                                                                                         start: begin, limit: limit))
                     return (page.map { $0.record.recordName }, next)
                 }
                 let (page, next) = try await RecordsEngine.scannedPage(tx, type: type, zones: [zone], query: query, conditions: [], start: begin, limit: limit)
                 return (page.map { $0.record.recordName }, next)
+            }
+            if let index, let plan = QueryIndexPlan(query: query, fields: fields) {
+                // read in one statement outside a snapshot, the page is the same or not given
+                let single = try await store.readWithoutSnapshot { tx in
+                    try await RecordsEngine.indexedPage(tx, index: index, plan: plan, zone: zone, type: type, query: query, start: begin, limit: limit,
+                                                        oneStatement: true)
+                }
+                if let single { #expect(single.page.map(\.record.recordName) == names && single.next == next) }
             }
             pages.append(names)
             guard let next else { break }
@@ -218,10 +227,17 @@ import UbiquityWire
                 try await tx.putRecords(records.map { RecordWrite(record: $0, fieldsJSON: $0.fieldsJSON) }, zoneName: zone.name, replacing: [])
                 return (zone, index.index)
             }
+            // a scan outside a transaction: nothing unless the index is ready as the statement runs
+            @Sendable func scan() async throws -> [QueryIndexHit] {
+                try await store.readWithoutSnapshot { tx in try await tx.queryIndexStore().scanQueryIndex(id: index.id, zone: zone.id, from: [], to: [0xFF], limit: 100) }
+            }
             // written by the writes themselves, before any build
             #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 30)
+            #expect(try await scan().isEmpty)
             #expect(try await QueryIndexBuilder.build(index, store: store) == 30)
             #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.map(\.ready) == [true])
+            let keys = try await scan().map(\.key)
+            #expect(keys.count == 30 && keys == keys.sorted { $0.lexicographicallyPrecedes($1) })
             try await store.write { tx in
                 _ = try await tx.lockDatabase(Self.key)
                 try await tx.deleteZone(id: zone.id)
@@ -229,6 +245,7 @@ import UbiquityWire
             #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexKeyCount(id: index.id) } == 0)
             try await store.write { tx in try await tx.queryIndexStore().dropQueryIndex(id: index.id) }
             #expect(try await store.read { tx in try await tx.queryIndexStore().queryIndexes(container: Self.key.container, environment: .development) }.isEmpty)
+            #expect(try await scan().isEmpty)
         }
     }
 }

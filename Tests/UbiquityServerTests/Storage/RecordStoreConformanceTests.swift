@@ -88,6 +88,50 @@ import UbiquityWire
         }
     }
 
+    /// A query's reads before its page: the type with the user's roles, the zones and the type's
+    /// indexes at once (PostgreSQL: one statement), equal to each read alone.
+    @Test(arguments: StoreKind.available)
+    func queryTargetIsItsPartsReadAlone(kind: StoreKind) async throws {
+        try await StoreFixture.withStore(kind) { store async throws in
+            let (database, zone) = try await Self.makeZone(store, "Z")
+            _ = try await Self.makeZone(store, "A")
+            let gone = try await Self.makeZone(store, "Gone").zone
+            let container = Self.key.container
+            try await store.write { tx throws in
+                try await tx.deleteZone(id: gone)
+                let schemas = try tx.schemas()
+                try await schemas.addToSchema(RecordTypeSchema(name: "Item", fields: ["cat": .justInTime(name: "cat", type: "STRING")],
+                                                               permissions: [SecurityRole.world: [.read]]), container: container, environment: .development)
+                try await schemas.setRoleMember(true, container: container, role: "Editor", userRecordName: "_a")
+                let indexes = try tx.queryIndexStore()
+                for type in ["Item", "Other"] {
+                    _ = try await indexes.addQueryIndex(container: container, environment: .development,
+                                                        definition: QueryIndexDefinition(recordType: type, components: [.init(.field("cat"), .equal)]))
+                }
+            }
+            let other = DatabaseKey(container: container, environment: .development, scope: .private, owner: "_nobody")
+            let (named, every, missing, noDatabase, untyped) = try await store.readWithoutSnapshot { tx in
+                (try await tx.queryTarget(key: Self.key, zoneName: "Z", recordType: "Item", rolesOf: "_a"),
+                 try await tx.queryTarget(key: Self.key, zoneName: nil, recordType: "Item", rolesOf: nil),
+                 try await tx.queryTarget(key: Self.key, zoneName: "Y", recordType: "Item", rolesOf: "_nobody"),
+                 try await tx.queryTarget(key: other, zoneName: nil, recordType: "Item", rolesOf: nil),
+                 try await tx.queryTarget(key: Self.key, zoneName: "Z", recordType: "Missing", rolesOf: nil))
+            }
+            let (type, zones, indexes) = try await store.read { tx in
+                (try await tx.schemas().recordType(container: container, environment: .development, name: "Item"),
+                 try await tx.zones(database: database),
+                 try await tx.queryIndexStore().queryIndexes(container: container, environment: .development).filter { $0.definition.recordType == "Item" })
+            }
+            #expect(type?.fields["cat"]?.type == "STRING" && type?.permissions[SecurityRole.world] == [.read])
+            #expect(zones.map(\.name) == ["A", "Z"] && indexes.count == 1 && indexes[0].ready == false)
+            #expect(named.type == type && named.roles == ["Editor"] && named.zones == zones.filter { $0.id == zone } && named.indexes == indexes)
+            #expect(every.type == type && every.roles == nil && every.zones == zones && every.indexes == indexes)
+            #expect(missing.type == type && missing.roles == [] && missing.zones.isEmpty && missing.indexes == indexes)
+            #expect(noDatabase.zones.isEmpty && noDatabase.type == type)
+            #expect(untyped.type == nil && untyped.indexes.isEmpty && untyped.zones.map(\.id) == [zone])
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func accounts(kind: StoreKind) async throws {
         try await StoreFixture.withStore(kind) { store async throws in

@@ -32,12 +32,14 @@ extension PostgresTransaction: QueryIndexStoreTransaction {
         static let sql = "SELECT \(PostgresTransaction.indexColumns) FROM query_indexes q WHERE q.container = $1 AND q.environment = $2 ORDER BY q.id"
     }
 
-    /// The statement of ``scanQueryIndex(id:zone:from:to:limit:)``.
+    /// The statement of ``scanQueryIndex(id:zone:from:to:limit:)`` (the index's readiness is an
+    /// uncorrelated subquery: one evaluation).
     enum ScanQueryIndex: PostgresStatement {
         static let name = "scan_query_index"
         static let sql = """
             SELECT \(QueryIndexSQL.qualified(PostgresTransaction.recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
-            WHERE k.query_index = $1 AND k.zone = $2 AND k.key >= $3 AND k.key < $4 ORDER BY k.key LIMIT $5
+            WHERE k.query_index = $1 AND k.zone = $2 AND k.key >= $3 AND k.key < $4 AND EXISTS (SELECT 1 FROM query_indexes WHERE id = $1 AND ready)
+            ORDER BY k.key LIMIT $5
             """
     }
 

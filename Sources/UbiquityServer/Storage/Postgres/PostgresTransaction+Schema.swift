@@ -17,10 +17,16 @@ extension PostgresTransaction: SchemaStoreTransaction {
     func recordType(container: String, environment: CloudKitEnvironment, name: String,
                     rolesOf userRecordName: String?) async throws -> (type: RecordTypeSchema?, roles: Set<String>?) {
         let parameters: [PostgresParameter] = [.text(container), .text(environment.rawValue), .text(name), .text(userRecordName)]
-        let rows = try await session.rows(RecordType.self, parameters)
+        return try Self.recordType(name, rows: try await session.rows(RecordType.self, parameters), rolesWanted: userRecordName != nil)
+    }
+
+    /// The type named `name` and the roles read off `rows` of ``RecordType``'s shape: a `t` row
+    /// for the type, `f` for each field, `p` for each role's permissions, `r` for each of the
+    /// user's roles (`roles` is nil unless `rolesWanted`); rows of other kinds are skipped.
+    static func recordType(_ name: String, rows: [PostgresRandomAccessRow], rolesWanted: Bool) throws -> (type: RecordTypeSchema?, roles: Set<String>?) {
         // fields and permissions of a type without its own row belong to no type
         var type = try rows.contains(where: { try $0.value("kind", as: String.self) == "t" }) ? RecordTypeSchema(name: name, permissions: [:]) : nil
-        var roles: Set<String>? = userRecordName == nil ? nil : []
+        var roles: Set<String>? = rolesWanted ? [] : nil
         for row in rows {
             switch try row.value("kind", as: String.self) {
             case "f":

@@ -68,10 +68,12 @@ extension SQLiteTransaction: QueryIndexStoreTransaction {
 
     /// The statement of ``scanQueryIndex(id:zone:from:to:limit:)``: the record's columns first, at
     /// the positions `record(_:decodingFields:)` reads, then the key (made once: it is the text
-    /// GRDB's statement cache is looked up by).
+    /// GRDB's statement cache is looked up by). The index's readiness is a constant subquery,
+    /// evaluated once.
     private static let scanQueryIndexSQL = """
         SELECT \(QueryIndexSQL.qualified(recordColumns, by: "r")), k.key FROM record_keys k JOIN records r ON r.id = k.record
-        WHERE k.query_index = ? AND k.zone = ? AND k.key >= ? AND k.key < ? ORDER BY k.key LIMIT ?
+        WHERE k.query_index = ?1 AND k.zone = ?2 AND k.key >= ?3 AND k.key < ?4 AND EXISTS (SELECT 1 FROM query_indexes WHERE id = ?1 AND ready)
+        ORDER BY k.key LIMIT ?5
         """
 
     func scanQueryIndex(id: Int64, zone: Int64, from lower: [UInt8], to upper: [UInt8], limit: Int) throws -> [QueryIndexHit] {

@@ -37,6 +37,11 @@ package enum SyncRig {
             server.kill(SIGTERM)
         }
 
+        /// Kills the server at once (SIGKILL): no request is finished, no store closed.
+        package func kill9() {
+            process.withLock { value in defer { value = nil }; return value }?.kill(SIGKILL)
+        }
+
         /// Starts it again on the same port and data.
         package func restart() throws {
             let port = String(URL(string: url)!.port!)
@@ -120,6 +125,9 @@ package enum SyncRig {
 
         package func kill9() { daemon.take()?.kill(SIGKILL) }
 
+        /// Whether its daemon runs (started and not exited).
+        package var isRunning: Bool { daemon.isRunning }
+
         package func url(_ relative: String) -> URL { folder.appendingPathComponent(relative) }
 
         package func write(_ relative: String, _ text: String) throws {
@@ -151,6 +159,8 @@ package enum SyncRig {
         package init() {}
         package func set(_ new: Subprocess) { process.withLock { $0 = new } }
         package func take() -> Subprocess? { process.withLock { value in defer { value = nil }; return value } }
+        /// Whether there is a process and it has not exited.
+        package var isRunning: Bool { process.withLock { $0?.isRunning ?? false } }
     }
 
     /// Polls `check` until it holds (a hang guard, not a timing assertion).

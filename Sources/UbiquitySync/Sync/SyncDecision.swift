@@ -53,6 +53,21 @@ package enum SyncDecision {
         return local.differs(from: entry.stat)
     }
 
+    /// The journal entry to judge a fetched record against: an entry the server confirmed (it has
+    /// a change tag) as it is. An entry never confirmed (the device stopped between a save and the
+    /// journal write of its answer) when the record is a file or link with the size and the
+    /// modification time (to the millisecond) journaled here: the record is this device's own
+    /// upload of what it journaled, so the entry is judged with the record's content hash (a
+    /// local edit or delete since then wins, as for any synced item). Any other unconfirmed entry:
+    /// nil, judged as unknown (the same content is adopted, another one is a conflict).
+    package static func judgedEntry(_ entry: JournalEntry?, remote: RemoteItem) -> JournalEntry? {
+        guard var entry, entry.changeTag == nil else { return entry }
+        guard remote.kind != .folder, remote.kind == entry.stat.kind, remote.size == entry.stat.size,
+              remote.modifiedMilliseconds == entry.stat.modifiedNanoseconds / 1_000_000 else { return nil }
+        entry.contentHash = remote.contentHash
+        return entry
+    }
+
     /// Decides about a record that changed on the server.
     /// - Parameters:
     ///   - entry: the journal's entry for the record's ID, if any.

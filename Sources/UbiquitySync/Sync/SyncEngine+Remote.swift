@@ -182,9 +182,9 @@ extension SyncEngine {
         if refusesLinkOnTheWay(item) { return }  // never written through a link (SyncEngine+LinkedParents.swift)
         let journaled = try journal.entry(id: item.id)
         if journaled == nil, try await dropsDuplicate(item, changing: changing) { return }
-        // an entry never confirmed by the server (killed before its upload was journaled) is
-        // judged as unknown: the same content is adopted, another one is a conflict
-        let entry = journaled?.changeTag == nil ? nil : journaled
+        // an entry never confirmed by the server (killed before its upload was journaled): its
+        // own upload coming back is judged as synced, anything else as unknown (judgedEntry)
+        let entry = SyncDecision.judgedEntry(journaled, remote: item)
         let localPath = journaled?.path ?? item.path
         let localAbsolute = absolute(localPath)
         let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }

@@ -448,9 +448,16 @@ extension SyncEngine {
     /// Deletes the records of local deletes, ``recordsPerBatch`` per `records/modify`, and
     /// forgets them (a record already gone counts as deleted). Returns how many failed (kept,
     /// tried again next pass).
+    ///
+    /// An entry never confirmed by the server has a record there only when the device stopped
+    /// between its save and the journal write of the answer: its record is deleted too when it is
+    /// this device's own upload of what it journaled (``SyncDecision/judgedEntry(_:remote:)``),
+    /// else the entry is only forgotten (another device's version comes back as a new item).
     func deleteAll(_ entries: [JournalEntry]) async throws -> Int {
-        try journal.removeAll(ids: entries.filter { $0.changeTag == nil }.map(\.id))
-        let remote = entries.filter { $0.changeTag != nil }
+        let unconfirmed = entries.filter { $0.changeTag == nil }
+        let own = try await ownUploads(unconfirmed)
+        try journal.removeAll(ids: unconfirmed.filter { !own.contains($0.id) }.map(\.id))
+        let remote = entries.filter { $0.changeTag != nil || own.contains($0.id) }
         var failed = 0
         var start = 0
         while start < remote.count {
@@ -488,6 +495,29 @@ extension SyncEngine {
 }
 
 extension SyncEngine {
+    /// The IDs of the unconfirmed `entries` whose record on the server is this device's own
+    /// upload of what it journaled (none when the server cannot be asked: the entries are then
+    /// forgotten, as before).
+    func ownUploads(_ entries: [JournalEntry]) async throws -> Set<String> {
+        guard !entries.isEmpty else { return [] }
+        let byID = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let fetched: [Record.ID: Result<Record, any Error>]
+        do {
+            fetched = try await database.records(for: entries.map { Record.ID(recordName: $0.id, zoneID: SyncRecord.zoneID) })
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            return []
+        }
+        var own: Set<String> = []
+        for (id, result) in fetched {
+            guard let entry = byID[id.recordName], let record = try? result.get(), let item = SyncRecord.item(from: record),
+                  SyncDecision.judgedEntry(entry, remote: item) != nil else { continue }
+            own.insert(entry.id)
+        }
+        return own
+    }
+
     /// Sets the hook called between reading a large file and uploading it (tests only: they
     /// change the file there to check that no mix of two versions is ever saved).
     func setAfterScan(_ hook: (@Sendable (String) async -> Void)?) {

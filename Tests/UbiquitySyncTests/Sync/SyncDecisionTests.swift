@@ -52,6 +52,32 @@ import UbiquityTestSupport
         #expect(SyncDecision.splitAlreadyApplied(items, journaledTags: [:]).judge.count == 5)
     }
 
+    /// Killed between a save and the journal write of its answer: the record that comes back is
+    /// this device's own upload when it carries the journaled size and modification time.
+    @Test func anUnconfirmedEntrysOwnUploadIsJudgedAsSynced() {
+        let pending = Self.entry(hash: "", tag: nil, stat: Self.stat(size: 5, mtime: 3_000_000_000))
+        let own = RemoteItem(id: "ID", changeTag: "t1", path: "a.txt", kind: .file, size: 5, modifiedMilliseconds: 3_000, contentHash: "h1")
+        let judged = SyncDecision.judgedEntry(pending, remote: own)
+        #expect(judged?.contentHash == "h1" && judged?.changeTag == nil)
+        // deleted here since: the delete wins (before: downloaded again)
+        #expect(SyncDecision.remoteChange(entry: judged, local: nil, localHash: nil, remote: own) == .deleteRemote)
+        // edited here since: the edit is uploaded later (before: a conflict)
+        #expect(SyncDecision.remoteChange(entry: judged, local: Self.stat(size: 9, mtime: 4_000_000_000), localHash: "h9", remote: own)
+                == .apply(move: false, content: false, mode: false))
+        // unchanged: the version is recorded, nothing is downloaded
+        #expect(SyncDecision.remoteChange(entry: judged, local: pending.stat, localHash: nil, remote: own) == .apply(move: false, content: false, mode: false))
+        // another device's version (other size or time), a folder: judged as unknown, as before
+        var other = own
+        other.modifiedMilliseconds = 3_001
+        #expect(SyncDecision.judgedEntry(pending, remote: other) == nil)
+        other = own
+        other.size = 6
+        #expect(SyncDecision.judgedEntry(pending, remote: other) == nil)
+        #expect(SyncDecision.judgedEntry(Self.entry(hash: "", tag: nil, stat: Self.stat(.folder)), remote: Self.remote(kind: .folder)) == nil)
+        // a confirmed entry is itself
+        #expect(SyncDecision.judgedEntry(Self.entry(), remote: own) == Self.entry())
+    }
+
     @Test func newRemoteItemIsDownloaded() {
         #expect(SyncDecision.remoteChange(entry: nil, local: nil, localHash: nil, remote: Self.remote()) == .download)
     }

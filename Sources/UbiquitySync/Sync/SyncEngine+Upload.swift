@@ -453,12 +453,19 @@ extension SyncEngine {
     /// between its save and the journal write of the answer: its record is deleted too when it is
     /// this device's own upload of what it journaled (``SyncDecision/judgedEntry(_:remote:)``),
     /// else the entry is only forgotten (another device's version comes back as a new item).
+    /// While the server cannot be asked, those entries are kept (failed, tried next pass): forgotten,
+    /// their records would come back as new items and undo the deletes.
     func deleteAll(_ entries: [JournalEntry]) async throws -> Int {
         let unconfirmed = entries.filter { $0.changeTag == nil }
-        let own = try await ownUploads(unconfirmed)
-        try journal.removeAll(ids: unconfirmed.filter { !own.contains($0.id) }.map(\.id))
-        let remote = entries.filter { $0.changeTag != nil || own.contains($0.id) }
         var failed = 0
+        var own: Set<String> = []
+        if let found = try await ownUploads(unconfirmed) {
+            own = found
+            try journal.removeAll(ids: unconfirmed.filter { !own.contains($0.id) }.map(\.id))
+        } else {
+            failed += unconfirmed.count
+        }
+        let remote = entries.filter { $0.changeTag != nil || own.contains($0.id) }
         var start = 0
         while start < remote.count {
             try Task.checkCancellation()
@@ -496,9 +503,8 @@ extension SyncEngine {
 
 extension SyncEngine {
     /// The IDs of the unconfirmed `entries` whose record on the server is this device's own
-    /// upload of what it journaled (none when the server cannot be asked: the entries are then
-    /// forgotten, as before).
-    func ownUploads(_ entries: [JournalEntry]) async throws -> Set<String> {
+    /// upload of what it journaled; nil when the server cannot be asked.
+    func ownUploads(_ entries: [JournalEntry]) async throws -> Set<String>? {
         guard !entries.isEmpty else { return [] }
         let byID = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let fetched: [Record.ID: Result<Record, any Error>]
@@ -507,13 +513,22 @@ extension SyncEngine {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            return []
+            logger.warning("could not look up records of deleted items; tried next pass", metadata: ["ubiquity.error": "\(error)"])
+            return nil
         }
         var own: Set<String> = []
         for (id, result) in fetched {
-            guard let entry = byID[id.recordName], let record = try? result.get(), let item = SyncRecord.item(from: record),
-                  SyncDecision.judgedEntry(entry, remote: item) != nil else { continue }
-            own.insert(entry.id)
+            guard let entry = byID[id.recordName] else { continue }
+            switch result {
+            case .success(let record):
+                if let item = SyncRecord.item(from: record), SyncDecision.judgedEntry(entry, remote: item) != nil { own.insert(entry.id) }
+            case .failure(let error as CloudKitError) where error.code == .unknownItem:
+                continue  // never saved: forgotten
+            case .failure(let error):
+                logger.warning("could not look up the record of a deleted item; tried next pass",
+                               metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])
+                return nil
+            }
         }
         return own
     }

@@ -14,21 +14,47 @@ import UbiquitySync
 package enum SyncRig {
     /// The server and the credentials of its one user.
     package final class Cloud: Sendable {
-        package let device = Device()
+        package let device: Device
         package let apiToken: String
         package let webToken: String
         package let url: String
-        private let data: String
+        /// The arguments that name its store: `--data DIR`, or a shared one.
+        private let store: [String]
         private let process: Mutex<Subprocess?>
 
-        package init() throws {
-            data = device.root.appendingPathComponent("server").path
-            apiToken = try device.run(["admin", "--data", data, "container", "add", SyncRecord.defaultContainer]).stdout
+        /// A server on SQLite in a folder of its own.
+        package convenience init() throws {
+            let device = Device()
+            try self.init(device: device, store: ["--data", device.root.appendingPathComponent("server").path])
+        }
+
+        /// A server on the store `store` names (`--database URL --schema S --blobs s3://…`, say),
+        /// made ready with the container and the user.
+        package convenience init(store: [String]) throws {
+            try self.init(device: Device(), store: store)
+        }
+
+        private convenience init(device: Device, store: [String]) throws {
+            let apiToken = try device.run(["admin"] + store + ["container", "add", SyncRecord.defaultContainer]).stdout
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            webToken = try device.run(["admin", "--data", data, "user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            let server = try ServeRig.startServer(device, ["--data", data])
+            let webToken = try device.run(["admin"] + store + ["user", "add", "mei"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try self.init(device: device, store: store, apiToken: apiToken, webToken: webToken)
+        }
+
+        private init(device: Device, store: [String], apiToken: String, webToken: String) throws {
+            self.device = device
+            self.store = store
+            self.apiToken = apiToken
+            self.webToken = webToken
+            let server = try ServeRig.startServer(device, store)
             url = server.url
             process = Mutex(server.process)
+        }
+
+        /// A second server process on the same store, with the same user and tokens: servers
+        /// that act as one.
+        package func sibling() throws -> Cloud {
+            try Cloud(device: Device(), store: store, apiToken: apiToken, webToken: webToken)
         }
 
         /// Stops the server (SIGTERM).
@@ -45,7 +71,7 @@ package enum SyncRig {
         /// Starts it again on the same port and data.
         package func restart() throws {
             let port = String(URL(string: url)!.port!)
-            let server = try device.start(Binaries.ubiq, ["serve", "--port", port, "--log-level", "warning", "--data", data])
+            let server = try device.start(Binaries.ubiq, ["serve", "--port", port, "--log-level", "warning"] + store)
             guard server.waitForLine(containing: "listening on ") != nil else {
                 server.kill()
                 throw DeviceError.didNotStart("ubiq serve (again)")

@@ -8,14 +8,15 @@ extension AssetService {
     /// The name of the signing key in the record store's `server_secrets`.
     static let signingKeyName = "asset-signing-key"
 
-    /// The service of a records server: a `FileBlobStore` in `blobsDirectory`, signing with the
-    /// key kept in `recordStore` (made on first use; every server process on one store shares it,
-    /// and it survives restarts). Uploads deduplicate only against content the uploader can read
-    /// already (``readableContent(in:)``).
-    package static func open(recordStore: any RecordStore, blobsDirectory: URL, configuration: AssetConfiguration = AssetConfiguration(),
+    /// The service of a records server: a blob store at `blobs` (a folder's with
+    /// `blobConfiguration`, or a bucket's), signing with the key kept in `recordStore` (made on
+    /// first use; every server process on one store shares it, and it survives restarts).
+    /// Uploads deduplicate only against content the uploader can read already
+    /// (``readableContent(in:)``).
+    package static func open(recordStore: any RecordStore, blobs: BlobLocation, configuration: AssetConfiguration = AssetConfiguration(),
                             blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration(), logger: Logger) async throws -> AssetService {
-        let blobs = try FileBlobStore(directory: blobsDirectory, configuration: blobConfiguration, logger: logger)
-        return AssetService(store: blobs, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger,
+        let store = try await blobs.open(fileConfiguration: blobConfiguration, logger: logger)
+        return AssetService(store: store, key: try await signingKey(in: recordStore), configuration: configuration, logger: logger,
                             canDeduplicate: readableContent(in: recordStore))
     }
 

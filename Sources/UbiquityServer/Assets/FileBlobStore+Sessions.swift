@@ -5,37 +5,13 @@ import NIOCore
 import UbiquityCore
 import UbiquityWire
 
-/// Upload sessions in use, and interrupted ones kept in memory.
-struct SessionTable: Sendable {
-    var busy: Set<String> = []
-    var cached: [String: FileBlobWriter] = [:]
-    /// Least recently suspended first.
-    var order: [String] = []
-
-    mutating func take(_ id: String) -> FileBlobWriter? {
-        order.removeAll { $0 == id }
-        return cached.removeValue(forKey: id)
-    }
-
-    mutating func keep(_ writer: FileBlobWriter, id: String, limit: Int) {
-        cached[id] = writer
-        order.append(id)
-        while order.count > max(limit, 0) {
-            cached[order.removeFirst()] = nil
-        }
-    }
-}
-
 extension FileBlobStore {
     /// A writer for a one-shot upload; see ``BlobStore/makeWriter()``.
     package func makeWriter() async throws -> any BlobWriter { FileBlobWriter.ephemeral(store: self) }
 
     /// The files of session `id`, after checking the id is 1–64 characters of `a-z 0-9 - _`.
     func sessionFiles(_ id: String) throws -> BlobSessionFiles {
-        let allowed = id.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }
-        guard !id.isEmpty, id.utf8.count <= 64, allowed else {
-            throw UbiquityError(.invalidArgument, "an upload session id is 1 to 64 characters of a-z, 0-9, - and _")
-        }
+        try BlobSessionID.check(id)
         return BlobSessionFiles(id: id, folder: "\(uploadsRoot)/\(id)")
     }
 
@@ -44,65 +20,17 @@ extension FileBlobStore {
     @discardableResult
     package func withUploadSession<T: Sendable>(id: String, totalSize: Int64, _ body: (any BlobWriter) async throws -> T) async throws -> T {
         let files = try sessionFiles(id)
-        guard totalSize >= 0 else { throw UbiquityError(.invalidArgument, "an upload's size cannot be negative") }
-        let cached = try sessions.withLock { table -> FileBlobWriter? in
-            guard !table.busy.contains(id) else {
-                throw UbiquityError(.conflict, "another request is uploading to this session; retry when it ends")
+        return try await sessions.run(id: id, totalSize: totalSize, open: {
+            try await BlockingWork.run {
+                try FileBlobWriter.recover(store: self, files: files) ?? FileBlobWriter.create(store: self, files: files, totalSize: totalSize)
             }
-            table.busy.insert(id)
-            return table.take(id)
-        }
-        let writer: FileBlobWriter
-        do {
-            if let cached, cached.isUsable {
-                writer = cached
-            } else {
-                writer = try await BlockingWork.run {
-                    try FileBlobWriter.recover(store: self, files: files) ?? FileBlobWriter.create(store: self, files: files, totalSize: totalSize)
-                }
-            }
-            guard writer.totalSize == totalSize else {
-                throw UbiquityError(.conflict, "this upload session is for \(writer.totalSize ?? 0) bytes, not \(totalSize)")
-            }
-        } catch {
-            _ = sessions.withLock { $0.busy.remove(id) }
-            throw error
-        }
-        do {
-            let result = try await body(writer)
-            await release(id, writer: writer)
-            return result
-        } catch {
-            await release(id, writer: writer)
-            throw error
-        }
-    }
-
-    /// Ends a request's use of a session: an unfinished, healthy writer saves its state and stays
-    /// in memory for the next request.
-    private func release(_ id: String, writer: FileBlobWriter) async {
-        var keep = false
-        if writer.isUsable {
-            do {
-                try await writer.suspend()
-                keep = true
-            } catch {
-                logger.warning("upload session could not be saved", metadata: ["blob.session": "\(id)", "error": "\(error)"])
-            }
-        }
-        let limit = configuration.cachedSessions
-        sessions.withLock { table in
-            table.busy.remove(id)
-            if keep { table.keep(writer, id: id, limit: limit) }
-        }
+        }, body)
     }
 
     /// The session's bytes held, size and creation; see ``BlobStore/uploadSession(id:)``.
     package func uploadSession(id: String) async throws -> BlobUploadSessionInfo? {
         let files = try sessionFiles(id)
-        if let writer = sessions.withLock({ $0.cached[id] }), let totalSize = writer.totalSize {
-            return BlobUploadSessionInfo(received: writer.bytesWritten, totalSize: totalSize, created: writer.created)
-        }
+        if let cached = await sessions.cachedInfo(id) { return cached }
         return try await BlockingWork.run {
             guard let info = try FileBlobWriter.readInfo(files) else { return nil }
             let chunks = try FileBlobWriter.readLog(files, repair: false)
@@ -126,7 +54,7 @@ extension FileBlobStore {
         try await BlockingWork.run {
             if try FileBlobWriter.readInfo(files) == nil {
                 try BlobFiles.makeDirectories(files.folder)
-                let info = Array("total \(totalSize)\ncreated \(Int64(Date().timeIntervalSince1970))\n".utf8)
+                let info = Array(BlobSessionID.infoText(totalSize: totalSize, created: Date()).utf8)
                 try info.withUnsafeBytes { try BlobFiles.writeAtomically(files.info, bytes: $0, temporaryDirectory: self.temporaryRoot) }
             } else {
                 _ = try BlobFiles.touch(files.info)

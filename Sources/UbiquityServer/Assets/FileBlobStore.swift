@@ -70,7 +70,7 @@ package final class FileBlobStore: BlobStore {
     /// (garbage collection), so a chunk a writer just reused is never deleted under it.
     let chunkLock = Mutex(())
     /// Upload sessions in use, and interrupted ones kept in memory.
-    let sessions = Mutex(SessionTable())
+    let sessions: BlobSessions<FileBlobWriter>
     let readCounter = Atomic<Int>(0)
     /// Held while deciding whether to write, replace or delete a manifest.
     let manifestLock = Mutex(())
@@ -100,6 +100,7 @@ package final class FileBlobStore: BlobStore {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
+        sessions = BlobSessions(limit: configuration.cachedSessions, logger: logger)
         root = directory.standardizedFileURL.path
         chunksRoot = root + "/chunks"
         manifestsRoot = root + "/manifests"

@@ -27,7 +27,7 @@ struct BlobSessionFiles: Sendable {
 /// content, the other cuts it with FastCDC, hashes each chunk and stores the chunks that are
 /// new. `append` waits when more than the configured backlog is queued, so memory stays flat
 /// however large the asset. Calls must not overlap (one request drives one writer).
-final class FileBlobWriter: BlobWriter, @unchecked Sendable {
+final class FileBlobWriter: SessionBlobWriter, @unchecked Sendable {
     // @unchecked because: `whole` is only touched on `hashQueue`; `chunker`, `pending`,
     // `pendingLength`, `chunks`, `loggedCount` and `logFD` only on `chunkQueue` (or before the writer is shared,
     // or after both queues drained); chunk files are written on `storeQueue` from copies, tracked
@@ -112,7 +112,7 @@ final class FileBlobWriter: BlobWriter, @unchecked Sendable {
     static func create(store: FileBlobStore, files: BlobSessionFiles, totalSize: Int64) throws -> FileBlobWriter {
         try BlobFiles.makeDirectories(files.folder)
         let now = Date()
-        let info = Array("total \(totalSize)\ncreated \(Int64(now.timeIntervalSince1970))\n".utf8)
+        let info = Array(BlobSessionID.infoText(totalSize: totalSize, created: now).utf8)
         try info.withUnsafeBytes { try BlobFiles.writeAtomically(files.info, bytes: $0, temporaryDirectory: store.temporaryRoot) }
         let fd = open(files.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw UbiquityError.posix("open", path: files.log) }
@@ -122,16 +122,7 @@ final class FileBlobWriter: BlobWriter, @unchecked Sendable {
     /// Reads a session's `info`: total size and creation time; nil when there is no session.
     static func readInfo(_ files: BlobSessionFiles) throws -> (totalSize: Int64, created: Date)? {
         guard let buffer = try BlobFiles.read(files.info, limit: 4096) else { return nil }
-        var total: Int64?
-        var created: Int64?
-        for line in String(buffer: buffer).split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2 else { continue }
-            if parts[0] == "total" { total = Int64(parts[1]) }
-            if parts[0] == "created" { created = Int64(parts[1]) }
-        }
-        guard let total, let created else { throw UbiquityError(.io, "upload session \(files.id) is damaged (info)") }
-        return (total, Date(timeIntervalSince1970: TimeInterval(created)))
+        return try BlobSessionID.parseInfo(String(buffer: buffer), id: files.id)
     }
 
     /// The chunks a session logged, truncating a torn last line (blocking).

@@ -36,7 +36,7 @@ package struct RecordsServer: Sendable {
     /// metrics system with it; libraries never do).
     /// `pushConfiguration` sets the limits of subscriptions and push delivery; `assets` serves
     /// asset content (see ``open(store:configuration:logger:registry:pushConfiguration:blobConfiguration:)``,
-    /// which makes it from `configuration.blobsDirectory`).
+    /// which makes it from `configuration.blobs`).
     package init(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger, registry: PrometheusCollectorRegistry? = nil,
                 pushConfiguration: PushConfiguration = PushConfiguration(), assets: AssetService? = nil) {
         self.store = store
@@ -50,14 +50,14 @@ package struct RecordsServer: Sendable {
         self.admin = RecordsAdmin(store: store, configuration: configuration)
     }
 
-    /// Makes a server with its asset service: a `FileBlobStore` in `configuration.blobsDirectory`
-    /// (none when nil) signing with the key kept in `store`.
+    /// Makes a server with its asset service: a blob store at `configuration.blobs` (none when
+    /// nil) signing with the key kept in `store`.
     package static func open(store: any RecordStore, configuration: RecordsServerConfiguration, logger: Logger,
                             registry: PrometheusCollectorRegistry? = nil, pushConfiguration: PushConfiguration = PushConfiguration(),
                             blobConfiguration: FileBlobStore.Configuration = FileBlobStore.Configuration()) async throws -> RecordsServer {
         var assets: AssetService?
-        if let directory = configuration.blobsDirectory {
-            assets = try await AssetService.open(recordStore: store, blobsDirectory: URL(fileURLWithPath: directory), configuration: configuration.assets,
+        if let blobs = configuration.blobs {
+            assets = try await AssetService.open(recordStore: store, blobs: blobs, configuration: configuration.assets,
                                                  blobConfiguration: blobConfiguration, logger: logger)
         }
         return RecordsServer(store: store, configuration: configuration, logger: logger, registry: registry,

@@ -32,10 +32,15 @@ package struct RecordsServerConfiguration: Sendable {
     package var rateLimitBurst: Int
     /// The `retryAfter` seconds of `TRY_AGAIN_LATER` (HTTP 503) when the store is unavailable.
     package var unavailableRetryAfter: Int
-    /// Where asset content is kept (a `FileBlobStore` folder); nil: the server offers no assets
+    /// Where asset content is kept (a folder or a bucket); nil: the server offers no assets
     /// (asset values are stored as given). `ubiq serve` sets it (`--data DIR` → `DIR/blobs`, or
-    /// `--blobs`).
-    package var blobsDirectory: String?
+    /// `--blobs DIR|s3://…`).
+    package var blobs: BlobLocation?
+    /// ``blobs`` when it is a folder; setting it makes ``blobs`` that folder (nil: none).
+    package var blobsDirectory: String? {
+        get { if case .folder(let path) = blobs { path } else { nil } }
+        set { blobs = newValue.map(BlobLocation.folder) }
+    }
     /// Limits of the asset endpoints.
     package var assets: AssetConfiguration
     /// Each user's private database may hold this many bytes (records' JSON and distinct
@@ -94,7 +99,7 @@ package struct RecordsServerConfiguration: Sendable {
         self.requestHeaderTimeout = requestHeaderTimeout
         self.deviceTokenLifetime = deviceTokenLifetime
         self.shutdownGracePeriod = shutdownGracePeriod
-        self.blobsDirectory = blobsDirectory
+        self.blobs = blobsDirectory.map(BlobLocation.folder)
         self.assets = assets
         self.privateQuotaBytes = privateQuotaBytes
         self.publicQuotaBytes = publicQuotaBytes

@@ -56,6 +56,10 @@ struct Admin: AsyncParsableCommand {
                 merged.schema = merged.schema ?? parent.schema
             }
             merged.blobs = merged.blobs ?? parent.blobs
+            merged.s3Endpoint = merged.s3Endpoint ?? parent.s3Endpoint
+            merged.s3Region = merged.s3Region ?? parent.s3Region
+            merged.s3Addressing = merged.s3Addressing ?? parent.s3Addressing
+            merged.s3Credentials = merged.s3Credentials ?? parent.s3Credentials
             let store = try await merged.open(logger: logger)
             do {
                 try await body(store, merged, logger)
@@ -348,7 +352,7 @@ struct GarbageCollectAdmin: AsyncParsableCommand {
 
     func run() async throws {
         try await Admin.withStore(store, parent: admin.store, command: "gc") { store, options, logger in
-            let assets = try await AssetService.open(recordStore: store, blobsDirectory: URL(fileURLWithPath: try options.blobsDirectory()), logger: logger)
+            let assets = try await AssetService.open(recordStore: store, blobs: try options.blobLocation(), logger: logger)
             let engine = RecordsEngine(store: store, logger: logger, assets: assets)
             guard let report = try await engine.collectAssetGarbage(olderThan: Date().addingTimeInterval(-olderThan * 3600)) else { return }
             if json {

@@ -16,8 +16,9 @@ struct Serve: AsyncParsableCommand {
             Serves /database/1/{container}/{development|production}/{public|private|shared}/… \
             as CloudKit Web Services does, so CloudKit clients need only a different base URL. \
             Stores in embedded SQLite under --data (the default) or in PostgreSQL with --database; \
-            several servers on one PostgreSQL behave as one (give them one --blobs folder for asset \
-            content; with --data it is DATA/blobs). Prints 'listening on URL' when ready \
+            several servers on one PostgreSQL behave as one (give them one --blobs for asset \
+            content: a shared folder, or an S3-compatible bucket as s3://BUCKET/PREFIX; with --data \
+            it is DATA/blobs). Prints 'listening on URL' when ready \
             (and writes the URL to --ready-file); finishes requests in flight on SIGTERM/SIGINT. \
             /healthz answers ok; /metrics gives Prometheus metrics; /auth/signin is the sign-in \
             page that AUTHENTICATION_REQUIRED errors point to. Create containers, users and keys \
@@ -28,6 +29,8 @@ struct Serve: AsyncParsableCommand {
               ubiq serve --port 0 --ready-file /tmp/url      # a free port; URL in /tmp/url
               ubiq serve --database postgres://ubiq@db.example.org/ubiquity --blobs /srv/ubiquity-blobs \\
                   --host 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
+              AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… ubiq serve --database postgres://ubiq@db/ubiquity \\
+                  --blobs s3://ubiquity/blobs --s3-endpoint http://minio.internal:9000
               ubiq serve --data ~/ubiquity-server --private-quota 20G --public-quota 1T --gc-interval 12
               ubiq serve --port 8080 --install-service    # a systemd user unit, started at login
               ubiq serve --max-connections 2000 --idle-timeout 120 --max-body-memory 1G   # with LimitNOFILE=8192
@@ -106,7 +109,7 @@ struct Serve: AsyncParsableCommand {
         _ = try Serve.requestsPerSecond(rateLimit)
         guard burst >= 1 else { throw ValidationError("--burst \(burst): expected at least 1") }
         do {
-            _ = try store.blobsDirectory()
+            _ = try store.blobLocation()
         } catch let error as UbiquityError {
             throw ValidationError(error.message)
         }
@@ -170,12 +173,13 @@ struct Serve: AsyncParsableCommand {
             let publicBytes = try StorageQuotas.parseBytes(publicQuota, argument: "--public-quota")
             var configuration = RecordsServerConfiguration(
                 host: host, port: port, tlsCertificatePath: try tlsCert.map(CLI.absolutePath), tlsKeyPath: try tlsKey.map(CLI.absolutePath),
-                publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: try store.blobsDirectory(),
+                publicURL: publicURL, rateLimit: try Serve.requestsPerSecond(rateLimit), rateLimitBurst: burst, blobsDirectory: nil,
                 privateQuotaBytes: privateBytes == 0 ? nil : privateBytes, publicQuotaBytes: publicBytes == 0 ? nil : publicBytes,
                 assetGarbageCollectionInterval: gcInterval * 3600, assetGarbageMinimumAge: gcOlderThan * 3600,
                 shutdownGracePeriod: shutdownGrace,
                 maximumBodyBytesInFlight: Int(try StorageQuotas.parseBytes(maxBodyMemory, argument: "--max-body-memory")),
                 maximumConnections: maxConnections, idleTimeout: idleTimeout, requestHeaderTimeout: headerTimeout)
+            configuration.blobs = try store.blobLocation()
             configuration.assets.maximumAssetSize = try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size")
             configuration.metricsToken = try metricsTokenFile.map(Serve.metricsToken(file:))
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,

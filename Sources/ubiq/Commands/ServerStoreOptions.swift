@@ -17,8 +17,20 @@ struct ServerStoreOptions: ParsableArguments {
     @Option(help: "With --database: the PostgreSQL schema to use (created when missing; default $UBIQUITY_SERVER_DATABASE_SCHEMA, else the server's search_path).")
     var schema: String?
 
-    @Option(help: "The folder of asset content (required with --database, shared by every server on it; default with --data: DATA/blobs; default $UBIQUITY_SERVER_BLOBS).")
+    @Option(help: "Where asset content is kept: a folder, or s3://BUCKET/PREFIX (required with --database, shared by every server on it; default with --data: DATA/blobs; default $UBIQUITY_SERVER_BLOBS).")
     var blobs: String?
+
+    @Option(name: .customLong("s3-endpoint"), help: "With --blobs s3://…: the S3-compatible server's URL (MinIO, Garage, SeaweedFS, Ceph RGW; default AWS's for the region).")
+    var s3Endpoint: String?
+
+    @Option(name: .customLong("s3-region"), help: "With --blobs s3://…: the region requests are signed for (default us-east-1).")
+    var s3Region: String?
+
+    @Option(name: .customLong("s3-addressing"), help: "With --blobs s3://…: path (endpoint/BUCKET/KEY, the default with --s3-endpoint) or virtual-host (BUCKET.endpoint/KEY, the default for AWS).")
+    var s3Addressing: String?
+
+    @Option(name: .customLong("s3-credentials"), help: "With --blobs s3://…: an AWS shared credentials file (profile $AWS_PROFILE or default); default $AWS_ACCESS_KEY_ID / $AWS_SECRET_ACCESS_KEY / $AWS_SESSION_TOKEN, else ~/.aws/credentials.")
+    var s3Credentials: String?
 
     func validate() throws {
         if data != nil, database != nil {
@@ -38,15 +50,29 @@ struct ServerStoreOptions: ParsableArguments {
     }
 
     /// Where asset content is kept: `--blobs`, else `$UBIQUITY_SERVER_BLOBS`, else (SQLite)
-    /// the data folder's `blobs`.
-    /// - Throws: `invalidArgument` with PostgreSQL and no `--blobs`.
-    func blobsDirectory() throws -> String {
-        if let blobs { return try CLI.absolutePath(blobs) }
-        if let blobs = ProcessInfo.processInfo.environment["UBIQUITY_SERVER_BLOBS"], !blobs.isEmpty { return try CLI.absolutePath(blobs) }
-        if postgresURL != nil {
-            throw UbiquityError(.invalidArgument, "--database needs --blobs DIR: the folder where asset content is kept (every server on the database must use the same one)")
+    /// the data folder's `blobs`; a bucket for `s3://…`, with the `--s3-*` options.
+    /// - Throws: `invalidArgument` with PostgreSQL and no `--blobs`, or naming the option that is wrong.
+    func blobLocation() throws -> BlobLocation {
+        let environment = ProcessInfo.processInfo.environment
+        let given = blobs ?? environment["UBIQUITY_SERVER_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
+        if let given, S3Location.isBucketURL(given) {
+            let addressing = try s3Addressing.map { text in
+                guard let value = S3Location.Addressing(rawValue: text) else {
+                    throw UbiquityError(.invalidArgument, "--s3-addressing \(text): expected path or virtual-host")
+                }
+                return value
+            }
+            let location = try S3Location(url: given, endpoint: s3Endpoint, region: s3Region, addressing: addressing)
+            return .bucket(location, try .resolve(file: try s3Credentials.map(CLI.absolutePath), environment: environment))
         }
-        return URL(fileURLWithPath: try dataDirectory()).appendingPathComponent("blobs").path
+        if s3Endpoint != nil || s3Region != nil || s3Addressing != nil || s3Credentials != nil {
+            throw UbiquityError(.invalidArgument, "the --s3-* options need --blobs s3://BUCKET/PREFIX")
+        }
+        if let given { return .folder(try CLI.absolutePath(given)) }
+        if postgresURL != nil {
+            throw UbiquityError(.invalidArgument, "--database needs --blobs DIR or --blobs s3://BUCKET/PREFIX: where asset content is kept (every server on the database must use the same)")
+        }
+        return .folder(URL(fileURLWithPath: try dataDirectory()).appendingPathComponent("blobs").path)
     }
 
     /// Opens the store.

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import UbiquityCore
+import UbiquityWire
+
+/// The ``BlobStore`` in an S3-compatible bucket (AWS S3, Ceph RGW, Garage, SeaweedFS, MinIO,
+/// moto), under the location's prefix:
+///
+/// ```
+/// packs/<pack id>              chunks' bytes, appended; one object per writer per 64 MiB
+/// indexes/<pack id>            a pack's chunks (hash size pack offset), written once it is whole
+/// manifests/<checksum hex>     one per asset: where each of its chunks is (S3Manifest)
+/// sessions/<id>/…              resumable upload sessions: info, chunks, tail-N, pending-*, sent-*
+/// ```
+///
+/// Content is cut by FastCDC and each chunk stored once, as in ``FileBlobStore``, but chunks
+/// are appended to *pack* objects (a multipart upload of 8 MiB parts) rather than one object
+/// each: a 1 GiB upload is 16 packs, not 16,384 objects. A manifest names its chunks' packs and
+/// offsets, so reading is ranged `GET`s of consecutive chunks, each chunk's hash verified.
+///
+/// Every object appears whole (S3 writes are atomic). A pack's index is written after the pack
+/// is complete and a manifest after every pack it names, so no manifest names missing bytes.
+/// Reusing a stored chunk restarts its pack's age (a copy of the object onto itself) before
+/// the manifest naming it is written; garbage collection deletes only packs that no manifest
+/// names and that are older than its cut-off, checking the age again just before deleting. Run
+/// collection from one process per bucket (`ubiq serve --gc-interval` on one server, or
+/// `ubiq admin gc`).
+package final class S3BlobStore: BlobStore {
+    /// Tuning.
+    package struct Configuration: Sendable {
+        /// How content is cut into chunks.
+        package var chunking: FastCDC.Parameters
+        /// Bytes per part of a pack's multipart upload (at least 5 MiB, S3's minimum).
+        package var partSize: Int
+        /// A pack is closed and a new one begun once it holds this many bytes.
+        package var packSize: Int
+        /// Parts of one writer uploading at once.
+        package var partsInFlight: Int
+        /// Bytes of consecutive chunks fetched by one ranged `GET` when reading.
+        package var readSize: Int
+        /// A pack whose age this process restarted less than this long ago is not copied again
+        /// when reused (must be far below the garbage collection cut-off; 0 copies every time).
+        package var retouchAfter: Duration
+        /// How many interrupted upload sessions are kept in memory.
+        package var cachedSessions: Int
+        /// Test hook: called at each step of garbage collection with the step's name
+        /// (`"manifest"`, `"pack"`, `"session"`); throwing simulates a crash there.
+        package var garbageCollectionStep: (@Sendable (String) throws -> Void)?
+
+        /// Makes a configuration; the defaults are FastCDC 16/64/256 KiB, 8 MiB parts, 64 MiB
+        /// packs, 3 parts in flight, 8 MiB reads, packs retouched after 10 minutes and 32
+        /// cached sessions.
+        package init(chunking: FastCDC.Parameters = .default, partSize: Int = 8 << 20, packSize: Int = 64 << 20, partsInFlight: Int = 3,
+                     readSize: Int = 8 << 20, retouchAfter: Duration = .seconds(600), cachedSessions: Int = 32) {
+            self.chunking = chunking
+            self.partSize = max(partSize, S3Client.minimumPartSize)
+            self.packSize = max(packSize, self.partSize)
+            self.partsInFlight = max(partsInFlight, 1)
+            self.readSize = max(readSize, chunking.maximumSize)
+            self.retouchAfter = retouchAfter
+            self.cachedSessions = cachedSessions
+        }
+    }
+
+    /// The bucket's client.
+    package let client: S3Client
+    /// Tuning.
+    package let configuration: Configuration
+    let logger: Logger
+    /// Which chunk is in which pack.
+    let index = S3PackIndex()
+    /// When this process last restarted each pack's age.
+    let touched = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Upload sessions in use, and interrupted ones kept in memory.
+    let sessions: BlobSessions<S3BlobWriter>
+    /// Small manifests read lately (by key), so that a download's range requests do not each
+    /// read the manifest again.
+    let manifestCache = Mutex<[String: S3Manifest]>([:])
+
+    /// How content is cut into chunks.
+    package var chunking: FastCDC.Parameters { configuration.chunking }
+
+    /// A store in the bucket `client` addresses. Nothing is sent until it is used.
+    package init(client: S3Client, configuration: Configuration = Configuration(), logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+        sessions = BlobSessions(limit: configuration.cachedSessions, logger: logger)
+    }
+
+    /// Checks that the bucket answers (a listing of one key), so that a server with a wrong
+    /// endpoint, bucket or key fails when it starts rather than at the first upload.
+    /// - Throws: what the object store answered.
+    package func checkReachable() async throws {
+        _ = try await client.send(.GET, key: "", query: [("list-type", "2"), ("max-keys", "1"), ("prefix", client.location.prefix)], expecting: [200])
+    }
+
+    // MARK: Keys
+
+    /// The manifest's key, or nil when `fileChecksum` is not a checksum (``AssetChecksum``).
+    static func manifestKey(_ fileChecksum: String) -> String? {
+        AssetChecksum.hex(fileChecksum).map { "manifests/\($0)" }
+    }
+
+    // MARK: Chunks
+
+    /// Restarts the age of `packs` (copies onto themselves; those this process copied within
+    /// ``Configuration/retouchAfter`` are skipped). Returns those that are gone, which are
+    /// forgotten by the index.
+    func retain(packs: Set<String>) async throws -> Set<String> {
+        let now = ContinuousClock.now
+        let due = touched.withLock { touched in packs.filter { pack in touched[pack].map { now - $0 >= configuration.retouchAfter } ?? true } }
+        var gone: Set<String> = []
+        for pack in due {
+            if try await client.touch("packs/\(pack)") {
+                touched.withLock { $0[pack] = now }
+            } else {
+                gone.insert(pack)
+                index.forget(pack: pack)
+                touched.withLock { $0[pack] = nil }
+            }
+        }
+        return gone
+    }
+
+    /// Where each of `hashes` is stored, learning other servers' packs when one is not known;
+    /// their packs' ages restarted. Missing ones are absent from the answer.
+    func locateAndRetain(_ hashes: [String]) async throws -> [String: S3ChunkLocation] {
+        if hashes.contains(where: { index.location($0) == nil }) { try await index.refresh(client: client) }
+        var found: [String: S3ChunkLocation] = [:]
+        for hash in hashes { if let location = index.location(hash) { found[hash] = location } }
+        let gone = try await retain(packs: Set(found.values.map(\.pack)))
+        if !gone.isEmpty { found = found.filter { !gone.contains($0.value.pack) } }
+        return found
+    }
+
+    /// The hashes not stored, in order; see ``BlobStore/missingChunks(_:)``.
+    package func missingChunks(_ hashes: [String]) async throws -> [String] {
+        for hash in hashes where !AssetChunkRef.isValidHash(hash) {
+            throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
+        }
+        let found = try await locateAndRetain(hashes)
+        return hashes.filter { found[$0] == nil }
+    }
+
+    /// Stores one chunk (as a pack of its own) unless present; see ``BlobStore/putChunk(hash:bytes:)``.
+    package func putChunk(hash: String, bytes: ByteBuffer) async throws {
+        guard AssetChunkRef.isValidHash(hash) else {
+            throw UbiquityError(.invalidArgument, "\(hash) is not a chunk hash (64 lower-case hex digits)")
+        }
+        guard bytes.readableBytes > 0 else { throw UbiquityError(.invalidArgument, "a chunk cannot be empty") }
+        let actual = try await BlockingWork.run { bytes.withUnsafeReadableBytes { Hex.encode(SHA256.hash(data: $0)) } }
+        guard actual == hash else { throw UbiquityError(.invalidArgument, "the chunk's bytes hash to \(actual), not \(hash)") }
+        if try await !locateAndRetain([hash]).isEmpty { return }
+        var pack = S3PackUpload(client: client, configuration: configuration)
+        _ = try await pack.add(hash: hash, bytes: Array(bytes.readableBytesView))
+        index.add(try await pack.close())
+    }
+
+    /// Reads the chunks at `locations` (consecutive in one pack) with one ranged `GET`,
+    /// checking each one's hash; their bytes, in order.
+    func fetch(_ locations: ArraySlice<S3ChunkLocation>) async throws -> ByteBuffer {
+        guard let first = locations.first, let last = locations.last else { return ByteBuffer() }
+        let range = first.offset..<last.offset + Int64(last.size)
+        guard let bytes = try await client.get("packs/\(first.pack)", range: range) else {
+            throw UbiquityError(.notFound, "pack \(first.pack) is missing from the bucket (chunk \(first.hash))")
+        }
+        try await BlockingWork.run {
+            try bytes.withUnsafeReadableBytes { raw in
+                for location in locations {
+                    let start = Int(location.offset - first.offset)
+                    let chunk = UnsafeRawBufferPointer(rebasing: raw[start..<start + location.size])
+                    guard Hex.encode(SHA256.hash(data: chunk)) == location.hash else {
+                        throw UbiquityError(.io, "chunk \(location.hash) is damaged: its bytes in pack \(location.pack) no longer match its hash")
+                    }
+                }
+            }
+        }
+        return bytes
+    }
+
+    /// Splits `chunks` into runs that one ranged `GET` reads: consecutive in one pack, at most
+    /// ``Configuration/readSize`` bytes.
+    func readRuns(_ chunks: ArraySlice<S3ChunkLocation>) -> [ArraySlice<S3ChunkLocation>] {
+        var runs: [ArraySlice<S3ChunkLocation>] = []
+        var start = chunks.startIndex
+        var bytes = 0
+        for index in chunks.indices {
+            let chunk = chunks[index]
+            if index > start {
+                let previous = chunks[index - 1]
+                if previous.pack != chunk.pack || previous.offset + Int64(previous.size) != chunk.offset || bytes + chunk.size > configuration.readSize {
+                    runs.append(chunks[start..<index])
+                    start = index
+                    bytes = 0
+                }
+            }
+            bytes += chunk.size
+        }
+        if start < chunks.endIndex { runs.append(chunks[start...]) }
+        return runs
+    }
+
+    // MARK: Manifests
+
+    /// The manifest, or nil when absent.
+    func loadManifest(_ fileChecksum: String) async throws -> S3Manifest? {
+        guard let key = Self.manifestKey(fileChecksum) else { return nil }
+        if let cached = manifestCache.withLock({ $0[key] }) { return cached }
+        guard let body = try await client.get(key) else { return nil }
+        let manifest = try S3Manifest.decode(body.readableBytesView, key: key)
+        guard manifest.fileChecksum == fileChecksum else { throw UbiquityError(.io, "the blob manifest \(key) is damaged (checksum)") }
+        manifestCache.withLock { cache in
+            if cache.count >= 16 { cache.removeAll() }
+            cache[key] = manifest
+        }
+        return manifest
+    }
+
+    /// Writes the manifest unless one is there already (whose age then restarts).
+    func commit(_ manifest: S3Manifest) async throws {
+        guard let key = Self.manifestKey(manifest.fileChecksum) else {
+            throw UbiquityError(.invalidArgument, "not a SHA-256 checksum: \(manifest.fileChecksum)")
+        }
+        if try await client.touch(key) { return }
+        try await client.put(key, body: ByteBuffer(bytes: manifest.encoded()))
+        logger.debug("blob committed", metadata: ["blob.checksum": "\(manifest.fileChecksum)", "blob.size": "\(manifest.size)",
+                                                   "blob.chunks": "\(manifest.chunks.count)"])
+    }
+
+    /// Commits an asset made of stored chunks, reading them through to compute its checksum;
+    /// see ``BlobStore/commitManifest(_:)``.
+    package func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
+        try FileBlobStore.checkChunkRefs(chunks)
+        let found = try await locateAndRetain(chunks.map(\.hash))
+        let missing = chunks.map(\.hash).filter { found[$0] == nil }
+        guard missing.isEmpty else {
+            throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
+        }
+        var locations: [S3ChunkLocation] = []
+        for chunk in chunks {
+            let location = found[chunk.hash]!
+            guard location.size == chunk.size else {
+                throw UbiquityError(.invalidArgument, "chunk \(chunk.hash) is \(location.size) bytes, not \(chunk.size)")
+            }
+            locations.append(location)
+        }
+        var whole = SHA256()
+        for run in readRuns(locations[...]) {
+            let bytes = try await fetch(run)
+            bytes.withUnsafeReadableBytes { whole.update(bufferPointer: $0) }
+        }
+        let manifest = S3Manifest(fileChecksum: FileBlobStore.checksum(of: whole.finalize()),
+                                  size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
+        try await commit(manifest)
+        return manifest.info
+    }
+
+    /// The asset's description; see ``BlobStore/info(fileChecksum:)``.
+    package func info(fileChecksum: String) async throws -> BlobInfo? {
+        try await loadManifest(fileChecksum)?.info
+    }
+
+    /// The asset's chunks; see ``BlobStore/chunkList(fileChecksum:)``.
+    package func chunkList(fileChecksum: String) async throws -> [AssetChunkRef]? {
+        try await loadManifest(fileChecksum)?.chunks.map(\.ref)
+    }
+
+    /// Restarts the asset's age; see ``BlobStore/touch(fileChecksum:)``.
+    package func touch(fileChecksum: String) async throws -> Bool {
+        guard let key = Self.manifestKey(fileChecksum) else { return false }
+        return try await client.touch(key)
+    }
+
+    /// The asset's bytes, fetched run by run as the stream is iterated, one run ahead; see
+    /// ``BlobStore/read(fileChecksum:range:)``.
+    package func read(fileChecksum: String, range: Range<Int64>?) async throws -> BlobByteStream {
+        guard let manifest = try await loadManifest(fileChecksum) else {
+            throw UbiquityError(.notFound, "no asset with checksum \(fileChecksum) is stored")
+        }
+        let wanted = range ?? 0..<manifest.size
+        guard wanted.lowerBound >= 0, wanted.upperBound <= manifest.size else {
+            throw UbiquityError(.invalidArgument, "bytes \(wanted.lowerBound)-\(wanted.upperBound - 1) are outside the asset's \(manifest.size)")
+        }
+        // the chunks overlapping the range, and where the first starts in the content
+        var start: Int64 = 0
+        var first = manifest.chunks.endIndex
+        var last = manifest.chunks.startIndex
+        var firstStart: Int64 = 0
+        for (index, chunk) in manifest.chunks.enumerated() {
+            let end = start + Int64(chunk.size)
+            if end > wanted.lowerBound, start < wanted.upperBound {
+                if first == manifest.chunks.endIndex {
+                    first = index
+                    firstStart = start
+                }
+                last = index + 1
+            }
+            start = end
+        }
+        let runs = first < last ? readRuns(manifest.chunks[first..<last]) : []
+        let skip = wanted.lowerBound - firstStart
+        return BlobByteStream { [self] in
+            let cursor = S3ReadCursor(store: self, runs: runs, skip: skip, remaining: Int64(wanted.count))
+            return { try await cursor.next() }
+        }
+    }
+
+    /// Adds up the bucket's packs, chunks and manifests; see ``BlobStore/usage()``.
+    package func usage() async throws -> BlobUsage {
+        try await index.refresh(client: client, force: true)
+        let packs = try await client.list(prefix: "packs/")
+        let manifests = try await client.list(prefix: "manifests/")
+        return BlobUsage(bytes: packs.reduce(0) { $0 + $1.size }, chunks: index.count, assets: manifests.count)
+    }
+}
+
+/// Where a read of an ``S3BlobStore`` asset is: the runs left to fetch, the next one already
+/// being fetched, and the bytes of the range still to give.
+actor S3ReadCursor {
+    private let store: S3BlobStore
+    private var runs: [ArraySlice<S3ChunkLocation>]
+    private var ahead: Task<ByteBuffer, any Error>?
+    private var skip: Int64
+    private var remaining: Int64
+
+    init(store: S3BlobStore, runs: [ArraySlice<S3ChunkLocation>], skip: Int64, remaining: Int64) {
+        self.store = store
+        self.runs = runs
+        self.skip = skip
+        self.remaining = remaining
+    }
+
+    deinit { ahead?.cancel() }
+
+    /// The next piece of the range, or nil at its end.
+    func next() async throws -> ByteBuffer? {
+        while remaining > 0 {
+            let current: Task<ByteBuffer, any Error>
+            if let ahead {
+                current = ahead
+                self.ahead = nil
+            } else if !runs.isEmpty {
+                let run = runs.removeFirst()
+                current = Task { [store] in try await store.fetch(run) }
+            } else {
+                throw UbiquityError(.io, "the asset's manifest ends before the bytes asked for")
+            }
+            if !runs.isEmpty {
+                let run = runs.removeFirst()
+                ahead = Task { [store] in try await store.fetch(run) }
+            }
+            var bytes = try await current.value
+            if skip > 0 {
+                let dropped = Int(min(skip, Int64(bytes.readableBytes)))
+                bytes.moveReaderIndex(forwardBy: dropped)
+                skip -= Int64(dropped)
+            }
+            if Int64(bytes.readableBytes) > remaining { bytes = bytes.getSlice(at: bytes.readerIndex, length: Int(remaining))! }
+            remaining -= Int64(bytes.readableBytes)
+            if bytes.readableBytes > 0 { return bytes }
+        }
+        return nil
+    }
+}

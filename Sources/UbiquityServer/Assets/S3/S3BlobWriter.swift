@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import NIOCore
+import Synchronization
+import UbiquityCore
+import UbiquityWire
+
+/// A streaming write into an ``S3BlobStore``. Each appended buffer is cut by FastCDC and its
+/// chunks hashed on the blocking pool while the whole content's hash is computed beside it;
+/// chunks the bucket holds are referred to where they are, new ones appended to the writer's
+/// pack (``S3PackUpload``), whose parts upload in the background. Calls must not overlap (one
+/// request drives one writer).
+///
+/// In an upload session, ``suspend()`` closes the pack and saves the chunk list and the open
+/// chunk's bytes under `sessions/<id>/`, so that any server can continue the session.
+actor S3BlobWriter: SessionBlobWriter {
+    private enum Phase { case open, finished, aborted, failed }
+
+    let store: S3BlobStore
+    /// The upload session's id, if any.
+    let session: String?
+    /// The announced size of a session upload.
+    let totalSize: Int64?
+    /// When the session was created.
+    let created: Date
+    private let cutter: S3ChunkCutter
+    private var chunks: [S3ChunkLocation]
+    private var pack: S3PackUpload?
+    /// Packs of chunks reused from the bucket (their age restarted when first used).
+    private var reusedPacks: Set<String> = []
+    /// This writer's own new chunks, by hash (a chunk repeated within the asset is stored once).
+    private var own: [String: S3ChunkLocation] = [:]
+    private var total: Int64
+    private var phase = Phase.open
+
+    init(store: S3BlobStore, session: String?, totalSize: Int64?, created: Date, chunks: [S3ChunkLocation] = [],
+         tail: [UInt8] = [], whole: SHA256 = SHA256()) {
+        self.store = store
+        self.session = session
+        self.totalSize = totalSize
+        self.created = created
+        self.chunks = chunks
+        cutter = S3ChunkCutter(parameters: store.chunking, whole: whole, tail: tail)
+        total = chunks.reduce(Int64(0)) { $0 + Int64($1.size) } + Int64(tail.count)
+        for chunk in chunks { own[chunk.hash] = chunk }
+    }
+
+    /// Bytes appended so far (since the session began).
+    var bytesWritten: Int64 { total }
+
+    /// Whether the writer can take more bytes.
+    var isUsable: Bool { phase == .open }
+
+    func append(_ buffer: ByteBuffer) async throws {
+        guard buffer.readableBytes > 0 else { return }
+        guard phase == .open else { throw UbiquityError(.invalidArgument, "the blob writer is already finished") }
+        if let totalSize, total + Int64(buffer.readableBytes) > totalSize {
+            throw UbiquityError(.invalidArgument, "the upload is longer than the \(totalSize) bytes it announced")
+        }
+        total += Int64(buffer.readableBytes)
+        do {
+            let cut = try await cutter.cut(buffer)
+            for chunk in cut { try await place(chunk) }
+        } catch {
+            phase = .failed
+            throw error
+        }
+    }
+
+    /// Refers to a chunk the bucket holds, or appends it to the pack.
+    private func place(_ chunk: S3ChunkCutter.Chunk) async throws {
+        if let location = own[chunk.hash] {
+            chunks.append(location)
+            return
+        }
+        if let location = store.index.location(chunk.hash) {
+            var fresh = reusedPacks.contains(location.pack)
+            if !fresh { fresh = try await store.retain(packs: [location.pack]).isEmpty }
+            if fresh, store.index.location(chunk.hash) == location {
+                reusedPacks.insert(location.pack)
+                chunks.append(location)
+                return
+            }
+        }
+        // the pack is taken out while it is awaited (an actor's property cannot be mutated
+        // across a suspension); on failure it is given up
+        var current = pack ?? S3PackUpload(client: store.client, configuration: store.configuration)
+        pack = nil
+        let location: S3ChunkLocation
+        do {
+            location = try await current.add(hash: chunk.hash, bytes: chunk.bytes)
+        } catch {
+            await current.abort()
+            throw error
+        }
+        pack = current
+        own[chunk.hash] = location
+        chunks.append(location)
+        if current.length >= Int64(store.configuration.packSize) { try await closePack() }
+    }
+
+    /// Completes the pack being written and lets the store's index know its chunks.
+    private func closePack() async throws {
+        guard var current = pack else { return }
+        pack = nil
+        do {
+            store.index.add(try await current.close())
+        } catch {
+            await current.abort()
+            throw error
+        }
+    }
+
+    func finish() async throws -> BlobInfo {
+        guard phase == .open else { throw UbiquityError(.invalidArgument, "the blob writer is already finished") }
+        do {
+            let (last, digest) = try await cutter.finish()
+            if let last { try await place(last) }
+            try await closePack()
+            let size = chunks.reduce(Int64(0)) { $0 + Int64($1.size) }
+            if let totalSize, size != totalSize {
+                throw UbiquityError(.invalidArgument, "the upload has \(size) bytes but announced \(totalSize)")
+            }
+            let manifest = S3Manifest(fileChecksum: FileBlobStore.checksum(of: digest), size: size, chunks: chunks)
+            try await store.commit(manifest)
+            phase = .finished
+            if let session { try? await store.deleteSessionObjects(session) }
+            return manifest.info
+        } catch {
+            phase = .failed
+            throw error
+        }
+    }
+
+    func abort() async {
+        guard phase != .finished else { return }
+        phase = .aborted
+        if var current = pack {
+            pack = nil
+            await current.abort()
+        }
+        if let session { try? await store.deleteSessionObjects(session) }
+    }
+
+    /// Saves the session's state so that it can continue later, on this server or another:
+    /// closes the pack, then writes the open chunk's bytes (`tail-N`) and the chunk list.
+    func suspend() async throws {
+        guard phase == .open else { throw UbiquityError(.invalidArgument, "the blob writer is finished") }
+        guard let session else { return }
+        do {
+            try await closePack()
+            let tail = cutter.tail
+            try await store.client.put(S3BlobStore.sessionKey(session, "tail-\(chunks.count)"), body: ByteBuffer(bytes: tail))
+            try await store.client.put(S3BlobStore.sessionKey(session, "chunks"), body: ByteBuffer(string: chunks.map(\.line).joined()))
+            for object in try await store.client.list(prefix: S3BlobStore.sessionKey(session, "tail-"))
+            where object.key != S3BlobStore.sessionKey(session, "tail-\(chunks.count)") {
+                try await store.client.delete(object.key)
+            }
+        } catch {
+            phase = .failed
+            throw error
+        }
+    }
+}
+
+/// The FastCDC cutter and whole-content hash of one ``S3BlobWriter``, run on the blocking pool
+/// (one call at a time: the writer awaits each).
+final class S3ChunkCutter: @unchecked Sendable {
+    // @unchecked because: every property is touched only inside `BlockingWork` closures the
+    // owning writer runs one after the other (it awaits each before the next).
+
+    /// A chunk cut from the content: its hash and bytes.
+    struct Chunk: Sendable {
+        var hash: String
+        var bytes: [UInt8]
+    }
+
+    private var chunker: FastCDC
+    private var whole: SHA256
+    private var pending: [UInt8]
+
+    init(parameters: FastCDC.Parameters, whole: SHA256, tail: [UInt8]) {
+        chunker = FastCDC(parameters: parameters)
+        self.whole = whole
+        pending = tail
+        pending.reserveCapacity(parameters.maximumSize)
+        if !tail.isEmpty { tail.withUnsafeBytes { _ = chunker.boundary(in: $0) } }
+    }
+
+    /// The bytes of the chunk still open.
+    var tail: [UInt8] { pending }
+
+    /// Cuts `buffer`'s bytes; the chunks they complete. The whole hash is updated alongside.
+    func cut(_ buffer: ByteBuffer) async throws -> [Chunk] {
+        async let hashed: Void = BlockingWork.run { buffer.withUnsafeReadableBytes { self.whole.update(bufferPointer: $0) } }
+        let chunks = try await BlockingWork.run { buffer.withUnsafeReadableBytes { self.cutLocked($0) } }
+        try await hashed
+        return chunks
+    }
+
+    private func cutLocked(_ bytes: UnsafeRawBufferPointer) -> [Chunk] {
+        var out: [Chunk] = []
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            if let boundary = chunker.boundary(in: rest) {
+                pending.append(contentsOf: rest[..<boundary])
+                out.append(Chunk(hash: Hex.encode(SHA256.hash(data: pending)), bytes: pending))
+                pending.removeAll(keepingCapacity: true)
+                offset += boundary
+            } else {
+                pending.append(contentsOf: rest)
+                offset = bytes.count
+            }
+        }
+        return out
+    }
+
+    /// Ends the content: the last chunk (if bytes were open) and the whole hash.
+    func finish() async throws -> (Chunk?, [UInt8]) {
+        try await BlockingWork.run {
+            var last: Chunk?
+            if self.chunker.finish() != nil, !self.pending.isEmpty {
+                last = Chunk(hash: Hex.encode(SHA256.hash(data: self.pending)), bytes: self.pending)
+                self.pending = []
+            }
+            return (last, Array(self.whole.finalize()))
+        }
+    }
+}

@@ -55,7 +55,7 @@ for mode in --no-sync ""; do
     echo "re-upload, same content: $(cat "$WORK/re.json") client rss $(rss "$WORK/re.time") KB"
     cp "$SRC" "$WORK/edited.bin"
     printf '\x42' | dd of="$WORK/edited.bin" bs=1 seek=$((SIZE / 2)) conv=notrunc status=none
-    /usr/bin/time -v "$BIN" upload --server "$URL" --key "$KEY" --file "$WORK/edited.bin" > "$WORK/one.json" 2> "$WORK/one.time"
+    /usr/bin/time -v "$BIN" upload --server "$URL" --key "$KEY" --file "$WORK/edited.bin" --previous "$SRC" > "$WORK/one.json" 2> "$WORK/one.time"
     echo "one byte changed: $(cat "$WORK/one.json") client rss $(rss "$WORK/one.time") KB"
     fresh_store
     /usr/bin/time -v "$BIN" upload --server "$URL" --key "$KEY" --file "$SRC" > "$WORK/fresh.json" 2> "$WORK/fresh.time"

@@ -175,6 +175,9 @@ package protocol BlobStore: Sendable {
 
     /// What the store holds.
     func usage() async throws -> BlobUsage
+
+    /// The checksums of every stored asset (a manifest each), in no particular order.
+    func assetChecksums() async throws -> [String]
 }
 
 /// The state of a resumable upload session.

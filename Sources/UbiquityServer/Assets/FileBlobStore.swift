@@ -339,6 +339,15 @@ package final class FileBlobStore: BlobStore {
     }
 }
 
+extension FileBlobStore {
+    /// Lists the manifests; see ``BlobStore/assetChecksums()``.
+    package func assetChecksums() async throws -> [String] {
+        try await BlockingWork.run {
+            try BlobFiles.listSharded(self.manifestsRoot).compactMap { FileBlobStore.fileChecksum(manifestKey: $0.name) }
+        }
+    }
+}
+
 /// The chunks a manifest named that the store does not hold: the `underlying` error of the
 /// `notFound` error ``BlobStore/commitManifest(_:)`` throws.
 package struct BlobMissingChunks: Error, Sendable, Hashable {

@@ -30,8 +30,10 @@ struct Admin: AsyncParsableCommand {
               ubiq admin --data srv schema deploy iCloud.com.example.Notes
               ubiq admin --data srv role set iCloud.com.example.Notes Note _world --none
               ubiq admin --database postgres://… --blobs /srv/blobs gc --older-than 48
+              ubiq admin --data srv blobs migrate --to s3://ubiquity/blobs --to-s3-endpoint http://127.0.0.1:9000
+              ubiq admin --data srv blobs verify
             """,
-        subcommands: [ContainerAdmin.self, UserAdmin.self, KeyAdmin.self, SchemaAdmin.self, RoleAdmin.self, GarbageCollectAdmin.self]
+        subcommands: [ContainerAdmin.self, UserAdmin.self, KeyAdmin.self, SchemaAdmin.self, RoleAdmin.self, GarbageCollectAdmin.self, BlobsAdmin.self]
     )
 
     /// `--data`/`--database` given before the subcommand (`ubiq admin --data DIR container add …`).

@@ -53,26 +53,38 @@ struct ServerStoreOptions: ParsableArguments {
     /// the data folder's `blobs`; a bucket for `s3://…`, with the `--s3-*` options.
     /// - Throws: `invalidArgument` with PostgreSQL and no `--blobs`, or naming the option that is wrong.
     func blobLocation() throws -> BlobLocation {
-        let environment = ProcessInfo.processInfo.environment
-        let given = blobs ?? environment["UBIQUITY_SERVER_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
-        if let given, S3Location.isBucketURL(given) {
-            let addressing = try s3Addressing.map { text in
-                guard let value = S3Location.Addressing(rawValue: text) else {
-                    throw UbiquityError(.invalidArgument, "--s3-addressing \(text): expected path or virtual-host")
-                }
-                return value
-            }
-            let location = try S3Location(url: given, endpoint: s3Endpoint, region: s3Region, addressing: addressing)
-            return .bucket(location, try .resolve(file: try s3Credentials.map(CLI.absolutePath), environment: environment))
+        let given = blobs ?? ProcessInfo.processInfo.environment["UBIQUITY_SERVER_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
+        if let given {
+            return try Self.blobLocation(given, endpoint: s3Endpoint, region: s3Region, addressing: s3Addressing, credentials: s3Credentials, option: "--s3")
         }
         if s3Endpoint != nil || s3Region != nil || s3Addressing != nil || s3Credentials != nil {
             throw UbiquityError(.invalidArgument, "the --s3-* options need --blobs s3://BUCKET/PREFIX")
         }
-        if let given { return .folder(try CLI.absolutePath(given)) }
         if postgresURL != nil {
             throw UbiquityError(.invalidArgument, "--database needs --blobs DIR or --blobs s3://BUCKET/PREFIX: where asset content is kept (every server on the database must use the same)")
         }
         return .folder(URL(fileURLWithPath: try dataDirectory()).appendingPathComponent("blobs").path)
+    }
+
+    /// A folder, or a bucket (`s3://BUCKET/PREFIX`) with its options (named `OPTION-endpoint`…
+    /// in errors), credentials as AWS's tools find them.
+    /// - Throws: `invalidArgument` naming what is wrong.
+    static func blobLocation(_ text: String, endpoint: String?, region: String?, addressing: String?, credentials: String?,
+                             option: String) throws -> BlobLocation {
+        guard S3Location.isBucketURL(text) else {
+            if endpoint != nil || region != nil || addressing != nil || credentials != nil {
+                throw UbiquityError(.invalidArgument, "the \(option)-* options need a bucket (s3://BUCKET/PREFIX), not the folder \(text)")
+            }
+            return .folder(try CLI.absolutePath(text))
+        }
+        let style = try addressing.map { value in
+            guard let style = S3Location.Addressing(rawValue: value) else {
+                throw UbiquityError(.invalidArgument, "\(option)-addressing \(value): expected path or virtual-host")
+            }
+            return style
+        }
+        let location = try S3Location(url: text, endpoint: endpoint, region: region, addressing: style)
+        return .bucket(location, try .resolve(file: try credentials.map(CLI.absolutePath), environment: ProcessInfo.processInfo.environment))
     }
 
     /// Opens the store.

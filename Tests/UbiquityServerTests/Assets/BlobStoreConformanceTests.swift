@@ -225,6 +225,25 @@ struct BlobStoreConformanceTests {
             }
         }
     }
+
+    @Test("a chunk list committed with its chunk-list checksum is stored under that checksum; a wrong claim is refused", arguments: BlobBackend.available)
+    func chunkListChecksum(_ backend: BlobBackend) async throws {
+        let fixture = try await BlobStoreFixture.make(backend)
+        defer { fixture.cleanup() }
+        let store = fixture.store
+        let content = AssetTestSupport.bytes(900_000, seed: 30)
+        let chunks = AssetTestSupport.chunks(content)
+        for chunk in chunks { try await store.putChunk(hash: chunk.ref.hash, bytes: ByteBuffer(bytes: chunk.bytes)) }
+        let claimed = AssetChecksum.chunkList(chunks.map(\.ref))
+        let info = try await store.commitManifest(chunks.map(\.ref), claimedChecksum: claimed)
+        #expect(info.fileChecksum == claimed && info.size == Int64(content.count) && info.verified)
+        #expect(try await store.readAll(fileChecksum: claimed) == content)
+        #expect(try await store.chunkList(fileChecksum: claimed) == chunks.map(\.ref))
+        let other = AssetChecksum.chunkList(Array(chunks.map(\.ref).dropLast()))
+        await #expect { try await store.commitManifest(chunks.map(\.ref), claimedChecksum: other) } throws: { error in
+            (error as? UbiquityError)?.code == .invalidArgument
+        }
+    }
 }
 
 /// A thread-safe counter for test hooks.

@@ -19,6 +19,37 @@ struct S3ClientTests {
         #expect(throws: UbiquityError.self) { try S3Location(url: "s3://media", endpoint: "ftp://x", region: nil, addressing: nil) }
     }
 
+    @Test("credentials come from --s3-credentials, else the AWS variables, else ~/.aws/credentials (profile AWS_PROFILE); their absence is named")
+    func credentials() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-credentials-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent(".aws"), withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent(".aws/credentials")
+        try """
+            # a comment
+            [default]
+            aws_access_key_id = AKDEFAULT
+            aws_secret_access_key = secret-default
+
+            [work]
+            aws_access_key_id=AKWORK
+            aws_secret_access_key=secret-work
+            aws_session_token = token-work
+            """.write(to: file, atomically: true, encoding: .utf8)
+        typealias Credentials = S3RequestSigner.Credentials
+        #expect(try Credentials.resolve(file: file.path, environment: [:]).accessKeyID == "AKDEFAULT")
+        let work = try Credentials.resolve(file: file.path, environment: ["AWS_PROFILE": "work"])
+        #expect(work == Credentials(accessKeyID: "AKWORK", secretAccessKey: "secret-work", sessionToken: "token-work"))
+        #expect(try Credentials.resolve(file: nil, environment: ["AWS_ACCESS_KEY_ID": "AKENV", "AWS_SECRET_ACCESS_KEY": "s", "HOME": folder.path]).accessKeyID == "AKENV")
+        #expect(try Credentials.resolve(file: nil, environment: ["HOME": folder.path]).accessKeyID == "AKDEFAULT")
+        #expect { try Credentials.resolve(file: nil, environment: ["HOME": "/nonexistent"]) } throws: { error in
+            (error as? UbiquityError)?.message.contains("AWS_ACCESS_KEY_ID") == true
+        }
+        #expect { try Credentials.resolve(file: file.path, environment: ["AWS_PROFILE": "missing"]) } throws: { error in
+            (error as? UbiquityError)?.message.contains("[missing]") == true
+        }
+    }
+
     @Test("5xx and SlowDown answers are retried with backoff; a refusal is not, and its S3 code is in the error")
     func retries() async throws {
         let calls = Mutex(0)

@@ -66,6 +66,67 @@ struct ServersAsOneTests {
     }
 }
 
+extension ServersAsOneTests {
+    @Test("a backup taken as docs/self-hosting.md says (pg_dump, then blobs migrate to a folder) restores into an empty schema and bucket, and a new device gets every file back")
+    func backupAndRestore() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-backup-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let (store, bucket) = try await Self.sharedStore(in: scratch)
+        let schema = store[store.firstIndex(of: "--schema")! + 1]
+        let cloud = try SyncRig.Cloud(store: store)
+        let a = SyncRig.SyncDevice("a", cloud)
+        try a.start()
+        let big = SyncRig.content("kept", size: 6 << 20)
+        try big.write(to: a.url("kept.bin"))
+        try a.write("notes/today.txt", "backed up")
+        #expect(await SyncRig.eventuallyAsync("a uploaded both") { Set(try await cloud.items().keys).isSuperset(of: ["kept.bin", "notes/today.txt"]) })
+        a.stop()
+
+        // the backup: the database first, then the content (docs/self-hosting.md, "Backups and restore")
+        let dump = scratch.appendingPathComponent("ubiquity.dump").path
+        let backup = scratch.appendingPathComponent("blobs").path
+        try Self.postgresTool("pg_dump", ["-Fc", "-n", schema, "-f", dump, "-d", SharedStore.postgresURL!])
+        let admin = cloud.device
+        let copied = try admin.run(["admin"] + store + ["blobs", "migrate", "--to", backup, "--json"])
+        #expect(copied.status == 0, "\(copied)")
+        cloud.stop()
+
+        // disaster: the schema and the bucket's content are gone
+        try Self.postgresTool("psql", ["-q", "-d", SharedStore.postgresURL!, "-c", "DROP SCHEMA \(schema) CASCADE"])
+        for object in try await bucket.list(prefix: "") { try await bucket.delete(object.key) }
+
+        // the restore: the dump, then the content back into the bucket, then the server
+        try Self.postgresTool("pg_restore", ["-d", SharedStore.postgresURL!, dump])
+        let options = store.split(separator: "--blobs", maxSplits: 1).map(Array.init)
+        let database = options[0]
+        let s3 = Array(options[1].dropFirst())  // --s3-endpoint … --s3-credentials …
+        let restored = try admin.run(["admin"] + database + ["--blobs", backup, "blobs", "migrate", "--to", bucket.location.url]
+                                     + s3.map { $0.hasPrefix("--s3-") ? "--to-s3-" + String($0.dropFirst("--s3-".count)) : $0 } + ["--json"])
+        #expect(restored.status == 0, "\(restored)")
+        let verified = try admin.run(["admin"] + store + ["blobs", "verify", "--json"])
+        #expect(verified.status == 0 && verified.stdout.contains("\"missing\":0"), "\(verified)")
+        try cloud.restart()
+        let b = SyncRig.SyncDevice("b", cloud)
+        try b.start()
+        defer { b.stop() }
+        #expect(SyncRig.eventually("a new device has every file back") {
+            b.read("notes/today.txt") == "backed up" && (try? Data(contentsOf: b.url("kept.bin"))) == big
+        })
+    }
+
+    /// Runs a PostgreSQL client program (the newest installed), failing the test on a non-zero exit.
+    static func postgresTool(_ name: String, _ arguments: [String]) throws {
+        let candidates = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let version = candidates.sorted { $0.compare($1, options: .numeric) == .orderedAscending }.last ?? ""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/lib/postgresql/\(version)/bin/\(name)")
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw UbiquityError(.io, "\(name) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)") }
+    }
+}
+
 /// The throw-away PostgreSQL and S3 servers `scripts/test` starts.
 enum SharedStore {
     static var postgresURL: String? { ProcessInfo.processInfo.environment["UBIQUITY_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } }

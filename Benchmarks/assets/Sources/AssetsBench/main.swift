@@ -2,7 +2,11 @@
 // assets-bench: measures asset uploads and downloads on loopback (see Benchmarks/assets/README.md).
 //
 //   assets-bench serve    --dir D --port P --key HEX [--no-sync] [--max BYTES]
-//   assets-bench upload   --server URL --key HEX --file F [--no-dedup]
+//   assets-bench serve    --s3-endpoint URL --bucket NAME --port P --key HEX [--max BYTES]
+//                         (an S3BlobStore in the bucket, created when missing; AWS_* credentials)
+//   assets-bench upload   --server URL --key HEX --file F [--no-dedup] [--previous OLD]
+//                         (--previous: the version uploaded before, whose chunk list the upload
+//                         is sent relative to, as the sync engine does)
 //   assets-bench download --server URL --key HEX --checksum C --size N --out F [--no-sync]
 //
 // Every command prints one JSON line with its figures. The key is the servers' HMAC key (hex),
@@ -55,11 +59,21 @@ logger.logLevel = .warning
 
 switch CommandLine.arguments.dropFirst().first {
 case "serve":
-    var storeConfiguration = FileBlobStore.Configuration()
-    storeConfiguration.syncBeforeCommit = !flag("no-sync")
-    let store = try FileBlobStore(directory: URL(fileURLWithPath: required("dir")), configuration: storeConfiguration, logger: logger)
+    let store: any BlobStore
+    if let endpoint = option("s3-endpoint") {
+        let location = try S3Location(url: "s3://\(required("bucket"))/blobs", endpoint: endpoint, region: nil, addressing: nil)
+        let client = S3Client(location: location, credentials: try .resolve(file: nil, environment: ProcessInfo.processInfo.environment), logger: logger)
+        try await client.createBucket()
+        store = S3BlobStore(client: client, logger: logger)
+    } else {
+        var storeConfiguration = FileBlobStore.Configuration()
+        storeConfiguration.syncBeforeCommit = !flag("no-sync")
+        store = try FileBlobStore(directory: URL(fileURLWithPath: required("dir")), configuration: storeConfiguration, logger: logger)
+    }
     let maximum = Int64(option("max") ?? "") ?? (8 << 30)
-    let service = AssetService(store: store, key: key(), configuration: AssetConfiguration(maximumAssetSize: maximum), logger: logger)
+    // no records here: every stored asset counts as one the uploader can read (as AssetTestServer)
+    let service = AssetService(store: store, key: key(), configuration: AssetConfiguration(maximumAssetSize: maximum), logger: logger,
+                               canDeduplicate: { _, _ in true })
     let router = Router(context: BasicRequestContext.self)
     AssetRoutes(service: service).register(on: router)
     let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: Int(required("port")) ?? 0)),
@@ -73,7 +87,11 @@ case "upload":
                                                           logger: logger), key: key(), logger: logger).uploadURL(for: binding, baseURL: server)
     let transfer = AssetTransfer(options: .init(deduplicate: !flag("no-dedup")))
     let started = ContinuousClock.now
-    let result = try await transfer.upload(fileURL: URL(fileURLWithPath: required("file")), to: URL(string: uploadURL)!)
+    let file = URL(fileURLWithPath: required("file"))
+    let scan = try option("previous").map { previous in
+        try AssetFileScan.scan(file, previous: try AssetFileScan.scan(URL(fileURLWithPath: previous)).chunkList)
+    }
+    let result = try await transfer.upload(fileURL: file, to: URL(string: uploadURL)!, scan: scan)
     let elapsed = ContinuousClock.now - started
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     emit([

@@ -96,7 +96,9 @@ package final class S3BlobStore: BlobStore {
     /// endpoint, bucket or key fails when it starts rather than at the first upload.
     /// - Throws: what the object store answered.
     package func checkReachable() async throws {
-        _ = try await client.send(.GET, key: "", query: [("list-type", "2"), ("max-keys", "1"), ("prefix", client.location.prefix)], expecting: [200])
+        // a few short attempts: a server that cannot reach its bucket says so within half a minute
+        _ = try await client.send(.GET, key: "", query: [("list-type", "2"), ("max-keys", "1"), ("prefix", client.location.prefix)], expecting: [200],
+                                  policy: .init(attempts: 3, initialDelay: .milliseconds(500), timeout: .seconds(8)))
     }
 
     // MARK: Keys
@@ -113,17 +115,30 @@ package final class S3BlobStore: BlobStore {
     /// forgotten by the index.
     func retain(packs: Set<String>) async throws -> Set<String> {
         let now = ContinuousClock.now
-        let due = touched.withLock { touched in packs.filter { pack in touched[pack].map { now - $0 >= configuration.retouchAfter } ?? true } }
-        var gone: Set<String> = []
-        for pack in due {
-            if try await client.touch("packs/\(pack)") {
-                touched.withLock { $0[pack] = now }
-            } else {
-                gone.insert(pack)
-                index.forget(pack: pack)
-                touched.withLock { $0[pack] = nil }
-            }
+        let due = touched.withLock { touched -> [String] in
+            if touched.count > 100_000 { touched = touched.filter { now - $0.value < configuration.retouchAfter } }
+            return packs.filter { pack in touched[pack].map { now - $0 >= configuration.retouchAfter } ?? true }
         }
+        // the copies are the object store's work, not ours: up to 8 at once
+        let client = self.client
+        let gone = try await withThrowingTaskGroup(of: (String, Bool).self) { group -> Set<String> in
+            var gone: Set<String> = []
+            var pending = due[...]
+            func next() {
+                guard let pack = pending.popFirst() else { return }
+                group.addTask { (pack, try await client.touch("packs/\(pack)")) }
+            }
+            for _ in 0..<8 { next() }
+            while let (pack, present) = try await group.next() {
+                if !present { gone.insert(pack) }
+                next()
+            }
+            return gone
+        }
+        touched.withLock { touched in
+            for pack in due { touched[pack] = gone.contains(pack) ? nil : now }
+        }
+        for pack in gone { index.forget(pack: pack) }
         return gone
     }
 
@@ -235,20 +250,7 @@ package final class S3BlobStore: BlobStore {
     /// Commits an asset made of stored chunks, reading them through to compute its checksum;
     /// see ``BlobStore/commitManifest(_:)``.
     package func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
-        try FileBlobStore.checkChunkRefs(chunks)
-        let found = try await locateAndRetain(chunks.map(\.hash))
-        let missing = chunks.map(\.hash).filter { found[$0] == nil }
-        guard missing.isEmpty else {
-            throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
-        }
-        var locations: [S3ChunkLocation] = []
-        for chunk in chunks {
-            let location = found[chunk.hash]!
-            guard location.size == chunk.size else {
-                throw UbiquityError(.invalidArgument, "chunk \(chunk.hash) is \(location.size) bytes, not \(chunk.size)")
-            }
-            locations.append(location)
-        }
+        let locations = try await locateAll(chunks)
         var whole = SHA256()
         for run in readRuns(locations[...]) {
             let bytes = try await fetch(run)
@@ -258,6 +260,44 @@ package final class S3BlobStore: BlobStore {
                                   size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
         try await commit(manifest)
         return manifest.info
+    }
+
+    /// Commits a chunk list as the asset `claimedChecksum` names. A chunk-list checksum
+    /// (``AssetChecksum/Kind/chunkList``) is checked against the list itself and committed
+    /// without reading the chunks (each was checked against its hash when stored); any other
+    /// claim is read through, as ``commitManifest(_:)``.
+    /// - Throws: `invalidArgument` for a chunk-list checksum the list does not have; `notFound`
+    ///   (underlying ``BlobMissingChunks``) naming chunks not stored.
+    package func commitManifest(_ chunks: [AssetChunkRef], claimedChecksum: String?) async throws -> BlobInfo {
+        guard let claimed = claimedChecksum, AssetChecksum.kind(of: claimed) == .chunkList else { return try await commitManifest(chunks) }
+        try FileBlobStore.checkChunkRefs(chunks)
+        let actual = AssetChecksum.chunkList(chunks)
+        guard actual == claimed else {
+            throw UbiquityError(.invalidArgument, "fileChecksum: the chunk list's checksum is \(actual), not the claimed \(claimed)")
+        }
+        let locations = try await locateAll(chunks)
+        let manifest = S3Manifest(fileChecksum: claimed, size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
+        try await commit(manifest)
+        return manifest.info
+    }
+
+    /// Where every chunk of a list is, their packs' ages restarted.
+    /// - Throws: `notFound` (underlying ``BlobMissingChunks``) naming those not stored;
+    ///   `invalidArgument` for a size that is not the stored chunk's.
+    func locateAll(_ chunks: [AssetChunkRef]) async throws -> [S3ChunkLocation] {
+        try FileBlobStore.checkChunkRefs(chunks)
+        let found = try await locateAndRetain(chunks.map(\.hash))
+        let missing = chunks.map(\.hash).filter { found[$0] == nil }
+        guard missing.isEmpty else {
+            throw UbiquityError(.notFound, "\(missing.count) of the manifest's chunks are not stored", underlying: BlobMissingChunks(hashes: missing))
+        }
+        return try chunks.map { chunk in
+            let location = found[chunk.hash]!
+            guard location.size == chunk.size else {
+                throw UbiquityError(.invalidArgument, "chunk \(chunk.hash) is \(location.size) bytes, not \(chunk.size)")
+            }
+            return location
+        }
     }
 
     /// The asset's description; see ``BlobStore/info(fileChecksum:)``.
@@ -308,6 +348,11 @@ package final class S3BlobStore: BlobStore {
             let cursor = S3ReadCursor(store: self, runs: runs, skip: skip, remaining: Int64(wanted.count))
             return { try await cursor.next() }
         }
+    }
+
+    /// Lists the manifests; see ``BlobStore/assetChecksums()``.
+    package func assetChecksums() async throws -> [String] {
+        try await client.list(prefix: "manifests/").compactMap { AssetChecksum.base64(hex: String($0.key.dropFirst("manifests/".count))) }
     }
 
     /// Adds up the bucket's packs, chunks and manifests; see ``BlobStore/usage()``.

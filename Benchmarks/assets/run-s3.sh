@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Asset figures of issue 28 for the S3 backend: a SIZE_MIB upload and download through the asset
-# routes over an S3BlobStore, against `aws s3 cp` (PyPI awscli) of the same file to and from the
+# routes over an PackBlobStore, against `aws s3 cp` (PyPI awscli) of the same file to and from the
 # same S3 server (moto's, started here by scripts/s3), interleaved round by round; peak memory of
 # the server; bytes sent when one byte of the file changed.
 #   swift build -c release --product assets-bench

@@ -5,6 +5,7 @@
 # contender sees the same disk state (write-back of earlier rounds slows everyone alike).
 #   swift build -c release --product assets-bench
 #   Benchmarks/assets/run.sh [SIZE_MIB] [WORKDIR] [ROUNDS]
+#   SERVE_FLAGS=--packs Benchmarks/assets/run.sh …    # the pack-file store (PackBlobStore over FolderObjects)
 set -euo pipefail
 SIZE_MIB=${1:-1024}
 WORK=${2:-/tmp/assets-bench}
@@ -26,7 +27,7 @@ fresh_store() { [ -d "$WORK/store" ] && mv "$WORK/store" "$WORK/old/$RANDOM$RAND
 
 start_server() {  # $1: extra flags
     fresh_store
-    /usr/bin/time -v "$BIN" serve --dir "$WORK/store" --port 0 --key "$KEY" $1 > "$WORK/server.out" 2> "$WORK/server.time" &
+    /usr/bin/time -v "$BIN" serve --dir "$WORK/store" --port 0 --key "$KEY" $1 ${SERVE_FLAGS:-} > "$WORK/server.out" 2> "$WORK/server.time" &
     SERVER=$!
     for _ in $(seq 100); do grep -q listening "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
     URL="http://127.0.0.1:$(sed -n 's/.*"listening":\([0-9]*\).*/\1/p' "$WORK/server.out")"

@@ -158,10 +158,10 @@ package struct BlobMigration: Sendable {
             defer { progress(state) }
             guard let info = try await store.info(fileChecksum: checksum) else { continue }  // deleted meanwhile
             do {
-                var whole = SHA256()
+                let whole = BlockingSHA256()
                 var size: Int64 = 0
                 for try await buffer in try await store.read(fileChecksum: checksum, range: nil) {
-                    buffer.withUnsafeReadableBytes { whole.update(bufferPointer: $0) }
+                    try await whole.update(buffer)
                     size += Int64(buffer.readableBytes)
                 }
                 state.bytes += size

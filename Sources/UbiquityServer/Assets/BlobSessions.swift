@@ -18,7 +18,7 @@ protocol SessionBlobWriter: BlobWriter {
 
 /// The upload sessions of one store in this process: those a request is using (one request
 /// per session at a time) and interrupted ones kept in memory, least recently used dropped
-/// first (``FileBlobStore`` and ``S3BlobStore``, each with its own writer).
+/// first (``FileBlobStore`` and ``PackBlobStore``, each with its own writer).
 final class BlobSessions<Writer: SessionBlobWriter>: Sendable {
     private let table = Mutex(SessionTable<Writer>())
     private let limit: Int
@@ -97,7 +97,7 @@ final class BlobSessions<Writer: SessionBlobWriter>: Sendable {
 }
 
 /// Upload sessions in use, and interrupted ones kept in memory (by ``FileBlobStore`` and
-/// ``S3BlobStore``, each with its own writer).
+/// ``PackBlobStore``, each with its own writer).
 struct SessionTable<Writer: Sendable>: Sendable {
     var busy: Set<String> = []
     var cached: [String: Writer] = [:]

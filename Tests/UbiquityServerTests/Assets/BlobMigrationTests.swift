@@ -19,7 +19,7 @@ struct BlobMigrationTests {
         defer { source.cleanup() }
         let target = try await BlobStoreFixture.make(to)
         defer { target.cleanup() }
-        let big = AssetTestSupport.bytes(7 << 20, seed: 40)
+        let big = AssetTestSupport.bytes(3 << 20, seed: 40)
         let small = AssetTestSupport.bytes(1000, seed: 41)
         let bigInfo = try await source.store.write(big)
         let smallInfo = try await source.store.write(small)

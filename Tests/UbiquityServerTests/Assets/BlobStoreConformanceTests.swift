@@ -244,6 +244,23 @@ struct BlobStoreConformanceTests {
             (error as? UbiquityError)?.code == .invalidArgument
         }
     }
+
+    @Test("content collected and stored again by another process reads back whole here (nothing stale is remembered)", arguments: BlobBackend.available)
+    func storedAgainElsewhere(_ backend: BlobBackend) async throws {
+        let fixture = try await BlobStoreFixture.make(backend)
+        defer { fixture.cleanup() }
+        let here = fixture.store
+        let content = AssetTestSupport.bytes(2 << 20, seed: 50)
+        let info = try await here.write(content)
+        #expect(try await here.readAll(fileChecksum: info.fileChecksum) == content)
+        let elsewhere = try fixture.reopen()
+        let report = try await elsewhere.collectGarbage(referenced: [], olderThan: Date(timeIntervalSinceNow: 3600))
+        #expect(report.manifestsDeleted == 1)
+        #expect(try await here.info(fileChecksum: info.fileChecksum) == nil)
+        #expect(try await elsewhere.write(content) == info)
+        #expect(try await here.readAll(fileChecksum: info.fileChecksum) == content)
+        #expect(try await here.readAll(fileChecksum: info.fileChecksum, range: 1000..<900_000) == Array(content[1000..<900_000]))
+    }
 }
 
 /// A thread-safe counter for test hooks.

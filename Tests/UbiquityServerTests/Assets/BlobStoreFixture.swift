@@ -10,17 +10,22 @@ import UbiquityWire
 enum BlobBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// `FileBlobStore` in a temporary folder: always.
     case file
-    /// `S3BlobStore` in a fresh bucket of the S3 server at `UBIQUITY_TEST_S3_URL` (moto's,
+    /// `PackBlobStore` over `FolderObjects` (pack files) in a temporary folder: always.
+    case packs
+    /// `PackBlobStore` in a fresh bucket of the S3 server at `UBIQUITY_TEST_S3_URL` (moto's,
     /// started by `scripts/test`): only when that is set.
     case s3
 
     /// The backends that can run here.
-    static var available: [BlobBackend] { BlobStoreFixture.s3URL == nil ? [.file] : [.file, .s3] }
+    static var available: [BlobBackend] { BlobStoreFixture.s3URL == nil ? [.file, .packs] : [.file, .packs, .s3] }
 
     var testDescription: String { rawValue }
 
     /// The name garbage collection gives the step that deletes chunks' bytes.
     var chunkStep: String { self == .file ? "chunk" : "pack" }
+
+    /// Whether it keeps chunks in packs (`PackBlobStore`).
+    var packed: Bool { self != .file }
 }
 
 /// Where a test's blob store lives (a temporary folder, or a fresh bucket), so tests run in
@@ -36,7 +41,8 @@ struct BlobStoreFixture: Sendable {
     let backend: BlobBackend
     let store: any BlobStore
     private let folder: URL?
-    private let client: S3Client?
+    /// The objects of a `PackBlobStore` backend.
+    private let objects: (any BlobObjects)?
     private let step: (@Sendable (String) throws -> Void)?
 
     /// A fresh store; `step` is its garbage collection hook.
@@ -44,10 +50,16 @@ struct BlobStoreFixture: Sendable {
         switch backend {
         case .file:
             let (store, folder) = try AssetTestSupport.makeStore { $0.garbageCollectionStep = step }
-            return BlobStoreFixture(backend: backend, store: store, folder: folder, client: nil, step: step)
+            return BlobStoreFixture(backend: backend, store: store, folder: folder, objects: nil, step: step)
+        case .packs:
+            let folder = try AssetTestSupport.temporaryDirectory()
+            let objects = try FolderObjects(folder: folder, durable: false)
+            return BlobStoreFixture(backend: backend, store: packStore(objects, step: step), folder: folder, objects: objects, step: step)
         case .s3:
             let client = try await makeBucket()
-            return BlobStoreFixture(backend: backend, store: s3Store(client, step: step), folder: nil, client: client, step: step)
+            let objects = S3Client(location: client.location, credentials: .init(accessKeyID: "test", secretAccessKey: "test"),
+                                   partSize: 5 << 20, logger: AssetTestSupport.logger)
+            return BlobStoreFixture(backend: backend, store: packStore(objects, step: step), folder: nil, objects: objects, step: step)
         }
     }
 
@@ -61,12 +73,11 @@ struct BlobStoreFixture: Sendable {
         return client
     }
 
-    /// An S3 store with small parts and packs (so a few MiB make several of each), copying
-    /// packs on every reuse.
-    static func s3Store(_ client: S3Client, step: (@Sendable (String) throws -> Void)? = nil) -> S3BlobStore {
-        var configuration = S3BlobStore.Configuration(partSize: 5 << 20, packSize: 6 << 20, readSize: 1 << 20, retouchAfter: .zero)
+    /// A pack store with small packs (so a few MiB make several), touching packs on every reuse.
+    static func packStore(_ objects: any BlobObjects, step: (@Sendable (String) throws -> Void)? = nil) -> PackBlobStore {
+        var configuration = PackBlobStore.Configuration(packSize: 6 << 20, readSize: 1 << 20, retouchAfter: .zero)
         configuration.garbageCollectionStep = step
-        return S3BlobStore(client: client, configuration: configuration, logger: AssetTestSupport.logger)
+        return PackBlobStore(objects: objects, configuration: configuration, logger: AssetTestSupport.logger)
     }
 
     /// Another store on the same content, without the garbage collection hook.
@@ -74,8 +85,8 @@ struct BlobStoreFixture: Sendable {
         switch backend {
         case .file:
             return try FileBlobStore(directory: folder!, configuration: .init(syncBeforeCommit: false, writeBacklog: 1 << 20), logger: AssetTestSupport.logger)
-        case .s3:
-            return Self.s3Store(client!)
+        case .packs, .s3:
+            return Self.packStore(objects!)
         }
     }
 
@@ -87,15 +98,16 @@ struct BlobStoreFixture: Sendable {
             var bytes = try [UInt8](Data(contentsOf: path))
             bytes[100] ^= 1
             try Data(bytes).write(to: path)
-        case .s3:
-            for index in try await client!.list(prefix: "indexes/") {
-                let text = String(buffer: try await client!.get(index.key)!)
+        case .packs, .s3:
+            let objects = objects!
+            for index in try await objects.list(prefix: "indexes/") {
+                let text = String(buffer: try await objects.get(index.key, range: nil)!)
                 guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(hash) }) else { continue }
                 let fields = line.split(separator: " ")
                 let key = "packs/\(fields[2])"
-                var bytes = Array(try await client!.get(key)!.readableBytesView)
+                var bytes = Array(try await objects.get(key, range: nil)!.readableBytesView)
                 bytes[Int(fields[3])! + 100] ^= 1
-                try await client!.put(key, body: ByteBuffer(bytes: bytes))
+                try await objects.put(key, body: ByteBuffer(bytes: bytes))
                 return
             }
             Issue.record("chunk \(hash) is in no pack index")

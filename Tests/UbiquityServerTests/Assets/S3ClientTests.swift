@@ -117,7 +117,7 @@ struct S3ClientTests {
     @Test("a bucket that does not exist gives an error naming S3's code", .enabled(if: BlobStoreFixture.s3URL != nil))
     func missingBucket() async throws {
         let location = try S3Location(endpoint: BlobStoreFixture.s3URL!, bucket: "no-such-bucket-\(UInt32.random(in: 0...UInt32.max))")
-        let store = S3BlobStore(client: S3Client(location: location, credentials: .init(accessKeyID: "test", secretAccessKey: "test"),
+        let store = PackBlobStore(objects: S3Client(location: location, credentials: .init(accessKeyID: "test", secretAccessKey: "test"),
                                                  retry: .init(attempts: 1), logger: AssetTestSupport.logger), logger: AssetTestSupport.logger)
         await #expect { try await store.checkReachable() } throws: { error in
             (error as? UbiquityError)?.message.contains("NoSuchBucket") == true

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // assets-bench: measures asset uploads and downloads on loopback (see Benchmarks/assets/README.md).
 //
-//   assets-bench serve    --dir D --port P --key HEX [--no-sync] [--max BYTES]
+//   assets-bench serve    --dir D --port P --key HEX [--no-sync] [--max BYTES] [--packs]
+//                         (--packs: a PackBlobStore of pack files in D instead of a FileBlobStore)
 //   assets-bench serve    --s3-endpoint URL --bucket NAME --port P --key HEX [--max BYTES]
-//                         (an S3BlobStore in the bucket, created when missing; AWS_* credentials)
+//                         (an PackBlobStore in the bucket, created when missing; AWS_* credentials)
 //   assets-bench upload   --server URL --key HEX --file F [--no-dedup] [--previous OLD]
 //                         (--previous: the version uploaded before, whose chunk list the upload
 //                         is sent relative to, as the sync engine does)
@@ -64,7 +65,9 @@ case "serve":
         let location = try S3Location(url: "s3://\(required("bucket"))/blobs", endpoint: endpoint, region: nil, addressing: nil)
         let client = S3Client(location: location, credentials: try .resolve(file: nil, environment: ProcessInfo.processInfo.environment), logger: logger)
         try await client.createBucket()
-        store = S3BlobStore(client: client, logger: logger)
+        store = PackBlobStore(objects: client, logger: logger)
+    } else if flag("packs") {
+        store = PackBlobStore(objects: try FolderObjects(folder: URL(fileURLWithPath: required("dir")), durable: !flag("no-sync")), logger: logger)
     } else {
         var storeConfiguration = FileBlobStore.Configuration()
         storeConfiguration.syncBeforeCommit = !flag("no-sync")

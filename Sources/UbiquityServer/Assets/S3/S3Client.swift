@@ -6,23 +6,14 @@ import NIOCore
 import NIOHTTP1
 import UbiquityCore
 
-/// An object in the bucket, as a listing or `HEAD` describes it.
-package struct S3Object: Sendable, Hashable {
-    /// Its key, relative to the location's prefix.
-    package var key: String
-    /// Its length in bytes.
-    package var size: Int64
-    /// When it was last written (or copied onto itself).
-    package var lastModified: Date
-}
-
 /// The few S3 calls a blob store needs, over AsyncHTTPClient, signed with ``S3RequestSigner``:
 /// objects (put, ranged get, head, delete, copy onto itself to restart its age), listing, and
-/// multipart uploads (`S3Client+Multipart.swift`). Keys are relative to the location's prefix.
+/// multipart uploads (`S3Client+Multipart.swift`): the ``BlobObjects`` of a ``PackBlobStore``
+/// in a bucket. Keys are relative to the location's prefix.
 ///
 /// Every call is retried with exponential backoff and jitter on 5xx, 429 (throttling), S3's
 /// `SlowDown` and connection failures; bodies are in memory, so a retry resends the same bytes.
-package final class S3Client: Sendable {
+package final class S3Client: BlobObjects {
     /// How calls are retried.
     package struct RetryPolicy: Sendable, Hashable {
         /// Attempts in all (1 = no retry).
@@ -61,16 +52,43 @@ package final class S3Client: Sendable {
     let http: HTTPClient
     let retry: RetryPolicy
     let logger: Logger
+    /// Bytes per part of an object written in pieces (``makeAppender(_:)``; at least 5 MiB, S3's minimum).
+    package let partSize: Int
+    /// Parts of one such object uploading at once.
+    package let partsInFlight: Int
 
     /// A client for `location` signing with `credentials`, over `http` (by default the shared
-    /// client of the process).
+    /// client of the process); objects written in pieces go up in parts of `partSize` bytes
+    /// (8 MiB by default), `partsInFlight` (3) at once.
     package init(location: S3Location, credentials: S3RequestSigner.Credentials, http: HTTPClient = .shared,
-                 retry: RetryPolicy = RetryPolicy(), logger: Logger) {
+                 retry: RetryPolicy = RetryPolicy(), partSize: Int = 8 << 20, partsInFlight: Int = 3, logger: Logger) {
         self.location = location
         signer = S3RequestSigner(credentials: credentials, region: location.region)
         self.http = http
         self.retry = retry
+        self.partSize = max(partSize, Self.minimumPartSize)
+        self.partsInFlight = max(partsInFlight, 1)
         self.logger = logger
+    }
+
+    /// `s3://BUCKET/PREFIX`.
+    package var description: String { location.url }
+
+    /// A multipart upload (``S3MultipartAppender``).
+    package func makeAppender(_ key: String) async throws -> any ObjectAppender { S3MultipartAppender(client: self, key: key) }
+
+    /// Aborts the multipart uploads begun before `olderThan`, whose parts S3 would otherwise keep.
+    package func discardAbandonedWrites(olderThan: Date) async throws {
+        for upload in try await pendingUploads(prefix: "") where upload.initiated < olderThan {
+            try await abortMultipartUpload(upload.key, uploadID: upload.uploadID)
+        }
+    }
+
+    /// Lists one key of the bucket, with a few short attempts: a server that cannot reach its
+    /// bucket says so within half a minute.
+    package func checkReachable() async throws {
+        _ = try await send(.GET, key: "", query: [("list-type", "2"), ("max-keys", "1"), ("prefix", location.prefix)], expecting: [200],
+                           policy: .init(attempts: 3, initialDelay: .milliseconds(500), timeout: .seconds(8)))
     }
 
     // MARK: Objects
@@ -96,12 +114,12 @@ package final class S3Client: Sendable {
     }
 
     /// The object's size and age; nil when there is no such object.
-    package func head(_ key: String) async throws -> S3Object? {
+    package func head(_ key: String) async throws -> StoredObject? {
         let response = try await send(.HEAD, key: key, expecting: [200, 404])
         guard response.status == 200 else { return nil }
         let size = response.headers.first(name: "content-length").flatMap { Int64($0) } ?? 0
         let modified = response.headers.first(name: "last-modified").flatMap(S3Client.httpDate) ?? Date()
-        return S3Object(key: key, size: size, lastModified: modified)
+        return StoredObject(key: key, size: size, lastModified: modified)
     }
 
     /// Deletes an object (nothing when absent).
@@ -123,20 +141,18 @@ package final class S3Client: Sendable {
         return true
     }
 
-    /// Every object whose key starts with `prefix` (relative to the location's), after
-    /// `startAfter` when given, in key order.
-    package func list(prefix: String, startAfter: String? = nil) async throws -> [S3Object] {
-        var objects: [S3Object] = []
+    /// Every object whose key starts with `prefix` (relative to the location's), in key order.
+    package func list(prefix: String) async throws -> [StoredObject] {
+        var objects: [StoredObject] = []
         var continuation: String?
         repeat {
             var query = [("list-type", "2"), ("prefix", location.prefix + prefix)]
             if let continuation { query.append(("continuation-token", continuation)) }
-            else if let startAfter { query.append(("start-after", location.prefix + startAfter)) }
             let response = try await send(.GET, key: "", query: query, expecting: [200])
             let result = try S3XML.parse(response.body.readableBytesView)
             for item in result.all("Contents") {
                 guard let key = item["Key"]?.text, key.hasPrefix(location.prefix) else { continue }
-                objects.append(S3Object(key: String(key.dropFirst(location.prefix.count)), size: Int64(item["Size"]?.text ?? "") ?? 0,
+                objects.append(StoredObject(key: String(key.dropFirst(location.prefix.count)), size: Int64(item["Size"]?.text ?? "") ?? 0,
                                         lastModified: item["LastModified"].flatMap { S3Client.isoDate($0.text) } ?? Date()))
             }
             continuation = result["IsTruncated"]?.text == "true" ? result["NextContinuationToken"]?.text : nil

@@ -13,7 +13,7 @@ import UbiquityWire
 /// ```
 /// packs/<pack id>              chunks' bytes, appended; one object per writer per 64 MiB
 /// indexes/<pack id>            a pack's chunks (hash size pack offset), written once it is whole
-/// manifests/<checksum hex>     one per asset: where each of its chunks is (S3Manifest)
+/// manifests/<checksum hex>     one per asset: where each of its chunks is (PackManifest)
 /// sessions/<id>/…              resumable upload sessions: info, chunks, tail-N, pending-*, sent-*
 /// ```
 ///
@@ -29,21 +29,17 @@ import UbiquityWire
 /// names and that are older than its cut-off, checking the age again just before deleting. Run
 /// collection from one process per bucket (`ubiq serve --gc-interval` on one server, or
 /// `ubiq admin gc`).
-package final class S3BlobStore: BlobStore {
+package final class PackBlobStore: BlobStore {
     /// Tuning.
     package struct Configuration: Sendable {
         /// How content is cut into chunks.
         package var chunking: FastCDC.Parameters
-        /// Bytes per part of a pack's multipart upload (at least 5 MiB, S3's minimum).
-        package var partSize: Int
         /// A pack is closed and a new one begun once it holds this many bytes.
         package var packSize: Int
-        /// Parts of one writer uploading at once.
-        package var partsInFlight: Int
-        /// Bytes of consecutive chunks fetched by one ranged `GET` when reading.
+        /// Bytes of consecutive chunks fetched by one ranged read.
         package var readSize: Int
-        /// A pack whose age this process restarted less than this long ago is not copied again
-        /// when reused (must be far below the garbage collection cut-off; 0 copies every time).
+        /// A pack whose age this process restarted less than this long ago is not touched again
+        /// when reused (must be far below the garbage collection cut-off; 0 touches every time).
         package var retouchAfter: Duration
         /// How many interrupted upload sessions are kept in memory.
         package var cachedSessions: Int
@@ -51,55 +47,48 @@ package final class S3BlobStore: BlobStore {
         /// (`"manifest"`, `"pack"`, `"session"`); throwing simulates a crash there.
         package var garbageCollectionStep: (@Sendable (String) throws -> Void)?
 
-        /// Makes a configuration; the defaults are FastCDC 16/64/256 KiB, 8 MiB parts, 64 MiB
-        /// packs, 3 parts in flight, 8 MiB reads, packs retouched after 10 minutes and 32
-        /// cached sessions.
-        package init(chunking: FastCDC.Parameters = .default, partSize: Int = 8 << 20, packSize: Int = 64 << 20, partsInFlight: Int = 3,
-                     readSize: Int = 8 << 20, retouchAfter: Duration = .seconds(600), cachedSessions: Int = 32) {
+        /// Makes a configuration; the defaults are FastCDC 16/64/256 KiB, 64 MiB packs, 8 MiB
+        /// reads, packs retouched after 10 minutes and 32 cached sessions.
+        package init(chunking: FastCDC.Parameters = .default, packSize: Int = 64 << 20, readSize: Int = 8 << 20,
+                     retouchAfter: Duration = .seconds(600), cachedSessions: Int = 32) {
             self.chunking = chunking
-            self.partSize = max(partSize, S3Client.minimumPartSize)
-            self.packSize = max(packSize, self.partSize)
-            self.partsInFlight = max(partsInFlight, 1)
+            self.packSize = max(packSize, 1 << 20)
             self.readSize = max(readSize, chunking.maximumSize)
             self.retouchAfter = retouchAfter
             self.cachedSessions = cachedSessions
         }
     }
 
-    /// The bucket's client.
-    package let client: S3Client
+    /// Where the objects are: a bucket (``S3Client``) or a folder (``FolderObjects``).
+    package let objects: any BlobObjects
     /// Tuning.
     package let configuration: Configuration
     let logger: Logger
     /// Which chunk is in which pack.
-    let index = S3PackIndex()
+    let index = PackIndex()
     /// When this process last restarted each pack's age.
     let touched = Mutex<[String: ContinuousClock.Instant]>([:])
     /// Upload sessions in use, and interrupted ones kept in memory.
-    let sessions: BlobSessions<S3BlobWriter>
-    /// Small manifests read lately (by key), so that a download's range requests do not each
-    /// read the manifest again.
-    let manifestCache = Mutex<[String: S3Manifest]>([:])
+    let sessions: BlobSessions<PackBlobWriter>
+    /// Manifests read lately (by key) with the size and age of the object they were read from,
+    /// so that a download's range requests do not each read the manifest again. An entry is used
+    /// only while the object is unchanged: another server (or garbage collection) may have
+    /// replaced it since.
+    let manifestCache = Mutex<[String: (manifest: PackManifest, object: StoredObject)]>([:])
 
     /// How content is cut into chunks.
     package var chunking: FastCDC.Parameters { configuration.chunking }
 
-    /// A store in the bucket `client` addresses. Nothing is sent until it is used.
-    package init(client: S3Client, configuration: Configuration = Configuration(), logger: Logger) {
-        self.client = client
+    /// A store in `objects`. Nothing is read or written until it is used.
+    package init(objects: any BlobObjects, configuration: Configuration = Configuration(), logger: Logger) {
+        self.objects = objects
         self.configuration = configuration
         self.logger = logger
         sessions = BlobSessions(limit: configuration.cachedSessions, logger: logger)
     }
 
-    /// Checks that the bucket answers (a listing of one key), so that a server with a wrong
-    /// endpoint, bucket or key fails when it starts rather than at the first upload.
-    /// - Throws: what the object store answered.
-    package func checkReachable() async throws {
-        // a few short attempts: a server that cannot reach its bucket says so within half a minute
-        _ = try await client.send(.GET, key: "", query: [("list-type", "2"), ("max-keys", "1"), ("prefix", client.location.prefix)], expecting: [200],
-                                  policy: .init(attempts: 3, initialDelay: .milliseconds(500), timeout: .seconds(8)))
-    }
+    /// Checks that the objects can be reached (``BlobObjects/checkReachable()``).
+    package func checkReachable() async throws { try await objects.checkReachable() }
 
     // MARK: Keys
 
@@ -120,13 +109,13 @@ package final class S3BlobStore: BlobStore {
             return packs.filter { pack in touched[pack].map { now - $0 >= configuration.retouchAfter } ?? true }
         }
         // the copies are the object store's work, not ours: up to 8 at once
-        let client = self.client
+        let objects = self.objects
         let gone = try await withThrowingTaskGroup(of: (String, Bool).self) { group -> Set<String> in
             var gone: Set<String> = []
             var pending = due[...]
             func next() {
                 guard let pack = pending.popFirst() else { return }
-                group.addTask { (pack, try await client.touch("packs/\(pack)")) }
+                group.addTask { (pack, try await objects.touch("packs/\(pack)")) }
             }
             for _ in 0..<8 { next() }
             while let (pack, present) = try await group.next() {
@@ -144,9 +133,9 @@ package final class S3BlobStore: BlobStore {
 
     /// Where each of `hashes` is stored, learning other servers' packs when one is not known;
     /// their packs' ages restarted. Missing ones are absent from the answer.
-    func locateAndRetain(_ hashes: [String]) async throws -> [String: S3ChunkLocation] {
-        if hashes.contains(where: { index.location($0) == nil }) { try await index.refresh(client: client) }
-        var found: [String: S3ChunkLocation] = [:]
+    func locateAndRetain(_ hashes: [String]) async throws -> [String: PackChunkLocation] {
+        if hashes.contains(where: { index.location($0) == nil }) { try await index.refresh(objects: objects) }
+        var found: [String: PackChunkLocation] = [:]
         for hash in hashes { if let location = index.location(hash) { found[hash] = location } }
         let gone = try await retain(packs: Set(found.values.map(\.pack)))
         if !gone.isEmpty { found = found.filter { !gone.contains($0.value.pack) } }
@@ -171,18 +160,18 @@ package final class S3BlobStore: BlobStore {
         let actual = try await BlockingWork.run { bytes.withUnsafeReadableBytes { Hex.encode(SHA256.hash(data: $0)) } }
         guard actual == hash else { throw UbiquityError(.invalidArgument, "the chunk's bytes hash to \(actual), not \(hash)") }
         if try await !locateAndRetain([hash]).isEmpty { return }
-        var pack = S3PackUpload(client: client, configuration: configuration)
+        var pack = PackUpload(objects: objects)
         _ = try await pack.add(hash: hash, bytes: Array(bytes.readableBytesView))
         index.add(try await pack.close())
     }
 
     /// Reads the chunks at `locations` (consecutive in one pack) with one ranged `GET`,
     /// checking each one's hash; their bytes, in order.
-    func fetch(_ locations: ArraySlice<S3ChunkLocation>) async throws -> ByteBuffer {
+    func fetch(_ locations: ArraySlice<PackChunkLocation>) async throws -> ByteBuffer {
         guard let first = locations.first, let last = locations.last else { return ByteBuffer() }
         let range = first.offset..<last.offset + Int64(last.size)
-        guard let bytes = try await client.get("packs/\(first.pack)", range: range) else {
-            throw UbiquityError(.notFound, "pack \(first.pack) is missing from the bucket (chunk \(first.hash))")
+        guard let bytes = try await objects.get("packs/\(first.pack)", range: range) else {
+            throw UbiquityError(.notFound, "pack \(first.pack) is missing from \(objects.description) (chunk \(first.hash))")
         }
         try await BlockingWork.run {
             try bytes.withUnsafeReadableBytes { raw in
@@ -200,8 +189,8 @@ package final class S3BlobStore: BlobStore {
 
     /// Splits `chunks` into runs that one ranged `GET` reads: consecutive in one pack, at most
     /// ``Configuration/readSize`` bytes.
-    func readRuns(_ chunks: ArraySlice<S3ChunkLocation>) -> [ArraySlice<S3ChunkLocation>] {
-        var runs: [ArraySlice<S3ChunkLocation>] = []
+    func readRuns(_ chunks: ArraySlice<PackChunkLocation>) -> [ArraySlice<PackChunkLocation>] {
+        var runs: [ArraySlice<PackChunkLocation>] = []
         var start = chunks.startIndex
         var bytes = 0
         for index in chunks.indices {
@@ -223,26 +212,30 @@ package final class S3BlobStore: BlobStore {
     // MARK: Manifests
 
     /// The manifest, or nil when absent.
-    func loadManifest(_ fileChecksum: String) async throws -> S3Manifest? {
+    func loadManifest(_ fileChecksum: String) async throws -> PackManifest? {
         guard let key = Self.manifestKey(fileChecksum) else { return nil }
-        if let cached = manifestCache.withLock({ $0[key] }) { return cached }
-        guard let body = try await client.get(key) else { return nil }
-        let manifest = try S3Manifest.decode(body.readableBytesView, key: key)
+        guard let object = try await objects.head(key) else {
+            manifestCache.withLock { $0[key] = nil }
+            return nil
+        }
+        if let cached = manifestCache.withLock({ $0[key] }), cached.object == object { return cached.manifest }
+        guard let body = try await objects.get(key) else { return nil }
+        let manifest = try PackManifest.decode(body.readableBytesView, key: key)
         guard manifest.fileChecksum == fileChecksum else { throw UbiquityError(.io, "the blob manifest \(key) is damaged (checksum)") }
         manifestCache.withLock { cache in
             if cache.count >= 16 { cache.removeAll() }
-            cache[key] = manifest
+            cache[key] = (manifest, object)
         }
         return manifest
     }
 
     /// Writes the manifest unless one is there already (whose age then restarts).
-    func commit(_ manifest: S3Manifest) async throws {
+    func commit(_ manifest: PackManifest) async throws {
         guard let key = Self.manifestKey(manifest.fileChecksum) else {
             throw UbiquityError(.invalidArgument, "not a SHA-256 checksum: \(manifest.fileChecksum)")
         }
-        if try await client.touch(key) { return }
-        try await client.put(key, body: ByteBuffer(bytes: manifest.encoded()))
+        if try await objects.touch(key) { return }
+        try await objects.put(key, body: ByteBuffer(bytes: manifest.encoded()))
         logger.debug("blob committed", metadata: ["blob.checksum": "\(manifest.fileChecksum)", "blob.size": "\(manifest.size)",
                                                    "blob.chunks": "\(manifest.chunks.count)"])
     }
@@ -251,12 +244,9 @@ package final class S3BlobStore: BlobStore {
     /// see ``BlobStore/commitManifest(_:)``.
     package func commitManifest(_ chunks: [AssetChunkRef]) async throws -> BlobInfo {
         let locations = try await locateAll(chunks)
-        var whole = SHA256()
-        for run in readRuns(locations[...]) {
-            let bytes = try await fetch(run)
-            bytes.withUnsafeReadableBytes { whole.update(bufferPointer: $0) }
-        }
-        let manifest = S3Manifest(fileChecksum: FileBlobStore.checksum(of: whole.finalize()),
+        let whole = BlockingSHA256()
+        for run in readRuns(locations[...]) { try await whole.update(try await fetch(run)) }
+        let manifest = PackManifest(fileChecksum: FileBlobStore.checksum(of: whole.finalize()),
                                   size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
         try await commit(manifest)
         return manifest.info
@@ -276,7 +266,7 @@ package final class S3BlobStore: BlobStore {
             throw UbiquityError(.invalidArgument, "fileChecksum: the chunk list's checksum is \(actual), not the claimed \(claimed)")
         }
         let locations = try await locateAll(chunks)
-        let manifest = S3Manifest(fileChecksum: claimed, size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
+        let manifest = PackManifest(fileChecksum: claimed, size: locations.reduce(0) { $0 + Int64($1.size) }, chunks: locations)
         try await commit(manifest)
         return manifest.info
     }
@@ -284,7 +274,7 @@ package final class S3BlobStore: BlobStore {
     /// Where every chunk of a list is, their packs' ages restarted.
     /// - Throws: `notFound` (underlying ``BlobMissingChunks``) naming those not stored;
     ///   `invalidArgument` for a size that is not the stored chunk's.
-    func locateAll(_ chunks: [AssetChunkRef]) async throws -> [S3ChunkLocation] {
+    func locateAll(_ chunks: [AssetChunkRef]) async throws -> [PackChunkLocation] {
         try FileBlobStore.checkChunkRefs(chunks)
         let found = try await locateAndRetain(chunks.map(\.hash))
         let missing = chunks.map(\.hash).filter { found[$0] == nil }
@@ -313,7 +303,7 @@ package final class S3BlobStore: BlobStore {
     /// Restarts the asset's age; see ``BlobStore/touch(fileChecksum:)``.
     package func touch(fileChecksum: String) async throws -> Bool {
         guard let key = Self.manifestKey(fileChecksum) else { return false }
-        return try await client.touch(key)
+        return try await objects.touch(key)
     }
 
     /// The asset's bytes, fetched run by run as the stream is iterated, one run ahead; see
@@ -345,35 +335,35 @@ package final class S3BlobStore: BlobStore {
         let runs = first < last ? readRuns(manifest.chunks[first..<last]) : []
         let skip = wanted.lowerBound - firstStart
         return BlobByteStream { [self] in
-            let cursor = S3ReadCursor(store: self, runs: runs, skip: skip, remaining: Int64(wanted.count))
+            let cursor = PackReadCursor(store: self, runs: runs, skip: skip, remaining: Int64(wanted.count))
             return { try await cursor.next() }
         }
     }
 
     /// Lists the manifests; see ``BlobStore/assetChecksums()``.
     package func assetChecksums() async throws -> [String] {
-        try await client.list(prefix: "manifests/").compactMap { AssetChecksum.base64(hex: String($0.key.dropFirst("manifests/".count))) }
+        try await objects.list(prefix: "manifests/").compactMap { AssetChecksum.base64(hex: String($0.key.dropFirst("manifests/".count))) }
     }
 
     /// Adds up the bucket's packs, chunks and manifests; see ``BlobStore/usage()``.
     package func usage() async throws -> BlobUsage {
-        try await index.refresh(client: client, force: true)
-        let packs = try await client.list(prefix: "packs/")
-        let manifests = try await client.list(prefix: "manifests/")
+        try await index.refresh(objects: objects, force: true)
+        let packs = try await objects.list(prefix: "packs/")
+        let manifests = try await objects.list(prefix: "manifests/")
         return BlobUsage(bytes: packs.reduce(0) { $0 + $1.size }, chunks: index.count, assets: manifests.count)
     }
 }
 
-/// Where a read of an ``S3BlobStore`` asset is: the runs left to fetch, the next one already
+/// Where a read of an ``PackBlobStore`` asset is: the runs left to fetch, the next one already
 /// being fetched, and the bytes of the range still to give.
-actor S3ReadCursor {
-    private let store: S3BlobStore
-    private var runs: [ArraySlice<S3ChunkLocation>]
+actor PackReadCursor {
+    private let store: PackBlobStore
+    private var runs: [ArraySlice<PackChunkLocation>]
     private var ahead: Task<ByteBuffer, any Error>?
     private var skip: Int64
     private var remaining: Int64
 
-    init(store: S3BlobStore, runs: [ArraySlice<S3ChunkLocation>], skip: Int64, remaining: Int64) {
+    init(store: PackBlobStore, runs: [ArraySlice<PackChunkLocation>], skip: Int64, remaining: Int64) {
         self.store = store
         self.runs = runs
         self.skip = skip

@@ -5,17 +5,17 @@ import Synchronization
 import UbiquityCore
 
 /// Which chunk is in which pack: the union of the bucket's pack indexes (`indexes/<pack id>`,
-/// one ``S3ChunkLocation`` line per chunk, written once the pack is whole), held in memory and
+/// one ``PackChunkLocation`` line per chunk, written once the pack is whole), held in memory and
 /// brought up to date by listing the indexes and reading those not yet seen. Another server's
 /// new packs are learnt at the next ``refresh(force:)``; until then their chunks count as
 /// missing, which costs only a second copy, never a wrong answer.
 ///
 /// A location found here names a pack that existed when its index was read: before relying on
-/// it, a writer restarts the pack's age (``S3BlobStore/retain(packs:)``), which also shows it is
+/// it, a writer restarts the pack's age (``PackBlobStore/retain(packs:)``), which also shows it is
 /// still there.
-final class S3PackIndex: Sendable {
+final class PackIndex: Sendable {
     private struct State {
-        var locations: [String: S3ChunkLocation] = [:]
+        var locations: [String: PackChunkLocation] = [:]
         var packs: Set<String> = []
         var lastRefresh: ContinuousClock.Instant?
     }
@@ -28,13 +28,13 @@ final class S3PackIndex: Sendable {
     static func key(pack id: String) -> String { "indexes/\(id)" }
 
     /// Where the chunk is, when known.
-    func location(_ hash: String) -> S3ChunkLocation? { state.withLock { $0.locations[hash] } }
+    func location(_ hash: String) -> PackChunkLocation? { state.withLock { $0.locations[hash] } }
 
     /// How many distinct chunks are known.
     var count: Int { state.withLock { $0.locations.count } }
 
     /// Learns a pack's chunks (a pack just written).
-    func add(_ entries: [S3ChunkLocation]) {
+    func add(_ entries: [PackChunkLocation]) {
         guard let pack = entries.first?.pack else { return }
         state.withLock { state in
             state.packs.insert(pack)
@@ -52,17 +52,17 @@ final class S3PackIndex: Sendable {
 
     /// Reads the indexes of packs not yet known; skipped when the last refresh ended less than
     /// `minimumInterval` ago, unless `force`.
-    func refresh(client: S3Client, minimumInterval: Duration = .seconds(1), force: Bool = false) async throws {
+    func refresh(objects: any BlobObjects, minimumInterval: Duration = .seconds(1), force: Bool = false) async throws {
         let asked = ContinuousClock.now
         try await refreshing.run {
             if !force, let last = self.state.withLock({ $0.lastRefresh }), last > asked || ContinuousClock.now - last < minimumInterval { return }
-            let listed = try await client.list(prefix: "indexes/")
+            let listed = try await objects.list(prefix: "indexes/")
             let known = self.state.withLock { $0.packs }
             let present = Set(listed.map { String($0.key.dropFirst("indexes/".count)) })
             for pack in known.subtracting(present) { self.forget(pack: pack) }
             for pack in present.subtracting(known) {
-                guard let body = try await client.get(S3PackIndex.key(pack: pack)) else { continue }
-                let entries = try S3ChunkLocation.lines(Substring(String(buffer: body)), lenient: false, what: "the pack index \(pack)")
+                guard let body = try await objects.get(PackIndex.key(pack: pack)) else { continue }
+                let entries = try PackChunkLocation.lines(Substring(String(buffer: body)), lenient: false, what: "the pack index \(pack)")
                 guard entries.allSatisfy({ $0.pack == pack }) else { throw UbiquityError(.io, "the pack index \(pack) names another pack") }
                 self.add(entries)
             }

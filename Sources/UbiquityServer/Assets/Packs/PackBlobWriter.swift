@@ -6,42 +6,42 @@ import Synchronization
 import UbiquityCore
 import UbiquityWire
 
-/// A streaming write into an ``S3BlobStore``. Each appended buffer is cut by FastCDC and its
+/// A streaming write into an ``PackBlobStore``. Each appended buffer is cut by FastCDC and its
 /// chunks hashed on the blocking pool while the whole content's hash is computed beside it;
 /// chunks the bucket holds are referred to where they are, new ones appended to the writer's
-/// pack (``S3PackUpload``), whose parts upload in the background. Calls must not overlap (one
+/// pack (``PackUpload``), whose parts upload in the background. Calls must not overlap (one
 /// request drives one writer).
 ///
 /// In an upload session, ``suspend()`` closes the pack and saves the chunk list and the open
 /// chunk's bytes under `sessions/<id>/`, so that any server can continue the session.
-actor S3BlobWriter: SessionBlobWriter {
+actor PackBlobWriter: SessionBlobWriter {
     private enum Phase { case open, finished, aborted, failed }
 
-    let store: S3BlobStore
+    let store: PackBlobStore
     /// The upload session's id, if any.
     let session: String?
     /// The announced size of a session upload.
     let totalSize: Int64?
     /// When the session was created.
     let created: Date
-    private let cutter: S3ChunkCutter
-    private var chunks: [S3ChunkLocation]
-    private var pack: S3PackUpload?
+    private let cutter: ChunkCutter
+    private var chunks: [PackChunkLocation]
+    private var pack: PackUpload?
     /// Packs of chunks reused from the bucket (their age restarted when first used).
     private var reusedPacks: Set<String> = []
     /// This writer's own new chunks, by hash (a chunk repeated within the asset is stored once).
-    private var own: [String: S3ChunkLocation] = [:]
+    private var own: [String: PackChunkLocation] = [:]
     private var total: Int64
     private var phase = Phase.open
 
-    init(store: S3BlobStore, session: String?, totalSize: Int64?, created: Date, chunks: [S3ChunkLocation] = [],
+    init(store: PackBlobStore, session: String?, totalSize: Int64?, created: Date, chunks: [PackChunkLocation] = [],
          tail: [UInt8] = [], whole: SHA256 = SHA256()) {
         self.store = store
         self.session = session
         self.totalSize = totalSize
         self.created = created
         self.chunks = chunks
-        cutter = S3ChunkCutter(parameters: store.chunking, whole: whole, tail: tail)
+        cutter = ChunkCutter(parameters: store.chunking, whole: whole, tail: tail)
         total = chunks.reduce(Int64(0)) { $0 + Int64($1.size) } + Int64(tail.count)
         for chunk in chunks { own[chunk.hash] = chunk }
     }
@@ -69,7 +69,7 @@ actor S3BlobWriter: SessionBlobWriter {
     }
 
     /// Refers to a chunk the bucket holds, or appends it to the pack.
-    private func place(_ chunk: S3ChunkCutter.Chunk) async throws {
+    private func place(_ chunk: ChunkCutter.Chunk) async throws {
         if let location = own[chunk.hash] {
             chunks.append(location)
             return
@@ -85,9 +85,9 @@ actor S3BlobWriter: SessionBlobWriter {
         }
         // the pack is taken out while it is awaited (an actor's property cannot be mutated
         // across a suspension); on failure it is given up
-        var current = pack ?? S3PackUpload(client: store.client, configuration: store.configuration)
+        var current = pack ?? PackUpload(objects: store.objects)
         pack = nil
-        let location: S3ChunkLocation
+        let location: PackChunkLocation
         do {
             location = try await current.add(hash: chunk.hash, bytes: chunk.bytes)
         } catch {
@@ -122,7 +122,7 @@ actor S3BlobWriter: SessionBlobWriter {
             if let totalSize, size != totalSize {
                 throw UbiquityError(.invalidArgument, "the upload has \(size) bytes but announced \(totalSize)")
             }
-            let manifest = S3Manifest(fileChecksum: FileBlobStore.checksum(of: digest), size: size, chunks: chunks)
+            let manifest = PackManifest(fileChecksum: FileBlobStore.checksum(of: digest), size: size, chunks: chunks)
             try await store.commit(manifest)
             phase = .finished
             if let session { try? await store.deleteSessionObjects(session) }
@@ -151,11 +151,11 @@ actor S3BlobWriter: SessionBlobWriter {
         do {
             try await closePack()
             let tail = cutter.tail
-            try await store.client.put(S3BlobStore.sessionKey(session, "tail-\(chunks.count)"), body: ByteBuffer(bytes: tail))
-            try await store.client.put(S3BlobStore.sessionKey(session, "chunks"), body: ByteBuffer(string: chunks.map(\.line).joined()))
-            for object in try await store.client.list(prefix: S3BlobStore.sessionKey(session, "tail-"))
-            where object.key != S3BlobStore.sessionKey(session, "tail-\(chunks.count)") {
-                try await store.client.delete(object.key)
+            try await store.objects.put(PackBlobStore.sessionKey(session, "tail-\(chunks.count)"), body: ByteBuffer(bytes: tail))
+            try await store.objects.put(PackBlobStore.sessionKey(session, "chunks"), body: ByteBuffer(string: chunks.map(\.line).joined()))
+            for object in try await store.objects.list(prefix: PackBlobStore.sessionKey(session, "tail-"))
+            where object.key != PackBlobStore.sessionKey(session, "tail-\(chunks.count)") {
+                try await store.objects.delete(object.key)
             }
         } catch {
             phase = .failed
@@ -164,9 +164,9 @@ actor S3BlobWriter: SessionBlobWriter {
     }
 }
 
-/// The FastCDC cutter and whole-content hash of one ``S3BlobWriter``, run on the blocking pool
+/// The FastCDC cutter and whole-content hash of one ``PackBlobWriter``, run on the blocking pool
 /// (one call at a time: the writer awaits each).
-final class S3ChunkCutter: @unchecked Sendable {
+final class ChunkCutter: @unchecked Sendable {
     // @unchecked because: every property is touched only inside `BlockingWork` closures the
     // owning writer runs one after the other (it awaits each before the next).
 

@@ -4,7 +4,7 @@ import UbiquityCore
 import UbiquityWire
 
 /// Where a chunk's bytes are in the bucket: `size` bytes at `offset` in pack object `pack`.
-struct S3ChunkLocation: Sendable, Hashable {
+struct PackChunkLocation: Sendable, Hashable {
     /// The chunk's SHA-256 (hex).
     var hash: String
     /// Its length.
@@ -23,7 +23,7 @@ struct S3ChunkLocation: Sendable, Hashable {
     init?(line: Substring) {
         let fields = line.split(separator: " ")
         guard fields.count == 4, AssetChunkRef.isValidHash(String(fields[0])), let size = Int(fields[1]), size > 0,
-              S3PackID.isValid(fields[2]), let offset = Int64(fields[3]), offset >= 0 else { return nil }
+              PackID.isValid(fields[2]), let offset = Int64(fields[3]), offset >= 0 else { return nil }
         self.init(hash: String(fields[0]), size: size, pack: String(fields[2]), offset: offset)
     }
 
@@ -36,10 +36,10 @@ struct S3ChunkLocation: Sendable, Hashable {
 
     /// Lines of ``line``s; the torn or damaged lines and those after them are dropped when
     /// `lenient`, else they throw `io` naming `what`.
-    static func lines(_ text: Substring, lenient: Bool, what: String) throws -> [S3ChunkLocation] {
-        var out: [S3ChunkLocation] = []
+    static func lines(_ text: Substring, lenient: Bool, what: String) throws -> [PackChunkLocation] {
+        var out: [PackChunkLocation] = []
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            guard let location = S3ChunkLocation(line: line) else {
+            guard let location = PackChunkLocation(line: line) else {
                 if lenient { break }
                 throw UbiquityError(.io, "\(what) is damaged (line \(out.count + 1))")
             }
@@ -51,7 +51,7 @@ struct S3ChunkLocation: Sendable, Hashable {
 
 /// Pack ids: 16 hex digits of the creation time in milliseconds and 16 random ones, so they sort
 /// by age and never collide between servers.
-enum S3PackID {
+enum PackID {
     static func make() -> String {
         let millis = UInt64(Date().timeIntervalSince1970 * 1000)
         let hex = String(millis, radix: 16)
@@ -63,7 +63,7 @@ enum S3PackID {
     }
 }
 
-/// An asset as ``S3BlobStore`` keeps it (`manifests/<checksum hex>`): the header line of
+/// An asset as ``PackBlobStore`` keeps it (`manifests/<checksum hex>`): the header line of
 /// ``BlobManifest`` with its own magic, then where each chunk is:
 ///
 /// ```
@@ -71,12 +71,12 @@ enum S3PackID {
 /// <sha256 hex> <size> <pack id> <offset>
 /// …
 /// ```
-struct S3Manifest: Sendable, Hashable {
+struct PackManifest: Sendable, Hashable {
     static let magic = "ubiquity-s3-manifest"
 
     var fileChecksum: String
     var size: Int64
-    var chunks: [S3ChunkLocation]
+    var chunks: [PackChunkLocation]
 
     var info: BlobInfo { BlobInfo(fileChecksum: fileChecksum, size: size, chunkCount: chunks.count) }
 
@@ -89,7 +89,7 @@ struct S3Manifest: Sendable, Hashable {
     }
 
     /// Reads a manifest, checking that its chunks add up to its size.
-    static func decode(_ bytes: some Collection<UInt8>, key: String) throws -> S3Manifest {
+    static func decode(_ bytes: some Collection<UInt8>, key: String) throws -> PackManifest {
         let text = String(decoding: bytes, as: UTF8.self)
         let header = text.prefix { $0 != "\n" }
         let fields = header.split(separator: " ")
@@ -97,11 +97,11 @@ struct S3Manifest: Sendable, Hashable {
               let count = Int(fields[4]), count >= 0 else {
             throw UbiquityError(.io, "the blob manifest \(key) is damaged (bad header)")
         }
-        let chunks = try S3ChunkLocation.lines(text.dropFirst(header.count), lenient: false, what: "the blob manifest \(key)")
+        let chunks = try PackChunkLocation.lines(text.dropFirst(header.count), lenient: false, what: "the blob manifest \(key)")
         let total = chunks.reduce(Int64(0)) { $0 + Int64($1.size) }
         guard chunks.count == count, total == size else {
             throw UbiquityError(.io, "the blob manifest \(key) is damaged: its chunks add up to \(total) bytes in \(chunks.count) chunks, not \(size) in \(count)")
         }
-        return S3Manifest(fileChecksum: String(fields[2]), size: size, chunks: chunks)
+        return PackManifest(fileChecksum: String(fields[2]), size: size, chunks: chunks)
     }
 }

@@ -37,6 +37,8 @@ package struct BlobGarbageReport: Sendable, Hashable {
     package var bytesFreed: Int64 = 0
     /// Stale upload sessions and temporary files deleted.
     package var sessionsDeleted = 0
+    /// Packs whose used chunks were rewritten into a new pack (``PackBlobStore``).
+    package var packsCompacted = 0
 
     /// An empty report.
     package init() {}

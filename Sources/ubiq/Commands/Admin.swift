@@ -359,10 +359,12 @@ struct GarbageCollectAdmin: AsyncParsableCommand {
             guard let report = try await engine.collectAssetGarbage(olderThan: Date().addingTimeInterval(-olderThan * 3600)) else { return }
             if json {
                 CLI.printLine(CLI.jsonObject([("assetsDeleted", report.manifestsDeleted), ("chunksDeleted", report.chunksDeleted),
-                                              ("bytesFreed", Int(report.bytesFreed)), ("uploadsDeleted", report.sessionsDeleted)]))
+                                              ("bytesFreed", Int(report.bytesFreed)), ("uploadsDeleted", report.sessionsDeleted),
+                                              ("packsCompacted", report.packsCompacted)]))
                 return
             }
-            CLI.printLine("deleted \(report.manifestsDeleted) assets, \(report.chunksDeleted) chunks (\(report.bytesFreed) bytes), \(report.sessionsDeleted) stale uploads")
+            CLI.printLine("deleted \(report.manifestsDeleted) assets, \(report.chunksDeleted) chunks, \(report.sessionsDeleted) stale uploads; "
+                          + "compacted \(report.packsCompacted) packs; \(report.bytesFreed) bytes freed")
         }
     }
 }

@@ -261,6 +261,53 @@ struct BlobStoreConformanceTests {
         #expect(try await here.readAll(fileChecksum: info.fileChecksum) == content)
         #expect(try await here.readAll(fileChecksum: info.fileChecksum, range: 1000..<900_000) == Array(content[1000..<900_000]))
     }
+
+    @Test("garbage collection compacts a pack mostly unused: what is used moves to a new pack and reads back, the old pack goes",
+          arguments: BlobBackend.available.filter(\.packed))
+    func compaction(_ backend: BlobBackend) async throws {
+        let fixture = try await BlobStoreFixture.make(backend)
+        defer { fixture.cleanup() }
+        let store = fixture.store
+        let whole = AssetTestSupport.bytes(4 << 20, seed: 60)
+        let wholeInfo = try await store.write(whole)
+        // a quarter of it: its chunks are the whole's (but for the last), in the whole's pack
+        let part = Array(whole.prefix(1 << 20))
+        let partInfo = try await store.write(part)
+        let before = try await store.usage()
+        let report = try await store.collectGarbage(referenced: [partInfo.fileChecksum], olderThan: Date(timeIntervalSinceNow: 3600))
+        #expect(report.manifestsDeleted == 1 && report.packsCompacted == 1)
+        #expect(try await store.info(fileChecksum: wholeInfo.fileChecksum) == nil)
+        #expect(try await store.readAll(fileChecksum: partInfo.fileChecksum) == part)
+        #expect(try await fixture.reopen().readAll(fileChecksum: partInfo.fileChecksum) == part)
+        let after = try await store.usage()
+        #expect(after.bytes < before.bytes / 2 && after.bytes >= Int64(part.count) && after.assets == 1)
+        #expect(try await BlobMigration.verify(store).good == 1)
+        // nothing more to do the next time
+        let again = try await fixture.reopen().collectGarbage(referenced: [partInfo.fileChecksum], olderThan: Date(timeIntervalSinceNow: 3600))
+        #expect(again.packsCompacted == 0 && again.manifestsDeleted == 0)
+    }
+
+    @Test("a crash in the middle of a compaction loses nothing; the next collection finishes it", arguments: BlobBackend.available.filter(\.packed))
+    func compactionCrash(_ backend: BlobBackend) async throws {
+        for crashAt in ["compact", "pack"] {
+            let fixture = try await BlobStoreFixture.make(backend) { name in
+                if name == crashAt { throw UbiquityError(.io, "simulated crash at \(name)") }
+            }
+            defer { fixture.cleanup() }
+            let whole = AssetTestSupport.bytes(4 << 20, seed: 61)
+            _ = try await fixture.store.write(whole)
+            let part = Array(whole.prefix(1 << 20))
+            let partInfo = try await fixture.store.write(part)
+            await #expect(throws: UbiquityError.self) {
+                try await fixture.store.collectGarbage(referenced: [partInfo.fileChecksum], olderThan: Date(timeIntervalSinceNow: 3600))
+            }
+            #expect(try await fixture.reopen().readAll(fileChecksum: partInfo.fileChecksum) == part, "crash at \(crashAt)")
+            let clean = try fixture.reopen()
+            _ = try await clean.collectGarbage(referenced: [partInfo.fileChecksum], olderThan: Date(timeIntervalSinceNow: 3600))
+            #expect(try await clean.readAll(fileChecksum: partInfo.fileChecksum) == part)
+            #expect(try await clean.usage().bytes < Int64(2 << 20), "crash at \(crashAt)")
+        }
+    }
 }
 
 /// A thread-safe counter for test hooks.

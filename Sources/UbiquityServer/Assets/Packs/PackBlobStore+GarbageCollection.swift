@@ -5,7 +5,7 @@ import UbiquityCore
 import UbiquityWire
 
 extension PackBlobStore {
-    /// Mark and sweep over the bucket; see ``BlobStore/collectGarbage(referenced:olderThan:)``.
+    /// Mark and sweep over the objects; see ``BlobStore/collectGarbage(referenced:olderThan:)``.
     ///
     /// 1. Manifests no record refers to, last written or touched before `olderThan`, are
     ///    deleted (each one's age checked again just before).

@@ -5,7 +5,7 @@ import NIOCore
 import UbiquityCore
 import UbiquityWire
 
-/// Upload sessions in the bucket, `sessions/<id>/`: `info` (total size and creation time),
+/// Upload sessions as objects, `sessions/<id>/`: `info` (total size and creation time),
 /// `chunks` (the chunks stored so far, where they are), `tail-N` (the open chunk's bytes after
 /// N chunks), `pending-chunks` and `pending-base` (the deduplicating extension's list) and
 /// `sent-<random>` (chunks the session sent). A session's last activity is its newest object.

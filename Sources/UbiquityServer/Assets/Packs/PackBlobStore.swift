@@ -7,8 +7,9 @@ import Synchronization
 import UbiquityCore
 import UbiquityWire
 
-/// The ``BlobStore`` in an S3-compatible bucket (AWS S3, Ceph RGW, Garage, SeaweedFS, MinIO,
-/// moto), under the location's prefix:
+/// The ``BlobStore`` of pack files, in ``BlobObjects``: a folder (``FolderObjects``, every new
+/// blob folder) or an S3-compatible bucket (``S3Client``: AWS S3, Ceph RGW, Garage, SeaweedFS,
+/// MinIO, moto), under the location's prefix:
 ///
 /// ```
 /// packs/<pack id>              chunks' bytes, appended; one object per writer per 64 MiB
@@ -18,17 +19,17 @@ import UbiquityWire
 /// ```
 ///
 /// Content is cut by FastCDC and each chunk stored once, as in ``FileBlobStore``, but chunks
-/// are appended to *pack* objects (a multipart upload of 8 MiB parts) rather than one object
-/// each: a 1 GiB upload is 16 packs, not 16,384 objects. A manifest names its chunks' packs and
-/// offsets, so reading is ranged `GET`s of consecutive chunks, each chunk's hash verified.
+/// are appended to *pack* objects rather than stored one file or object each: a 1 GiB upload is
+/// 16 packs, not 16,384 files. A manifest names its chunks' packs and offsets, so reading is
+/// ranged reads of consecutive chunks, each chunk's hash verified.
 ///
-/// Every object appears whole (S3 writes are atomic). A pack's index is written after the pack
-/// is complete and a manifest after every pack it names, so no manifest names missing bytes.
-/// Reusing a stored chunk restarts its pack's age (a copy of the object onto itself) before
-/// the manifest naming it is written; garbage collection deletes only packs that no manifest
-/// names and that are older than its cut-off, checking the age again just before deleting. Run
-/// collection from one process per bucket (`ubiq serve --gc-interval` on one server, or
-/// `ubiq admin gc`).
+/// Every object appears whole. A pack's index is written after the pack is complete and a
+/// manifest after every pack it names, so no manifest names missing bytes. Reusing a stored
+/// chunk restarts its pack's age (``BlobObjects/touch(_:)``) before the manifest naming it is
+/// written; garbage collection deletes only packs that no manifest names and that are older
+/// than its cut-off, checking the age again just before deleting, and compacts packs mostly
+/// unused. Run collection from one process per folder or bucket (`ubiq serve --gc-interval` on
+/// one server, or `ubiq admin gc`).
 package final class PackBlobStore: BlobStore {
     /// Tuning.
     package struct Configuration: Sendable {
@@ -345,60 +346,11 @@ package final class PackBlobStore: BlobStore {
         try await objects.list(prefix: "manifests/").compactMap { AssetChecksum.base64(hex: String($0.key.dropFirst("manifests/".count))) }
     }
 
-    /// Adds up the bucket's packs, chunks and manifests; see ``BlobStore/usage()``.
+    /// Adds up the packs, chunks and manifests; see ``BlobStore/usage()``.
     package func usage() async throws -> BlobUsage {
         try await index.refresh(objects: objects, force: true)
         let packs = try await objects.list(prefix: "packs/")
         let manifests = try await objects.list(prefix: "manifests/")
         return BlobUsage(bytes: packs.reduce(0) { $0 + $1.size }, chunks: index.count, assets: manifests.count)
-    }
-}
-
-/// Where a read of an ``PackBlobStore`` asset is: the runs left to fetch, the next one already
-/// being fetched, and the bytes of the range still to give.
-actor PackReadCursor {
-    private let store: PackBlobStore
-    private var runs: [ArraySlice<PackChunkLocation>]
-    private var ahead: Task<ByteBuffer, any Error>?
-    private var skip: Int64
-    private var remaining: Int64
-
-    init(store: PackBlobStore, runs: [ArraySlice<PackChunkLocation>], skip: Int64, remaining: Int64) {
-        self.store = store
-        self.runs = runs
-        self.skip = skip
-        self.remaining = remaining
-    }
-
-    deinit { ahead?.cancel() }
-
-    /// The next piece of the range, or nil at its end.
-    func next() async throws -> ByteBuffer? {
-        while remaining > 0 {
-            let current: Task<ByteBuffer, any Error>
-            if let ahead {
-                current = ahead
-                self.ahead = nil
-            } else if !runs.isEmpty {
-                let run = runs.removeFirst()
-                current = Task { [store] in try await store.fetch(run) }
-            } else {
-                throw UbiquityError(.io, "the asset's manifest ends before the bytes asked for")
-            }
-            if !runs.isEmpty {
-                let run = runs.removeFirst()
-                ahead = Task { [store] in try await store.fetch(run) }
-            }
-            var bytes = try await current.value
-            if skip > 0 {
-                let dropped = Int(min(skip, Int64(bytes.readableBytes)))
-                bytes.moveReaderIndex(forwardBy: dropped)
-                skip -= Int64(dropped)
-            }
-            if Int64(bytes.readableBytes) > remaining { bytes = bytes.getSlice(at: bytes.readerIndex, length: Int(remaining))! }
-            remaining -= Int64(bytes.readableBytes)
-            if bytes.readableBytes > 0 { return bytes }
-        }
-        return nil
     }
 }

@@ -6,11 +6,12 @@ import Synchronization
 import UbiquityCore
 import UbiquityWire
 
-/// A streaming write into an ``PackBlobStore``. Each appended buffer is cut by FastCDC and its
-/// chunks hashed on the blocking pool while the whole content's hash is computed beside it;
-/// chunks the bucket holds are referred to where they are, new ones appended to the writer's
-/// pack (``PackUpload``), whose parts upload in the background. Calls must not overlap (one
-/// request drives one writer).
+/// A streaming write into a ``PackBlobStore``. Each appended buffer is cut by FastCDC and its
+/// chunks hashed on the blocking pool while the whole content's hash is computed beside it
+/// (``ChunkCutter``); chunks the store holds are referred to where they are, new ones appended
+/// to the writer's pack (``PackUpload``), a new pack begun every
+/// ``PackBlobStore/Configuration/packSize`` bytes. Calls must not overlap (one request drives
+/// one writer).
 ///
 /// In an upload session, ``suspend()`` closes the pack and saves the chunk list and the open
 /// chunk's bytes under `sessions/<id>/`, so that any server can continue the session.
@@ -27,7 +28,7 @@ actor PackBlobWriter: SessionBlobWriter {
     private let cutter: ChunkCutter
     private var chunks: [PackChunkLocation]
     private var pack: PackUpload?
-    /// Packs of chunks reused from the bucket (their age restarted when first used).
+    /// Packs of chunks reused from the store (their age restarted when first used).
     private var reusedPacks: Set<String> = []
     /// This writer's own new chunks, by hash (a chunk repeated within the asset is stored once).
     private var own: [String: PackChunkLocation] = [:]
@@ -68,7 +69,7 @@ actor PackBlobWriter: SessionBlobWriter {
         }
     }
 
-    /// Refers to a chunk the bucket holds, or appends it to the pack.
+    /// Refers to a chunk the store holds, or appends it to the pack.
     private func place(_ chunk: ChunkCutter.Chunk) async throws {
         if let location = own[chunk.hash] {
             chunks.append(location)
@@ -160,72 +161,6 @@ actor PackBlobWriter: SessionBlobWriter {
         } catch {
             phase = .failed
             throw error
-        }
-    }
-}
-
-/// The FastCDC cutter and whole-content hash of one ``PackBlobWriter``, run on the blocking pool
-/// (one call at a time: the writer awaits each).
-final class ChunkCutter: @unchecked Sendable {
-    // @unchecked because: every property is touched only inside `BlockingWork` closures the
-    // owning writer runs one after the other (it awaits each before the next).
-
-    /// A chunk cut from the content: its hash and bytes.
-    struct Chunk: Sendable {
-        var hash: String
-        var bytes: [UInt8]
-    }
-
-    private var chunker: FastCDC
-    private var whole: SHA256
-    private var pending: [UInt8]
-
-    init(parameters: FastCDC.Parameters, whole: SHA256, tail: [UInt8]) {
-        chunker = FastCDC(parameters: parameters)
-        self.whole = whole
-        pending = tail
-        pending.reserveCapacity(parameters.maximumSize)
-        if !tail.isEmpty { tail.withUnsafeBytes { _ = chunker.boundary(in: $0) } }
-    }
-
-    /// The bytes of the chunk still open.
-    var tail: [UInt8] { pending }
-
-    /// Cuts `buffer`'s bytes; the chunks they complete. The whole hash is updated alongside.
-    func cut(_ buffer: ByteBuffer) async throws -> [Chunk] {
-        async let hashed: Void = BlockingWork.run { buffer.withUnsafeReadableBytes { self.whole.update(bufferPointer: $0) } }
-        let chunks = try await BlockingWork.run { buffer.withUnsafeReadableBytes { self.cutLocked($0) } }
-        try await hashed
-        return chunks
-    }
-
-    private func cutLocked(_ bytes: UnsafeRawBufferPointer) -> [Chunk] {
-        var out: [Chunk] = []
-        var offset = 0
-        while offset < bytes.count {
-            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-            if let boundary = chunker.boundary(in: rest) {
-                pending.append(contentsOf: rest[..<boundary])
-                out.append(Chunk(hash: Hex.encode(SHA256.hash(data: pending)), bytes: pending))
-                pending.removeAll(keepingCapacity: true)
-                offset += boundary
-            } else {
-                pending.append(contentsOf: rest)
-                offset = bytes.count
-            }
-        }
-        return out
-    }
-
-    /// Ends the content: the last chunk (if bytes were open) and the whole hash.
-    func finish() async throws -> (Chunk?, [UInt8]) {
-        try await BlockingWork.run {
-            var last: Chunk?
-            if self.chunker.finish() != nil, !self.pending.isEmpty {
-                last = Chunk(hash: Hex.encode(SHA256.hash(data: self.pending)), bytes: self.pending)
-                self.pending = []
-            }
-            return (last, Array(self.whole.finalize()))
         }
     }
 }

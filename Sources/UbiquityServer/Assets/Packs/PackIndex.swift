@@ -4,10 +4,10 @@ import NIOCore
 import Synchronization
 import UbiquityCore
 
-/// Which chunk is in which pack: the union of the bucket's pack indexes (`indexes/<pack id>`,
+/// Which chunk is in which pack: the union of the store's pack indexes (`indexes/<pack id>`,
 /// one ``PackChunkLocation`` line per chunk, written once the pack is whole), held in memory and
 /// brought up to date by listing the indexes and reading those not yet seen. Another server's
-/// new packs are learnt at the next ``refresh(force:)``; until then their chunks count as
+/// new packs are learnt at the next ``refresh(objects:minimumInterval:force:)``; until then their chunks count as
 /// missing, which costs only a second copy, never a wrong answer.
 ///
 /// A location found here names a pack that existed when its index was read: before relying on

@@ -3,7 +3,7 @@ import Foundation
 import UbiquityCore
 import UbiquityWire
 
-/// Where a chunk's bytes are in the bucket: `size` bytes at `offset` in pack object `pack`.
+/// Where a chunk's bytes are in a pack store: `size` bytes at `offset` in pack object `pack`.
 struct PackChunkLocation: Sendable, Hashable {
     /// The chunk's SHA-256 (hex).
     var hash: String

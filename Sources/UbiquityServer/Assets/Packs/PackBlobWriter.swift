@@ -34,6 +34,14 @@ actor PackBlobWriter: SessionBlobWriter {
     private var own: [String: PackChunkLocation] = [:]
     private var total: Int64
     private var phase = Phase.open
+    /// Bytes appended and not yet cut: gathered to ``batchSize`` so that the blocking pool is
+    /// asked once per batch, not once per network read.
+    private var input = ByteBuffer()
+    /// The batch being cut while the next is gathered.
+    private var cutting: Task<Void, any Error>?
+
+    /// Bytes cut together.
+    static let batchSize = 1 << 20
 
     init(store: PackBlobStore, session: String?, totalSize: Int64?, created: Date, chunks: [PackChunkLocation] = [],
          tail: [UInt8] = [], whole: SHA256 = SHA256()) {
@@ -60,13 +68,50 @@ actor PackBlobWriter: SessionBlobWriter {
             throw UbiquityError(.invalidArgument, "the upload is longer than the \(totalSize) bytes it announced")
         }
         total += Int64(buffer.readableBytes)
+        var buffer = buffer
+        input.writeBuffer(&buffer)
+        guard input.readableBytes >= Self.batchSize else { return }
+        // one batch is cut while the next is received: wait for the one before, start this one
+        try await waitForCutting()
+        let bytes = takeInput()
+        cutting = Task { try await self.cut(bytes) }
+    }
+
+    /// The gathered bytes, the gathering begun again.
+    private func takeInput() -> ByteBuffer {
+        let bytes = input
+        input = ByteBuffer()
+        input.reserveCapacity(Self.batchSize + (64 << 10))
+        return bytes
+    }
+
+    /// Waits for the batch being cut, if any; its failure fails the writer.
+    private func waitForCutting() async throws {
+        guard let task = cutting else { return }
+        cutting = nil
         do {
-            let cut = try await cutter.cut(buffer)
-            for chunk in cut { try await place(chunk) }
+            try await task.value
         } catch {
             phase = .failed
             throw error
         }
+    }
+
+    /// Cuts everything appended and places the chunks (before finishing or suspending).
+    private func cutInput() async throws {
+        try await waitForCutting()
+        guard input.readableBytes > 0 else { return }
+        do {
+            try await cut(takeInput())
+        } catch {
+            phase = .failed
+            throw error
+        }
+    }
+
+    /// Cuts `bytes` and places their chunks, in order.
+    private func cut(_ bytes: ByteBuffer) async throws {
+        for chunk in try await cutter.cut(bytes) { try await place(chunk) }
     }
 
     /// Refers to a chunk the store holds, or appends it to the pack.
@@ -115,6 +160,7 @@ actor PackBlobWriter: SessionBlobWriter {
 
     func finish() async throws -> BlobInfo {
         guard phase == .open else { throw UbiquityError(.invalidArgument, "the blob writer is already finished") }
+        try await cutInput()
         do {
             let (last, digest) = try await cutter.finish()
             if let last { try await place(last) }
@@ -137,6 +183,8 @@ actor PackBlobWriter: SessionBlobWriter {
     func abort() async {
         guard phase != .finished else { return }
         phase = .aborted
+        _ = try? await cutting?.value
+        cutting = nil
         if var current = pack {
             pack = nil
             await current.abort()
@@ -149,6 +197,7 @@ actor PackBlobWriter: SessionBlobWriter {
     func suspend() async throws {
         guard phase == .open else { throw UbiquityError(.invalidArgument, "the blob writer is finished") }
         guard let session else { return }
+        try await cutInput()
         do {
             try await closePack()
             let tail = cutter.tail

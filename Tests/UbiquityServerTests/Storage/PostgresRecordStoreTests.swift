@@ -242,7 +242,9 @@ import Testing
     /// A server that stops letting the store in (its connections cut, new ones refused) fails a
     /// transaction with `.serviceUnavailable` after the URL's `connect_timeout`, instead of
     /// leaving it waiting for postgres-nio's pool (which retries for a minute).
-    @Test(.enabled(if: hasServer), .timeLimit(.minutes(1))) func aServerThatShutsTheStoreOutIsServiceUnavailable() async throws {
+    // (the limit is a hang guard: alone this test takes 2 s, in the parallel suite 80–90 s, under
+    // load or not: it seems to wait for other tests on the same PostgreSQL, not yet understood)
+    @Test(.enabled(if: hasServer), .timeLimit(.minutes(3))) func aServerThatShutsTheStoreOutIsServiceUnavailable() async throws {
         try await Self.withStore(maximumConnections: 1) { admin, fixture async throws in
             let role = "ubiq_" + fixture.location
             let url = try PostgresURL(StoreFixture.postgresURL!)

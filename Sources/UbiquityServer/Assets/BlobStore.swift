@@ -77,7 +77,8 @@ package protocol BlobWriter: Sendable {
 /// A content-addressed store of asset bytes: content split by ``FastCDC`` into chunks stored
 /// once each by SHA-256, an asset being a manifest of its chunks keyed by its `fileChecksum`.
 ///
-/// ``FileBlobStore`` keeps it in a folder; an object store can implement the same protocol.
+/// ``PackBlobStore`` keeps it in pack files, in a folder or an S3-compatible bucket; ``FileBlobStore``
+/// keeps the one-file-per-chunk folders earlier versions wrote.
 /// All methods are safe to call concurrently.
 package protocol BlobStore: Sendable {
     /// How the store cuts content into chunks (clients of the deduplicating extension must cut

@@ -97,8 +97,11 @@ extension CloudDatabase {
         }
     }
 
-    func modifyRecords(saving records: [Record], deleting recordIDs: [Record.ID], policy: ModifyRecordsOperation.RecordSavePolicy,
-                       atomic: Bool, desiredKeys: [String]? = nil,
+    /// Saves `records` and deletes `recordIDs` in `records/modify` requests. A deleted ID with a
+    /// change tag in `deleteTags` is deleted only while the server's record still has that tag
+    /// (`delete`); the others are deleted whatever their tag (`forceDelete`).
+    func modifyRecords(saving records: [Record], deleting recordIDs: [Record.ID], deleteTags: [Record.ID: String] = [:],
+                       policy: ModifyRecordsOperation.RecordSavePolicy, atomic: Bool, desiredKeys: [String]? = nil,
                        onProgress: (@Sendable (Record.ID, Double) -> Void)? = nil,
                        onSave: (Record.ID, Result<Record, CloudKitError>) -> Void,
                        onDelete: (Record.ID, Result<Void, CloudKitError>) -> Void,
@@ -113,7 +116,13 @@ extension CloudDatabase {
             }
         }
         for id in recordIDs {
-            items.append(.delete(id, WireRecordOperation(.forceDelete, WireRecord(recordName: id.recordName))))
+            if let tag = deleteTags[id] {
+                var wire = WireRecord(recordName: id.recordName)
+                wire.recordChangeTag = tag
+                items.append(.delete(id, WireRecordOperation(.delete, wire)))
+            } else {
+                items.append(.delete(id, WireRecordOperation(.forceDelete, WireRecord(recordName: id.recordName))))
+            }
         }
         // (an answer is a plain enum, not a `Result` of an optional record: Swift 6.3.1's
         // optimized code misread that shape elsewhere — docs/sync.md, "Folders before their files")

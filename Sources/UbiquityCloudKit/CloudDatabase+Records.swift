@@ -74,6 +74,20 @@ extension CloudDatabase {
         return (saves, deletes, tokens)
     }
 
+    /// Deletes each record only while the server's copy still has the change tag given for it
+    /// (CloudKit Web Services' `delete` operation, where ``modifyRecords(saving:deleting:savePolicy:atomically:)``
+    /// sends `forceDelete`): a record changed since fails with
+    /// ``CloudKitError/Code/serverRecordChanged`` and its ``CloudKitError/serverRecord``, and is
+    /// kept. Each ID's result; throws only when the whole request failed.
+    public func deleteRecords(ifUnchanged changeTags: [Record.ID: String], atomically: Bool = false) async throws
+        -> [Record.ID: Result<Void, any Error>] {
+        var deletes: [Record.ID: Result<Void, any Error>] = [:]
+        let ids = changeTags.keys.sorted { $0.recordName < $1.recordName }
+        try await modifyRecords(saving: [], deleting: ids, deleteTags: changeTags, policy: .ifServerRecordUnchanged, atomic: atomically,
+                                onSave: { _, _ in }, onDelete: { id, result in deletes[id] = result.mapError { $0 } })
+        return deletes
+    }
+
     /// Runs `query` in `zoneID` (every zone when nil): one page of matches, in order, and a
     /// cursor when more match.
     public func records(matching query: Query, inZoneWith zoneID: RecordZone.ID? = nil, desiredKeys: [Record.FieldKey]? = nil,

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import Synchronization
 import UbiquityCore
 
-/// An exclusive `flock` on a file, held for as long as the value lives: one sync engine per
-/// folder (a second daemon on the same folder is refused).
+/// An exclusive `flock` on a file, held for as long as the value lives or until
+/// ``release()``: one sync engine per folder (a second daemon on the same folder is refused).
 package final class FolderLock: Sendable {
     /// The lock file.
     package let path: String
-    private let descriptor: Int32
+    /// The locked file's descriptor; -1 once released.
+    private let descriptor: Mutex<Int32>
 
     /// Takes the lock or throws `alreadyExists` naming the file.
     package init(path: String) throws {
@@ -22,8 +24,16 @@ package final class FolderLock: Sendable {
         let pid = Data("\(getpid())\n".utf8)
         ftruncate(fd, 0)
         _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        descriptor = fd
+        descriptor = Mutex(fd)
     }
 
-    deinit { close(descriptor) }
+    /// Gives the lock up now (a stopped engine whose tasks still hold it for a moment).
+    package func release() {
+        descriptor.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
+    }
+
+    deinit { release() }
 }

@@ -58,7 +58,16 @@ extension SyncEngine {
             let gone = known.filter { conflict in
                 deletedNames.contains(conflict.record) || (conflict.published && listed.map { !$0.contains(conflict.record) } ?? false)
             }
-            for conflict in gone { try await removeConflictVersion(conflict) }
+            for conflict in gone {
+                if deletedNames.contains(conflict.item) {
+                    // deleted with its item (the record's reference cascades), not resolved: the
+                    // version stays with the local item while that is kept (an edit here wins over
+                    // the delete) and goes with it when it is deleted; found by the sync simulator
+                    try journal.removeConflict(record: conflict.record)
+                } else {
+                    try await removeConflictVersion(conflict)
+                }
+            }
         } catch {
             failed = true
             logger.warning("could not remove conflict versions resolved elsewhere", metadata: ["ubiquity.error": "\(error)"])

@@ -167,7 +167,7 @@ extension SyncEngine {
     /// back at `path`.
     nonisolated static func putBack(_ aside: String, at path: String) -> Bool {
         if ub_rename(aside, path, 1, 0) == 0 { return true }
-        let copy = conflictName(path, device: "evicted")
+        let copy = conflictName(path, device: "evicted", suffix: RandomSource.system.hexadecimal(4))
         if ub_rename(aside, copy, 1, 0) != 0 { rename(aside, copy) }
         return false
     }

@@ -224,7 +224,7 @@ extension SyncEngine {
         let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
         let newCount = new.count
         uploads.reserveCapacity(uploads.count + newCount)
-        for (local, id) in zip(new, RandomUUIDs.make(newCount)) {  // their records' IDs, made together
+        for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together
             uploads.append(Upload(id: id, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
         for path in unexclude { try journal.setExcluded(path, false) }
@@ -339,15 +339,6 @@ extension SyncEngine {
         }
     }
 
-    /// Deletes an item's record (a local delete), then forgets it.
-    func deleteRemote(_ entry: JournalEntry) async throws {
-        if entry.changeTag != nil {
-            do {
-                try await database.deleteRecord(withID: Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID))
-            } catch let error as CloudKitError where error.code == .unknownItem {}
-        }
-        try journal.remove(id: entry.id)
-    }
 
     /// Puts the skip-backup attribute back on excluded paths whose file was replaced by another
     /// without it (vim, and other editors saving by rename, drop extended attributes); returns

@@ -228,8 +228,16 @@ extension SyncEngine {
         case .conflict:
             try await keepConflict(item, record, localPath: localPath, local: local)
         case .deleteRemote:
-            do { try await database.deleteRecord(withID: Record.ID(recordName: item.id, zoneID: SyncRecord.zoneID)) } catch let error as CloudKitError where error.code == .unknownItem {}
-            try journal.remove(id: item.id)
+            // only while the record is still this version (a newer one comes with the next fetch)
+            guard let tag = item.changeTag else { return }
+            let id = Record.ID(recordName: item.id, zoneID: SyncRecord.zoneID)
+            switch try await database.deleteRecords(ifUnchanged: [id: tag])[id] {
+            case .success?: try journal.remove(id: item.id)
+            case .failure(let error as CloudKitError)? where error.code == .unknownItem: try journal.remove(id: item.id)
+            case .failure(let error as CloudKitError)? where error.code == .serverRecordChanged: remoteDirty.store(true, ordering: .relaxed)
+            case .failure(let error)?: throw error
+            case nil: throw CloudKitError(.internalError, "the server did not answer for record \(item.id)")
+            }
         }
     }
 
@@ -259,7 +267,7 @@ extension SyncEngine {
         guard let local else { return try await download(item, record, expected: nil) }
         let localAbsolute = absolute(localPath)
         guard local.stat.kind == .file && item.kind == .file else {
-            let aside = Self.conflictName(localPath, device: deviceName)
+            let aside = conflictName(localPath, device: deviceName)
             try await moveLocal(from: localPath, to: aside, updateJournal: false)
             try await download(item, record, expected: nil)
             logger.notice("conflict: the other version was moved aside", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.aside": "\(aside)"])
@@ -292,12 +300,18 @@ extension SyncEngine {
                       metadata: ["ubiquity.path": "\(item.path)"])
     }
 
-    /// `name (conflicted copy DEVICE).ext` next to `path`, not yet taken.
-    static func conflictName(_ path: String, device: String) -> String {
+    /// `name (conflicted copy DEVICE XXXX).ext` next to `path`, not yet taken (`XXXX` from the
+    /// engine's ``randomness``).
+    func conflictName(_ path: String, device: String) -> String {
+        Self.conflictName(path, device: device, suffix: randomness.hexadecimal(4))
+    }
+
+    /// `name (conflicted copy DEVICE SUFFIX).ext` next to `path`.
+    static func conflictName(_ path: String, device: String, suffix: String) -> String {
         let ns = path as NSString
         let ext = ns.pathExtension
         let stem = ext.isEmpty ? path : ns.deletingPathExtension
-        return stem + " (conflicted copy \(device) \(UUID().uuidString.prefix(4)))" + (ext.isEmpty ? "" : "." + ext)
+        return stem + " (conflicted copy \(device) \(suffix))" + (ext.isEmpty ? "" : "." + ext)
     }
 
     /// Writes the server's item at its path: downloaded to a temporary file in the target's
@@ -408,7 +422,7 @@ extension SyncEngine {
         try SyncFiles.makeParents(of: destination.path)
         if updateJournal, FileStamp.of(destination.path) != nil {
             // something else took the name here: it moves aside (and is uploaded as its own item)
-            let aside = Self.conflictName(to, device: deviceName)
+            let aside = conflictName(to, device: deviceName)
             logger.notice("a remote rename needs a taken name: the local item there moves aside",
                           metadata: ["ubiquity.path": "\(to)", "ubiquity.aside": "\(aside)"])
             try await moveLocal(from: to, to: aside, updateJournal: false)

@@ -446,8 +446,9 @@ extension SyncEngine {
     }
 
     /// Deletes the records of local deletes, ``recordsPerBatch`` per `records/modify`, and
-    /// forgets them (a record already gone counts as deleted). Returns how many failed (kept,
-    /// tried again next pass).
+    /// forgets them (a record already gone counts as deleted; one changed elsewhere since this
+    /// device synced it is kept and comes back here: ``keepChangedElsewhere(_:_:)``). Returns
+    /// how many failed (kept, tried again next pass).
     ///
     /// An entry never confirmed by the server has a record there only when the device stopped
     /// between its save and the journal write of the answer: its record is deleted too when it is
@@ -474,8 +475,7 @@ extension SyncEngine {
             let ids = chunk.map { Record.ID(recordName: $0.id, zoneID: SyncRecord.zoneID) }
             let results: [Record.ID: Result<Void, any Error>]
             do {
-                results = try await database.modifyRecords(saving: [], deleting: ids, savePolicy: .ifServerRecordUnchanged,
-                                                           atomically: false).deleteResults
+                results = try await deleteRecords(chunk)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -488,6 +488,8 @@ extension SyncEngine {
                 switch results[id] {
                 case .success?: done.append(entry.id)
                 case .failure(let error as CloudKitError)? where error.code == .unknownItem: done.append(entry.id)
+                case .failure(let error as CloudKitError)? where error.code == .serverRecordChanged && error.serverRecord != nil:
+                    try await keepChangedElsewhere(entry, error.serverRecord!)
                 case .failure(let error)?:
                     failed += 1
                     logger.warning("delete failed; retried next pass", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])

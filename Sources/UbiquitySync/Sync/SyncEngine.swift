@@ -85,6 +85,8 @@ package actor SyncEngine {
     package nonisolated let appLinks: AppFolderLinks?
     /// What chunk-level downloads cost so far (``deltaStatistics``, SyncEngine+Delta.swift).
     nonisolated let deltaCounters = Mutex(SyncDeltaStatistics())
+    /// Where new records' IDs and conflict names' suffixes come from (seeded in the simulator).
+    nonisolated let randomness: RandomSource
 
     /// An engine for `folder` (created if missing) with its journal `journalName` in the device
     /// database of `index` (the daemon's index: the journal's states reach the index's rows in
@@ -94,13 +96,15 @@ package actor SyncEngine {
     /// (`legacyJournal`) is brought in first. A pass that would delete more than
     /// `massDeleteShare` of the synced items and more than `massDeleteMinimum` of them pauses
     /// the deletes until ``confirmDeletes()``. `appLinks` are the app containers' links in the
-    /// folder, left alone.
+    /// folder, left alone. `randomness` makes record IDs and conflict names (the kernel's; a
+    /// seeded one makes a simulated run repeatable).
     /// - Throws: `alreadyExists` when another engine syncs the folder; I/O errors opening the
     ///   journal.
     package init(containerIdentifier: String = SyncRecord.defaultContainer, makeContainer: ContainerFactory, folder: String,
                 index: IndexHost, journalName: String, legacyJournal: String? = nil, deviceName: String? = nil,
                 pollInterval: Duration = .seconds(30), massDeleteShare: Double = 0.5, massDeleteMinimum: Int = 50, logger: Logger,
-                onEvent: EventHandler? = nil, evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil) throws {
+                onEvent: EventHandler? = nil, evictionBudget: Int64? = nil, appLinks: AppFolderLinks? = nil,
+                randomness: RandomSource = .system) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let canonical = try CanonicalPath.canonicalize(folder, resolveLast: true)
         self.folder = canonical
@@ -132,6 +136,7 @@ package actor SyncEngine {
         self.onEvent = onEvent
         self.evictionBudget = evictionBudget
         self.appLinks = appLinks
+        self.randomness = randomness
         try journal.resetRunningTransfers()
         (wakeStream, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
@@ -209,6 +214,15 @@ package actor SyncEngine {
     package nonisolated func stop() {
         for task in tasks.withLock({ $0 }) { task.cancel() }
         wakeContinuation.finish()
+    }
+
+    /// Stops syncing and waits until the engine's tasks (a pass in flight among them) have
+    /// ended, then gives up the folder's lock: another engine may sync the folder at once
+    /// (tasks that only wake the engine later may still hold it in memory for a moment).
+    package func stopAndRelease() async {
+        stop()
+        for task in tasks.withLock({ $0 }) { await task.value }
+        lock.release()
     }
 
     /// How long the first pass waits for the index to watch the folder.

@@ -82,10 +82,11 @@ import UbiquityCloudKit
     /// A server with one user (`mei`), and devices made against it.
     final class Harness: Sendable {
         static let container = SyncRecord.defaultContainer
-        let url: URL
-        let api: String
-        let admin: RecordsAdmin
-        let task: Task<Void, any Error>
+        /// The server, in-process on loopback (the simulator's).
+        let server: SimServer
+        var url: URL { server.url }
+        var api: String { server.api }
+        var admin: RecordsAdmin { server.admin }
         let directory: URL
         let logger: Logger
         /// Each device's index, by name (a device restarted keeps its index and database, as a
@@ -99,18 +100,7 @@ import UbiquityCloudKit
             var logger = Logger(label: "test.sync-batch")
             logger.logLevel = ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
             self.logger = logger
-            let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
-            admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
-            api = try await admin.addContainer(Harness.container)
-            _ = try await admin.addUser("mei", email: nil, password: nil)
-            var configuration = RecordsServerConfiguration(blobsDirectory: directory.appendingPathComponent("blobs").path)
-            configuration.rateLimit = 0
-            let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
-                                                      blobConfiguration: FileBlobStore.Configuration(syncBeforeCommit: false))
-            let (stream, continuation) = AsyncStream<String>.makeStream()
-            task = Task { try await server.application { continuation.yield($0) }.run() }
-            var iterator = stream.makeAsyncIterator()
-            url = URL(string: try #require(await iterator.next()))!
+            server = try await SimServer(directory: directory, logger: logger)
         }
 
         /// A device `name` (its folder and journal under the harness's folder; the same name
@@ -154,8 +144,7 @@ import UbiquityCloudKit
 
         func stop() async {
             for index in indexes.withLock({ Array($0.values) }) { index.shutdown() }
-            task.cancel()
-            _ = try? await task.value
+            await server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
     }

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCloudKit
+
+/// Deletes that never take a version this device has not seen.
+///
+/// A local delete (or a skip-backup mark on a synced item) deletes the item's record only while
+/// the server's record is still the version this device synced: the delete carries the
+/// journal's change tag (CloudKit Web Services' `delete`, not `forceDelete`). When another
+/// device changed the item meanwhile (this device was offline, its fetch failed, or the change
+/// came between its fetch and its delete), the server refuses with the newer record, and the
+/// change wins over the delete, as in Syncthing and Dropbox: the item comes back here. Found by
+/// the sync simulator (Tests/UbiquitySyncTests/Simulation): an offline device's delete of a
+/// file another device had just edited deleted the edit everywhere.
+extension SyncEngine {
+    /// Deletes the records of `entries`: those the server confirmed only while unchanged since
+    /// (their change tags), the others (this device's own uploads never confirmed, judged by
+    /// ``ownUploads(_:)``) whatever their tag. Each record's result; throws only when a request
+    /// failed as a whole.
+    func deleteRecords(_ entries: [JournalEntry]) async throws -> [Record.ID: Result<Void, any Error>] {
+        var tags: [Record.ID: String] = [:]
+        var forced: [Record.ID] = []
+        for entry in entries {
+            let id = Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID)
+            if let tag = entry.changeTag { tags[id] = tag } else { forced.append(id) }
+        }
+        var results: [Record.ID: Result<Void, any Error>] = [:]
+        if !tags.isEmpty { results = try await database.deleteRecords(ifUnchanged: tags) }
+        if !forced.isEmpty {
+            let more = try await database.modifyRecords(saving: [], deleting: forced, savePolicy: .ifServerRecordUnchanged, atomically: false)
+            results.merge(more.deleteResults) { first, _ in first }
+        }
+        return results
+    }
+
+    /// Deletes an item's record (a local delete, or the item marked skip-backup), then forgets
+    /// it; a record changed elsewhere since is kept and comes back (``keepChangedElsewhere(_:_:)``).
+    func deleteRemote(_ entry: JournalEntry) async throws {
+        guard entry.changeTag != nil else { return try journal.remove(id: entry.id) }
+        let id = Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID)
+        switch try await deleteRecords([entry])[id] {
+        case .success?:
+            try journal.remove(id: entry.id)
+        case .failure(let error as CloudKitError)? where error.code == .unknownItem:
+            try journal.remove(id: entry.id)
+        case .failure(let error as CloudKitError)? where error.code == .serverRecordChanged && error.serverRecord != nil:
+            try await keepChangedElsewhere(entry, error.serverRecord!)
+        case .failure(let error)?:
+            throw error
+        case nil:
+            throw CloudKitError(.internalError, "the server did not answer for record \(entry.id)")
+        }
+    }
+
+    /// A delete of `entry` the server refused because the record changed since: when its
+    /// content is still the one this device synced (only its name or tag moved on: the local
+    /// delete wins over a rename, as in ``SyncDecision``), the delete is sent again against the
+    /// new tag; otherwise the journal forgets the item as this device knew it, and the server's
+    /// `record` is applied as an item new here (downloaded to its path; a skip-backup file in
+    /// the way stays as it is).
+    func keepChangedElsewhere(_ entry: JournalEntry, _ record: Record) async throws {
+        guard let item = SyncRecord.item(from: record) else { return try journal.remove(id: entry.id) }
+        if item.kind == entry.stat.kind, item.contentHash == entry.contentHash, let tag = item.changeTag, tag != entry.changeTag {
+            var seen = entry
+            seen.changeTag = tag
+            return try await deleteRemote(seen)
+        }
+        logger.notice("deleted here but changed elsewhere since: the other version is kept and comes back",
+                      metadata: ["ubiquity.path": "\(entry.path)"])
+        try journal.remove(id: entry.id)
+        try await applyRemote(item, record)
+    }
+}

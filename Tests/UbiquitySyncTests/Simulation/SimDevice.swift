@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Ubiquity
+import UbiquityCloudKit
+import UbiquityCore
+import UbiquityIndex
+import UbiquityStore
+@testable import UbiquitySync
+
+/// One simulated device: a folder (a real one, in the run's temporary folder), its device
+/// database and journal, its network, and the real `SyncEngine`, made again after each crash
+/// from what the database and the folder kept. Passes are run by the world, one at a time
+/// (the engine's own watcher, push listener and timers are not started: the world decides
+/// when anything happens).
+final class SimDevice {
+    let name: String
+    let number: Int
+    let folder: URL
+    let network: SimNetwork
+    let index: IndexHost
+    private(set) var engine: SyncEngine
+    /// How many times it crashed and started again (seeds each life's randomness).
+    private(set) var lives = 0
+    /// Its clock's offset from the world's (seconds): file times it writes are skewed by it.
+    var skew: Double = 0
+    private let seed: UInt64
+    private let makeContainer: SyncEngine.ContainerFactory
+    private let ledger: SimLedger
+    private let logger: Logger
+
+    init(name: String, number: Int, directory: URL, server: SimServer, seed: UInt64, ledger: SimLedger, logger: Logger) async throws {
+        self.name = name
+        self.number = number
+        self.seed = seed
+        self.ledger = ledger
+        self.logger = logger
+        folder = directory.appendingPathComponent(name)
+        network = SimNetwork(seed: seed ^ UInt64(number) << 32)
+        index = IndexHost(index: try MetadataIndex(path: directory.appendingPathComponent("\(name)-device.sqlite").path, logger: logger), logger: logger)
+        let (url, api, token, network) = (server.url, server.api, try await server.token(), network)
+        makeContainer = { identifier in
+            // retries are not waited for: the simulation's time is virtual
+            CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: network,
+                           logger: logger, retryPolicy: CloudContainer.RetryPolicy(maximumAttempts: 3, maximumDelay: 0, defaultDelay: 0))
+        }
+        engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
+                                 randomness: RandomSource(seed: seed ^ UInt64(number) << 40), ledger: ledger, logger: logger)
+        await installHooks()
+    }
+
+    private static func engine(name: String, folder: URL, index: IndexHost, makeContainer: @escaping SyncEngine.ContainerFactory,
+                               randomness: RandomSource, ledger: SimLedger, logger: Logger) throws -> SyncEngine {
+        try SyncEngine(makeContainer: makeContainer, folder: folder.path, index: index, journalName: "sim", deviceName: name,
+                       massDeleteShare: 1, massDeleteMinimum: 1_000_000, logger: logger,
+                       onEvent: { event in if case .conflict = event { ledger.count(.conflict) } }, randomness: randomness)
+    }
+
+    /// The engine's test hooks: a user's edit right after a download lands, and the disk's
+    /// faults (and a crash) while new files are written.
+    private func installHooks() async {
+        let (ledger, network, name) = (self.ledger, self.network, self.name)
+        await engine.setAfterWrite { path in
+            guard ledger.chance(0.08), let old = FileManager.default.contents(atPath: path) else { return }
+            let new = old + Data("\nedited on \(name) as it arrived".utf8)
+            ledger.supersede(old)
+            ledger.wrote(new, origin: "edit during download on \(name)")
+            if (try? new.write(to: URL(fileURLWithPath: path))) != nil { ledger.count(.editDuringDownload) }
+        }
+        await engine.setNewFilesFault { stage in
+            if network.state.withLock({ $0.dead }) { throw CancellationError() }
+            guard ledger.chance(0.05) else { return }
+            if ledger.chance(0.4) {
+                // the device dies with the temporaries written and not yet renamed into place
+                network.state.withLock { $0.dead = true }
+                ledger.count(.crashMidWrite)
+                throw CancellationError()
+            }
+            ledger.count(.diskFault)
+            throw POSIXError(ledger.chance(0.5) ? .ENOSPC : .EIO)
+        }
+    }
+
+    /// The device dies and starts again: the engine is stopped (its lock given up) and made
+    /// again from the device database and the folder; the network comes back. (What the old
+    /// engine did after the crash point is what a pass does after a failed request: its
+    /// unsynced writes are on a real disk, so power loss is not what this simulates.)
+    func restart() async throws {
+        await engine.stopAndRelease()
+        lives += 1
+        await network.flush()
+        network.state.withLock { state in
+            state.dead = false
+            state.crashAt = nil
+            state.pauseAt = nil
+        }
+        engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
+                                 randomness: RandomSource(seed: seed ^ UInt64(number) << 40 ^ UInt64(lives) << 48), ledger: ledger, logger: logger)
+        await installHooks()
+    }
+
+    // MARK: The folder
+
+    func url(_ relative: String) -> URL { folder.appendingPathComponent(relative) }
+
+    func read(_ relative: String) -> Data? { FileManager.default.contents(atPath: url(relative).path) }
+
+    /// Writes `data` at `relative` (folders made), its modification time the device's clock.
+    func write(_ relative: String, _ data: Data, at time: Double) throws {
+        let target = url(relative)
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: target)
+        stamp(relative, time)
+    }
+
+    /// Sets the modification time of `relative` to the device's clock at world time `time`.
+    func stamp(_ relative: String, _ time: Double) {
+        try? FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: time + skew)], ofItemAtPath: url(relative).path)
+    }
+
+    /// What the folder holds, by relative path: files (their bytes), folders, and the names the
+    /// engine keeps for itself (stubs of evicted files, temporaries, its lock).
+    func listing() -> SimListing {
+        var listing = SimListing()
+        let root = folder.path
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return listing }
+        while let relative = walker.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            let path = root + "/" + relative
+            if name.hasPrefix(".ubiquity-") {
+                walker.skipDescendants()
+                continue
+            }
+            if name.hasPrefix(SafeSave.temporaryPrefix) { listing.temporaries.append(relative); walker.skipDescendants(); continue }
+            if name.hasPrefix("."), name.hasSuffix(".icloud") { listing.stubs.append(relative); continue }
+            if (try? BackupExclusion.isExcluded(path)) == true {
+                listing.excluded.append(relative)
+                // its bytes, or the bytes of every file under it, stay here only
+                let files = FileManager.default.subpaths(atPath: path).map { $0.map { path + "/" + $0 } } ?? [path]
+                for file in files + [path] {
+                    if let data = FileManager.default.contents(atPath: file) { listing.excludedContents.append(SimLedger.digest(data)) }
+                    for version in FileVersion.otherVersionsOfItem(at: URL(fileURLWithPath: file)) ?? [] {
+                        if let data = FileManager.default.contents(atPath: version.url.path) { listing.excludedContents.append(SimLedger.digest(data)) }
+                    }
+                }
+                walker.skipDescendants()
+                continue
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
+            if isDirectory.boolValue {
+                listing.items[relative] = .folder
+            } else if let data = FileManager.default.contents(atPath: path) {
+                listing.items[relative] = .file(SimLedger.digest(data))
+            }
+        }
+        return listing
+    }
+
+    /// The contents of the other versions (conflict versions among them) of the files in the folder.
+    func versionDigests(_ listing: SimListing) -> [String] {
+        listing.items.compactMap { path, item -> [String]? in
+            guard case .file = item else { return nil }
+            return (FileVersion.otherVersionsOfItem(at: url(path)) ?? []).compactMap { version in
+                FileManager.default.contents(atPath: version.url.path).map(SimLedger.digest)
+            }
+        }.flatMap { $0 }
+    }
+}
+
+/// A folder's state as the simulator compares it.
+struct SimListing: Equatable {
+    enum Item: Hashable { case folder, file(String) }
+    var items: [String: Item] = [:]
+    var stubs: [String] = []
+    var temporaries: [String] = []
+    var excluded: [String] = []
+    var excludedContents: [String] = []
+
+    var files: [String] { items.compactMap { if case .file = $0.value { $0.key } else { nil } }.sorted() }
+    var folders: [String] { items.compactMap { if case .folder = $0.value { $0.key } else { nil } }.sorted() }
+    var digests: [String] { items.values.compactMap { if case .file(let digest) = $0 { digest } else { nil } } }
+}

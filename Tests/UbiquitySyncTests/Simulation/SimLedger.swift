@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Synchronization
+import UbiquityCore
+
+/// The simulator's "sometimes" paths: each counts how often a run took it, so that a batch of
+/// seeds shows the paths worth testing actually ran.
+enum SimCoverage: String, CaseIterable, Sendable, Comparable {
+    case conflict, moveCycle, evictWhileEdited, crashMidWrite, crashMidPass, crashIdle, diskFault, networkFault
+    case pausedMidPass, editDuringDownload, exclusionToggled, caseOnlyRename, editorSave, folderDeleted, downloadEvicted
+
+    static func < (lhs: SimCoverage, rhs: SimCoverage) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What a simulated run knows about the users' writes and what happened, shared with the
+/// engines' hooks: every content a user wrote, and which ones a user replaced or deleted
+/// knowingly (they were the bytes the user's write or delete found there); the trace; the
+/// coverage. Every write counts as acknowledged: after quiescence every device has synced, so
+/// no written content may be gone unless a user replaced or deleted it.
+final class SimLedger: Sendable {
+    struct State {
+        var acknowledged: [String: String] = [:]  // digest → where it was written
+        var superseded: Set<String> = []
+        var trace: [String] = []
+        var coverage: [SimCoverage: Int] = [:]
+        var random: SeededRandom
+    }
+    let state: Mutex<State>
+
+    init(seed: UInt64) { state = Mutex(State(random: SeededRandom(seed: seed ^ 0x5151_5151))) }
+
+    static func digest(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+    /// A user wrote a new content (`origin` says which step where).
+    func wrote(_ data: Data, origin: String) {
+        state.withLock { state in
+            let digest = Self.digest(data)
+            if state.acknowledged[digest] == nil { state.acknowledged[digest] = origin }
+        }
+    }
+
+    /// The user replaced or deleted these bytes knowingly.
+    func supersede(_ data: Data?) {
+        guard let data else { return }
+        _ = state.withLock { $0.superseded.insert(Self.digest(data)) }
+    }
+
+    /// Contents acknowledged, not replaced knowingly, and not in `present`: lost writes.
+    func lost(present: Set<String>) -> [String] {
+        state.withLock { state in
+            state.acknowledged.filter { !state.superseded.contains($0.key) && !present.contains($0.key) }.map { "\($0.value) (\($0.key.prefix(12)))" }.sorted()
+        }
+    }
+
+    func log(_ line: String) { state.withLock { $0.trace.append(line) } }
+    func count(_ path: SimCoverage) { state.withLock { $0.coverage[path, default: 0] += 1 } }
+    var coverage: [SimCoverage: Int] { state.withLock { $0.coverage } }
+    var trace: [String] { state.withLock { $0.trace } }
+
+    /// True with probability `p`, from the run's seed (for the hooks, which run inside passes).
+    func chance(_ p: Double) -> Bool {
+        state.withLock { Double($0.random.next() % 10_000) / 10_000 < p }
+    }
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Logging
+import Testing
+import UbiquityServer
+import UbiquityStore
+import UbiquitySync
+import UbiquityCloudKit
+
+/// The simulator's server (and `SyncBatchTests`'): the real `RecordsServer` (records engine,
+/// asset store, change feeds) on loopback, its SQLite store and blobs in the given folder, with
+/// one user; the simulator's devices reach it only through their ``SimNetwork``.
+final class SimServer: Sendable {
+    let url: URL
+    let api: String
+    let admin: RecordsAdmin
+    let logger: Logger
+    private let task: Task<Void, any Error>
+
+    init(directory: URL, logger: Logger) async throws {
+        self.logger = logger
+        let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
+        admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
+        api = try await admin.addContainer(SyncRecord.defaultContainer)
+        _ = try await admin.addUser("mei", email: nil, password: nil)
+        var configuration = RecordsServerConfiguration(blobsDirectory: directory.appendingPathComponent("blobs").path)
+        configuration.rateLimit = 0
+        let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
+                                                  blobConfiguration: FileBlobStore.Configuration(syncBeforeCommit: false))
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        task = Task { try await server.application { continuation.yield($0) }.run() }
+        var iterator = stream.makeAsyncIterator()
+        url = URL(string: try #require(await iterator.next()))!
+    }
+
+    /// A web token of the user, for one more device.
+    func token() async throws -> String { try await admin.issueToken(forUser: "mei") }
+
+    /// Every live item of the documents zone, by path (a direct look, without faults).
+    func items(token: String) async throws -> [RemoteItem] {
+        let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: url,
+                                       credentials: .apiToken(api, webAuthToken: token), logger: logger)
+        var items: [RemoteItem] = []
+        var changeToken: ServerChangeToken?
+        var records: [String: Record] = [:]
+        while true {
+            let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: changeToken)
+            for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
+            for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
+            changeToken = page.changeToken
+            if !page.moreComing { break }
+        }
+        for record in records.values { if let item = SyncRecord.item(from: record) { items.append(item) } }
+        return items.sorted { $0.path < $1.path }
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Foundation
+import Logging
+import Ubiquity
+import UbiquityCloudKit
+import UbiquityCore
+@testable import UbiquitySync
+
+/// One simulated run: two or three devices of one user and the real server, driven by a seeded
+/// plan of steps (users' edits, moves, deletes, case-only renames, editor saves, evictions,
+/// exclusion toggles, passes, crashes, network and disk faults, clock skew), some of them in
+/// the middle of a pass; then quiescence, then the invariants (SimWorld+Invariants.swift).
+/// Everything the run decides comes from the seed, and the world's time is virtual (file times
+/// are set from it), so a seed replays the same run: the trace hash says so.
+final class SimWorld {
+    let seed: UInt64
+    let directory: URL
+    let server: SimServer
+    let ledger: SimLedger
+    private(set) var devices: [SimDevice] = []
+    var random: SeededRandom
+    /// The world's clock (seconds since 1970), moved by the steps, never by the wall clock.
+    var time: Double = 1_750_000_000
+    var step = 0
+    /// Folder moves so far (device, folder, into): a move of Y into X on one device and of X
+    /// into Y on another is a move cycle.
+    var folderMoves: [(device: Int, from: String, into: String)] = []
+    let token: String
+
+    static let folders = ["", "docs", "docs/old", "media"]
+    static let names = ["a.txt", "b.txt", "Notes.md", "c.bin"]
+
+    init(seed: UInt64, deviceCount: Int) async throws {
+        self.seed = seed
+        random = SeededRandom(seed: seed)
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-sim-\(seed)-\(UUID().uuidString.prefix(6))")
+        var logger = Logger(label: "test.simulation")
+        logger.logLevel = ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        ledger = SimLedger(seed: seed)
+        server = try await SimServer(directory: directory, logger: logger)
+        token = try await server.token()
+        for number in 0..<deviceCount {
+            let name = ["A", "B", "C"][number]
+            devices.append(try await SimDevice(name: name, number: number, directory: directory, server: server, seed: seed,
+                                               ledger: ledger, logger: logger))
+        }
+    }
+
+    func stop() async {
+        for device in devices { device.index.shutdown() }
+        await server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    // MARK: Randomness
+
+    func below(_ bound: Int) -> Int { Int(random.next() % UInt64(max(1, bound))) }
+    func chance(_ p: Double) -> Bool { Double(random.next() % 10_000) / 10_000 < p }
+    func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[below(items.count)] }
+
+    func log(_ line: String) { ledger.log("\(step) \(line)") }
+
+    /// A new content: which step and device wrote it, and filler (now and then past the inline
+    /// limit, so that it travels as an asset).
+    func content(_ device: SimDevice) -> Data {
+        var data = Data("seed \(seed) step \(step) on \(device.name)\n".utf8)
+        let size = chance(0.12) ? Int(SyncRecord.inlineLimit) + 1 + below(24 << 10) : below(300)
+        data.reserveCapacity(data.count + size)
+        for index in 0..<size { data.append(UInt8(truncatingIfNeeded: index &* 131 &+ step)) }
+        return data
+    }
+
+    // MARK: Steps
+
+    /// The kinds of step, with their weights.
+    enum Step: CaseIterable {
+        case write, append, editorSave, delete, move, caseRename, makeFolder, deleteFolder, moveFolder
+        case pass, crash, evict, download, exclude, network, skew
+
+        var weight: Int {
+            switch self {
+            case .write: 20
+            case .append: 5
+            case .editorSave: 5
+            case .delete: 6
+            case .move: 6
+            case .caseRename: 3
+            case .makeFolder: 3
+            case .deleteFolder: 2
+            case .moveFolder: 3
+            case .pass: 28
+            case .crash: 2
+            case .evict: 3
+            case .download: 2
+            case .exclude: 2
+            case .network: 3
+            case .skew: 1
+            }
+        }
+
+        /// What a user does to files, which may happen while a pass of the device is paused.
+        var isLocal: Bool { [.write, .append, .editorSave, .delete, .move, .caseRename, .makeFolder, .deleteFolder, .moveFolder].contains(self) }
+    }
+
+    func nextStep(localOnly: Bool) -> Step {
+        let steps = Step.allCases.filter { !localOnly || $0.isLocal }
+        var roll = below(steps.reduce(0) { $0 + $1.weight })
+        for step in steps {
+            if roll < step.weight { return step }
+            roll -= step.weight
+        }
+        return .pass
+    }
+
+    /// Runs `count` steps.
+    func run(steps count: Int) async throws {
+        for _ in 0..<count {
+            step += 1
+            time += 0.5 + Double(below(2000)) / 1000
+            guard let device = pick(devices) else { return }
+            try await perform(nextStep(localOnly: false), on: device)
+            if let watched = ProcessInfo.processInfo.environment["UBIQUITY_SIM_WATCH"] { log("  \(watched) is at \(whereIs(watched))") }
+        }
+    }
+
+    /// Where a content (digest prefix) is now: files and versions on each device (debugging a
+    /// lost write: `UBIQUITY_SIM_WATCH=PREFIX` logs it after every step).
+    func whereIs(_ prefix: String) -> [String] {
+        devices.flatMap { device -> [String] in
+            let listing = device.listing()
+            var places = listing.items.compactMap { path, item -> String? in
+                if case .file(let digest) = item, digest.hasPrefix(prefix) { "\(device.name):\(path)" } else { nil }
+            }
+            for case let (path, .file) in listing.items {
+                for version in FileVersion.otherVersionsOfItem(at: device.url(path)) ?? [] {
+                    if let data = FileManager.default.contents(atPath: version.url.path), SimLedger.digest(data).hasPrefix(prefix) {
+                        places.append("\(device.name):\(path) (version)")
+                    }
+                }
+            }
+            return places.sorted()
+        }
+    }
+
+    func perform(_ kind: Step, on device: SimDevice, duringPassOf busy: SimDevice? = nil) async throws {
+        switch kind {
+        case .pass: try await pass(device, busy: busy)
+        case .crash:
+            log("\(device.name) crashes and starts again")
+            ledger.count(.crashIdle)
+            try await device.restart()
+        case .evict: await evict(device)
+        case .download: await download(device)
+        case .network:
+            let rate = [0, 0, 0.1, 0.3, 1][below(5)]
+            device.network.state.withLock { $0.faultRate = rate }
+            log("\(device.name) network faults \(rate)")
+        case .skew:
+            device.skew = Double(below(7200)) - 3600
+            log("\(device.name) clock skew \(device.skew)")
+        case .exclude: toggleExclusion(device)
+        default: try localChange(kind, on: device)
+        }
+    }
+
+    /// A pass of `device`: now and then it dies at one of its requests, or pauses at one while
+    /// the world does other things (users' edits anywhere, another device's pass).
+    func pass(_ device: SimDevice, busy: SimDevice?) async throws {
+        let crashAt = chance(0.06) ? 1 + below(6) : nil
+        let pauseAt = busy == nil && crashAt == nil && chance(0.3) ? 1 + below(4) : nil
+        device.network.state.withLock { state in
+            state.passStart = state.count
+            state.crashAt = crashAt
+            state.pauseAt = pauseAt
+        }
+        let engine = device.engine
+        let (events, listener) = AsyncStream<SimPassEvent>.makeStream()
+        device.network.gate.listen(listener)
+        let running = Task {
+            do { try await engine.pass(); listener.yield(.finished(nil)) } catch { listener.yield(.finished(error)) }
+        }
+        var outcome: (any Error)?
+        for await event in events {
+            if case .paused(let request) = event {
+                ledger.count(.pausedMidPass)
+                log("\(device.name) pass paused at request \(request)")
+                for _ in 0..<(1 + below(3)) {
+                    step += 1
+                    let other = pick(devices) ?? device
+                    let kind = other === device || chance(0.6) ? nextStep(localOnly: true) : .pass
+                    try await perform(kind, on: other, duringPassOf: device)
+                }
+                device.network.gate.resume()
+            } else if case .finished(let error) = event {
+                outcome = error
+                break
+            }
+        }
+        device.network.gate.listen(nil)
+        _ = await running.value
+        let faults = device.network.state.withLock { $0.faults.values.reduce(0, +) }
+        if faults > 0 { ledger.count(.networkFault) }
+        let dead = device.network.state.withLock { $0.dead }
+        if dead {
+            log("\(device.name) pass: crashed")
+            if crashAt != nil { ledger.count(.crashMidPass) }
+            try await device.restart()
+        } else {
+            log("\(device.name) pass: " + (outcome.map { "failed (\(Self.kind(of: $0)))" } ?? "ok"))
+        }
+        device.network.state.withLock { state in
+            state.crashAt = nil
+            state.pauseAt = nil
+        }
+    }
+
+    /// An error's kind for the trace (its text names temporaries and IDs).
+    static func kind(of error: any Error) -> String {
+        if let error = error as? UbiquityError { return "\(error.code)" }
+        if let error = error as? CloudKitError { return "\(error.code)" }
+        return String(describing: type(of: error))
+    }
+
+    func evict(_ device: SimDevice) async {
+        guard let path = pick(device.listing().files) else { return }
+        // edited since it was synced: its bytes are not the server's
+        let server = (try? await self.server.items(token: token).first { $0.path == path }?.contentHash) ?? nil
+        let edited = device.read(path).map { SimLedger.digest($0) != server } ?? false
+        do {
+            _ = try await device.engine.evict(device.url(path).path)
+            if edited { ledger.count(.evictWhileEdited) }
+            log("\(device.name) evict \(path): ok")
+        } catch {
+            if edited { ledger.count(.evictWhileEdited) }
+            log("\(device.name) evict \(path): refused (\(Self.kind(of: error)))")
+        }
+    }
+
+    func download(_ device: SimDevice) async {
+        guard !device.listing().stubs.isEmpty else { return }
+        ledger.count(.downloadEvicted)
+        do {
+            let done = try await device.engine.startDownloading(device.folder.path)
+            log("\(device.name) download evicted: \(done.count)")
+        } catch {
+            log("\(device.name) download evicted: failed (\(Self.kind(of: error)))")
+        }
+    }
+
+    func toggleExclusion(_ device: SimDevice) {
+        let listing = device.listing()
+        guard let path = pick(listing.files + listing.folders + listing.excluded) else { return }
+        let excluded = (try? BackupExclusion.isExcluded(device.url(path).path)) ?? false
+        guard (try? BackupExclusion.setExcluded(!excluded, device.url(path).path)) != nil else { return }
+        ledger.count(.exclusionToggled)
+        log("\(device.name) \(excluded ? "includes" : "excludes") \(path)")
+    }
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+
+/// The sync engine under deterministic simulation (SimWorld): seeded runs of two or three
+/// devices against the real server, with faults, crashes and mid-pass interleavings, each
+/// checked against the invariants after quiescence. CI runs a bounded batch of seeds;
+/// `UBIQUITY_SIM_SEEDS=N` runs N, `UBIQUITY_SIM_FIRST_SEED=S` starts elsewhere, and
+/// `UBIQUITY_SIM_SEED=S` replays one seed with its trace (the line a failure prints).
+/// Serialized: a seed replays the same run when the machine's load does not reorder what a
+/// pass does concurrently (its parallel uploads), which the seeded plan does not order yet.
+@Suite(.serialized) struct SimulationTests {
+    static let environment = ProcessInfo.processInfo.environment
+    /// Seeds a plain test run covers (a couple of minutes on 2 cores).
+    static let defaultSeeds = 24
+    static var seeds: Int { environment["UBIQUITY_SIM_SEEDS"].flatMap(Int.init) ?? defaultSeeds }
+    static var firstSeed: UInt64 { environment["UBIQUITY_SIM_FIRST_SEED"].flatMap(UInt64.init) ?? 1 }
+    static var steps: Int { environment["UBIQUITY_SIM_STEPS"].flatMap(Int.init) ?? 60 }
+
+    /// Seeds that find bugs since fixed: each runs on every test run (each failed with both
+    /// fixes taken out). The bugs: a delete (or a skip-backup mark) sent by a device that had
+    /// not seen another device's newer edit deleted that edit everywhere (deletes were
+    /// `forceDelete`; now they carry the synced change tag: SyncEngine+ConditionalDeletes.swift);
+    /// an item deleted on one device while edited on another came back with the edit but
+    /// without its conflict versions (removed as if resolved elsewhere).
+    static let regressions: [UInt64] = [22, 60, 68, 80]
+
+    /// Seeds of CI's batch that still find bugs (open in issue 27), by what they find: their
+    /// failures are reported as known issues until fixed.
+    static let knownFailures: [UInt64: String] = [
+        16: "a file moved into a moved folder ends at two paths (one device has the old one)",
+        19: "a case-only rename of a folder while another device, offline, changed files in it: the devices disagree",
+        23: "a case-only rename of a folder not followed by one device",
+        24: "a conflict version lost after a case-only rename of its folder",
+    ]
+
+    static func replayLine(_ seed: UInt64) -> String {
+        "UBIQUITY_SIM_SEED=\(seed) swift test --filter SimulationTests/replay"
+    }
+
+    static func check(_ report: SimReport) {
+        guard !report.failures.isEmpty else { return }
+        Issue.record("""
+            seed \(report.seed) failed: \(report.failures.joined(separator: "; "))
+            replay: \(replayLine(report.seed))
+            """)
+    }
+
+    @Test func seededRunsKeepEveryInvariant() async throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var coverage: [SimCoverage: Int] = [:]
+        var hashes = Set<String>()
+        var virtual = 0.0
+        var faults = 0
+        var rounds: [Int] = []
+        for seed in Self.firstSeed..<(Self.firstSeed + UInt64(Self.seeds)) {
+            let report = try await SimWorld.run(seed: seed, steps: Self.steps)
+            if let known = Self.knownFailures[seed] {
+                withKnownIssue(Comment(rawValue: known), isIntermittent: true) { Self.check(report) }
+            } else {
+                Self.check(report)
+            }
+            coverage.merge(report.coverage, uniquingKeysWith: +)
+            hashes.insert(report.traceHash)
+            virtual += report.virtualSeconds
+            faults += report.faults.values.reduce(0, +)
+            rounds.append(report.roundsToQuiescence)
+        }
+        let elapsed = clock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("""
+            simulation: \(Self.seeds) seeds × \(Self.steps) steps in \(String(format: "%.1f", seconds)) s: \
+            \(String(format: "%.2f", Double(Self.seeds) / seconds)) seeds/s, \
+            \(String(format: "%.2f", virtual / 3600 / seconds)) simulated hours per second; \
+            \(hashes.count) distinct interleavings; \(faults) network faults; rounds to quiescence max \(rounds.max() ?? 0)
+            coverage: \(coverage.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
+            """)
+        #expect(hashes.count == Self.seeds, "every seed is a run of its own")
+        // the paths worth testing ran (a batch as large as CI's is enough for each)
+        if Self.seeds >= Self.defaultSeeds {
+            for path in [SimCoverage.conflict, .crashMidPass, .pausedMidPass, .networkFault, .evictWhileEdited, .editorSave, .caseOnlyRename] {
+                #expect(coverage[path, default: 0] > 0, "the \(path.rawValue) path never ran")
+            }
+        }
+    }
+
+    @Test func aSeedReplaysTheSameRun() async throws {
+        let first = try await SimWorld.run(seed: 4242, steps: 40)
+        let second = try await SimWorld.run(seed: 4242, steps: 40)
+        Self.check(first)
+        #expect(first.traceHash == second.traceHash,
+                "the same seed ran differently: \(zip(first.trace, second.trace).first { $0 != $1 }.map { "\($0) vs \($1)" } ?? "lengths differ")")
+    }
+
+    @Test(arguments: regressions) func aSeedThatFoundABug(_ seed: UInt64) async throws {
+        Self.check(try await SimWorld.run(seed: seed, steps: Self.steps))
+    }
+
+    @Test(.enabled(if: environment["UBIQUITY_SIM_SEED"] != nil, "UBIQUITY_SIM_SEED=N replays one seed"))
+    func replay() async throws {
+        let seed = try #require(Self.environment["UBIQUITY_SIM_SEED"].flatMap(UInt64.init))
+        let report = try await SimWorld.run(seed: seed, steps: Self.steps)
+        print(report.trace.joined(separator: "\n"))
+        print("trace hash \(report.traceHash)")
+        Self.check(report)
+    }
+}

@@ -118,6 +118,7 @@ extension SyncEngine {
                 logger.warning("could not apply a remote delete", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.error": "\(error)"])
             }
         }
+        try sendWhatMovedAlong(changing: changing)
         if failed { throw UbiquityError(.io, "some remote changes were not applied; they are fetched again") }
         if let token { try journal.setValue(token.rawValue, Self.tokenKey) }
     }
@@ -440,7 +441,25 @@ extension SyncEngine {
             guard rename(source.path, destination.path) == 0 else { throw UbiquityError.posix("rename", path: source.path) }
         }
         coordinator.item(at: source, didMoveTo: destination)
-        if updateJournal { try journal.movePrefix(from: from, to: to) }
+        if updateJournal {
+            try journal.movePrefix(from: from, to: to)
+            if FileStamp.of(destination.path)?.isDirectory == true { memory.foldersMovedHere.append(to) }
+        }
+    }
+
+    /// Items a folder moved by a remote rename took along whose records did not move with it
+    /// (the renaming device did not know of them: made here, or by a third device, while it was
+    /// away) are queued for a metadata upload: the journal has them at their new path already,
+    /// the server does not. Found by the sync simulator: such items stayed at their old path on
+    /// the server, under a folder that was no longer there, and the devices never agreed.
+    func sendWhatMovedAlong(changing: Set<String>) throws {
+        let moved = memory.foldersMovedHere
+        memory.foldersMovedHere = []
+        guard !moved.isEmpty else { return }
+        let left = try journal.entries().filter { entry in
+            !changing.contains(entry.id) && moved.contains { entry.path.hasPrefix($0 + "/") }
+        }
+        try journal.enqueue(left.map(\.path))
     }
 
     /// Applies a record deleted on the server.

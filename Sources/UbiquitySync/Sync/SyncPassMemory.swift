@@ -30,6 +30,10 @@ struct SyncPassMemory: Sendable {
     var massDeletePaused: Int?
     /// The names found unsyncable and already reported (SyncEngine+Names.swift).
     var unsyncableNames = UnsyncableNames()
+    /// Where folders moved by remote renames applied in the current fetch went: what they held
+    /// here that the renaming device did not move is sent under its new path
+    /// (``SyncEngine/sendWhatMovedAlong(changing:)``).
+    var foldersMovedHere: [String] = []
 }
 
 /// What tests put between a ``SyncEngine``'s steps (nil in a daemon).

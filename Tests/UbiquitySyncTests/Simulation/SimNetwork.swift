@@ -34,6 +34,8 @@ final class SimNetwork: CloudKitTransport {
         var count = 0
         /// ``count`` when the pass being run started (crash and pause points count from it).
         var passStart = 0
+        /// Requests sent so far, by operation (`records/modify`, …): the fault plan's clocks.
+        var operations: [String: Int] = [:]
         /// The share of requests that get a fault.
         var faultRate = 0.0
         /// The request of this pass at which the device dies.
@@ -58,9 +60,15 @@ final class SimNetwork: CloudKitTransport {
     init(seed: UInt64) { self.seed = seed }
 
     func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
+        let operation = request.path.split(separator: "/").suffix(2).joined(separator: "/")
         let (number, fault, pause, late) = state.withLock { state -> (Int, SimFault?, Bool, CloudKitHTTPRequest?) in
             state.count += 1
-            var generator = SeededRandom(seed: seed ^ UInt64(state.count) &* 0x9E37_79B9_7F4A_7C15)
+            // the fault is the seed's for the n-th request of this operation: requests of other
+            // operations sent at the same time (a pass's parallel work) do not move it
+            state.operations[operation, default: 0] += 1
+            var key = Hasher.deterministic(operation)
+            key ^= UInt64(state.operations[operation, default: 0]) &* 0x9E37_79B9_7F4A_7C15
+            var generator = SeededRandom(seed: seed ^ key)
             let roll = Double(generator.next() % 10_000) / 10_000
             let fault = state.dead || roll >= state.faultRate ? nil : SimFault.allCases[Int(generator.next() % UInt64(SimFault.allCases.count))]
             if let fault { state.faults[fault, default: 0] += 1 }
@@ -150,5 +158,13 @@ final class SimGate: Sendable {
     /// Lets the held request go.
     func resume() {
         state.withLock { value in defer { value.waiting = nil }; return value.waiting }?.resume()
+    }
+}
+
+extension Hasher {
+    /// FNV-1a of `text`'s bytes: the same in every process (Swift's `Hasher` is seeded per
+    /// process).
+    static func deterministic(_ text: String) -> UInt64 {
+        text.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
     }
 }

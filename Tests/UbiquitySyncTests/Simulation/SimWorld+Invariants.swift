@@ -49,6 +49,9 @@ extension SimWorld {
             for device in devices {
                 do { try await device.engine.pass() } catch { failed.append("\(device.name): \(error)") }
                 if !device.listing().stubs.isEmpty { _ = try? await device.engine.startDownloading(device.folder.path) }
+                if let watched = ProcessInfo.processInfo.environment["UBIQUITY_SIM_WATCH"] {
+                    log("quiescence round \(rounds), \(device.name) passed: \(watched) is at \(whereIs(watched))")
+                }
             }
             let listings = devices.map { $0.listing() }
             quiet = failed.isEmpty && listings == previous

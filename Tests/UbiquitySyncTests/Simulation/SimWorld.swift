@@ -180,16 +180,22 @@ final class SimWorld {
         let running = Task {
             do { try await engine.pass(); listener.yield(.finished(nil)) } catch { listener.yield(.finished(error)) }
         }
+        let faultsBefore = device.network.state.withLock { $0.faults.values.reduce(0, +) }
         var outcome: (any Error)?
+        var interrupted: (any Error)?
         for await event in events {
             if case .paused(let request) = event {
                 ledger.count(.pausedMidPass)
                 log("\(device.name) pass paused at request \(request)")
-                for _ in 0..<(1 + below(3)) {
-                    step += 1
-                    let other = pick(devices) ?? device
-                    let kind = other === device || chance(0.6) ? nextStep(localOnly: true) : .pass
-                    try await perform(kind, on: other, duringPassOf: device)
+                do {
+                    for _ in 0..<(1 + below(3)) {
+                        step += 1
+                        let other = pick(devices) ?? device
+                        let kind = other === device || chance(0.6) ? nextStep(localOnly: true) : .pass
+                        try await perform(kind, on: other, duringPassOf: device)
+                    }
+                } catch {
+                    interrupted = error  // the pass is let go first: it never waits forever
                 }
                 device.network.gate.resume()
             } else if case .finished(let error) = event {
@@ -199,8 +205,8 @@ final class SimWorld {
         }
         device.network.gate.listen(nil)
         _ = await running.value
-        let faults = device.network.state.withLock { $0.faults.values.reduce(0, +) }
-        if faults > 0 { ledger.count(.networkFault) }
+        if let interrupted { throw interrupted }
+        if device.network.state.withLock({ $0.faults.values.reduce(0, +) }) > faultsBefore { ledger.count(.networkFault) }
         let dead = device.network.state.withLock { $0.dead }
         if dead {
             log("\(device.name) pass: crashed")

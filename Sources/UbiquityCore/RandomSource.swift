@@ -41,6 +41,6 @@ package final class RandomSource: Sendable {
     package func hexadecimal(_ count: Int) -> String {
         var bytes = [UInt8](repeating: 0, count: (count + 1) / 2)
         bytes.withUnsafeMutableBytes { fill($0) }
-        return String(bytes.map { String(format: "%02X", $0) }.joined().prefix(count))
+        return String(Hex.encode(bytes).uppercased().prefix(count))
     }
 }

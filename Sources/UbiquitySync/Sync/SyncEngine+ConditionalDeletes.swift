@@ -36,19 +36,29 @@ extension SyncEngine {
     /// Deletes an item's record (a local delete, or the item marked skip-backup), then forgets
     /// it; a record changed elsewhere since is kept and comes back (``keepChangedElsewhere(_:_:)``).
     func deleteRemote(_ entry: JournalEntry) async throws {
-        guard entry.changeTag != nil else { return try journal.remove(id: entry.id) }
-        let id = Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID)
-        switch try await deleteRecords([entry])[id] {
+        guard let tag = entry.changeTag else { return try journal.remove(id: entry.id) }
+        if let newer = try await deleteRecord(entry.id, ifTagIs: tag) {
+            try await keepChangedElsewhere(entry, newer)
+        } else {
+            try journal.remove(id: entry.id)
+        }
+    }
+
+    /// Deletes the record `id` while its change tag is still `tag`: nil when it is gone (or was
+    /// already), else the server's newer record, which is kept. Throws the other errors.
+    func deleteRecord(_ id: String, ifTagIs tag: String) async throws -> Record? {
+        let recordID = Record.ID(recordName: id, zoneID: SyncRecord.zoneID)
+        switch try await database.deleteRecords(ifUnchanged: [recordID: tag])[recordID] {
         case .success?:
-            try journal.remove(id: entry.id)
+            return nil
         case .failure(let error as CloudKitError)? where error.code == .unknownItem:
-            try journal.remove(id: entry.id)
+            return nil
         case .failure(let error as CloudKitError)? where error.code == .serverRecordChanged && error.serverRecord != nil:
-            try await keepChangedElsewhere(entry, error.serverRecord!)
+            return error.serverRecord
         case .failure(let error)?:
             throw error
         case nil:
-            throw CloudKitError(.internalError, "the server did not answer for record \(entry.id)")
+            throw CloudKitError(.internalError, "the server did not answer for record \(id)")
         }
     }
 

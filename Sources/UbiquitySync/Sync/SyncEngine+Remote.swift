@@ -231,13 +231,10 @@ extension SyncEngine {
         case .deleteRemote:
             // only while the record is still this version (a newer one comes with the next fetch)
             guard let tag = item.changeTag else { return }
-            let id = Record.ID(recordName: item.id, zoneID: SyncRecord.zoneID)
-            switch try await database.deleteRecords(ifUnchanged: [id: tag])[id] {
-            case .success?: try journal.remove(id: item.id)
-            case .failure(let error as CloudKitError)? where error.code == .unknownItem: try journal.remove(id: item.id)
-            case .failure(let error as CloudKitError)? where error.code == .serverRecordChanged: remoteDirty.store(true, ordering: .relaxed)
-            case .failure(let error)?: throw error
-            case nil: throw CloudKitError(.internalError, "the server did not answer for record \(item.id)")
+            if try await deleteRecord(item.id, ifTagIs: tag) == nil {
+                try journal.remove(id: item.id)
+            } else {
+                remoteDirty.store(true, ordering: .relaxed)
             }
         }
     }
@@ -456,7 +453,10 @@ extension SyncEngine {
         let moved = memory.foldersMovedHere
         memory.foldersMovedHere = []
         guard !moved.isEmpty else { return }
-        let left = try journal.entries().filter { entry in
+        var subtrees = LocalScope()
+        subtrees.full = false
+        subtrees.subtrees = Set(moved)
+        let left = try journal.entries(in: subtrees).filter { entry in
             !changing.contains(entry.id) && moved.contains { entry.path.hasPrefix($0 + "/") }
         }
         try journal.enqueue(left.map(\.path))

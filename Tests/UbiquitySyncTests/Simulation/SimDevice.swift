@@ -139,9 +139,7 @@ final class SimDevice {
                 let files = FileManager.default.subpaths(atPath: path).map { $0.map { path + "/" + $0 } } ?? [path]
                 for file in files + [path] {
                     if let data = FileManager.default.contents(atPath: file) { listing.excludedContents.append(SimLedger.digest(data)) }
-                    for version in FileVersion.otherVersionsOfItem(at: URL(fileURLWithPath: file)) ?? [] {
-                        if let data = FileManager.default.contents(atPath: version.url.path) { listing.excludedContents.append(SimLedger.digest(data)) }
-                    }
+                    listing.excludedContents += Self.versionContents(of: URL(fileURLWithPath: file)).map(SimLedger.digest)
                 }
                 walker.skipDescendants()
                 continue
@@ -157,14 +155,14 @@ final class SimDevice {
         return listing
     }
 
-    /// The contents of the other versions (conflict versions among them) of the files in the folder.
+    /// The digests of the other versions (conflict versions among them) of the files in the folder.
     func versionDigests(_ listing: SimListing) -> [String] {
-        listing.items.compactMap { path, item -> [String]? in
-            guard case .file = item else { return nil }
-            return (FileVersion.otherVersionsOfItem(at: url(path)) ?? []).compactMap { version in
-                FileManager.default.contents(atPath: version.url.path).map(SimLedger.digest)
-            }
-        }.flatMap { $0 }
+        listing.files.flatMap { Self.versionContents(of: url($0)).map(SimLedger.digest) }
+    }
+
+    /// The bytes of the other versions of the item at `url` (conflict versions among them).
+    static func versionContents(of url: URL) -> [Data] {
+        (FileVersion.otherVersionsOfItem(at: url) ?? []).compactMap { FileManager.default.contents(atPath: $0.url.path) }
     }
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-import Crypto
 import Foundation
 import Synchronization
 import UbiquityCore
+@testable import UbiquitySync
 
 /// The simulator's "sometimes" paths: each counts how often a run took it, so that a batch of
 /// seeds shows the paths worth testing actually ran.
@@ -30,7 +30,8 @@ final class SimLedger: Sendable {
 
     init(seed: UInt64) { state = Mutex(State(random: SeededRandom(seed: seed ^ 0x5151_5151))) }
 
-    static func digest(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    /// The hex SHA-256 of `data`, as the engine hashes contents.
+    static func digest(_ data: Data) -> String { SyncFiles.hash(data) }
 
     /// A user wrote a new content (`origin` says which step where).
     func wrote(_ data: Data, origin: String) {

@@ -66,7 +66,7 @@ final class SimNetwork: CloudKitTransport {
             // the fault is the seed's for the n-th request of this operation: requests of other
             // operations sent at the same time (a pass's parallel work) do not move it
             state.operations[operation, default: 0] += 1
-            var key = Hasher.deterministic(operation)
+            var key = Self.stableHash(operation)
             key ^= UInt64(state.operations[operation, default: 0]) &* 0x9E37_79B9_7F4A_7C15
             var generator = SeededRandom(seed: seed ^ key)
             let roll = Double(generator.next() % 10_000) / 10_000
@@ -104,6 +104,12 @@ final class SimNetwork: CloudKitTransport {
             state.withLock { $0.delayed = request }
             throw CloudKitError(.networkFailure, "simulated: the request timed out")
         }
+    }
+
+    /// FNV-1a of `text`'s bytes: the same in every process (Swift's `Hasher` is seeded per
+    /// process, so it cannot key a plan a seed replays).
+    static func stableHash(_ text: String) -> UInt64 {
+        text.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
     }
 
     /// A CloudKit error answer.
@@ -161,10 +167,3 @@ final class SimGate: Sendable {
     }
 }
 
-extension Hasher {
-    /// FNV-1a of `text`'s bytes: the same in every process (Swift's `Hasher` is seeded per
-    /// process).
-    static func deterministic(_ text: String) -> UInt64 {
-        text.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-    }
-}

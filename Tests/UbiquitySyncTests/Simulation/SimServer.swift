@@ -6,6 +6,7 @@ import UbiquityServer
 import UbiquityStore
 import UbiquitySync
 import UbiquityCloudKit
+import UbiquityTestSupport
 
 /// The simulator's server (and `SyncBatchTests`'): the real `RecordsServer` (records engine,
 /// asset store, change feeds) on loopback, its SQLite store and blobs in the given folder, with
@@ -40,18 +41,7 @@ final class SimServer: Sendable {
     func items(token: String) async throws -> [RemoteItem] {
         let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: url,
                                        credentials: .apiToken(api, webAuthToken: token), logger: logger)
-        var items: [RemoteItem] = []
-        var changeToken: ServerChangeToken?
-        var records: [String: Record] = [:]
-        while true {
-            let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: SyncRecord.zoneID, since: changeToken)
-            for (id, result) in page.modificationResultsByID { records[id.recordName] = try? result.get().record }
-            for deletion in page.deletions { records[deletion.recordID.recordName] = nil }
-            changeToken = page.changeToken
-            if !page.moreComing { break }
-        }
-        for record in records.values { if let item = SyncRecord.item(from: record) { items.append(item) } }
-        return items.sorted { $0.path < $1.path }
+        return try await SyncRig.liveRecords(container.privateCloudDatabase).compactMap(SyncRecord.item(from:)).sorted { $0.path < $1.path }
     }
 
     func stop() async {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import UbiquityCore
 @testable import UbiquitySync
 
 /// What a run ends with: quiescence (faults off, every device synced until nothing changes),
@@ -75,7 +76,7 @@ extension SimWorld {
         var hasher = SHA256()
         for line in ledger.trace { hasher.update(data: Data((line + "\n").utf8)) }
         for item in items { hasher.update(data: Data("\(item.path) \(item.kind) \(item.contentHash)\n".utf8)) }
-        let hash = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let hash = Hex.encode(hasher.finalize())
         let faults = devices.reduce(into: [SimFault: Int]()) { all, device in
             for (fault, count) in device.network.state.withLock({ $0.faults }) { all[fault, default: 0] += count }
         }

@@ -31,9 +31,7 @@ extension SimWorld {
         /// The user deletes what they see at `relative`: its bytes, and its versions with it.
         func supersedeItem(_ relative: String) {
             ledger.supersede(device.read(relative))
-            for version in FileVersion.otherVersionsOfItem(at: device.url(relative)) ?? [] {
-                ledger.supersede(fm.contents(atPath: version.url.path))
-            }
+            for version in SimDevice.versionContents(of: device.url(relative)) { ledger.supersede(version) }
         }
 
         switch kind {

@@ -132,11 +132,9 @@ final class SimWorld {
             var places = listing.items.compactMap { path, item -> String? in
                 if case .file(let digest) = item, digest.hasPrefix(prefix) { "\(device.name):\(path)" } else { nil }
             }
-            for case let (path, .file) in listing.items {
-                for version in FileVersion.otherVersionsOfItem(at: device.url(path)) ?? [] {
-                    if let data = FileManager.default.contents(atPath: version.url.path), SimLedger.digest(data).hasPrefix(prefix) {
-                        places.append("\(device.name):\(path) (version)")
-                    }
+            for path in listing.files {
+                for data in SimDevice.versionContents(of: device.url(path)) where SimLedger.digest(data).hasPrefix(prefix) {
+                    places.append("\(device.name):\(path) (version)")
                 }
             }
             return places.sorted()

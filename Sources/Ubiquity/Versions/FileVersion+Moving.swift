@@ -3,6 +3,16 @@ import Foundation
 import UbiquityCore
 
 extension FileVersion {
+    /// Writes the identity attribute again on the item at canonical `path` when the version
+    /// store knows the item by its path but the file has lost the attribute (an editor that
+    /// saves by writing a new file and renaming it over the old one), so that its versions
+    /// follow its next plain rename. Does nothing when the store does not know the path.
+    package static func keepIdentity(ofItemAt path: String) {
+        let store = VersionStore.current
+        guard ItemIdentity.read(at: path) == nil, store.existingItemID(forPath: path) != nil else { return }
+        _ = try? store.itemID(forPath: path)  // found through the path index: the attribute is written again
+    }
+
     /// Versions follow a renamed item: the path index entries of `oldPath` and of everything
     /// inside it move to `newPath` (canonical absolute paths), and so do the manifests' recorded
     /// paths. Called by `FileCoordinator.item(at:didMoveTo:)`; failures are ignored, as items that

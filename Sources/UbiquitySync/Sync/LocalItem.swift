@@ -48,6 +48,16 @@ enum SyncFiles {
         return scan
     }
 
+    /// Whether a folder above `path` (relative to `root`) is excluded from backup on the disk.
+    static func isInsideExcludedFolder(_ path: String, root: String) -> Bool {
+        var current = Substring(path)
+        while let slash = current.lastIndex(of: "/") {
+            current = current[..<slash]
+            if (try? BackupExclusion.isExcluded(root + "/" + current)) == true { return true }
+        }
+        return false
+    }
+
     /// Whether a folder above `path` (relative) is one of `folders`.
     static func isInside(_ path: String, anyOf folders: Set<String>) -> Bool {
         var current = Substring(path)

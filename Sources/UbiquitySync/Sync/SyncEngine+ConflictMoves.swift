@@ -33,9 +33,17 @@ extension SyncEngine {
                 memory.conflicted[id] = nil
                 continue
             }
-            guard entry.path != old else { continue }
             let from = absolute(old), to = absolute(entry.path)
-            _ = try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
+            guard entry.path != old else {
+                // saved by an editor that renames a new file over it: the attribute is written
+                // again, so a plain rename before the next pass keeps its versions
+                _ = try? await BlockingWork.run { FileVersion.keepIdentity(ofItemAt: to) }
+                continue
+            }
+            _ = try? await BlockingWork.run {
+                FileVersion.itemDidMove(from: from, to: to)
+                FileVersion.keepIdentity(ofItemAt: to)
+            }
             memory.conflicted[id] = entry.path
             logger.debug("a conflicted item moved: its conflict state follows", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.from": "\(old)"])
             report(entry.path, .inConflict)

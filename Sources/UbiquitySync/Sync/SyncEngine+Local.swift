@@ -178,6 +178,8 @@ extension SyncEngine {
         for path in previouslyExcluded where scope.contains(path) && !reexcluded.contains(path) && items[path].map({ !$0.excluded }) ?? true {
             unexclude.append(path)
         }
+        // evicted files in a folder just marked skip-backup are downloaded before their records go
+        failedSettles += await downloadBeforeExcluding(&excludedNow, missing: &missing, evicted: evicted)
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
         // (a new file that has a vanished file's inode pairs by inode: no need to read it here —
@@ -220,14 +222,18 @@ extension SyncEngine {
         }
         // new items are journaled window by window, each just before it is read and sent
         // (``sendAll(_:)``): the first of 10,000 new files goes up without waiting for the rest
-        // (a stub nothing journaled moved to is left alone: its bytes are never a document's)
+        // (a stub is never one: its bytes are never a document's; one no journaled item moved
+        // to is settled by the record it names)
         let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
+        let orphans = created.filter { $0.isStub && !movedPaths.contains($0.path) }
+        if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans) }  // SyncEngine+Eviction.swift
         let newCount = new.count
         uploads.reserveCapacity(uploads.count + newCount)
         for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together
             uploads.append(Upload(id: id, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
         for path in unexclude { try journal.setExcluded(path, false) }
+        if !unexclude.isEmpty, try !heldBack().isEmpty { wakeLater() }  // a name free again: the next pull applies what waited for it
 
         if !uploads.isEmpty || !missing.isEmpty {
             logger.debug("local changes", metadata: [

@@ -18,6 +18,7 @@ extension SyncEngine {
     /// Fetches the zone's changes since the saved token (everything when there is none, or
     /// when it expired) and applies them; the token is saved only when every change applied.
     func pullRemote() async throws {
+        try await applyHeldBack()  // records held back by a skip-backup item here (SyncEngine+HeldBack.swift)
         var token = try journal.value(Self.tokenKey).map(ServerChangeToken.init(rawValue:))
         var full = token == nil
         var records: [String: Record] = [:]
@@ -189,7 +190,7 @@ extension SyncEngine {
         let localPath = journaled?.path ?? item.path
         let localAbsolute = absolute(localPath)
         let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
-        if local?.excluded == true && entry == nil { return }  // kept back here: never replaced
+        if local?.excluded == true && entry == nil { return try holdBack(item.id, path: item.path) }  // kept back here: never replaced (SyncEngine+HeldBack.swift)
         if let journaled, let local, try await placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         var localHash: String?
         if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
@@ -279,12 +280,16 @@ extension SyncEngine {
         guard !staged.before.contentDiffers(from: staged.after) else { throw ChangedLocally(path: localPath) }
         let expected = localPath == item.path ? SyncStat(staged.before) : nil
         try await download(item, record, expected: expected)
+        let target = URL(fileURLWithPath: absolute(item.path))
         if localPath != item.path {
             _ = try? await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: localAbsolute), options: .forDeleting) { (url: URL) async in
                 if let now = FileStamp.of(url.path), !now.contentDiffers(from: staged.before) { unlink(url.path) }
             }
+            // the item's earlier versions go to its new name with it (found by the sync
+            // simulator, seed 101: left at the old name, they were taken for resolved)
+            let from = localAbsolute, to = target.path
+            try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
         }
-        let target = URL(fileURLWithPath: absolute(item.path))
         let device = deviceName
         let version = try await BlockingWork.run {
             try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
@@ -474,14 +479,24 @@ extension SyncEngine {
             try journal.remove(id: entry.id)
             return
         }
+        let root = folder
+        if let local, try await BlockingWork.run({ local.excluded || SyncFiles.isInsideExcludedFolder(entry.path, root: root) }) {
+            // marked skip-backup here (its record's delete may be this device's own, its answer
+            // lost): what is on this disk stays; found by the sync simulator (seed 52)
+            try journal.remove(id: entry.id)
+            return
+        }
         if try journal.isEvicted(entry.id) { Placeholder.removeStub(for: target) }  // something else is at its name: judged below
-        switch SyncDecision.remoteDeletion(entry: entry, local: local?.stat) {
+        let decision = SyncDecision.remoteDeletion(entry: entry, local: local?.stat)
+        logger.debug("remote delete", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.action": "\(decision)"])
+        switch decision {
         case .forget:
             try journal.remove(id: entry.id)
         case .keepLocal:
             try journal.remove(id: entry.id)
             try keepUnjournaled(entry.path)
         case .deleteLocal:
+            if local?.stat.kind == .file, try await restoreVersionsKeptHere(entry) { return }
             let removed = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async -> Bool in
                 guard let now = FileStamp.of(url.path) else { return true }
                 if now.isDirectory { return rmdir(url.path) == 0 }

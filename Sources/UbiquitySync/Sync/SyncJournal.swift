@@ -198,6 +198,10 @@ package final class SyncJournal: Sendable {
             try db.execute(sql: "UPDATE sync_items SET path = ? || substr(path, ?) WHERE journal = ? AND path > ? AND path < ?",
                            arguments: [to + "/", cut, scope, from + "/", from + "0"])
             try db.execute(sql: "UPDATE sync_items SET path = ? WHERE journal = ? AND path = ?", arguments: [to, scope, from])
+            // skip-backup items move with their folder (or aside): still kept back at the new name
+            try db.execute(sql: "UPDATE OR REPLACE sync_excluded SET path = ? || substr(path, ?) WHERE journal = ? AND path > ? AND path < ?",
+                           arguments: [to + "/", cut, scope, from + "/", from + "0"])
+            try db.execute(sql: "UPDATE OR REPLACE sync_excluded SET path = ? WHERE journal = ? AND path = ?", arguments: [to, scope, from])
             try db.execute(sql: "DELETE FROM sync_transfers WHERE journal = ? AND (path = ? OR (path > ? AND path < ?))",
                            arguments: [scope, from, from + "/", from + "0"])
         }

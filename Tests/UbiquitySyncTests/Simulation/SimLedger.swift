@@ -44,7 +44,12 @@ final class SimLedger: Sendable {
     /// The user replaced or deleted these bytes knowingly.
     func supersede(_ data: Data?) {
         guard let data else { return }
-        _ = state.withLock { $0.superseded.insert(Self.digest(data)) }
+        supersede(digest: Self.digest(data))
+    }
+
+    /// The user deleted the bytes of digest `digest` knowingly (an evicted file: not on disk).
+    func supersede(digest: String) {
+        _ = state.withLock { $0.superseded.insert(digest) }
     }
 
     /// Contents acknowledged, not replaced knowingly, and not in `present`: lost writes.

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Ubiquity
+@testable import UbiquitySync
 
 /// What users do to the files of a device, as the world's steps: each tells the ledger which
 /// bytes it replaced or deleted (the ones it found there) and which it wrote.
 extension SimWorld {
-    func localChange(_ kind: Step, on device: SimDevice) throws {
+    func localChange(_ kind: Step, on device: SimDevice) async throws {
         let listing = device.listing()
         let fm = FileManager.default
         func absent(_ relative: String) -> Bool { fm.fileExists(atPath: device.url(relative).path) == false }
@@ -98,6 +99,12 @@ extension SimWorld {
             guard let folder = pick(listing.folders) else { return }
             for file in listing.files where file.hasPrefix(folder + "/") { supersedeItem(file) }
             for excluded in listing.excluded where excluded.hasPrefix(folder + "/") { ledger.supersede(device.read(excluded)) }
+            for stub in listing.stubs where stub.hasPrefix(folder + "/") {
+                // an evicted file goes with its folder: what the server has for it was deleted knowingly
+                let name = (stub as NSString).lastPathComponent.dropFirst().dropLast(".icloud".count)
+                let path = ((stub as NSString).deletingLastPathComponent as NSString).appendingPathComponent(String(name))
+                if let entry = try await device.engine.journal.entry(path: path) { ledger.supersede(digest: entry.contentHash) }
+            }
             try fm.removeItem(at: device.url(folder))
             ledger.count(.folderDeleted)
             log("\(device.name) delete folder \(folder)")

@@ -137,6 +137,7 @@ final class SimWorld {
                     places.append("\(device.name):\(path) (version)")
                 }
             }
+            if listing.excludedContents.contains(where: { $0.hasPrefix(prefix) }) { places.append("\(device.name):(skip-backup)") }
             return places.sorted()
         }
     }
@@ -158,7 +159,7 @@ final class SimWorld {
             device.skew = Double(below(7200)) - 3600
             log("\(device.name) clock skew \(device.skew)")
         case .exclude: toggleExclusion(device)
-        default: try localChange(kind, on: device)
+        default: try await localChange(kind, on: device)
         }
     }
 

@@ -82,6 +82,38 @@ import UbiquityIndex
             #expect(try a.state("moved/again.txt") == .uploaded)
         }
     }
+
+    /// An editor that saves by renaming a new file over the old one drops the identity
+    /// attribute; the pass after the save writes it again, so a plain rename made before the
+    /// next pass (no watcher event pairs it) still takes the item's versions along.
+    @Test func versionsFollowARenameAfterAnEditorSave() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try a.write("doc.txt", Data("base".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("doc.txt", Data("from A".utf8))
+            try await a.engine.pass()
+            try b.write("doc.txt", Data("from B".utf8))
+            try await b.engine.pass()
+            #expect(Self.unresolved(b, "doc.txt").count == 1)
+
+            // saved by rename: a new file without the attribute
+            try b.write(".doc.txt.swp", Data("saved".utf8))
+            #expect(rename(b.folder.appendingPathComponent(".doc.txt.swp").path, b.folder.appendingPathComponent("doc.txt").path) == 0)
+            #expect(Self.unresolved(b, "doc.txt").count == 1, "found through the path index")
+            try await b.engine.pass()
+
+            // renamed twice without a pass between: the attribute carries the versions
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("moved.txt"))
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("moved.txt"), to: b.folder.appendingPathComponent("again.txt"))
+            #expect(Self.unresolved(b, "again.txt").count == 1)
+            try await b.engine.pass()
+            #expect(Self.unresolved(b, "again.txt").count == 1)
+            #expect(try b.state("again.txt") == .inConflict)
+        }
+    }
 }
 
 extension SyncEngine {

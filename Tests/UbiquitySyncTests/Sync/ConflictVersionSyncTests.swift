@@ -10,7 +10,7 @@ import UbiquityCloudKit
 /// Conflict versions on every device, with real processes: one `ubiq serve` and three `ubiq
 /// daemon` devices. A conflict made between A and B shows on A, B and C; resolving it on B
 /// clears it everywhere; a restart neither loses nor duplicates it; deleting the item deletes
-/// its conflict records. Every wait is a hang guard (120 s), never a timing assertion.
+/// its conflict records, and the device whose content a version is keeps it as the file. Every wait is a hang guard (120 s), never a timing assertion.
 @Suite(.serialized) struct ConflictVersionSyncTests {
     typealias Cloud = SyncRig.Cloud
     typealias SyncDevice = SyncRig.SyncDevice
@@ -126,17 +126,20 @@ import UbiquityCloudKit
         #expect(resolve.status == 0, "\(resolve)")
         #expect(SyncRig.eventually("B no longer has the conflict") { Self.conflicts(b, "big.txt")?.isEmpty == true })
 
-        // another conflict, then the item is deleted: its conflict record goes with it
+        // another conflict, then the item is deleted on A: its conflict record goes with it, and
+        // B, whose content the version is (it lost the name, it was never deleted as the file),
+        // keeps it as the file, sent as a new item (delete versus edit keeps the edit)
         try await Self.makeConflict("big.txt", a: a, b: b, cloud: cloud, fromA: "from A again", fromB: "from B again")
         #expect(SyncRig.eventually("A shows the new conflict") { Self.conflicts(a, "big.txt")?.count == 1 })
         #expect(try await Self.conflictRecords(cloud).count == 1)
         try FileManager.default.removeItem(at: a.url("big.txt"))
-        #expect(await SyncRig.eventuallyAsync("the item and its conflict records are deleted") {
-            let itemGone = try await cloud.items()["big.txt"] == nil
+        #expect(await SyncRig.eventuallyAsync("the conflict record is deleted and B's version is the item now") {
+            let item = try await cloud.items()["big.txt"]
             let recordsGone = try await Self.conflictRecords(cloud).isEmpty
-            return itemGone && recordsGone
+            return item?.hash == SyncRig.sha("from B again") && recordsGone
         })
-        #expect(SyncRig.eventually("B deleted the item") { !b.exists("big.txt") })
+        #expect(SyncRig.eventually("B keeps its version as the file") { b.read("big.txt") == "from B again" && Self.conflicts(b, "big.txt")?.isEmpty == true })
+        #expect(SyncRig.eventually("A has it back") { a.read("big.txt") == "from B again" })
         a.stop()
         b.stop()
     }

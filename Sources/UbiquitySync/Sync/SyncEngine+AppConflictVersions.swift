@@ -43,6 +43,7 @@ extension SyncEngine {
                 for version in versions where version.hasLocalContents && !claimed.contains(version.persistentIdentifier) {
                     claimed.insert(version.persistentIdentifier)
                     noteConflictKept(itemID: entry.id, version: version)
+                    memory.conflicted[entry.id] = relative  // followed through renames (SyncEngine+ConflictMoves.swift)
                     logger.notice("a conflict version kept by an app is shared with the other devices",
                                   metadata: ["ubiquity.path": "\(relative)", "ubiquity.conflictDevice": "\(version.localizedNameOfSavingComputer ?? "")"])
                 }
@@ -53,5 +54,18 @@ extension SyncEngine {
             versionCandidates.withLock { $0.formUnion(paths) }
             logger.warning("could not look for conflict versions kept by apps; tried again at the next pass", metadata: ["ubiquity.error": "\(error)"])
         }
+    }
+
+    /// New files that carry the version store's identity attribute may have conflict versions
+    /// from before they were items of their own here (a file in conflict renamed here while its
+    /// record was deleted elsewhere: it is sent as a new item, and its versions, found by the
+    /// attribute, are shared as ones the journal does not know). Looked at by the next
+    /// ``adoptAppConflictVersions()``. Found by the sync simulator (seed 110). One `getxattr`
+    /// per new file.
+    func noteVersionCandidates(_ relatives: [String]) async {
+        guard !relatives.isEmpty else { return }
+        let root = folder
+        let found = (try? await BlockingWork.run { relatives.map { root + "/" + $0 }.filter(FileVersion.hasItemIdentity(at:)) }) ?? []
+        if !found.isEmpty { versionCandidates.withLock { $0.formUnion(found) } }
     }
 }

@@ -161,7 +161,12 @@ extension SyncEngine {
                 let target = URL(fileURLWithPath: absolute(entry.path))
                 guard FileStamp.of(target.path) != nil else { continue }  // moving or going: looked at again next pass
                 let versionID = conflict.version
-                let version = try await BlockingWork.run { FileVersion.version(itemAt: target, forPersistentIdentifier: versionID) }
+                let version = try await BlockingWork.run {
+                    // not found by the item: its link to the store may be lost (an editor's save
+                    // then a rename between passes); the journal says whose it is (seed 110)
+                    FileVersion.version(itemAt: target, forPersistentIdentifier: versionID)
+                        ?? FileVersion.relink(version: versionID, toItemAt: target.path)
+                }
                 guard let version, version.isConflict, !version.isResolved, version.hasLocalContents else {
                     logger.notice("conflict resolved here: telling the other devices", metadata: ["ubiquity.path": "\(entry.path)"])
                     try await withdraw(conflict)

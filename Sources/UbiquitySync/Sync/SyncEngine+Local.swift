@@ -257,6 +257,7 @@ extension SyncEngine {
             try journal.putAll(uploads.filter { refused.contains($0.id) && $0.isNew }.map(\.newEntry), enqueue: true) { _ in .uploading }
             uploads.removeAll { refused.contains($0.id) }
         }
+        await noteVersionCandidates(uploads.lazy.filter { $0.previous == nil && $0.local.stat.kind == .file }.map(\.local.path))
         var failed = try await sendAll(uploads)
 
         let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) }.sorted { Self.depth($0.path) > Self.depth($1.path) }

@@ -83,8 +83,13 @@ extension SyncEngine {
         // the records changing here in this batch: one of them is never a duplicate of another (a
         // path freed by a delete or a rename and taken by a new record). This device's own
         // records coming back change nothing here: the journal has them where they are, so a
-        // record for the same path is a duplicate, judged by the rule every device applies
-        let changing = Set(unapplied.map(\.0.id)).union(deleted).union(early)
+        // record for the same path is a duplicate, judged by the rule every device applies; so
+        // are two records of this batch at one path (neither frees it for the other: before, the
+        // second one journaled took the first one's place and nobody deleted the first; found by
+        // the sync simulator, seed 130)
+        var landing: [String: Int] = [:]
+        for (item, _) in unapplied { landing[item.path, default: 0] += 1 }
+        let changing = Set(unapplied.lazy.filter { landing[$0.0.path] == 1 }.map(\.0.id)).union(deleted).union(early)
         try await prefetch(items)
         defer { dropPrefetched() }
         // new files with their content at hand are written together (SyncEngine+NewFiles.swift),

@@ -7,7 +7,8 @@ import UbiquityCore
 ///
 /// A record fetched for a path where this device keeps an item marked skip-backup (never
 /// synced) does not replace it. The record is not dropped either: its ID is kept in the journal,
-/// and each pull first looks the held-back records up again, applying those whose name is free
+/// and each pull, once the fetched changes are applied (folders renamed there are in place),
+/// looks the held-back records up again, applying those whose name is free
 /// now (the skip-backup item deleted, moved or included). Without it the change token moved past
 /// the record and the device never had it (found by the sync simulator, seed 56: a folder
 /// deleted with its skip-backup file, the other device's file of that name never came).

@@ -98,7 +98,11 @@ extension SimWorld {
         case .deleteFolder:
             guard let folder = pick(listing.folders) else { return }
             for file in listing.files where file.hasPrefix(folder + "/") { supersedeItem(file) }
-            for excluded in listing.excluded where excluded.hasPrefix(folder + "/") { ledger.supersede(device.read(excluded)) }
+            for excluded in listing.excluded where excluded.hasPrefix(folder + "/") {
+                // a skip-backup file, or every file in a skip-backup folder
+                let files = fm.subpaths(atPath: device.url(excluded).path).map { $0.map { excluded + "/" + $0 } } ?? []
+                for file in [excluded] + files { supersedeItem(file) }
+            }
             for stub in listing.stubs where stub.hasPrefix(folder + "/") {
                 // an evicted file goes with its folder: what the server has for it was deleted knowingly
                 let name = (stub as NSString).lastPathComponent.dropFirst().dropLast(".icloud".count)

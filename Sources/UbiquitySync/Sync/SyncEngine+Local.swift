@@ -178,7 +178,7 @@ extension SyncEngine {
         for path in previouslyExcluded where scope.contains(path) && !reexcluded.contains(path) && items[path].map({ !$0.excluded }) ?? true {
             unexclude.append(path)
         }
-        // evicted files in a folder just marked skip-backup are downloaded before their records go
+        // evicted files in a folder just marked skip-backup are downloaded before their records go (SyncEngine+ExcludedStubs.swift)
         failedSettles += await downloadBeforeExcluding(&excludedNow, missing: &missing, evicted: evicted)
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
@@ -226,7 +226,7 @@ extension SyncEngine {
         // to is settled by the record it names)
         let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
         let orphans = created.filter { $0.isStub && !movedPaths.contains($0.path) }
-        if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans) }  // SyncEngine+Eviction.swift
+        if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans) }  // SyncEngine+OrphanStubs.swift
         let newCount = new.count
         uploads.reserveCapacity(uploads.count + newCount)
         for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together

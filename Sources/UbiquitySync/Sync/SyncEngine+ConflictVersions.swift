@@ -133,7 +133,7 @@ extension SyncEngine {
                 try version.markResolved()
                 try version.remove()
             }
-            logger.notice("conflict resolved on another device", metadata: ["ubiquity.path": "\(entry.path)"])
+            logger.notice("conflict resolved on another device", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.record": "\(conflict.record)"])
         }
         try journal.removeConflict(record: conflict.record)
     }

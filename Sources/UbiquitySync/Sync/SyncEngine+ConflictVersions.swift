@@ -98,13 +98,7 @@ extension SyncEngine {
         } else {
             let staged = stagingDirectory + "/cv-" + UUID().uuidString
             defer { unlink(staged) }
-            if let data = record[ConflictRecord.Field.inline]?.dataValue {
-                try await BlockingWork.run { try SyncFiles.writeNew(staged, data) }
-            } else if let asset = record[ConflictRecord.Field.content]?.assetValue {
-                try await asset.download(to: URL(fileURLWithPath: staged))
-            } else {
-                try await BlockingWork.run { try SyncFiles.writeNew(staged, Data()) }
-            }
+            try await Self.writeContent(of: record, inline: ConflictRecord.Field.inline, asset: ConflictRecord.Field.content, to: staged)
             let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: version.contentHash) }
             guard version.contentHash.isEmpty || hash == version.contentHash else {
                 throw UbiquityError(.io, "the downloaded conflict version of '\(entry.path)' does not match its hash")
@@ -120,6 +114,19 @@ extension SyncEngine {
         onEvent?(.conflict(path: entry.path))
         logger.notice("conflict: another device kept its version as a conflict version; added here",
                       metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.conflictDevice": "\(version.device)"])
+    }
+
+    /// Writes a record's content to the new file `path`: its `inline` bytes, or its `asset`
+    /// downloaded, or nothing (an empty file). Conflict versions and items keep their content
+    /// in fields of the same shape.
+    nonisolated static func writeContent(of record: Record, inline: String, asset: String, to path: String) async throws {
+        if let data = record[inline]?.dataValue {
+            try await BlockingWork.run { try SyncFiles.writeNew(path, data) }
+        } else if let content = record[asset]?.assetValue {
+            try await content.download(to: URL(fileURLWithPath: path))
+        } else {
+            try await BlockingWork.run { try SyncFiles.writeNew(path, Data()) }
+        }
     }
 
     /// The record of `conflict` was deleted on the server (resolved on another device, or its

@@ -54,13 +54,7 @@ extension SyncEngine {
         let target = absolute(path)
         let temporary = SyncFiles.temporaryPath(near: target)
         defer { unlink(temporary) }
-        if let data = record[SyncRecord.Field.inline]?.dataValue {
-            try await BlockingWork.run { try SyncFiles.writeNew(temporary, data) }
-        } else if let asset = record[SyncRecord.Field.content]?.assetValue {
-            try await asset.download(to: URL(fileURLWithPath: temporary))
-        } else {
-            try await BlockingWork.run { try SyncFiles.writeNew(temporary, Data()) }
-        }
+        try await Self.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: temporary)
         try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target)) { (url: URL) async throws in
             guard FileStamp.of(url.path) == nil else { throw UbiquityError(.alreadyExists, "'\(path)' was written meanwhile") }
             guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }

@@ -48,20 +48,30 @@ public final class CloudContainer: Sendable {
     let now: @Sendable () -> Date
     /// How requests refused with `THROTTLED`/`TRY_AGAIN_LATER` (HTTP 429/503) are retried.
     public let retryPolicy: RetryPolicy
+    /// The name of the device the requests come from (a Ubiquity extension, sent as
+    /// `X-Ubiquity-Device-ID`): the server stamps the records this device changes with it, and
+    /// Recently Deleted and version history show it. nil sends none.
+    public let deviceName: String?
 
     /// A container on the server at `serverURL`. Requests go through `transport`
     /// (``HTTPClientTransport`` over its shared client when nil). Requests the server throttles
     /// are retried after the wait it asks for, as `retryPolicy` allows.
     public convenience init(identifier: String, serverURL: URL, environment: CloudKitEnvironment = .development,
                             credentials: Credentials, transport: (any CloudKitTransport)? = nil,
-                            logger: Logger = Logger(label: "ubiquity.cloudkit"), retryPolicy: RetryPolicy = RetryPolicy()) {
+                            logger: Logger = Logger(label: "ubiquity.cloudkit"), retryPolicy: RetryPolicy = RetryPolicy(),
+                            deviceName: String? = nil) {
         self.init(identifier: identifier, serverURL: serverURL, environment: environment, credentials: credentials,
-                  transport: transport, logger: logger, retryPolicy: retryPolicy, now: { Date() })
+                  transport: transport, logger: logger, retryPolicy: retryPolicy, deviceName: deviceName, now: { Date() })
     }
 
     init(identifier: String, serverURL: URL, environment: CloudKitEnvironment, credentials: Credentials,
-         transport: (any CloudKitTransport)?, logger: Logger, retryPolicy: RetryPolicy = RetryPolicy(), now: @escaping @Sendable () -> Date) {
+         transport: (any CloudKitTransport)?, logger: Logger, retryPolicy: RetryPolicy = RetryPolicy(), deviceName: String? = nil,
+         now: @escaping @Sendable () -> Date) {
         containerIdentifier = identifier
+        // a header value is printable ASCII: other names travel percent-encoded
+        self.deviceName = deviceName.flatMap { $0.isEmpty ? nil : $0 }.map { name in
+            name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7f && $0 != "%" } ? name : CloudKitHTTPRequest.percentEncode(name)
+        }
         self.retryPolicy = retryPolicy
         self.serverURL = serverURL
         self.environment = environment
@@ -154,6 +164,7 @@ public final class CloudContainer: Sendable {
         let bodyData = body?.serialized() ?? Data()
         var request = CloudKitHTTPRequest(serverURL: serverURL, method: method, path: path(scope, subpath), body: bodyData)
         if method != "GET" { request.headers["Content-Type"] = "application/json; charset=utf-8" }
+        if let deviceName { request.headers["X-Ubiquity-Device-ID"] = deviceName }
         if let signer {
             request.headers.merge(try signer.get().headers(body: bodyData, path: request.path, date: now()), uniquingKeysWith: { _, new in new })
         } else {

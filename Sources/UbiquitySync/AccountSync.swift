@@ -178,8 +178,9 @@ package actor AccountSync {
 
     func startSyncing(serverURL: URL, credentials: CloudContainer.Credentials, account: UbiquityAccountFile.Account?) throws {
         let logger = self.logger
+        let deviceName = configuration.deviceName ?? account?.deviceName
         let factory: SyncEngine.ContainerFactory = { identifier in
-            CloudContainer(identifier: identifier, serverURL: serverURL, credentials: credentials, logger: logger)
+            CloudContainer(identifier: identifier, serverURL: serverURL, credentials: credentials, logger: logger, deviceName: deviceName)
         }
         let journal = configuration.journalPath ?? Self.journalPath(configuration, account: account)
         var onEvent: SyncEngine.EventHandler?
@@ -191,7 +192,7 @@ package actor AccountSync {
         let links = configuration.appFolders ? try AppFolderLinks(folder: configuration.folder, containersDirectory: configuration.paths.containersDirectory.path, logger: logger) : nil
         let engine = try SyncEngine(containerIdentifier: configuration.containerIdentifier, makeContainer: factory, folder: configuration.folder,
                                     index: index.host, journalName: Self.journalName(journal), legacyJournal: journal,
-                                    deviceName: configuration.deviceName ?? account?.deviceName,
+                                    deviceName: deviceName,
                                     pollInterval: configuration.pollInterval, massDeleteShare: configuration.massDeleteShare,
                                     massDeleteMinimum: configuration.massDeleteMinimum, logger: logger,
                                     onEvent: onEvent,

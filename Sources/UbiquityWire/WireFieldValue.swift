@@ -173,3 +173,26 @@ package enum WireFieldValue: Sendable, Hashable {
         return [self]
     }
 }
+
+extension WireFieldValue {
+    /// The value of a STRING field; nil for other types.
+    package var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The value of an INT64 field (or a whole DOUBLE); nil for other types.
+    package var int64Value: Int64? {
+        switch self {
+        case .int64(let value): return value
+        case .double(let value) where value.rounded() == value && abs(value) < 9e18: return Int64(value)
+        default: return nil
+        }
+    }
+
+    /// The value of an ASSETID field; nil for other types.
+    package var assetValue: WireAsset? {
+        if case .asset(let value) = self { return value }
+        return nil
+    }
+}

@@ -37,7 +37,7 @@ struct Ubiq: AsyncParsableCommand {
             ListItems.self, Cat.self, Put.self, Get.self, Move.self, Remove.self, MakeDirectory.self,
             Daemon.self, Present.self, Coordinate.self,
             ContainerCommand.self,
-            Versions.self, Resolve.self, Exclude.self, Include.self, Status.self, Evict.self, Download.self, Pin.self, Unpin.self,
+            Versions.self, RestoreVersion.self, Trash.self, Resolve.self, Exclude.self, Include.self, Status.self, Evict.self, Download.self, Pin.self, Unpin.self,
             Query.self, IndexCommand.self,
             Serve.self, Admin.self,
             RecordsCommand.self, KeyValueCommand.self, AccountCommand.self, SyncCommand.self, HooksCommand.self, DoctorCommand.self, EditorCommand.self,

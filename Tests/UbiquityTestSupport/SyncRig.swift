@@ -154,6 +154,9 @@ package enum SyncRig {
         /// Whether its daemon runs (started and not exited).
         package var isRunning: Bool { daemon.isRunning }
 
+        /// What its daemon printed so far (for a failing test's message).
+        package var daemonOutput: String { daemon.output.joined(separator: "\n") }
+
         package func url(_ relative: String) -> URL { folder.appendingPathComponent(relative) }
 
         package func write(_ relative: String, _ text: String) throws {
@@ -187,6 +190,8 @@ package enum SyncRig {
         package func take() -> Subprocess? { process.withLock { value in defer { value = nil }; return value } }
         /// Whether there is a process and it has not exited.
         package var isRunning: Bool { process.withLock { $0?.isRunning ?? false } }
+        /// The process's output lines so far (none without a process).
+        package var output: [String] { process.withLock { $0?.output ?? [] } }
     }
 
     /// Polls `check` until it holds (a hang guard, not a timing assertion).

@@ -12,7 +12,7 @@ package struct RecordsEngine: Sendable {
     /// The zones Ubiquity itself uses in every private database, created on first use.
     package enum ReservedZone {
         /// One record per document of the mounted sync folder.
-        package static let documents = "_ubiquityDocuments"
+        package static let documents = DocumentItemRecord.zoneName
         /// The key-value store's entries.
         package static let keyValueStore = "_ubiquityKeyValueStore"
         /// All reserved names.

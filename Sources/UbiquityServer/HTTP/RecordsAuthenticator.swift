@@ -76,7 +76,7 @@ final class RecordsAuthenticator: Sendable {
             guard abs(Date().timeIntervalSince(signedAt)) <= configuration.signatureSkew else {
                 throw WireError(.authenticationFailed, "Authentication failed: the request date is further from the server's clock than the allowed \(Int(configuration.signatureSkew)) s; sign each request with the current time")
             }
-            return .signature(PendingSignature(keyID: keyID, date: date, signature: signature, publicKeyPEM: pem, deviceID: header("X-Ubiquity-Device-ID")))
+            return .signature(PendingSignature(keyID: keyID, date: date, signature: signature, publicKeyPEM: pem, deviceID: Self.deviceID(header)))
         }
         return .authenticated(try await authenticateToken(path: path, query: query, header: header))
     }
@@ -95,7 +95,7 @@ final class RecordsAuthenticator: Sendable {
     /// API-token, web-auth-token and device-token authentication (none needs the body).
     private func authenticateToken(path: DatabasePath, query: [String: String], header: (String) -> String?) async throws -> Outcome {
         if query["ckAPIToken"].map(\.isEmpty) ?? true, let deviceToken = query["ckWebAuthToken"], SecretToken.isDeviceToken(deviceToken) {
-            return try await authenticateDevice(token: deviceToken, path: path, deviceID: header("X-Ubiquity-Device-ID"))
+            return try await authenticateDevice(token: deviceToken, path: path, deviceID: Self.deviceID(header))
         }
         guard let apiToken = query["ckAPIToken"], !apiToken.isEmpty else {
             throw WireError(.authenticationFailed, "missing ckAPIToken (or server-to-server signature headers)")
@@ -110,7 +110,7 @@ final class RecordsAuthenticator: Sendable {
         guard let container, container == path.container else {
             throw WireError(.authenticationFailed, "the API token is not valid for container \(path.container)")
         }
-        let deviceID = header("X-Ubiquity-Device-ID")
+        let deviceID = Self.deviceID(header)
         guard let webToken else {
             return Outcome(caller: RecordsCaller(identity: .anonymous, deviceID: deviceID))
         }
@@ -182,5 +182,11 @@ final class RecordsAuthenticator: Sendable {
             table[freshDigest] = Rotation(token: fresh, issuedAt: now)
         }
         return fresh
+    }
+
+    /// The device a request names (`X-Ubiquity-Device-ID`, percent-encoded when not plain ASCII).
+    static func deviceID(_ header: (String) -> String?) -> String? {
+        guard let value = header("X-Ubiquity-Device-ID"), !value.isEmpty else { return nil }
+        return value.contains("%") ? value.removingPercentEncoding ?? value : value
     }
 }

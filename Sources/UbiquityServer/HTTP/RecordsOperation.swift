@@ -27,6 +27,16 @@ enum RecordsOperation: String, CaseIterable, Sendable {
     case subscriptionsModify = "subscriptions/modify"
     case tokensCreate = "tokens/create"
     case tokensRegister = "tokens/register"
+    /// A Ubiquity extension: a synced document's server versions (`DocumentHistory`).
+    case documentsVersions = "documents/versions"
+    /// A Ubiquity extension: puts an earlier version back.
+    case documentsVersionsRestore = "documents/versions/restore"
+    /// A Ubiquity extension: Recently Deleted.
+    case documentsTrash = "documents/trash"
+    /// A Ubiquity extension: restores from Recently Deleted.
+    case documentsTrashRestore = "documents/trash/restore"
+    /// A Ubiquity extension: deletes from Recently Deleted for good.
+    case documentsTrashDelete = "documents/trash/delete"
 
     /// Whether CloudKit documents the operation without a database segment (on the public
     /// database): `…/development/tokens/create`.

@@ -16,6 +16,8 @@ struct RecordsRoutes: Sendable {
     let users: UserDirectory
     /// push: `subscriptions/*` and `tokens/*` (nil: not offered).
     let subscriptions: SubscriptionsEndpoint?
+    /// The synced folder's server history (`documents/*`).
+    let history: DocumentHistory
     let middleware: RecordsAuthMiddleware
 
     /// The path of an operation after `/database/1/`: with the database, and (for the operations
@@ -161,6 +163,16 @@ struct RecordsRoutes: Sendable {
             case .tokensCreate: return try await subscriptions.createToken(body.decode(), context: context, baseURL: call.baseURL)
             default: return try await subscriptions.registerToken(body.decode(), context: context, baseURL: call.baseURL)
             }
+        case .documentsVersions:
+            return try await history.versions(body.decode(), context: context)
+        case .documentsVersionsRestore:
+            return try await history.restoreVersion(body.decode(), context: context)
+        case .documentsTrash:
+            return try await history.trash(context: context)
+        case .documentsTrashRestore:
+            return try await history.restoreTrashed(body.decode(), context: context)
+        case .documentsTrashDelete:
+            return try await history.deleteTrashed(body.decode(), context: context)
         case .recordsLookup, .recordsQuery, .changesZone, .recordsModify:
             throw WireError(.internalError, "\(operation.rawValue) is answered as bytes")
         }

@@ -31,6 +31,8 @@ package struct RecordsServer: Sendable {
     /// The asset endpoints' service (`/assets/1/…`, `assets/upload`, `assets/rereference`);
     /// nil: the server offers no assets and stores asset values as given.
     package let assets: AssetService?
+    /// The synced folder's history: versions and Recently Deleted (History/).
+    package let history: DocumentHistory
 
     /// Makes a server. `registry` is rendered at `/metrics` (the executable bootstraps the
     /// metrics system with it; libraries never do).
@@ -46,7 +48,10 @@ package struct RecordsServer: Sendable {
         self.assets = assets
         // push: the engine tells the subscription matcher of every change.
         self.push = PushService(store: store, configuration: pushConfiguration, logger: logger)
-        self.engine = RecordsEngine(store: store, logger: logger, changeObserver: push.matcher, assets: assets, quotas: configuration.quotas)
+        // push and the documents' history are told of every change, in the change's transaction
+        let observers = RecordChangeObservers([push.matcher, DocumentHistoryRecorder(quotas: configuration.quotas)])
+        self.engine = RecordsEngine(store: store, logger: logger, changeObserver: observers, assets: assets, quotas: configuration.quotas)
+        self.history = DocumentHistory(engine: engine, trashDays: configuration.trashDays)
         self.admin = RecordsAdmin(store: store, configuration: configuration)
     }
 
@@ -99,7 +104,7 @@ package struct RecordsServer: Sendable {
             assetRoutes.bodyBudget = bodyBudget
             assetRoutes.register(on: router)
         }
-        RecordsRoutes(engine: engine, users: users, subscriptions: push.endpoint, middleware: middleware).register(on: router)
+        RecordsRoutes(engine: engine, users: users, subscriptions: push.endpoint, history: history, middleware: middleware).register(on: router)
         let store = self.store
         router.get("/healthz") { _, _ -> Response in
             do {
@@ -128,7 +133,7 @@ package struct RecordsServer: Sendable {
         SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
         DeviceAuthRoutes(admin: admin, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
 
-        var services: [any Service] = [push]
+        var services: [any Service] = [push, HistoryMaintenance(history: history, logger: logger)]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {
             services.append(AssetGarbageCollector(engine: engine, interval: configuration.assetGarbageCollectionInterval,
                                                   minimumAge: configuration.assetGarbageMinimumAge, logger: logger))

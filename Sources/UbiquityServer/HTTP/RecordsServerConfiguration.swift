@@ -79,6 +79,9 @@ package struct RecordsServerConfiguration: Sendable {
     /// The token `/metrics` asks for (`Authorization: Bearer TOKEN`); nil (the default): only
     /// clients on this machine (loopback) may read it.
     package var metricsToken: String? = nil
+    /// How many days deleted documents stay in Recently Deleted (30 by default, as iCloud's;
+    /// `ubiq serve --trash-days`). At least 1.
+    package var trashDays: Int = 30
 
     /// The quotas of `privateQuotaBytes` and `publicQuotaBytes`.
     package var quotas: StorageQuotas { StorageQuotas(privateBytes: privateQuotaBytes, publicBytes: publicQuotaBytes) }

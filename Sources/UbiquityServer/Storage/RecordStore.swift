@@ -179,8 +179,9 @@ package protocol RecordStoreTransaction {
     func databaseUsage(database: Int64) async throws -> StoredUsage
     /// Which of `checksums` some live record of the database refers to already.
     func referencedAssets(database: Int64, checksums: [String]) async throws -> Set<String>
-    /// The distinct `fileChecksum`s that any live record of any database refers to (for the blob
-    /// store's garbage collection).
+    /// The distinct `fileChecksum`s that any live record of any database refers to, and those
+    /// the documents' history keeps (versions, Recently Deleted): what the blob store's garbage
+    /// collection keeps.
     func referencedAssetChecksums() async throws -> Set<String>
     /// The secret named `name`: stores `candidate` when there is none yet (insert-if-absent, so
     /// servers starting at once on one store agree) and returns the stored value.

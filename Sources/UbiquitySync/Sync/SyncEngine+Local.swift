@@ -294,6 +294,32 @@ extension SyncEngine {
             logger.debug("on the disk but not in the index yet: not taken for deleted", metadata: ["ubiquity.path": "\(item.path)"])
             scan.items[item.path] = item
         }
+        recheckUnindexed(there.map(\.path))
+    }
+
+    /// Looks again, a moment later, at items found on the disk though the index had no row for
+    /// them: the index names the removal only of rows it has, so a file that came and went
+    /// between two of its batches (downloaded, then deleted at once) is never named removed, and
+    /// its delete would wait for the next whole scan. A backstop timer (1 s, doubling, at most
+    /// six times per path): each re-check is a pass scoped to those paths.
+    func recheckUnindexed(_ paths: [String]) {
+        if memory.unindexedRechecks.count > 10_000 { memory.unindexedRechecks.removeAll() }
+        var due: [String] = []
+        var attempt = 0
+        for path in paths {
+            let tries = memory.unindexedRechecks[path, default: 0]
+            guard tries < 6 else { continue }
+            memory.unindexedRechecks[path] = tries + 1
+            attempt = max(attempt, tries)
+            due.append(path)
+        }
+        guard !due.isEmpty else { return }
+        let delay = Duration.seconds(1 << attempt)
+        Task { [self] in
+            try? await Task.sleep(for: delay)
+            scope.withLock { scope in for path in due { scope.subtrees.insert(path) } }
+            wakeContinuation.yield()
+        }
     }
 
     /// Folders, links and stubs whose rows differ from what the journal has (new, or changed),

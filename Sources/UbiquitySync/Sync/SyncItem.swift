@@ -93,34 +93,34 @@ package struct RemoteItem: Sendable, Hashable {
 /// The record format of synced items (`docs/sync.md`).
 package enum SyncRecord {
     /// The record type.
-    package static let recordType = "UbiquityItem"
+    package static let recordType = DocumentItemRecord.recordType
     /// The zone: the private database's reserved documents zone (`_ubiquityDocuments`).
-    package static let zoneName = "_ubiquityDocuments"
+    package static let zoneName = DocumentItemRecord.zoneName
     /// The zone's ID.
     package static var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName) }
     /// The default container of the sync folder.
-    package static let defaultContainer = "iCloud.org.ubiquity.Drive"
+    package static let defaultContainer = DocumentItemRecord.container
 
     /// Field names.
     package enum Field {
         /// The relative path (UTF-8).
-        package static let path = "path"
+        package static let path = DocumentItemRecord.Field.path
         /// `file`, `folder` or `symlink`.
-        package static let kind = "kind"
+        package static let kind = DocumentItemRecord.Field.kind
         /// Size in bytes.
-        package static let size = "size"
+        package static let size = DocumentItemRecord.Field.size
         /// Modification time in milliseconds.
-        package static let modified = "modified"
+        package static let modified = DocumentItemRecord.Field.modified
         /// SHA-256 of the content, hex.
-        package static let contentHash = "contentHash"
+        package static let contentHash = DocumentItemRecord.Field.contentHash
         /// Permission bits.
-        package static let mode = "mode"
+        package static let mode = DocumentItemRecord.Field.mode
         /// A symbolic link's target.
-        package static let target = "target"
+        package static let target = DocumentItemRecord.Field.target
         /// The content as an asset (files larger than ``inlineLimit``; empty files have none).
-        package static let content = "content"
+        package static let content = DocumentItemRecord.Field.content
         /// The content in the record itself (BYTES; files of 1 byte up to ``inlineLimit``).
-        package static let inline = "inline"
+        package static let inline = DocumentItemRecord.Field.inline
     }
 
     /// The largest file whose content travels in the record (``Field/inline``) instead of as an

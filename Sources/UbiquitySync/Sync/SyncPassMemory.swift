@@ -34,6 +34,9 @@ struct SyncPassMemory: Sendable {
     /// here that the renaming device did not move is sent under its new path
     /// (``SyncEngine/sendWhatMovedAlong(changing:)``).
     var foldersMovedHere: [String] = []
+    /// Journaled items found on the disk while the index had no row for them, by path: how many
+    /// times each was looked at again (``SyncEngine/recheckUnindexed(_:)``).
+    var unindexedRechecks: [String: Int] = [:]
 }
 
 /// What tests put between a ``SyncEngine``'s steps (nil in a daemon).

@@ -75,6 +75,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Unreferenced asset content younger than this many hours is kept (uploads not saved yet).")
     var gcOlderThan: Double = 48
 
+    @Option(help: "Days deleted documents stay in Recently Deleted (ubiq trash, the web's Drive) before they are gone for good.")
+    var trashDays: Int = 30
+
     @Option(help: "The largest asset (file) accepted; suffixes K, M, G, T (CloudKit's own limit is 50 MB; synced documents may be large).")
     var maxAssetSize: String = "16G"
 
@@ -118,6 +121,7 @@ struct Serve: AsyncParsableCommand {
         guard maxConnections >= 0 else { throw ValidationError("--max-connections \(maxConnections): expected a number of connections, 0 or more") }
         guard idleTimeout >= 0, idleTimeout.isFinite else { throw ValidationError("--idle-timeout \(idleTimeout): expected a number of seconds, 0 or more") }
         guard headerTimeout >= 0, headerTimeout.isFinite else { throw ValidationError("--header-timeout \(headerTimeout): expected a number of seconds, 0 or more") }
+        guard trashDays >= 1, trashDays <= 3650 else { throw ValidationError("--trash-days \(trashDays): expected a number of days from 1 to 3650") }
         guard gcOlderThan >= 0, gcOlderThan.isFinite else { throw ValidationError("--gc-older-than \(gcOlderThan): expected a number of hours, 0 or more") }
         do {
             _ = try StorageQuotas.parseBytes(privateQuota, argument: "--private-quota")
@@ -182,6 +186,7 @@ struct Serve: AsyncParsableCommand {
             configuration.blobs = try store.blobLocation()
             configuration.assets.maximumAssetSize = try StorageQuotas.parseBytes(maxAssetSize, argument: "--max-asset-size")
             configuration.metricsToken = try metricsTokenFile.map(Serve.metricsToken(file:))
+            configuration.trashDays = trashDays
             server = try await RecordsServer.open(store: try await store.open(logger: logger), configuration: configuration, logger: logger,
                                                   registry: registry)
         } catch {

@@ -15,6 +15,12 @@ struct FolderOptions: ParsableArguments {
     /// The folder's canonical absolute path: --folder, else $UBIQUITY_FOLDER, else ~/Ubiquity. It
     /// must exist and be a folder.
     func root(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        try Self.root(folder: folder, environment: environment)
+    }
+
+    /// The synced folder's canonical absolute path for a `--folder` option's value (see
+    /// ``root(environment:)``).
+    static func root(folder: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
         let given = folder ?? environment["UBIQUITY_FOLDER"].flatMap { $0.isEmpty ? nil : $0 }
         let path = try given.map(CLI.absolutePath) ?? CanonicalPath.canonicalize(UbiquityPaths(environment: environment).home.appendingPathComponent("Ubiquity").path)
         let source = folder != nil ? "--folder" : given != nil ? "$UBIQUITY_FOLDER" : "the default folder"

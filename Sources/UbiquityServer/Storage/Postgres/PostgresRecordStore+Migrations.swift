@@ -139,6 +139,17 @@ extension PostgresRecordStore {
             "CREATE INDEX record_index_space ON record_index USING gist (point(longitude, latitude)) WHERE latitude IS NOT NULL",
             "DROP INDEX record_index_geo",
         ]),
+        // The documents' server history (History/, docs/history.md).
+        Migration(identifier: "v13-document-history", statements: [
+            #"CREATE TABLE item_versions (id BIGSERIAL PRIMARY KEY, database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL, saved_at BIGINT NOT NULL, saved_by TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, content_hash TEXT COLLATE "C" NOT NULL, asset_checksum TEXT COLLATE "C", fields TEXT COLLATE "C" NOT NULL, current BOOLEAN NOT NULL)"#,
+            "CREATE INDEX item_versions_record ON item_versions(database, record_name, saved_at)",
+            "CREATE INDEX item_versions_former ON item_versions(database, saved_at) WHERE NOT current",
+            "CREATE INDEX item_versions_asset ON item_versions(asset_checksum) WHERE asset_checksum IS NOT NULL",
+            #"CREATE TABLE trashed_items (id BIGSERIAL PRIMARY KEY, database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL, deleted_at BIGINT NOT NULL, deleted_by TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, asset_checksum TEXT COLLATE "C", fields TEXT COLLATE "C" NOT NULL)"#,
+            "CREATE INDEX trashed_items_database ON trashed_items(database, deleted_at)",
+            "CREATE INDEX trashed_items_age ON trashed_items(deleted_at)",
+            "CREATE INDEX trashed_items_asset ON trashed_items(asset_checksum) WHERE asset_checksum IS NOT NULL",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

@@ -20,7 +20,12 @@ extension PostgresTransaction {
     }
 
     func referencedAssetChecksums() async throws -> Set<String> {
-        Set(try await session.rows("SELECT DISTINCT checksum FROM database_assets WHERE refs > 0").map { try $0.value("checksum", as: String.self) })
+        // the documents' history keeps its versions' and deleted items' content (v13-document-history)
+        Set(try await session.rows("""
+            SELECT checksum FROM database_assets WHERE refs > 0
+            UNION SELECT asset_checksum FROM item_versions WHERE asset_checksum IS NOT NULL
+            UNION SELECT asset_checksum FROM trashed_items WHERE asset_checksum IS NOT NULL
+            """).map { try $0.value("checksum", as: String.self) })
     }
 
     func serverSecret(name: String, candidate: String, createdAt: Int64) async throws -> String {

@@ -212,6 +212,21 @@ package final class SQLiteRecordStore: RecordStore {
                 DROP INDEX record_index_geo;
                 """)
         }
+        // The documents' server history (History/, docs/history.md): every upload of a synced
+        // file as a version (thinned as Nextcloud does) and every deleted item for its days in
+        // Recently Deleted; their assets stay referenced while they are kept.
+        migrator.registerMigration("v13-document-history") { db in
+            try db.execute(sql: """
+                CREATE TABLE item_versions (id INTEGER PRIMARY KEY, database INTEGER NOT NULL, record_name TEXT NOT NULL, path TEXT NOT NULL, saved_at INTEGER NOT NULL, saved_by TEXT NOT NULL, size INTEGER NOT NULL, content_hash TEXT NOT NULL, asset_checksum TEXT, fields TEXT NOT NULL, current INTEGER NOT NULL);
+                CREATE INDEX item_versions_record ON item_versions(database, record_name, saved_at);
+                CREATE INDEX item_versions_former ON item_versions(database, saved_at) WHERE current = 0;
+                CREATE INDEX item_versions_asset ON item_versions(asset_checksum) WHERE asset_checksum IS NOT NULL;
+                CREATE TABLE trashed_items (id INTEGER PRIMARY KEY, database INTEGER NOT NULL, record_name TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, deleted_at INTEGER NOT NULL, deleted_by TEXT NOT NULL, size INTEGER NOT NULL, asset_checksum TEXT, fields TEXT NOT NULL);
+                CREATE INDEX trashed_items_database ON trashed_items(database, deleted_at);
+                CREATE INDEX trashed_items_age ON trashed_items(deleted_at);
+                CREATE INDEX trashed_items_asset ON trashed_items(asset_checksum) WHERE asset_checksum IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

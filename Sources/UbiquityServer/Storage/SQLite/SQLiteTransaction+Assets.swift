@@ -21,7 +21,12 @@ extension SQLiteTransaction {
     }
 
     func referencedAssetChecksums() throws -> Set<String> {
-        Set(try String.fetchAll(db, sql: "SELECT DISTINCT checksum FROM database_assets WHERE refs > 0"))
+        // the documents' history keeps its versions' and deleted items' content (v13-document-history)
+        Set(try String.fetchAll(db, sql: """
+            SELECT checksum FROM database_assets WHERE refs > 0
+            UNION SELECT asset_checksum FROM item_versions WHERE asset_checksum IS NOT NULL
+            UNION SELECT asset_checksum FROM trashed_items WHERE asset_checksum IS NOT NULL
+            """))
     }
 
     func serverSecret(name: String, candidate: String, createdAt: Int64) throws -> String {

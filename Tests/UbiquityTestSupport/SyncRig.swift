@@ -53,6 +53,11 @@ package enum SyncRig {
 
         /// A second server process on the same store, with the same user and tokens: servers
         /// that act as one.
+        /// Runs `ubiq admin … ARGUMENTS` on the server's store (input on stdin).
+        package func admin(_ arguments: [String], input: String? = nil) throws -> UbiqRun {
+            try device.run(["admin"] + store + arguments, input: input)
+        }
+
         package func sibling() throws -> Cloud {
             try Cloud(device: Device(), store: store, apiToken: apiToken, webToken: webToken)
         }

@@ -138,16 +138,8 @@ struct RecordsAuthMiddleware: RouterMiddleware {
         }
     }
 
-    /// The server's public base URL: `publicURL`, else the scheme and the request's `Host`.
-    private func baseURL(request: Request) -> String {
-        var base = configuration.publicURL ?? {
-            let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
-            let host = request.head.authority ?? "\(configuration.host):\(configuration.port)"
-            return "\(scheme)://\(host)"
-        }()
-        while base.hasSuffix("/") { base.removeLast() }
-        return base
-    }
+    /// The server's public base URL (``RecordsServerConfiguration/baseURL(request:)``).
+    private func baseURL(request: Request) -> String { configuration.baseURL(request: request) }
 
     /// The sign-in page for the container, with the app's origin so the page can hand the token
     /// back to it when the container allows it.
@@ -159,5 +151,18 @@ struct RecordsAuthMiddleware: RouterMiddleware {
         }
         let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
         return "\(baseURL(request: request))/auth/signin?\(query)"
+    }
+}
+
+extension RecordsServerConfiguration {
+    /// The server's public base URL: `publicURL`, else the scheme and the request's `Host`.
+    func baseURL(request: Request) -> String {
+        var base = publicURL ?? {
+            let scheme = tlsCertificatePath == nil ? "http" : "https"
+            let host = request.head.authority ?? "\(host):\(port)"
+            return "\(scheme)://\(host)"
+        }()
+        while base.hasSuffix("/") { base.removeLast() }
+        return base
     }
 }

@@ -132,6 +132,10 @@ package struct RecordsServer: Sendable {
         let signInGuard = SignInGuard(store: store)
         SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
         DeviceAuthRoutes(admin: admin, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
+        // the web's Drive at `/` (Web/, docs/web.md)
+        DriveRoutes(sessions: DriveSessions(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard),
+                    actions: DriveActions(engine: engine, history: history), history: history, assets: assets, bodyBudget: bodyBudget)
+            .register(on: router)
 
         var services: [any Service] = [push, HistoryMaintenance(history: history, logger: logger)]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {

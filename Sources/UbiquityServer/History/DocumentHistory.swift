@@ -276,7 +276,7 @@ package struct DocumentHistory: Sendable {
     }
 
     /// Runs `records/modify` on the documents zone, throwing the first operation's error.
-    private func modify(_ operations: [WireRecordOperation], context: RecordsEngine.Context) async throws {
+    func modify(_ operations: [WireRecordOperation], context: RecordsEngine.Context) async throws {
         guard !operations.isEmpty else { return }
         let request = WireModifyRecordsRequest(operations: operations, zoneID: WireZoneID(zoneName: DocumentItemRecord.zoneName), atomic: true)
         let answer = try await engine.modifyRecords(request, context: context)

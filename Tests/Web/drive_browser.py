@@ -11,6 +11,7 @@ import argparse
 import pathlib
 import re
 import shutil
+import sqlite3
 import sys
 import time
 
@@ -23,6 +24,7 @@ parser.add_argument("--password", required=True)
 parser.add_argument("--folder", required=True, help="the device's synced folder")
 parser.add_argument("--device-file", required=True, help="a file the device uploaded before")
 parser.add_argument("--screenshots", required=True)
+parser.add_argument("--server-database", required=True, help="the server's records.sqlite (to make a link expire)")
 parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"))
 args = parser.parse_args()
 
@@ -135,6 +137,45 @@ with sync_playwright() as playwright:
         page.get_by_role("button", name="New folder").click()
         expect(page.get_by_role("link", name="<img src=x onerror=window.pwned=1>", exact=True)).to_be_visible()
         assert page.evaluate("window.pwned") is None, "a stored name ran as script"
+
+        step("a share link opens without an account; a password link asks for it; an expired link is refused")
+        page.goto(args.url + "/")
+        page.get_by_role("link", name=f"Share {args.device_file}").click()
+        page.get_by_label("Expires after (days)").fill("2")
+        page.get_by_role("button", name="Make the link").click()
+        link = page.get_by_label("Link", exact=True).input_value()
+        assert "/s/" in link, link
+        stranger = browser.new_context()
+        visitor = stranger.new_page()
+        visitor.goto(link)
+        expect(visitor.get_by_role("heading", name=args.device_file)).to_be_visible()
+        with visitor.expect_download() as download:
+            visitor.get_by_role("link", name="Download").click()
+        assert pathlib.Path(download.value.path()).read_bytes() == read(args.device_file)
+        visitor.screenshot(path=str(shots / "share-link.png"), full_page=True)
+        page.goto(args.url + "/")
+        page.get_by_role("link", name="Share Reports").click()
+        page.get_by_label("Password (optional)").fill("open sesame")
+        page.get_by_role("button", name="Make the link").click()
+        locked = page.get_by_label("Link", exact=True).input_value()
+        visitor.goto(locked)
+        visitor.get_by_label("Password", exact=True).fill("wrong")
+        visitor.get_by_role("button", name="Open").click()
+        expect(visitor.get_by_role("alert")).to_contain_text("not the link's password")
+        visitor.get_by_label("Password", exact=True).fill("open sesame")
+        visitor.get_by_role("button", name="Open").click()
+        expect(visitor.get_by_role("heading", name="Reports")).to_be_visible()
+        # the first link expires (its row is moved into the past); the second is revoked
+        with sqlite3.connect(args.server_database) as db:
+            db.execute("UPDATE share_links SET expires_at = 1 WHERE path = ?", (args.device_file,))
+        visitor.goto(link)
+        expect(visitor.get_by_role("alert")).to_contain_text("expired")
+        page.goto(args.url + "/shares")
+        page.get_by_role("button", name="Revoke the link to Reports").click()
+        expect(page.get_by_role("status")).to_contain_text("revoked")
+        visitor.goto(locked)
+        expect(visitor.get_by_role("alert")).to_contain_text("revoked")
+        stranger.close()
 
         step("signing out ends the session")
         page.get_by_role("button", name=re.compile("^Sign out")).click()

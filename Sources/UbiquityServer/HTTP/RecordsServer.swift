@@ -133,9 +133,10 @@ package struct RecordsServer: Sendable {
         SignInRoutes(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
         DeviceAuthRoutes(admin: admin, signInGuard: signInGuard, bodyBudget: bodyBudget).register(on: router)
         // the web's Drive at `/` (Web/, docs/web.md)
-        DriveRoutes(sessions: DriveSessions(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard),
-                    actions: DriveActions(engine: engine, history: history), history: history, assets: assets, bodyBudget: bodyBudget)
-            .register(on: router)
+        let drive = DriveRoutes(sessions: DriveSessions(admin: admin, store: store, configuration: configuration, signInGuard: signInGuard),
+                                actions: DriveActions(engine: engine, history: history), history: history, assets: assets, bodyBudget: bodyBudget)
+        drive.register(on: router)
+        ShareRoutes(drive: drive, shares: DriveShares(store: store, admin: admin)).register(on: router)
 
         var services: [any Service] = [push, HistoryMaintenance(history: history, logger: logger)]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {

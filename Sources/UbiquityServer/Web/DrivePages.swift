@@ -45,6 +45,7 @@ enum DrivePages {
               <nav aria-label="Main">
                 <a href="/">Files</a>
                 <a href="/trash">Recently Deleted</a>
+                <a href="/shares">Shared links</a>
                 <form method="post" action="/signout" class="inline">
                   <input type="hidden" name="csrf" value="{{csrf}}">
                   <button type="submit" class="link">Sign out {{user}}</button>
@@ -122,6 +123,7 @@ enum DrivePages {
                     <button type="submit">Move</button>
                   </form>
                   {{^folder}}<a href="/versions?id={{id}}">Versions</a>{{/folder}}
+                  <a href="/share?id={{id}}" aria-label="Share {{name}}">Share</a>
                   <form method="post" action="/drive/delete" class="inline">
                     <input type="hidden" name="csrf" value="{{csrf}}">
                     <input type="hidden" name="id" value="{{id}}">
@@ -196,6 +198,78 @@ enum DrivePages {
               {{^items}}<tr><td colspan="4" class="muted">Nothing was deleted lately.</td></tr>{{/items}}
               </tbody>
             </table>
+            """,
+        "share": """
+            <section class="card narrow" aria-labelledby="share-title">
+              <h1 id="share-title">Share {{name}}</h1>
+              <p class="muted">Anyone with the link can see{{#folder}} what the folder holds and download it{{/folder}}{{^folder}} and download it{{/folder}}, without an account, until it expires or you revoke it.</p>
+              <form method="post" action="/shares/new">
+                <input type="hidden" name="csrf" value="{{csrf}}">
+                <input type="hidden" name="id" value="{{id}}">
+                <label for="days">Expires after (days)</label>
+                <input id="days" name="days" type="number" min="1" max="365" value="7" required>
+                <label for="share-password">Password (optional)</label>
+                <input id="share-password" name="password" type="password" autocomplete="new-password">
+                <button type="submit">Make the link</button>
+              </form>
+            </section>
+            """,
+        "shared": """
+            <section class="card" aria-labelledby="shared-title">
+              <h1 id="shared-title">A link to {{name}}</h1>
+              <p>Copy it now: it is not shown again. It expires on <time datetime="{{iso}}">{{date}}</time>.</p>
+              <label for="link">Link</label>
+              <input id="link" class="wide" readonly value="{{url}}">
+              <p><a href="/shares">All your links</a></p>
+            </section>
+            """,
+        "shares": """
+            <h1>Shared links</h1>
+            {{#message}}<p class="notice" role="status">{{message}}</p>{{/message}}
+            <table class="items">
+              <thead><tr><th scope="col">Item</th><th scope="col">Made</th><th scope="col">Expires</th><th scope="col">Password</th><th scope="col">Actions</th></tr></thead>
+              <tbody>
+              {{#links}}
+              <tr>
+                <td>{{path}}</td><td>{{made}}</td><td>{{expires}}{{#expired}} (expired){{/expired}}</td><td>{{#password}}yes{{/password}}{{^password}}no{{/password}}</td>
+                <td><form method="post" action="/shares/revoke" class="inline">
+                  <input type="hidden" name="csrf" value="{{csrf}}">
+                  <input type="hidden" name="digest" value="{{digest}}">
+                  <button type="submit" class="danger" aria-label="Revoke the link to {{path}}">Revoke</button>
+                </form></td>
+              </tr>
+              {{/links}}
+              {{^links}}<tr><td colspan="5" class="muted">You have shared nothing.</td></tr>{{/links}}
+              </tbody>
+            </table>
+            """,
+        "public": """
+            <h1>{{name}}</h1>
+            <p class="muted">Shared with you, read-only.</p>
+            {{#file}}<p>{{size}} · <a class="button" href="{{base}}/file">Download</a></p>{{/file}}
+            {{#folder}}
+            <nav aria-label="Folder" class="crumbs"><a href="{{base}}">{{name}}</a>{{#crumbs}} / <a href="{{base}}?path={{query}}">{{name}}</a>{{/crumbs}}</nav>
+            <table class="items">
+              <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Modified</th></tr></thead>
+              <tbody>
+              {{#items}}
+              <tr><td>{{#isFolder}}<span class="icon folder-icon" aria-hidden="true"></span> <a href="{{base}}?path={{relative}}">{{name}}</a>{{/isFolder}}{{^isFolder}}<span class="icon file-icon" aria-hidden="true"></span> <a href="{{base}}/file?id={{id}}">{{name}}</a>{{/isFolder}}</td><td>{{size}}</td><td>{{date}}</td></tr>
+              {{/items}}
+              {{^items}}<tr><td colspan="3" class="muted">This folder is empty.</td></tr>{{/items}}
+              </tbody>
+            </table>
+            {{/folder}}
+            """,
+        "sharepassword": """
+            <section class="card narrow" aria-labelledby="unlock-title">
+              <h1 id="unlock-title">This link has a password</h1>
+              {{#message}}<p class="error" role="alert">{{message}}</p>{{/message}}
+              <form method="post" action="{{base}}">
+                <label for="link-password">Password</label>
+                <input id="link-password" name="password" type="password" required autocomplete="off">
+                <button type="submit">Open</button>
+              </form>
+            </section>
             """,
         "message": """
             <section class="card narrow">

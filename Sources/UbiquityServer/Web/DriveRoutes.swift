@@ -191,7 +191,7 @@ struct DriveRoutes: Sendable {
     func download(_ recordName: String, user: DriveUser) async throws -> Response {
         let item = try await actions.item(recordName, context: user.context)
         guard item.kind == .file else { throw DriveRefusal(status: .badRequest, message: "Only files can be downloaded.") }
-        return try content(name: item.name, inline: item.inline, asset: item.asset, user: user)
+        return try content(name: item.name, inline: item.inline, asset: item.asset, container: user.context.container, baseURL: user.context.baseURL)
     }
 
     func downloadVersion(_ request: Request, user: DriveUser) async throws -> Response {
@@ -208,13 +208,14 @@ struct DriveRoutes: Sendable {
         var inline: Data?
         if case .bytes(let data) = fields[DocumentItemRecord.Field.inline] { inline = data }
         let name = version.path.split(separator: "/").last.map(String.init) ?? "file"
-        return try content(name: name, inline: inline, asset: fields[DocumentItemRecord.Field.content]?.assetValue, user: user)
+        return try content(name: name, inline: inline, asset: fields[DocumentItemRecord.Field.content]?.assetValue, container: user.context.container,
+                           baseURL: user.context.baseURL)
     }
 
     /// A file's content: inline bytes as they are, an asset by a redirect to its signed download URL.
-    func content(name: String, inline: Data?, asset: WireAsset?, user: DriveUser) throws -> Response {
-        if let asset, let checksum = asset.fileChecksum, let size = asset.size, let assets, let base = user.context.baseURL {
-            let url = assets.downloadURL(fileChecksum: checksum, size: size, container: user.context.container, baseURL: base)
+    func content(name: String, inline: Data?, asset: WireAsset?, container: String, baseURL: String?) throws -> Response {
+        if let asset, let checksum = asset.fileChecksum, let size = asset.size, let assets, let base = baseURL {
+            let url = assets.downloadURL(fileChecksum: checksum, size: size, container: container, baseURL: base)
             return Self.redirect(url.replacingOccurrences(of: "${f}", with: WebEscaping.percentEncodeQueryValue(name)))
         }
         let bytes = inline ?? Data()

@@ -95,11 +95,14 @@ struct DriveSessions: Sendable {
     }
 
     /// The session cookie of a request.
-    static func cookie(in request: Request) -> String? {
+    static func cookie(in request: Request) -> String? { cookie(named: cookieName, in: request) }
+
+    /// The cookie `name` of a request.
+    static func cookie(named name: String, in request: Request) -> String? {
         for header in request.headers[values: .cookie] {
             for pair in header.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == cookieName {
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
                     return parts[1].trimmingCharacters(in: .whitespaces)
                 }
             }

@@ -41,6 +41,7 @@ enum DriveStatic {
         .error { color: var(--danger); }
         .notice { background: #eef5ff; color: #0b3d7a; padding: .5rem .8rem; border-radius: 6px; }
         .pages a { margin-right: 1rem; }
+        input.wide { width: 100%; margin: .4rem 0; }
         """
 
     /// Uploads: each file asks for an asset upload URL (the asset path the daemon and CloudKit

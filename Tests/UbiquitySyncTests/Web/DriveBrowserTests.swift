@@ -7,8 +7,8 @@ import UbiquityTestSupport
 /// The web's Drive in a real browser: `Tests/Web/drive_browser.py` (Playwright from PyPI driving
 /// Debian's chromium, headless) against a real `ubiq serve` and a real `ubiq daemon` device. It
 /// signs in, sees what the device uploaded, uploads, makes a folder, renames, deletes and
-/// restores from Recently Deleted, restores an older version, and checks that stored names are
-/// shown as text; each change is checked in the device's folder. Screenshots are kept under
+/// restores from Recently Deleted, restores an older version, shares links (one with a
+/// password, one that expires), and checks that stored names are shown as text; each change is checked in the device's folder. Screenshots are kept under
 /// `.build/test-artifacts/web/`.
 ///
 /// `scripts/test` installs chromium and Playwright and sets `UBIQUITY_REQUIRE_BROWSER=1`;
@@ -50,6 +50,7 @@ import UbiquityTestSupport
         let python = try cloud.device.start(URL(fileURLWithPath: "/usr/bin/env"), [
             "python3", Self.script.path, "--url", cloud.url, "--user", "mei", "--password", password,
             "--folder", device.folder.path, "--device-file", "from-a-device.txt", "--screenshots", Self.screenshots.path,
+            "--server-database", cloud.device.root.appendingPathComponent("server/records.sqlite").path,
         ])
         let status = python.wait(seconds: 600)
         #expect(status == 0, "drive_browser.py:\n\(python.output.joined(separator: "\n"))\ndaemon:\n\(device.daemonOutput)")

@@ -150,6 +150,11 @@ extension PostgresRecordStore {
             "CREATE INDEX trashed_items_age ON trashed_items(deleted_at)",
             "CREATE INDEX trashed_items_asset ON trashed_items(asset_checksum) WHERE asset_checksum IS NOT NULL",
         ]),
+        // Read-only share links of the web's Drive (Web/, docs/web.md).
+        Migration(identifier: "v14-share-links", statements: [
+            #"CREATE TABLE share_links (digest TEXT COLLATE "C" PRIMARY KEY, database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, password_hash TEXT COLLATE "C")"#,
+            "CREATE INDEX share_links_database ON share_links(database, created_at)",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

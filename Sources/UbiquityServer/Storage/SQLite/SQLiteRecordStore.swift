@@ -227,6 +227,14 @@ package final class SQLiteRecordStore: RecordStore {
                 CREATE INDEX trashed_items_asset ON trashed_items(asset_checksum) WHERE asset_checksum IS NOT NULL;
                 """)
         }
+        // Read-only share links of the web's Drive (Web/, docs/web.md): a token's digest, the
+        // shared item, its expiry and an optional password.
+        migrator.registerMigration("v14-share-links") { db in
+            try db.execute(sql: """
+                CREATE TABLE share_links (digest TEXT PRIMARY KEY, database INTEGER NOT NULL, record_name TEXT NOT NULL, path TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, password_hash TEXT);
+                CREATE INDEX share_links_database ON share_links(database, created_at);
+                """)
+        }
         return migrator
     }
 }

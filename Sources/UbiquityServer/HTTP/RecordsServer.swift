@@ -48,8 +48,8 @@ package struct RecordsServer: Sendable {
         self.assets = assets
         // push: the engine tells the subscription matcher of every change.
         self.push = PushService(store: store, configuration: pushConfiguration, logger: logger)
-        // push and the documents' history are told of every change, in the change's transaction
-        let observers = RecordChangeObservers([push.matcher, DocumentHistoryRecorder(quotas: configuration.quotas)])
+        // push, the documents' history and the Drive's index are told of every change, in the change's transaction
+        let observers = RecordChangeObservers([push.matcher, DocumentHistoryRecorder(quotas: configuration.quotas), DriveIndexer()])
         self.engine = RecordsEngine(store: store, logger: logger, changeObserver: observers, assets: assets, quotas: configuration.quotas)
         self.history = DocumentHistory(engine: engine, trashDays: configuration.trashDays)
         self.admin = RecordsAdmin(store: store, configuration: configuration)

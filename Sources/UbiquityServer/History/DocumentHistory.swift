@@ -141,7 +141,7 @@ package struct DocumentHistory: Sendable {
             // folders before what they hold
             let entries = ([group.top] + group.inside).sorted { $0.path.utf8.count < $1.path.utf8.count }
             for start in stride(from: 0, to: entries.count, by: WireLimits.operationsPerRequest) {
-                let chunk = entries[start..<min(start + WireLimits.operationsPerRequest, entries.count)]
+                let chunk = try await withFields(Array(entries[start..<min(start + WireLimits.operationsPerRequest, entries.count)]), key: key)
                 try await saveAll(chunk.map { entry in (entry.recordName, try StoredRecord.decodeFields(entry.fieldsJSON)) }, context: context)
                 let done = chunk.map(\.id)
                 try await engine.store.write { tx in try await tx.historyStore().deleteTrashedItems(ids: done) }
@@ -246,7 +246,9 @@ package struct DocumentHistory: Sendable {
             return missing
         }
         guard !missing.isEmpty else { return }
-        try await saveAll(missing.map { parent, entry in
+        let fields = Dictionary(uniqueKeysWithValues: try await withFields(missing.compactMap(\.1), key: key).map { ($0.id, $0) })
+        try await saveAll(missing.map { parent, found in
+            let entry = found.flatMap { fields[$0.id] }
             if let entry { return (entry.recordName, try StoredRecord.decodeFields(entry.fieldsJSON)) }
             return (UUID().uuidString.lowercased(), [
                 DocumentItemRecord.Field.path: .string(parent), DocumentItemRecord.Field.kind: .string(DocumentItemRecord.Kind.folder.rawValue),
@@ -256,6 +258,21 @@ package struct DocumentHistory: Sendable {
         }, context: context)
         let restored = missing.compactMap { $0.1?.id }
         try await engine.store.write { tx in try await tx.historyStore().deleteTrashedItems(ids: restored) }
+    }
+
+    /// `entries` read again with their fields, in the same order (listings leave them out).
+    private func withFields(_ entries: [StoredTrashedItem], key: DatabaseKey) async throws -> [StoredTrashedItem] {
+        guard !entries.isEmpty else { return [] }
+        let ids = entries.map(\.id)
+        let full = try await engine.store.read { tx -> [StoredTrashedItem] in
+            guard let database = try await tx.database(key) else { return [] }
+            return try await tx.historyStore().trashedItems(database: database.id, ids: ids)
+        }
+        let byID = Dictionary(uniqueKeysWithValues: full.map { ($0.id, $0) })
+        return try entries.map { entry in
+            guard let found = byID[entry.id] else { throw WireError(.notFound, "id \(entry.id): no longer in Recently Deleted") }
+            return found
+        }
     }
 
     /// Creates records in the documents zone, atomically.

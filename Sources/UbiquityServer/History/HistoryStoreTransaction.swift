@@ -115,9 +115,9 @@ package protocol HistoryStoreTransaction {
 
     /// Adds deleted items.
     func addTrashedItems(_ items: [StoredTrashedItem]) async throws
-    /// The database's deleted items, newest first.
+    /// The database's deleted items, newest first, without their fields (`fieldsJSON` empty).
     func trashedItems(database: Int64) async throws -> [StoredTrashedItem]
-    /// Deleted items by id (those of the database that exist).
+    /// Deleted items by id (those of the database that exist), with their fields.
     func trashedItems(database: Int64, ids: [Int64]) async throws -> [StoredTrashedItem]
     /// Forgets deleted items by id.
     func deleteTrashedItems(ids: [Int64]) async throws

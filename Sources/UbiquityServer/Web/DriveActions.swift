@@ -22,33 +22,41 @@ package struct DriveActions: Sendable {
 
     // MARK: Reading
 
-    /// Every live item of the caller's synced folder.
-    package func allItems(context: RecordsEngine.Context) async throws -> [DriveItem] {
+    /// The live items under the folder `path` (at any depth), as records say them.
+    package func descendants(of path: String, context: RecordsEngine.Context) async throws -> [DriveItem] {
         let key = try DocumentHistory.documentsKey(context)
         return try await engine.store.read { tx in
             guard let zone = try await tx.zone(key: key, name: DocumentItemRecord.zoneName) else { return [] }
-            return try await tx.candidates(zones: [zone.id], recordType: DocumentItemRecord.recordType, conditions: []).compactMap(DriveItem.init)
+            return try await tx.candidates(zones: [zone.id], recordType: DocumentItemRecord.recordType,
+                                           conditions: [.prefix(field: DocumentItemRecord.Field.path, path + "/")])
+                .compactMap(DriveItem.init).filter { $0.path.hasPrefix(path + "/") }
         }
     }
 
-    /// The items in `folder` (`""`: the top), folders first, then by name.
-    package func list(folder: String, context: RecordsEngine.Context) async throws -> [DriveItem] {
+    /// A page of the items in `folder` (`""`: the top), folders first, then by name, from the
+    /// Drive's index; and how many the folder holds.
+    package func page(of folder: String, offset: Int, limit: Int, context: RecordsEngine.Context) async throws -> (items: [DriveIndexRow], total: Int) {
         let key = try DocumentHistory.documentsKey(context)
-        let prefix = folder.isEmpty ? "" : folder + "/"
-        let items: [DriveItem] = try await engine.store.read { tx in
-            guard let zone = try await tx.zone(key: key, name: DocumentItemRecord.zoneName) else { return [] }
-            let conditions: [IndexCondition] = prefix.isEmpty ? [] : [.prefix(field: DocumentItemRecord.Field.path, prefix)]
-            return try await tx.candidates(zones: [zone.id], recordType: DocumentItemRecord.recordType, conditions: conditions)
-                .compactMap(DriveItem.init).filter { $0.parent == folder }
+        return try await engine.store.read { tx in
+            guard let database = try await tx.database(key) else { return ([], 0) }
+            let page = try await tx.driveIndex().driveFolder(database: database.id, parent: folder, offset: offset, limit: limit)
+            return (page.rows, page.total)
         }
-        return Self.sorted(items)
+    }
+
+    /// The items in `folder`, all of them.
+    package func list(folder: String, context: RecordsEngine.Context) async throws -> [DriveIndexRow] {
+        try await page(of: folder, offset: 0, limit: Int.max >> 1, context: context).items
     }
 
     /// The items whose name contains `text` (ignoring case), folders first, at most `limit`.
-    package func search(_ text: String, limit: Int = 500, context: RecordsEngine.Context) async throws -> [DriveItem] {
-        let needle = text.lowercased()
-        guard !needle.isEmpty else { return [] }
-        return Array(Self.sorted(try await allItems(context: context).filter { $0.name.lowercased().contains(needle) }).prefix(limit))
+    package func search(_ text: String, limit: Int = 500, context: RecordsEngine.Context) async throws -> [DriveIndexRow] {
+        guard !text.isEmpty else { return [] }
+        let key = try DocumentHistory.documentsKey(context)
+        return try await engine.store.read { tx in
+            guard let database = try await tx.database(key) else { return [] }
+            return try await tx.driveIndex().driveSearch(database: database.id, text: text, limit: limit)
+        }
     }
 
     /// The live item with this record name.
@@ -60,15 +68,6 @@ package struct DriveActions: Sendable {
         }
         guard let record, let item = DriveItem(record) else { throw WireError(.notFound, "no such item in your Drive (it may have been deleted)") }
         return item
-    }
-
-    /// Folders first, then names in a case-insensitive order.
-    static func sorted(_ items: [DriveItem]) -> [DriveItem] {
-        items.sorted { a, b in
-            if (a.kind == .folder) != (b.kind == .folder) { return a.kind == .folder }
-            let order = a.name.localizedStandardCompare(b.name)
-            return order == .orderedSame ? a.name < b.name : order == .orderedAscending
-        }
     }
 
     // MARK: Changing
@@ -115,7 +114,7 @@ package struct DriveActions: Sendable {
         try await requireFree(path, context: context)
         var moved = [(item.recordName, item.changeTag, path)]
         if item.kind == .folder {
-            for inner in try await allItems(context: context) where inner.path.hasPrefix(item.path + "/") {
+            for inner in try await descendants(of: item.path, context: context) {
                 moved.append((inner.recordName, inner.changeTag, path + inner.path.dropFirst(item.path.count)))
             }
         }
@@ -134,7 +133,7 @@ package struct DriveActions: Sendable {
         let item = try await item(recordName, context: context)
         var doomed = [item.recordName]
         if item.kind == .folder {
-            doomed += try await allItems(context: context).filter { $0.path.hasPrefix(item.path + "/") }
+            doomed += try await descendants(of: item.path, context: context)
                 .sorted { $0.path.utf8.count > $1.path.utf8.count }.map(\.recordName)
             doomed = Array(doomed.dropFirst()) + [item.recordName]  // what it holds first, the folder last
         }

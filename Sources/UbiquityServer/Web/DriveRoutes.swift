@@ -120,17 +120,19 @@ struct DriveRoutes: Sendable {
         let search = query["q"].map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
         let path = Self.cleanPath(query["path"].map(String.init) ?? "")
         let page = max(1, query["page"].flatMap { Int(String($0)) } ?? 1)
-        let items: [DriveItem]
+        let start = (page - 1) * Self.pageSize
+        let shown: [DriveIndexRow]
+        let total: Int
         if !search.isEmpty {
-            items = try await actions.search(search, context: user.context)
+            let found = try await actions.search(search, limit: start + Self.pageSize + 1, context: user.context)
+            shown = Array(found.dropFirst(start).prefix(Self.pageSize))
+            total = found.count
         } else {
             if !path.isEmpty, try await actions.liveItem(at: path, context: user.context)?.kind != .folder {
                 throw DriveRefusal(status: .notFound, message: "There is no folder '\(path)' in your Drive.")
             }
-            items = try await actions.list(folder: path, context: user.context)
+            (shown, total) = try await actions.page(of: path, offset: start, limit: Self.pageSize, context: user.context)
         }
-        let start = (page - 1) * Self.pageSize
-        let shown = items.dropFirst(start).prefix(Self.pageSize)
         let components = path.split(separator: "/").map(String.init)
         let crumbs: [[String: Any]] = components.indices.map { index in
             ["name": components[index], "query": WebEscaping.percentEncodeQueryValue(components[...index].joined(separator: "/"))]
@@ -141,11 +143,12 @@ struct DriveRoutes: Sendable {
         var values: [String: Any] = [
             "csrf": user.csrf, "path": path, "folderName": path.isEmpty ? "your Drive" : components.last ?? path, "crumbs": crumbs,
             "items": shown.map { Self.row($0, showFolder: !search.isEmpty) },
-            "caption": search.isEmpty ? "\(items.count) item\(items.count == 1 ? "" : "s")" : "\(items.count) found for “\(search)”",
+            "caption": search.isEmpty ? "\(total) item\(total == 1 ? "" : "s")"
+                : total > start + Self.pageSize ? "More than \(start + Self.pageSize) found for “\(search)”" : "\(total) found for “\(search)”",
         ]
         if !search.isEmpty { values["search"] = search }
         if page > 1 { values["previous"] = pageURL(page - 1) }
-        if start + Self.pageSize < items.count { values["next"] = pageURL(page + 1) }
+        if start + Self.pageSize < total { values["next"] = pageURL(page + 1) }
         if let done = query["done"].flatMap({ Self.doneMessages[String($0)] }) { values["message"] = done }
         return Self.page(DrivePages.render("files", title: path.isEmpty ? "Drive" : components.last ?? path, user: user, values))
     }
@@ -343,10 +346,11 @@ struct DriveRoutes: Sendable {
         "/?path=\(WebEscaping.percentEncodeQueryValue(path))&done=\(done)"
     }
 
-    static func row(_ item: DriveItem, showFolder: Bool) -> [String: Any] {
+    static func row(_ item: DriveIndexRow, showFolder: Bool) -> [String: Any] {
+        let folder = item.kind == DocumentItemRecord.Kind.folder.rawValue
         var row: [String: Any] = ["id": item.recordName, "name": item.name, "query": WebEscaping.percentEncodeQueryValue(item.path),
-                                  "size": item.kind == .folder ? "—" : size(item.size), "date": date(item.modified), "iso": iso(item.modified)]
-        if item.kind == .folder { row["folder"] = true }
+                                  "size": folder ? "—" : size(item.size), "date": date(item.modified), "iso": iso(item.modified)]
+        if folder { row["folder"] = true }
         if showFolder, !item.parent.isEmpty { row["inside"] = item.parent }
         return row
     }

@@ -79,15 +79,13 @@ struct DriveShares: Sendable {
         return Opened(link: link, item: item)
     }
 
-    /// The items of a shared folder's subfolder `relative` (`""`: the shared folder itself).
-    func list(_ opened: Opened, relative: String) async throws -> [DriveItem] {
+    /// The items of a shared folder's subfolder `relative` (`""`: the shared folder itself), the
+    /// first `limit`.
+    func list(_ opened: Opened, relative: String, limit: Int = 1000) async throws -> [DriveIndexRow] {
         let folder = relative.isEmpty ? opened.item.path : opened.item.path + "/" + relative
-        let items = try await store.read { tx -> [DriveItem] in
-            guard let zone = try await tx.zone(database: opened.link.database, name: DocumentItemRecord.zoneName) else { return [] }
-            return try await tx.candidates(zones: [zone.id], recordType: DocumentItemRecord.recordType,
-                                           conditions: [.prefix(field: DocumentItemRecord.Field.path, folder + "/")]).compactMap(DriveItem.init)
+        return try await store.read { tx in
+            try await tx.driveIndex().driveFolder(database: opened.link.database, parent: folder, offset: 0, limit: limit).rows
         }
-        return DriveActions.sorted(items.filter { $0.parent == folder })
     }
 
     /// An item inside what `opened` shares (the shared file itself, or anything under the folder).

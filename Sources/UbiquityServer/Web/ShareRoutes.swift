@@ -129,10 +129,11 @@ struct ShareRoutes: Sendable {
                 ["name": components[index], "query": WebEscaping.percentEncodeQueryValue(components[...index].joined(separator: "/"))]
             }
             values["items"] = items.map { item -> [String: Any] in
-                var row: [String: Any] = ["id": item.recordName, "name": item.name, "size": item.kind == .folder ? "—" : DriveRoutes.size(item.size),
+                let folder = item.kind == DocumentItemRecord.Kind.folder.rawValue
+                var row: [String: Any] = ["id": item.recordName, "name": item.name, "size": folder ? "—" : DriveRoutes.size(item.size),
                                           "date": DriveRoutes.date(item.modified),
                                           "relative": WebEscaping.percentEncodeQueryValue(String(item.path.dropFirst(opened.item.path.count + 1)))]
-                if item.kind == .folder { row["isFolder"] = true }
+                if folder { row["isFolder"] = true }
                 return row
             }
         } else {

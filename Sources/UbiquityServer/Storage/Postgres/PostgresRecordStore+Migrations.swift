@@ -155,6 +155,23 @@ extension PostgresRecordStore {
             #"CREATE TABLE share_links (digest TEXT COLLATE "C" PRIMARY KEY, database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, password_hash TEXT COLLATE "C")"#,
             "CREATE INDEX share_links_database ON share_links(database, created_at)",
         ]),
+        // The Drive's index of each synced folder (Web/DriveIndexer.swift, docs/web.md), filled from
+        // the records of the private documents zones.
+        Migration(identifier: "v15-drive-index", statements: [
+            #"CREATE TABLE drive_items (database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, parent TEXT COLLATE "C" NOT NULL, name TEXT COLLATE "C" NOT NULL, folded TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, modified BIGINT NOT NULL, PRIMARY KEY (database, record_name))"#,
+            "CREATE INDEX drive_items_folder ON drive_items(database, parent, folded)",
+            "CREATE INDEX drive_items_names ON drive_items(database, folded)",
+            """
+            INSERT INTO drive_items (database, record_name, parent, name, folded, kind, size, modified)
+            SELECT z.database, r.name, CASE WHEN position('/' in p.path) > 0 THEN regexp_replace(p.path, '/[^/]*$', '') ELSE '' END,
+                   regexp_replace(p.path, '^.*/', ''), lower(regexp_replace(p.path, '^.*/', '')), r.fields::json->'kind'->>'value',
+                   COALESCE((r.fields::json->'size'->>'value')::bigint, 0), COALESCE((r.fields::json->'modified'->>'value')::bigint, r.modified_at)
+            FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
+                CROSS JOIN LATERAL (SELECT r.fields::json->'path'->>'value' AS path) p
+            WHERE z.name = '_ubiquityDocuments' AND NOT z.deleted AND d.scope = 'private' AND NOT r.deleted AND r.type = 'UbiquityItem'
+                AND p.path IS NOT NULL AND p.path <> '' AND r.fields::json->'kind'->>'value' IS NOT NULL
+            """,
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

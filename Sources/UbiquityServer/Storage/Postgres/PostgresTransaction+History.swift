@@ -8,7 +8,7 @@ import UbiquityCore
 /// statement (`unnest` of arrays).
 extension PostgresTransaction: HistoryStoreTransaction {
     private static let versionColumns = "id, database, record_name, path, saved_at, saved_by, size, content_hash, asset_checksum, current"
-    private static let trashColumns = "id, database, record_name, path, kind, deleted_at, deleted_by, size, asset_checksum, fields"
+    private static let trashColumns = "id, database, record_name, path, kind, deleted_at, deleted_by, size, asset_checksum"
 
     private static func version(_ row: PostgresRandomAccessRow, withFields: Bool) throws -> StoredItemVersion {
         StoredItemVersion(id: try row.value("id"), database: try row.value("database"), recordName: try row.value("record_name"),
@@ -17,11 +17,11 @@ extension PostgresTransaction: HistoryStoreTransaction {
                           fieldsJSON: withFields ? try row.value("fields") : "", current: try row.value("current"))
     }
 
-    private static func trashed(_ row: PostgresRandomAccessRow) throws -> StoredTrashedItem {
+    private static func trashed(_ row: PostgresRandomAccessRow, withFields: Bool) throws -> StoredTrashedItem {
         StoredTrashedItem(id: try row.value("id"), database: try row.value("database"), recordName: try row.value("record_name"),
                           path: try row.value("path"), kind: try row.value("kind"), deletedAt: try row.value("deleted_at"),
                           deletedBy: try row.value("deleted_by"), size: try row.value("size"), assetChecksum: try row.value("asset_checksum"),
-                          fieldsJSON: try row.value("fields"))
+                          fieldsJSON: withFields ? try row.value("fields") : "")
     }
 
     func addItemVersions(_ versions: [StoredItemVersion]) async throws {
@@ -89,14 +89,14 @@ extension PostgresTransaction: HistoryStoreTransaction {
 
     func trashedItems(database: Int64) async throws -> [StoredTrashedItem] {
         try await session.rows("SELECT \(Self.trashColumns) FROM trashed_items WHERE database = $1 ORDER BY deleted_at DESC, id DESC",
-                               [.int(database)]).map(Self.trashed)
+                               [.int(database)]).map { try Self.trashed($0, withFields: false) }
     }
 
     func trashedItems(database: Int64, ids: [Int64]) async throws -> [StoredTrashedItem] {
         guard !ids.isEmpty else { return [] }
         return try await session.rows("""
-            SELECT \(Self.trashColumns) FROM trashed_items WHERE database = $1 AND id = ANY($2) ORDER BY deleted_at DESC, id DESC
-            """, [.int(database), .ints(ids)]).map(Self.trashed)
+            SELECT \(Self.trashColumns), fields FROM trashed_items WHERE database = $1 AND id = ANY($2) ORDER BY deleted_at DESC, id DESC
+            """, [.int(database), .ints(ids)]).map { try Self.trashed($0, withFields: true) }
     }
 
     func deleteTrashedItems(ids: [Int64]) async throws {

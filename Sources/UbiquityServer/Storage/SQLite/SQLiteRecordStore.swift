@@ -235,6 +235,32 @@ package final class SQLiteRecordStore: RecordStore {
                 CREATE INDEX share_links_database ON share_links(database, created_at);
                 """)
         }
+        // The Drive's index of each synced folder (Web/DriveIndexer.swift, docs/web.md): one row per
+        // live item of a private documents zone, by folder and lower-cased name; filled from the
+        // records there.
+        migrator.registerMigration("v15-drive-index") { db in
+            try db.execute(sql: """
+                CREATE TABLE drive_items (database INTEGER NOT NULL, record_name TEXT NOT NULL, parent TEXT NOT NULL, name TEXT NOT NULL, folded TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, modified INTEGER NOT NULL, PRIMARY KEY (database, record_name));
+                CREATE INDEX drive_items_folder ON drive_items(database, parent, folded);
+                CREATE INDEX drive_items_names ON drive_items(database, folded);
+                """)
+            let items = try Row.fetchAll(db, sql: """
+                SELECT z.database AS database, r.name AS name, json_extract(r.fields, '$.path.value') AS path, json_extract(r.fields, '$.kind.value') AS kind,
+                       json_extract(r.fields, '$.size.value') AS size, json_extract(r.fields, '$.modified.value') AS modified, r.modified_at AS modified_at
+                FROM records r JOIN zones z ON z.id = r.zone JOIN databases d ON d.id = z.database
+                WHERE z.name = '_ubiquityDocuments' AND z.deleted = 0 AND d.scope = 'private' AND r.deleted = 0 AND r.type = 'UbiquityItem'
+                """)
+            let insert = try db.makeStatement(sql: """
+                INSERT OR REPLACE INTO drive_items (database, record_name, parent, name, folded, kind, size, modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for item in items {
+                guard let path: String = item["path"], !path.isEmpty, let kind: String = item["kind"] else { continue }
+                let name = path.split(separator: "/").last.map(String.init) ?? path
+                let parent = DriveItem.parent(of: path)
+                let modified: Int64 = item["modified"] ?? item["modified_at"]
+                try insert.execute(arguments: [item["database"], item["name"], parent, name, name.lowercased(), kind, item["size"] ?? Int64(0), modified])
+            }
+        }
         return migrator
     }
 }

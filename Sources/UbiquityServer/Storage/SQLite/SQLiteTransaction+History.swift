@@ -7,7 +7,7 @@ import UbiquityCore
 /// `v13-document-history` migration).
 extension SQLiteTransaction: HistoryStoreTransaction {
     private static let versionColumns = "id, database, record_name, path, saved_at, saved_by, size, content_hash, asset_checksum, current"
-    private static let trashColumns = "id, database, record_name, path, kind, deleted_at, deleted_by, size, asset_checksum, fields"
+    private static let trashColumns = "id, database, record_name, path, kind, deleted_at, deleted_by, size, asset_checksum"
 
     private static func version(_ row: Row) -> StoredItemVersion {
         StoredItemVersion(id: row["id"], database: row["database"], recordName: row["record_name"], path: row["path"], savedAt: row["saved_at"],
@@ -18,7 +18,7 @@ extension SQLiteTransaction: HistoryStoreTransaction {
     private static func trashed(_ row: Row) -> StoredTrashedItem {
         StoredTrashedItem(id: row["id"], database: row["database"], recordName: row["record_name"], path: row["path"], kind: row["kind"],
                           deletedAt: row["deleted_at"], deletedBy: row["deleted_by"], size: row["size"], assetChecksum: row["asset_checksum"],
-                          fieldsJSON: row["fields"])
+                          fieldsJSON: row["fields"] ?? "")
     }
 
     /// `?, ?, …` for `count` values.
@@ -94,7 +94,7 @@ extension SQLiteTransaction: HistoryStoreTransaction {
     func trashedItems(database: Int64, ids: [Int64]) throws -> [StoredTrashedItem] {
         guard !ids.isEmpty else { return [] }
         return try Row.fetchAll(db, sql: """
-            SELECT \(Self.trashColumns) FROM trashed_items WHERE database = ? AND id IN (\(Self.placeholders(ids.count))) ORDER BY deleted_at DESC, id DESC
+            SELECT \(Self.trashColumns), fields FROM trashed_items WHERE database = ? AND id IN (\(Self.placeholders(ids.count))) ORDER BY deleted_at DESC, id DESC
             """, arguments: StatementArguments([database] + ids)).map(Self.trashed)
     }
 

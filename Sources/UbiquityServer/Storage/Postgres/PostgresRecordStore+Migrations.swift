@@ -160,6 +160,7 @@ extension PostgresRecordStore {
         Migration(identifier: "v15-drive-index", statements: [
             #"CREATE TABLE drive_items (database BIGINT NOT NULL, record_name TEXT COLLATE "C" NOT NULL, parent TEXT COLLATE "C" NOT NULL, name TEXT COLLATE "C" NOT NULL, folded TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL, size BIGINT NOT NULL, modified BIGINT NOT NULL, PRIMARY KEY (database, record_name))"#,
             "CREATE INDEX drive_items_folder ON drive_items(database, parent, folded)",
+            "CREATE INDEX drive_items_search ON drive_items(database, folded) INCLUDE (kind, name, parent, size, modified, record_name)",
             """
             INSERT INTO drive_items (database, record_name, parent, name, folded, kind, size, modified)
             SELECT z.database, r.name, CASE WHEN position('/' in p.path) > 0 THEN regexp_replace(p.path, '/[^/]*$', '') ELSE '' END,

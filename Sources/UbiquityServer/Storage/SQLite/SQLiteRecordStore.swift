@@ -242,6 +242,7 @@ package final class SQLiteRecordStore: RecordStore {
             try db.execute(sql: """
                 CREATE TABLE drive_items (database INTEGER NOT NULL, record_name TEXT NOT NULL, parent TEXT NOT NULL, name TEXT NOT NULL, folded TEXT NOT NULL, kind TEXT NOT NULL, size INTEGER NOT NULL, modified INTEGER NOT NULL, PRIMARY KEY (database, record_name));
                 CREATE INDEX drive_items_folder ON drive_items(database, parent, folded);
+                CREATE INDEX drive_items_search ON drive_items(database, folded, kind, name, parent, size, modified, record_name);
                 """)
             let items = try Row.fetchAll(db, sql: """
                 SELECT z.database AS database, r.name AS name, json_extract(r.fields, '$.path.value') AS path, json_extract(r.fields, '$.kind.value') AS kind,

@@ -7,6 +7,8 @@ import UbiquityCore
 extension SQLiteTransaction: DriveIndexTransaction {
     /// Folders first, then the lower-cased name (the `drive_items_folder` index's order).
     static let driveOrder = "ORDER BY kind <> 'folder', folded, name"
+    /// The columns a row is read from.
+    static let driveColumns = "database, record_name, parent, name, kind, size, modified"
 
     private static func driveRow(_ row: Row) -> DriveIndexRow {
         DriveIndexRow(database: row["database"], recordName: row["record_name"], parent: row["parent"], name: row["name"], kind: row["kind"],
@@ -33,7 +35,7 @@ extension SQLiteTransaction: DriveIndexTransaction {
 
     func driveFolder(database: Int64, parent: String, offset: Int, limit: Int) throws -> (rows: [DriveIndexRow], total: Int) {
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT * FROM drive_items WHERE database = ? AND parent = ? \(Self.driveOrder) LIMIT ? OFFSET ?
+            SELECT \(Self.driveColumns) FROM drive_items WHERE database = ? AND parent = ? \(Self.driveOrder) LIMIT ? OFFSET ?
             """), arguments: [database, parent, limit, offset]).map(Self.driveRow)
         let total = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM drive_items WHERE database = ? AND parent = ?"),
                                      arguments: [database, parent]) ?? 0
@@ -41,10 +43,10 @@ extension SQLiteTransaction: DriveIndexTransaction {
     }
 
     func driveSearch(database: Int64, text: String, limit: Int) throws -> [DriveIndexRow] {
-        let pattern = "%" + text.lowercased().replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_") + "%"
-        return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT * FROM drive_items WHERE database = ? AND folded LIKE ? ESCAPE '\\' \(Self.driveOrder) LIMIT ?
-            """), arguments: [database, pattern, limit]).map(Self.driveRow)
+        // `instr` over the covering index `drive_items_search`: one user's names read in order,
+        // no row looked up (a table lookup per row costs ten times the scan)
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT \(Self.driveColumns) FROM drive_items WHERE database = ? AND instr(folded, ?) > 0 \(Self.driveOrder) LIMIT ?
+            """), arguments: [database, text.lowercased(), limit]).map(Self.driveRow)
     }
 }

@@ -297,12 +297,9 @@ package struct DocumentHistory: Sendable {
         guard !operations.isEmpty else { return }
         let request = WireModifyRecordsRequest(operations: operations, zoneID: WireZoneID(zoneName: DocumentItemRecord.zoneName), atomic: true)
         let answer = try await engine.modifyRecords(request, context: context)
-        for record in answer.objectValue?["records"]?.arrayValue ?? [] {
-            if let error = WireError(json: record), error.code != .atomicError { throw error }
-        }
-        for record in answer.objectValue?["records"]?.arrayValue ?? [] {
-            if let error = WireError(json: record) { throw error }
-        }
+        // the operation that failed, rather than the others' ATOMIC_ERROR
+        let errors = (answer.objectValue?["records"]?.arrayValue ?? []).compactMap { WireError(json: $0) }
+        if let error = errors.first(where: { $0.code != .atomicError }) ?? errors.first { throw error }
     }
 
     /// `fields` with a fresh receipt on each asset the server kept (the server vouches for

@@ -89,7 +89,7 @@ struct DriveSessions: Sendable {
 
     /// Refuses a request that changes something without the session's CSRF token.
     func checkCSRF(_ user: DriveUser, given: String?) throws {
-        guard let given, Self.constantTimeEqual(given, user.csrf) else {
+        guard let given, SecretToken.constantTimeEquals(given, user.csrf) else {
             throw DriveRefusal(status: .forbidden, message: "This form has expired or did not come from this site: reload the page and try again.")
         }
     }
@@ -113,12 +113,6 @@ struct DriveSessions: Sendable {
     /// The CSRF token of a session cookie.
     static func csrf(cookie: String) -> String {
         Hex.encode(HMAC<SHA256>.authenticationCode(for: Array("ubiquity drive csrf".utf8), using: SymmetricKey(data: Array(cookie.utf8))))
-    }
-
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import Synchronization
 import UbiquityCore
 import UbiquityWire
 
@@ -8,9 +9,16 @@ import UbiquityWire
 /// folder that anyone holding it opens without an account, until it expires or its owner revokes
 /// it, optionally behind a password. The link's token is stored as its digest only; it follows
 /// the item through renames and moves, and opens nothing once the item is deleted.
-struct DriveShares: Sendable {
+final class DriveShares: Sendable {
     let store: any RecordStore
     let admin: RecordsAdmin
+    /// The server secret unlock cookies are signed with, once read.
+    private let unlockSecret = Mutex<String?>(nil)
+
+    init(store: any RecordStore, admin: RecordsAdmin) {
+        self.store = store
+        self.admin = admin
+    }
 
     /// The longest a link may last, in days.
     static let maximumDays = 365
@@ -111,8 +119,15 @@ struct DriveShares: Sendable {
     /// What the cookie of an unlocked link holds: an HMAC of its digest under a server secret
     /// (the link's token alone does not make it).
     func unlockProof(for link: StoredShareLink) async throws -> String {
-        let candidate = Hex.encode(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
-        let secret = try await store.write { tx in try await tx.serverSecret(name: "share-link-unlock", candidate: candidate, createdAt: RecordsAuthenticator.now) }
+        let secret: String
+        if let known = unlockSecret.withLock({ $0 }) {
+            secret = known
+        } else {
+            // read (or made) once per process: the store keeps it for every process
+            let candidate = Hex.encode(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })
+            secret = try await store.write { tx in try await tx.serverSecret(name: "share-link-unlock", candidate: candidate, createdAt: RecordsAuthenticator.now) }
+            unlockSecret.withLock { $0 = secret }
+        }
         return Hex.encode(HMAC<SHA256>.authenticationCode(for: Array(link.digest.utf8), using: SymmetricKey(data: Array(secret.utf8))))
     }
 }

@@ -108,7 +108,7 @@ struct ShareRoutes: Sendable {
             if opened.link.passwordHash != nil {
                 let proof = try await shares.unlockProof(for: opened.link)
                 let given = DriveSessions.cookie(named: Self.unlockCookie, in: request)
-                guard let given, DriveSessions.constantTimeEqual(given, proof) else {
+                guard let given, SecretToken.constantTimeEquals(given, proof) else {
                     return DriveRoutes.page(DrivePages.render("sharepassword", title: "A shared link", user: nil, ["base": base]))
                 }
             }

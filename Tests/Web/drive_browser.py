@@ -8,12 +8,15 @@ checked in that folder too. Screenshots go to --screenshots. Exits 0 when every 
 otherwise prints the failing step and exits 1.
 """
 import argparse
+import json
 import pathlib
 import re
 import shutil
 import sqlite3
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
@@ -25,6 +28,9 @@ parser.add_argument("--folder", required=True, help="the device's synced folder"
 parser.add_argument("--device-file", required=True, help="a file the device uploaded before")
 parser.add_argument("--screenshots", required=True)
 parser.add_argument("--server-database", required=True, help="the server's records.sqlite (to make a link expire)")
+parser.add_argument("--console-container", required=True, help="a container the user develops")
+parser.add_argument("--api-token", required=True, help="the console container's API token")
+parser.add_argument("--web-token", required=True, help="the user's web-auth token")
 parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"))
 args = parser.parse_args()
 
@@ -55,6 +61,15 @@ def wait_for(what, check, seconds=120):
 def read(name):
     path = folder / name
     return path.read_bytes() if path.exists() else None
+
+
+def api(operation, body):
+    """A CloudKit Web Services request to the console container's public database, as an app sends it."""
+    query = urllib.parse.urlencode({"ckAPIToken": args.api_token, "ckWebAuthToken": args.web_token})
+    url = f"{args.url}/database/1/{args.console_container}/development/public/{operation}?{query}"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
 
 
 def row(page, name):
@@ -176,6 +191,32 @@ with sync_playwright() as playwright:
         visitor.goto(locked)
         expect(visitor.get_by_role("alert")).to_contain_text("revoked")
         stranger.close()
+
+        step("in the Console, see a record saved through the API, and the request in the live log")
+        saved = api("records/modify", {"operations": [{"operationType": "create", "record": {
+            "recordName": "console-note", "recordType": "Note",
+            "fields": {"title": {"value": "Saved through the API"}, "rank": {"value": 7}}}}]})
+        assert saved["records"][0]["recordName"] == "console-note", saved
+        page.goto(args.url + "/console")
+        page.get_by_role("link", name=args.console_container).click()
+        expect(page.get_by_role("heading", name="Records")).to_be_visible()
+        page.get_by_role("link", name="console-note").click()
+        expect(page.get_by_role("heading", name="console-note")).to_be_visible()
+        expect(page.get_by_role("row", name=re.compile("title"))).to_contain_text("Saved through the API")
+        page.screenshot(path=str(shots / "console-record.png"), full_page=True)
+        page.get_by_role("navigation", name="Container").get_by_role("link", name="Request log").click()
+        expect(page.locator("#log-rows")).to_contain_text("records/modify")
+        api("records/lookup", {"records": [{"recordName": "console-note"}]})
+        expect(page.locator("#log-rows tr").first).to_contain_text("records/lookup")
+        page.screenshot(path=str(shots / "console-log.png"), full_page=True)
+        page.get_by_role("navigation", name="Container").get_by_role("link", name="Schema").click()
+        expect(page.get_by_role("heading", name="Development → production")).to_be_visible()
+        expect(page.get_by_text("adds record type Note")).to_be_visible()
+        page.get_by_role("button", name="Deploy to production").click()
+        expect(page.get_by_role("status")).to_contain_text("Deployed to production")
+        page.get_by_role("navigation", name="Container").get_by_role("link", name="Telemetry").click()
+        expect(page.get_by_role("row").filter(has_text="records/modify")).to_be_visible()
+        page.screenshot(path=str(shots / "console-telemetry.png"), full_page=True)
 
         step("signing out ends the session")
         page.get_by_role("button", name=re.compile("^Sign out")).click()

@@ -14,7 +14,8 @@ import UbiquityWire
 /// puts the call (``RecordsCall``) in the request context for the operation's route. Every
 /// answer gets CloudKit's headers (`X-Apple-Request-UUID`, the protocol version, a rotated web
 /// token); every error becomes CloudKit's JSON error (``WireError`` as `HTTPResponseError`) with
-/// the request's ID, and each request is counted and timed per operation.
+/// the request's ID, and each request is counted and timed per operation (`/metrics`) and added
+/// to the Console's request log (``RequestLog``).
 struct RecordsAuthMiddleware: RouterMiddleware {
     typealias Context = RecordsRequestContext
 
@@ -27,6 +28,8 @@ struct RecordsAuthMiddleware: RouterMiddleware {
     let limiter: RateLimiter?
     /// The server-wide limit on request bodies in memory.
     let bodyBudget: RequestBodyBudget
+    /// The Console's request log and telemetry.
+    let requestLog: RequestLog
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let requestID = UUID().uuidString.lowercased()
@@ -34,9 +37,12 @@ struct RecordsAuthMiddleware: RouterMiddleware {
         var operation = "unknown"
         var rotated: String?
         var response: Response
+        var logged: DatabasePath?
+        var errorCode: WireServerErrorCode?
         do {
             let rawPath = request.uri.path
             let path = try DatabasePath(rawPath: rawPath)
+            logged = path
             operation = RecordsOperation(rawValue: path.operation)?.rawValue ?? "unsupported"
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
@@ -86,6 +92,7 @@ struct RecordsAuthMiddleware: RouterMiddleware {
         } catch {
             var wire = wireError(error, operation: operation, requestID: requestID)
             wire.uuid = requestID
+            errorCode = wire.code
             // every 421 says where to sign in (CloudKit JS-style clients follow it), whichever
             // layer refused the caller: made here only, when a 421 is answered
             if wire.code == .authenticationRequired, wire.redirectURL == nil, let path = try? DatabasePath(rawPath: request.uri.path) {
@@ -99,6 +106,11 @@ struct RecordsAuthMiddleware: RouterMiddleware {
         let elapsed = DispatchTime.now().uptimeNanoseconds - started
         Timer(label: "ubiquity_records_request_duration", dimensions: [("operation", operation)]).recordNanoseconds(Int64(elapsed))
         Counter(label: "ubiquity_records_requests_total", dimensions: [("operation", operation), ("status", String(response.status.code))]).increment()
+        if let logged {
+            requestLog.record(LoggedRequest(time: RecordsAuthenticator.now, requestID: requestID, container: logged.container, environment: logged.environment,
+                                            scope: logged.scope, operation: RecordsOperation(rawValue: logged.operation), status: response.status.code,
+                                            nanoseconds: Int64(elapsed), errorCode: errorCode))
+        }
         return response
     }
 

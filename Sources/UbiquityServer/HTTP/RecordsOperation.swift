@@ -2,7 +2,7 @@
 
 /// An operation of the `/database/1/…` endpoints: one route each (``RecordsRoutes``), named by
 /// its path after the database (`records/modify`).
-enum RecordsOperation: String, CaseIterable, Sendable {
+package enum RecordsOperation: String, CaseIterable, Sendable {
     case recordsModify = "records/modify"
     case recordsLookup = "records/lookup"
     case recordsQuery = "records/query"

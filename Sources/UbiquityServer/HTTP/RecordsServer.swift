@@ -15,7 +15,8 @@ import UbiquityCore
 /// `ubiq serve`: the CloudKit Web Services compatible HTTP server over a `RecordStore`.
 ///
 /// Routes: `/database/1/…` (the API), `/auth/signin` (the sign-in page that replaces Apple's),
-/// `/healthz`, `/metrics` (Prometheus text, when a registry is given). CORS is open to browser
+/// `/healthz`, `/metrics` (Prometheus text, when a registry is given), the web's Drive at `/` and
+/// the developer Console at `/console`. CORS is open to browser
 /// clients (CloudKit JS) and exposes CloudKit's response headers.
 package struct RecordsServer: Sendable {
     /// The storage.
@@ -33,6 +34,8 @@ package struct RecordsServer: Sendable {
     package let assets: AssetService?
     /// The synced folder's history: versions and Recently Deleted (History/).
     package let history: DocumentHistory
+    /// The Console's request log and telemetry (Console/), fed by the records middleware.
+    package let requestLog = RequestLog()
 
     /// Makes a server. `registry` is rendered at `/metrics` (the executable bootstraps the
     /// metrics system with it; libraries never do).
@@ -96,7 +99,8 @@ package struct RecordsServer: Sendable {
         let bodyBudget = RequestBodyBudget(limit: configuration.maximumBodyBytesInFlight)
         let users = UserDirectory(store: store, engine: engine, logger: logger)
         let middleware = RecordsAuthMiddleware(authenticator: RecordsAuthenticator(store: store, configuration: configuration, logger: logger),
-                                               configuration: configuration, logger: logger, users: users, limiter: limiter, bodyBudget: bodyBudget)
+                                               configuration: configuration, logger: logger, users: users, limiter: limiter, bodyBudget: bodyBudget,
+                                               requestLog: requestLog)
         // push: long-poll on the HTTP router, WebSocket on the upgrade router.
         let pushRoutes = PushRoutes(push: push, logger: logger)
         pushRoutes.register(on: router)
@@ -137,8 +141,11 @@ package struct RecordsServer: Sendable {
                                 actions: DriveActions(engine: engine, history: history), history: history, assets: assets, bodyBudget: bodyBudget)
         drive.register(on: router)
         ShareRoutes(drive: drive, shares: DriveShares(store: store, admin: admin)).register(on: router)
+        // the developer Console at `/console` (Console/, docs/web.md)
+        ConsoleRoutes(sessions: drive.sessions, engine: engine, admin: admin, requestLog: requestLog, assets: assets, bodyBudget: bodyBudget)
+            .register(on: router)
 
-        var services: [any Service] = [push, HistoryMaintenance(history: history, logger: logger)]
+        var services: [any Service] = [push, HistoryMaintenance(history: history, logger: logger), requestLog]
         if assets != nil, configuration.assetGarbageCollectionInterval > 0 {
             services.append(AssetGarbageCollector(engine: engine, interval: configuration.assetGarbageCollectionInterval,
                                                   minimumAge: configuration.assetGarbageMinimumAge, logger: logger))

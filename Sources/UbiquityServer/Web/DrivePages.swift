@@ -8,18 +8,22 @@ import Mustache
 /// drag-and-drop.
 enum DrivePages {
     /// The templates, parsed once.
-    static let library: MustacheLibrary = {
+    static let library = makeLibrary(templates, of: "Drive")
+
+    /// A library of `templates` (the Drive's, the Console's); a template that does not parse is
+    /// a programming error, found by the first page of the first test.
+    static func makeLibrary(_ templates: [String: String], of what: String) -> MustacheLibrary {
         var library = MustacheLibrary()
-        for (name, text) in templates {
-            do { try library.register(text, named: name) } catch { preconditionFailure("the Drive template \(name) does not parse: \(error)") }
+        for (name, text) in templates.merging(["head": head, "signout": signOut], uniquingKeysWith: { mine, _ in mine }) {
+            do { try library.register(text, named: name) } catch { preconditionFailure("the \(what) template \(name) does not parse: \(error)") }
         }
         return library
-    }()
+    }
 
     /// Renders `page` with `values`, inside the layout (`title`, and `user`/`csrf` when signed in).
     static func render(_ page: String, title: String, user: DriveUser?, _ values: [String: Any]) -> String {
         let body = library.render(values, withTemplate: page) ?? ""
-        var layout: [String: Any] = ["title": title, "body": body]
+        var layout: [String: Any] = ["title": "\(title) · Ubiquity Drive", "body": body]
         if let user {
             layout["user"] = user.account.name
             layout["csrf"] = user.csrf
@@ -27,17 +31,31 @@ enum DrivePages {
         return library.render(layout, withTemplate: "layout") ?? ""
     }
 
+    /// The start of every page, the Drive's and the Console's (`{{> head}}`): `title` in full,
+    /// the style sheet, and the session's CSRF token for scripts.
+    static let head = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        {{#csrf}}<meta name="csrf-token" content="{{csrf}}">{{/csrf}}
+        <title>{{title}}</title>
+        <link rel="stylesheet" href="/drive/static/drive.css">
+        </head>
+        """
+
+    /// The signed-in user's sign-out button, on every page (`{{> signout}}`).
+    static let signOut = """
+        <form method="post" action="/signout" class="inline">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" class="link">Sign out {{user}}</button>
+        </form>
+        """
+
     static let templates: [String: String] = [
         "layout": """
-            <!doctype html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            {{#csrf}}<meta name="csrf-token" content="{{csrf}}">{{/csrf}}
-            <title>{{title}} · Ubiquity Drive</title>
-            <link rel="stylesheet" href="/drive/static/drive.css">
-            </head>
+            {{> head}}
             <body>
             <header class="top">
               <a class="brand" href="/">Ubiquity Drive</a>
@@ -46,10 +64,7 @@ enum DrivePages {
                 <a href="/">Files</a>
                 <a href="/trash">Recently Deleted</a>
                 <a href="/shares">Shared links</a>
-                <form method="post" action="/signout" class="inline">
-                  <input type="hidden" name="csrf" value="{{csrf}}">
-                  <button type="submit" class="link">Sign out {{user}}</button>
-                </form>
+                {{> signout}}
               </nav>
               {{/user}}
             </header>
@@ -65,6 +80,7 @@ enum DrivePages {
               <h1 id="signin-title">Sign in</h1>
               {{#message}}<p class="error" role="alert">{{message}}</p>{{/message}}
               <form method="post" action="/signin">
+                {{#next}}<input type="hidden" name="next" value="{{next}}">{{/next}}
                 <label for="user">User name</label>
                 <input id="user" name="user" autocomplete="username" required value="{{userName}}">
                 <label for="password">Password</label>

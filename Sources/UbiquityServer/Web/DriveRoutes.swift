@@ -27,8 +27,9 @@ struct DriveRoutes: Sendable {
         router.get("/drive/static/drive.css") { _, _ in Self.asset(DriveStatic.css, type: "text/css; charset=utf-8") }
         router.get("/drive/static/drive.js") { _, _ in Self.asset(DriveStatic.script, type: "text/javascript; charset=utf-8") }
         router.get("/signin") { request, _ in
-            if try await routes.sessions.user(of: request) != nil { return Self.redirect("/") }
-            return Self.page(DrivePages.render("signin", title: "Sign in", user: nil, [:]))
+            let next = Self.nextPath(request.uri.queryParameters["next"].map(String.init))
+            if try await routes.sessions.user(of: request) != nil { return Self.redirect(next ?? "/") }
+            return Self.page(DrivePages.render("signin", title: "Sign in", user: nil, next.map { ["next": $0] } ?? [:]))
         }
         router.post("/signin") { request, context in try await routes.signIn(request, context: context) }
         router.get("/") { request, _ in try await routes.signedIn(request) { user in try await routes.files(request, user: user) } }
@@ -107,11 +108,13 @@ struct DriveRoutes: Sendable {
         let name = form["user"] ?? ""
         switch try await sessions.signIn(user: name, password: form["password"] ?? "", address: context.remoteAddress?.ipAddress ?? "?") {
         case .success(let cookie):
-            var response = Self.redirect("/")
+            var response = Self.redirect(Self.nextPath(form["next"]) ?? "/")
             response.headers[.setCookie] = sessions.setCookie(cookie, request: request)
             return response
         case .failure(let refusal):
-            return Self.page(DrivePages.render("signin", title: "Sign in", user: nil, ["message": refusal.message, "userName": name]), status: refusal.status)
+            var values: [String: Any] = ["message": refusal.message, "userName": name]
+            if let next = Self.nextPath(form["next"]) { values["next"] = next }
+            return Self.page(DrivePages.render("signin", title: "Sign in", user: nil, values), status: refusal.status)
         }
     }
 
@@ -318,6 +321,14 @@ struct DriveRoutes: Sendable {
         switch error {
         case let refusal as DriveRefusal:
             return (refusal.status, refusal.message)
+        case let error as UbiquityError:
+            switch error.code {
+            case .invalidArgument: return (.badRequest, error.message)
+            case .notFound: return (.notFound, error.message)
+            case .conflict, .alreadyExists: return (.conflict, error.message)
+            case .permissionDenied: return (.forbidden, error.message)
+            default: return (.internalServerError, error.message)
+            }
         case let wire as WireError:
             switch wire.code {
             case .notFound, .zoneNotFound: return (.notFound, wire.reason)
@@ -334,6 +345,14 @@ struct DriveRoutes: Sendable {
     /// A path from a query: no empty, `.` or `..` components.
     static func cleanPath(_ text: String) -> String {
         text.split(separator: "/").filter { $0 != "." && $0 != ".." }.joined(separator: "/")
+    }
+
+    /// Where the sign-in page goes once signed in: a path of this site (`/console/…`), never
+    /// another site (`//host`, `/\\host`, a scheme) nor anything with control characters.
+    static func nextPath(_ text: String?) -> String? {
+        guard let text, text.hasPrefix("/"), !text.hasPrefix("//"), !text.hasPrefix("/\\"), text.utf8.count <= 2048,
+              !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+        return text
     }
 
     /// A referer's path when it is a Drive page (never another site).

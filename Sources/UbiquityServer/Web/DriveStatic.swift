@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// The Drive's style sheet and script, served at `/drive/static/…` (no build step, no npm).
+/// The Drive's style sheet (the Console's too) and script, served at `/drive/static/…` (no build
+/// step, no npm).
 enum DriveStatic {
     static let css = """
         :root { color-scheme: light dark; --accent: #0a66d8; --line: #d0d4da; --muted: #667; --danger: #b3261e; }
@@ -42,6 +43,18 @@ enum DriveStatic {
         .notice { background: #eef5ff; color: #0b3d7a; padding: .5rem .8rem; border-radius: 6px; }
         .pages a { margin-right: 1rem; }
         input.wide { width: 100%; margin: .4rem 0; }
+        .sections { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .4rem 1.2rem; border-bottom: 1px solid var(--line); }
+        .sections a.current { font-weight: 650; text-decoration: none; color: inherit; }
+        .filters { display: flex; flex-wrap: wrap; gap: .6rem 1rem; align-items: end; margin: .8rem 0; }
+        .filters label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
+        select { font: inherit; padding: .2rem .3rem; border: 1px solid var(--line); border-radius: 5px; }
+        dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
+        dl.facts dt { color: var(--muted); }
+        dl.facts dd { margin: 0; }
+        td.value pre { margin: 0; white-space: pre-wrap; word-break: break-word; font: inherit; }
+        ul.list { padding-left: 1.2rem; }
+        tr.failed td { color: var(--danger); }
+        table.log td { font-variant-numeric: tabular-nums; }
         """
 
     /// Uploads: each file asks for an asset upload URL (the asset path the daemon and CloudKit

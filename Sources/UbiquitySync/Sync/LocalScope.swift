@@ -16,9 +16,13 @@ struct LocalScope: Sendable, Equatable {
     var paths = Set<String>()
     /// Subtrees to scan whole, with every journal entry under them (removed, moved, new folders).
     var subtrees = Set<String>()
+    /// Names that are not UTF-8 (``IndexDelta/unindexable``, relative): no row stands for them,
+    /// so their folders are read to report them. Kept when the scope becomes whole, since a whole
+    /// pass reads the index's rows only.
+    var unindexable = Set<String>()
 
     /// Whether nothing needs looking at.
-    var isEmpty: Bool { !full && paths.isEmpty && subtrees.isEmpty }
+    var isEmpty: Bool { !full && paths.isEmpty && subtrees.isEmpty && unindexable.isEmpty }
 
     /// Adds what a delta of the index's change feed changed in the folder `root` (rows outside
     /// it are ignored): an added or changed item is looked at again, a new folder and whatever
@@ -58,9 +62,9 @@ struct LocalScope: Sendable, Equatable {
             if let from = relative(move.from) { subtrees.insert(from) }
             if let to = relative(move.record.path) { subtrees.insert(to) }
         }
-        // the scan reads the folder of a name that is not UTF-8 and reports it unsyncable
+        // the pass reads the folder of a name that is not UTF-8 and reports it unsyncable
         for path in delta.unindexable {
-            if let path = relative(path) { paths.insert(path) }
+            if let path = relative(path) { unindexable.insert(path) }
         }
         // so many named (the index's first scan of a full folder): a whole pass reads each row
         // once, where the names would be looked up one by one and their folders read again

@@ -70,8 +70,12 @@ extension SyncEngine {
         if indexed && scope.full {
             // a whole pass compares the index with the journal in the database: only what differs
             let journal = self.journal
+            let unindexable = scope.unindexable
             (scan, entries) = try await BlockingWork.run {
-                try SyncFiles.differences(journal: journal, root: root, rules: rules, excluded: previouslyExcluded, queued: queued)
+                var (scan, entries) = try SyncFiles.differences(journal: journal, root: root, rules: rules, excluded: previouslyExcluded, queued: queued)
+                // the rows hold no name that is not UTF-8: those the feed named are read for
+                scan.unsyncable = SyncFiles.unsyncableNames(near: unindexable, root: root, rules: rules, excluded: previouslyExcluded)
+                return (scan, entries)
             }
         } else {
             if indexed {

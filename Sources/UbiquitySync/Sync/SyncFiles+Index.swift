@@ -13,8 +13,8 @@ extension SyncFiles {
     /// is ignored or carries the skip-backup attribute, an evicted file's stub standing for its
     /// document. Only the skip-backup attribute of each item is read from the disk (the index
     /// does not keep it). A row written before the index kept modes is read from the disk.
-    /// Names that are not UTF-8 have no rows: a scope path naming one (the feed's
-    /// ``IndexDelta/unindexable``) has its folder read for them.
+    /// Names that are not UTF-8 have no rows: the scope's ``LocalScope/unindexable`` paths have
+    /// their folders read for them (``unsyncableNames(near:root:rules:excluded:)``).
     ///
     /// Trust it only while the index watches the folder and its first scan is done
     /// (`IndexHost.covers`); the pass checks on the disk what looks deleted before acting on it.
@@ -23,12 +23,20 @@ extension SyncFiles {
         var rows = IndexRowFilter(root: root, rules: rules, excluded: excluded, whole: false)
         for row in try indexRows(index: index, root: root, scope: scope, journaled: journaled) { _ = rows.take(row) }
         var found = rows.found
+        found.unsyncable = unsyncableNames(near: scope.unindexable, root: root, rules: rules, excluded: excluded)
+        return found
+    }
+
+    /// The names that are not UTF-8 in the folders of `paths` (relative: the index's
+    /// ``IndexDelta/unindexable``, the bad bytes as U+FFFD), each bad byte written `\xNN`, as the
+    /// walk reports them; folders that are ignored or excluded are not read.
+    static func unsyncableNames(near paths: Set<String>, root: String, rules: IgnoreRules, excluded: Set<String>) -> Set<String> {
         var reachable = ReachableFolders(excluded: excluded, rules: rules)
-        // names that are not UTF-8: their folder is read for them, as the walk does
-        for path in scope.paths where (path as NSString).lastPathComponent.contains("\u{FFFD}") {
-            let parent = (path as NSString).deletingLastPathComponent
-            guard reachable.isReachable(parentOf: path), let entries = DirectoryEntries.read(parent.isEmpty ? root : root + "/" + parent) else { continue }
-            for bad in entries.invalid { found.unsyncable.insert(parent.isEmpty ? bad : parent + "/" + bad) }
+        var found = Set<String>()
+        for parent in Set(paths.map { ($0 as NSString).deletingLastPathComponent }) {
+            guard parent.isEmpty || reachable.isReachable(folder: parent),
+                  let entries = DirectoryEntries.read(parent.isEmpty ? root : root + "/" + parent) else { continue }
+            for bad in entries.invalid { found.insert(parent.isEmpty ? bad : parent + "/" + bad) }
         }
         return found
     }

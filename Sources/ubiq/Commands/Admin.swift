@@ -81,13 +81,13 @@ struct Admin: AsyncParsableCommand {
     }
 }
 
-/// `ubiq admin container add|list|origins`.
+/// `ubiq admin container add|list|origins|developers`.
 struct ContainerAdmin: AsyncParsableCommand {
     @ParentCommand var admin: Admin
 
-    static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens, and the web origins they serve.",
+    static let configuration = CommandConfiguration(commandName: "container", abstract: "Add containers and API tokens, the web origins they serve, and their developers.",
                                                     discussion: "Examples:\n  ubiq admin --data srv container add iCloud.com.example.Notes",
-                                                    subcommands: [Add.self, List.self, Origins.self])
+                                                    subcommands: [Add.self, List.self, Origins.self, Developers.self])
 
     /// `ubiq admin container add ID`.
     struct Add: AsyncParsableCommand {
@@ -133,6 +133,38 @@ struct ContainerAdmin: AsyncParsableCommand {
                     CLI.printLine(CLI.jsonObject([("container", identifier), ("origins", origins)]))
                 } else {
                     for origin in origins { CLI.printLine(origin) }
+                }
+            }
+        }
+    }
+
+    /// `ubiq admin container developers ID [--add USER]… [--remove USER]…`.
+    struct Developers: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "developers",
+            abstract: "Show or change who may open the container in the web's Console (/console).",
+            discussion: """
+                A developer of a container signs in on the server's web page with their account's password and opens \
+                /console: the container's records, schema (and its deployment to production), users, subscriptions, \
+                request log and telemetry. Prints the developers after the change, one account name per line.
+                Examples:
+                  ubiq admin --data srv container developers iCloud.com.example.Notes --add alice
+                  ubiq admin --data srv container developers iCloud.com.example.Notes --remove bob
+                """)
+        @OptionGroup var store: ServerStoreOptions
+        @ParentCommand var group: ContainerAdmin
+        @Argument(help: "The container identifier, e.g. iCloud.com.example.Notes.") var identifier: String
+        @Option(name: .customLong("add"), help: "Make this account a developer of the container; repeatable.") var added: [String] = []
+        @Option(name: .customLong("remove"), help: "No longer let this account open the container in the Console; repeatable.")
+        var removed: [String] = []
+        @Flag(help: "Print JSON.") var json = false
+        func run() async throws {
+            try await Admin.withAdmin(store, parent: group.admin.store, command: "container developers") { admin in
+                let developers = try await admin.developers(container: identifier, add: added, remove: removed)
+                if json {
+                    CLI.printLine(CLI.jsonObject([("container", identifier), ("developers", developers)]))
+                } else {
+                    for name in developers { CLI.printLine(name) }
                 }
             }
         }

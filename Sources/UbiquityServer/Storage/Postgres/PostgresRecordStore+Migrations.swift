@@ -172,6 +172,11 @@ extension PostgresRecordStore {
                 AND p.path IS NOT NULL AND p.path <> '' AND r.fields::json->'kind'->>'value' IS NOT NULL
             """,
         ]),
+        // The developers of each container, who may open it in the web's Console (Console/, docs/web.md).
+        Migration(identifier: "v16-container-developers", statements: [
+            #"CREATE TABLE container_developers (container TEXT COLLATE "C" NOT NULL, account BIGINT NOT NULL REFERENCES accounts(id), added_at BIGINT NOT NULL, PRIMARY KEY (container, account))"#,
+            "CREATE INDEX container_developers_account ON container_developers(account)",
+        ]),
     ]
 
     /// `"name"` with inner quotes doubled: an identifier in SQL text (DDL takes no parameters).

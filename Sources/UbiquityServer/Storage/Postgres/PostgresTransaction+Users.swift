@@ -6,19 +6,19 @@ import UbiquityCore
 /// Users and discovery in PostgreSQL (the name columns of `accounts` and the `user_identities`
 /// table of the `v5-users` migration).
 extension PostgresTransaction: UserStoreTransaction {
-    private static let identityColumns = """
+    static let identityColumns = """
         accounts.id, accounts.name, accounts.email, accounts.password_hash, accounts.created_at,
         accounts.given_name, accounts.family_name, accounts.middle_name, accounts.nickname, accounts.name_prefix, accounts.name_suffix,
         user_identities.container, user_identities.user_record_name, user_identities.discoverable
         """
 
-    private static func components(_ row: PostgresRandomAccessRow) throws -> StoredNameComponents {
+    static func components(_ row: PostgresRandomAccessRow) throws -> StoredNameComponents {
         StoredNameComponents(givenName: try row.value("given_name"), familyName: try row.value("family_name"),
                              middleName: try row.value("middle_name"), nickname: try row.value("nickname"),
                              namePrefix: try row.value("name_prefix"), nameSuffix: try row.value("name_suffix"))
     }
 
-    private static func identity(_ row: PostgresRandomAccessRow) throws -> StoredUserIdentity {
+    static func identity(_ row: PostgresRandomAccessRow) throws -> StoredUserIdentity {
         StoredUserIdentity(
             account: StoredAccount(id: try row.value("id"), name: try row.value("name"), email: try row.value("email"),
                                    passwordHash: try row.value("password_hash"), createdAt: try row.value("created_at")),

@@ -204,7 +204,7 @@ final class PostgresTransaction: RecordStoreTransaction {
     }
 
     /// SQLite reads a negative `LIMIT` as no limit; `LIMIT NULL` is PostgreSQL's.
-    private static func limit(_ limit: Int) -> PostgresParameter {
+    static func limit(_ limit: Int) -> PostgresParameter {
         .int(limit < 0 ? nil : Int64(limit))
     }
 

@@ -261,6 +261,14 @@ package final class SQLiteRecordStore: RecordStore {
                 try insert.execute(arguments: [item["database"], item["name"], parent, name, name.lowercased(), kind, item["size"] ?? Int64(0), modified])
             }
         }
+        // The developers of each container, who may open it in the web's Console (Console/,
+        // docs/web.md); `ubiq admin container developers` adds and removes them.
+        migrator.registerMigration("v16-container-developers") { db in
+            try db.execute(sql: """
+                CREATE TABLE container_developers (container TEXT NOT NULL, account INTEGER NOT NULL REFERENCES accounts(id), added_at INTEGER NOT NULL, PRIMARY KEY (container, account));
+                CREATE INDEX container_developers_account ON container_developers(account);
+                """)
+        }
         return migrator
     }
 }

@@ -6,18 +6,18 @@ import UbiquityCore
 /// Users and discovery in SQLite (the name columns of `accounts` and the `user_identities` table
 /// of the `v5-users` migration).
 extension SQLiteTransaction: UserStoreTransaction {
-    private static let identityColumns = """
+    static let identityColumns = """
         accounts.id, accounts.name, accounts.email, accounts.password_hash, accounts.created_at,
         accounts.given_name, accounts.family_name, accounts.middle_name, accounts.nickname, accounts.name_prefix, accounts.name_suffix,
         user_identities.container, user_identities.user_record_name, user_identities.discoverable
         """
 
-    private static func components(_ row: Row) -> StoredNameComponents {
+    static func components(_ row: Row) -> StoredNameComponents {
         StoredNameComponents(givenName: row["given_name"], familyName: row["family_name"], middleName: row["middle_name"],
                              nickname: row["nickname"], namePrefix: row["name_prefix"], nameSuffix: row["name_suffix"])
     }
 
-    private static func identity(_ row: Row) -> StoredUserIdentity {
+    static func identity(_ row: Row) -> StoredUserIdentity {
         StoredUserIdentity(
             account: StoredAccount(id: row["id"], name: row["name"], email: row["email"], passwordHash: row["password_hash"], createdAt: row["created_at"]),
             container: row["container"], userRecordName: row["user_record_name"], discoverable: row["discoverable"],

@@ -195,10 +195,44 @@ package enum SyncDecision {
         return moves
     }
 
+    /// What to do after the server refused a save because its record changed.
+    package enum RefusedSave: Sendable, Hashable {
+        /// The server has this content already (kind and hash): adopt its version.
+        case adopt
+        /// The server's version is this device's own earlier upload whose answer never came (a
+        /// crash, a dropped connection): take its change tag and send the local version again.
+        case resend
+        /// Another device's version: it takes the name, the local one is kept as a conflict version.
+        case conflict
+    }
+
     /// After the server refused a save because its record changed: the same content (kind and
-    /// hash) means adopt the server's version; otherwise a conflict.
-    package static func refusedSave(localKind: SyncItemKind, localHash: String, server: RemoteItem) -> RemoteAction {
-        if localKind == server.kind && (localKind == .folder || localHash == server.contentHash) { return .adopt }
-        return .conflict
+    /// hash) means adopt the server's version; content this device sent and never had
+    /// confirmed (`sent`: ``SyncJournal/sentHashes(id:)``, and an unconfirmed entry's hash)
+    /// is its own lost upload, sent again; anything else is a conflict.
+    package static func refusedSave(localKind: SyncItemKind, localHash: String, server: RemoteItem, sent: Set<String> = []) -> RefusedSave {
+        guard localKind == server.kind else { return .conflict }
+        if localKind == .folder || localHash == server.contentHash { return .adopt }
+        return sent.contains(server.contentHash) ? .resend : .conflict
+    }
+
+    /// The journal's entry for a fetched record that is this device's own upload whose answer
+    /// never came (a crash, a dropped connection): its content is one the device sent and never
+    /// had confirmed (`sent`, and an unconfirmed entry's own hash). The entry takes the record's
+    /// tag and content and keeps its stat, so that what changed here since (an edit, a delete)
+    /// is still sent, over that tag, instead of the record being judged another device's
+    /// change (a conflict, or a delete undone). Nil when the record is not that.
+    package static func ownUnconfirmedUpload(_ entry: JournalEntry, remote: RemoteItem, sent: Set<String>) -> JournalEntry? {
+        guard remote.kind == entry.stat.kind, let tag = remote.changeTag, tag != entry.changeTag else { return nil }
+        if entry.changeTag == nil {
+            guard remote.contentHash == entry.contentHash || sent.contains(remote.contentHash) else { return nil }
+        } else {
+            // a content change (a rename or a mode change keeps the content: the usual rules judge it)
+            guard remote.contentHash != entry.contentHash, sent.contains(remote.contentHash) else { return nil }
+        }
+        var seen = entry
+        seen.changeTag = tag
+        seen.contentHash = remote.contentHash
+        return seen
     }
 }

@@ -221,6 +221,15 @@ extension SyncEngine {
             return
         }
         if let journaled, let local, try await placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
+        if let journaled, journaled.changeTag != item.changeTag,
+           let own = SyncDecision.ownUnconfirmedUpload(journaled, remote: item, sent: try journal.sentHashes(id: item.id)) {
+            // this device's own upload, its answer lost: what changed here since goes over its tag
+            logger.notice("the server holds this device's own upload whose answer was lost; it is taken as synced",
+                          metadata: ["ubiquity.path": "\(item.path)"])
+            try journalSynced([own], status: local == nil ? .uploaded : .uploading, forgettingSent: [item.id])
+            if local != nil { try journal.enqueue([localPath]) }
+            return
+        }
         var localHash: String?
         if let local, local.stat.kind != .folder, entry.map({ SyncDecision.localChanged($0, local.stat) }) ?? true {
             localHash = try await BlockingWork.run { try SyncFiles.contentHash(of: local, absolute: localAbsolute, like: item.contentHash) }

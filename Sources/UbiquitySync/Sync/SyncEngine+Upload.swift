@@ -364,6 +364,15 @@ extension SyncEngine {
     /// failed for a reason worth retrying.
     func save(_ batch: [PreparedUpload]) async throws -> Int {
         try Task.checkCancellation()
+        // the content each update sends is noted first: should its answer never come, the
+        // server's version is known for this device's own when it comes back or a later save is
+        // refused (a rename or a mode change sends the synced content: not noted)
+        let updates = batch.compactMap { item -> (id: String, hash: String)? in
+            guard let previous = item.upload.previous, previous.changeTag != nil, item.stat.kind == .file, !item.upload.local.isStub,
+                  item.hash != previous.contentHash else { return nil }
+            return (id: item.upload.id, hash: item.hash)
+        }
+        try journal.noteSent(updates)
         let results: [Record.ID: Result<Record, any Error>]
         let tokens: [ModifyChangeTokens]
         do {
@@ -398,7 +407,9 @@ extension SyncEngine {
                 if uploadFailed(item.upload, error) { failed += 1 }
             }
         }
-        try journalSynced(saved.map(\.1))  // one transaction for the batch, states included (SyncEngine.swift)
+        // one transaction for the batch, states included (SyncEngine.swift), the notes of what was sent cleared
+        // (only updates may have notes: a new record's first upload is its unconfirmed entry)
+        try journalSynced(saved.map(\.1), forgettingSent: Set(saved.lazy.filter { $0.0.upload.previous?.changeTag != nil }.map(\.0.upload.id)))
         if saved.count == batch.count { try skipOwnChanges(tokens) }
         for (item, _) in saved {
             memory.refusedUploads[item.upload.path] = nil
@@ -432,12 +443,28 @@ extension SyncEngine {
         var serverRecord = error.serverRecord
         if serverRecord == nil { serverRecord = try await database.record(for: item.record.recordID) }
         guard let serverRecord, let server = SyncRecord.item(from: serverRecord) else { throw error }
-        switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server) {
+        // this device's own versions the server may hold unconfirmed: updates sent, and the first
+        // upload of an entry never confirmed
+        var sent = try journal.sentHashes(id: upload.id)
+        if let previous = upload.previous, previous.changeTag == nil { sent.insert(previous.contentHash) }
+        switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server, sent: sent) {
         case .adopt:
             try journalSynced([JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
-                                            changeTag: server.changeTag)])
+                                            changeTag: server.changeTag)], forgettingSent: [upload.id])
             if server.path != upload.path { wakeLater() }
-        default:
+        case .resend:
+            // the server holds this device's own earlier upload, its answer lost: the journal
+            // takes that version as synced, and the local one, newer, goes next pass
+            logger.notice("the server holds this device's own upload whose answer was lost; the newer local version is sent again",
+                          metadata: ["ubiquity.path": "\(upload.path)"])
+            // (only an update has notes, so there is a previous entry: its stat stays, the local version differs from it)
+            guard var seen = upload.previous else { throw error }
+            seen.changeTag = server.changeTag
+            seen.contentHash = server.contentHash
+            try journalSynced([seen], status: .uploading, forgettingSent: [upload.id])
+            try journal.enqueue([upload.path])
+            wakeLater()
+        case .conflict:
             // fetch the record with its download URL, then keep both versions
             let fresh = try await database.record(for: serverRecord.recordID)
             guard let freshItem = SyncRecord.item(from: fresh) else { throw error }

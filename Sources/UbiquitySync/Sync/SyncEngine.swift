@@ -366,8 +366,8 @@ package actor SyncEngine {
 
     /// Journals `entries` in one transaction, each in its sync state (`status`, in conflict for
     /// an item with unresolved conflict versions); an upload's progress or error is cleared.
-    func journalSynced(_ entries: [JournalEntry], status: SyncItemStatus = .uploaded) throws {
-        try journal.putAll(entries) { state($0.path, status) }
+    func journalSynced(_ entries: [JournalEntry], status: SyncItemStatus = .uploaded, forgettingSent: Set<String> = []) throws {
+        try journal.putAll(entries, forgettingSent: forgettingSent) { state($0.path, status) }
         if status == .uploaded { noteUploaded(entries.map(\.path)) }
     }
 

@@ -117,7 +117,7 @@ package final class SyncJournal: Sendable {
     /// `indexing`, the states are the journal's only: index rows made from now on take them,
     /// those there already keep theirs until the next state (a small file's "uploading" that its
     /// "uploaded" follows within the pass).
-    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, indexing: Bool = true,
+    package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, indexing: Bool = true, forgettingSent: Set<String> = [],
                         status: (JournalEntry) -> SyncItemStatus) throws {
         guard !entries.isEmpty else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -168,6 +168,10 @@ package final class SyncJournal: Sendable {
                 }
             }
             if indexing { try applyStates(states, db, &delta) }
+            if !forgettingSent.isEmpty {
+                let forget = try db.cachedStatement(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?")
+                for id in forgettingSent { try forget.execute(arguments: [scope, Self.sentKey(id)]) }
+            }
         }
     }
 
@@ -253,6 +257,37 @@ package final class SyncJournal: Sendable {
                 try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, key])
             }
         }
+    }
+
+    // MARK: Sent, not confirmed
+
+    /// The key of an item's notes of what was sent.
+    static func sentKey(_ id: String) -> String { "sent:" + id }
+    /// Hashes kept per item (the latest; an item saved again and again without an answer).
+    static let sentPerItem = 8
+
+    /// Notes the content hash of each update before it is sent, in one transaction: should the
+    /// answer never come (a crash, a dropped connection), the server holds this device's own
+    /// version under a change tag the journal never got; when that record comes back, or a later
+    /// save is refused because of it, ``sentHashes(id:)`` tells it from another device's.
+    /// Cleared when an answer is journaled (``putAll(_:enqueue:indexing:forgettingSent:status:)``).
+    package func noteSent(_ sent: [(id: String, hash: String)]) throws {
+        guard !sent.isEmpty else { return }
+        try write { db in
+            let read = try db.cachedStatement(sql: "SELECT value FROM sync_meta WHERE journal = ? AND key = ?")
+            let store = try db.cachedStatement(sql: "INSERT OR REPLACE INTO sync_meta (journal, key, value) VALUES (?, ?, ?)")
+            for (id, hash) in sent {
+                var hashes = try String.fetchOne(read, arguments: [scope, Self.sentKey(id)])?.split(separator: ",").map(String.init) ?? []
+                hashes.removeAll { $0 == hash }
+                hashes.append(hash)
+                try store.execute(arguments: [scope, Self.sentKey(id), hashes.suffix(Self.sentPerItem).joined(separator: ",")])
+            }
+        }
+    }
+
+    /// The content hashes of the item's updates sent and never confirmed (``noteSent(_:)``).
+    package func sentHashes(id: String) throws -> Set<String> {
+        Set(try value(Self.sentKey(id))?.split(separator: ",").map(String.init) ?? [])
     }
 
     // MARK: Queue and exclusions

@@ -174,6 +174,29 @@ import UbiquityTestSupport
     @Test func refusedSave() {
         #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h2", server: Self.remote()) == .adopt)
         #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h1", server: Self.remote()) == .conflict)
+        // the server's version is one this device sent and never had confirmed: its own, sent over
+        #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h3", server: Self.remote(), sent: ["h2", "h3"]) == .resend)
+        #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h3", server: Self.remote(), sent: ["h9"]) == .conflict)
+    }
+
+    @Test func aRecordThatIsThisDevicesOwnLostUploadIsTakenAsSynced() {
+        let remote = Self.remote()  // h2, tag t2
+        let entry = JournalEntry(id: "A", path: "a.txt", stat: Self.stat(inode: 1), contentHash: "h1", changeTag: "t1")
+        // content this device sent: the entry takes the record's tag and content, keeps its stat
+        let own = SyncDecision.ownUnconfirmedUpload(entry, remote: remote, sent: ["h2"])
+        #expect(own?.changeTag == remote.changeTag && own?.contentHash == "h2" && own?.stat == entry.stat)
+        // another device's content, or no content change at all: judged as usual
+        #expect(SyncDecision.ownUnconfirmedUpload(entry, remote: remote, sent: ["h9"]) == nil)
+        var renamed = entry
+        renamed.contentHash = "h2"
+        #expect(SyncDecision.ownUnconfirmedUpload(renamed, remote: remote, sent: ["h2"]) == nil)
+        // an entry never confirmed: its own hash is what it sent
+        let unconfirmed = JournalEntry(id: "A", path: "a.txt", stat: Self.stat(inode: 1), contentHash: "h2", changeTag: nil)
+        #expect(SyncDecision.ownUnconfirmedUpload(unconfirmed, remote: remote, sent: [])?.changeTag == remote.changeTag)
+        // the version journaled already is nothing new
+        var current = entry
+        current.changeTag = remote.changeTag
+        #expect(SyncDecision.ownUnconfirmedUpload(current, remote: remote, sent: ["h2"]) == nil)
     }
 
     @Test func temporaryAndEditorFilesAreNeverSynced() {

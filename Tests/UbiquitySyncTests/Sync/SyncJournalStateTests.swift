@@ -26,6 +26,20 @@ import UbiquityStore
         try await body(try SyncJournal(database: database, name: "drive", folder: folder), folder)
     }
 
+    /// What an update sent is noted before it goes (the latest few per item) and forgotten
+    /// with the answer, in the answer's transaction.
+    @Test func sentContentIsNotedUntilItsAnswerIsJournaled() async throws {
+        try await Self.withJournal { journal, _ in
+            try journal.noteSent([(id: "1", hash: "h1"), (id: "2", hash: "x")])
+            try journal.noteSent([(id: "1", hash: "h2"), (id: "1", hash: "h1")])
+            #expect(try journal.sentHashes(id: "1") == ["h1", "h2"] && journal.sentHashes(id: "2") == ["x"])
+            try journal.noteSent((0..<20).map { (id: "3", hash: "h\($0)") })
+            #expect(try journal.sentHashes(id: "3") == Set((12..<20).map { "h\($0)" }))
+            try journal.putAll([JournalEntry(id: "1", path: "a.txt", stat: Self.stat, contentHash: "h2", changeTag: "t")], forgettingSent: ["1"]) { _ in .uploaded }
+            #expect(try journal.sentHashes(id: "1").isEmpty && journal.sentHashes(id: "2") == ["x"])
+        }
+    }
+
     @Test func aRowIndexedAfterItsJournalRowTakesTheStateWhenInserted() async throws {
         try await Self.withJournal { journal, folder in
             let database = journal.database

@@ -443,10 +443,13 @@ extension SyncEngine {
         var serverRecord = error.serverRecord
         if serverRecord == nil { serverRecord = try await database.record(for: item.record.recordID) }
         guard let serverRecord, let server = SyncRecord.item(from: serverRecord) else { throw error }
-        // this device's own versions the server may hold unconfirmed: updates sent, and the first
-        // upload of an entry never confirmed
+        // this device's own versions the server may hold unconfirmed: the updates it sent, and the
+        // first upload of an entry never confirmed (the record has the size and time the entry
+        // journaled: ``SyncDecision/judgedEntry(_:remote:)``)
         var sent = try journal.sentHashes(id: upload.id)
-        if let previous = upload.previous, previous.changeTag == nil { sent.insert(previous.contentHash) }
+        if let previous = upload.previous, previous.changeTag == nil, SyncDecision.judgedEntry(previous, remote: server) != nil {
+            sent.insert(server.contentHash)
+        }
         switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server, sent: sent) {
         case .adopt:
             try journalSynced([JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
@@ -457,7 +460,8 @@ extension SyncEngine {
             // takes that version as synced, and the local one, newer, goes next pass
             logger.notice("the server holds this device's own upload whose answer was lost; the newer local version is sent again",
                           metadata: ["ubiquity.path": "\(upload.path)"])
-            // (only an update has notes, so there is a previous entry: its stat stays, the local version differs from it)
+            // (an update, or a first upload journaled before it went: there is a previous entry;
+            // its stat stays, and the local version differs from it)
             guard var seen = upload.previous else { throw error }
             seen.changeTag = server.changeTag
             seen.contentHash = server.contentHash

@@ -214,6 +214,31 @@ import UbiquityCloudKit
         }
     }
 
+    /// The same with the local pass first (a pass the index's feed starts pulls nothing): the
+    /// save refused because of the device's own lost upload is sent again over it — a new
+    /// file's first upload (its entry journaled before it went) and an update alike.
+    @Test func aSaveRefusedBecauseOfAnOwnLostUploadIsSentAgain() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            try a.write("edited.txt", Data("first".utf8))
+            try await a.engine.pass()
+            try a.write("edited.txt", Data("second, answer lost".utf8))
+            try a.write("brand.txt", Data("first, answer lost".utf8))
+            a.transport.losing.withLock { $0["records/modify"] = 1 }
+            try? await a.engine.pass(pullingRemote: false)
+            try a.write("edited.txt", Data("third".utf8))
+            try a.write("brand.txt", Data("second".utf8))
+            try await a.engine.pass(pullingRemote: false)
+            try await a.engine.pass(pullingRemote: false)
+            try await a.engine.pass()
+            #expect(a.read("edited.txt") == Data("third".utf8) && a.read("brand.txt") == Data("second".utf8))
+            #expect(!a.events.all.contains { if case .conflict = $0 { true } else { false } }, "\(a.events.all)")
+            let items = try await harness.server.items(token: harness.server.token())
+            #expect(items.map(\.path) == ["brand.txt", "edited.txt"])
+            #expect(items.map(\.contentHash) == [SyncFiles.hash(Data("second".utf8)), SyncFiles.hash(Data("third".utf8))])
+        }
+    }
+
     @Test func manyFilesTravelInBatchesAndSmallOnesInline() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

@@ -59,6 +59,7 @@ enum ConsolePages {
               <form method="get" action="/console" class="inline switcher" data-switch>
                 <label for="switch-container">Container</label>
                 <select id="switch-container" name="container">{{#switcher}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/switcher}}</select>
+                <noscript><button type="submit">Open</button></noscript>
               </form>
               <nav aria-label="Container">
                 {{#sections}}<a href="{{href}}"{{#current}} aria-current="page" class="current"{{/current}}>{{label}}</a>{{/sections}}

@@ -96,6 +96,10 @@ struct ConsoleRoutes: Sendable {
         guard let user = try await sessions.user(of: request) else { return Self.signIn(request) }
         let accountID = user.account.id
         let containers = try await engine.store.read { tx in try await tx.consoleStore().developerContainers(accountID: accountID) }
+        // the container switcher's form, sent without JavaScript
+        if let chosen = request.uri.queryParameters["container"].map(String.init), containers.contains(chosen) {
+            return DriveRoutes.redirect("/console/\(WebEscaping.percentEncodeQueryValue(chosen))/records")
+        }
         let values: [String: Any] = ["containers": containers.map { ["name": $0, "query": WebEscaping.percentEncodeQueryValue($0)] },
                                      "anyContainers": !containers.isEmpty, "user": user.account.name]
         return DriveRoutes.page(ConsolePages.render("containers", title: "Containers", user: user, developer: nil, values))

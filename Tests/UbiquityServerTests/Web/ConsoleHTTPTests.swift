@@ -56,6 +56,10 @@ import UbiquityWire
 
             // the container list, then the latest records, the markup shown as text
             #expect((try await mei.request(.GET, "/console")).body.contains("/console/\(container)/records"))
+            // the container switcher without JavaScript: a form sent to /console
+            page = try await mei.request(.GET, "/console?container=\(container)")
+            #expect(page.status == 303 && page.location == "/console/\(container)/records")
+            #expect(try await mei.request(.GET, "/console?container=iCloud.org.example.Other").status == 200)
             page = try await mei.request(.GET, records)
             #expect(page.status == 200)
             #expect(page.body.contains("note-1") && page.body.contains("author-1"))

@@ -240,9 +240,11 @@ enum SyncFiles {
     /// Makes `temporary` final: mode, modification time, fsync, then rename over `absolute`
     /// (keeping the user attributes of what it replaces) and fsync of the folder. Returns the
     /// temporary's stamp taken just before the rename (what was written: a stamp taken after
-    /// could already be of someone's edit).
+    /// could already be of someone's edit), which `beforeRename` is told first (a download's
+    /// landing note: SyncJournal+Landings.swift); when it throws, nothing is renamed.
     @discardableResult
-    static func install(_ temporary: String, at absolute: String, mode: UInt32, modifiedMilliseconds: Int64) throws -> FileStamp? {
+    static func install(_ temporary: String, at absolute: String, mode: UInt32, modifiedMilliseconds: Int64,
+                        beforeRename: (FileStamp?) throws -> Void = { _ in }) throws -> FileStamp? {
         chmod(temporary, mode_t(mode & 0o7777))
         if modifiedMilliseconds > 0 {
             var times = [timespec(tv_sec: Int(modifiedMilliseconds / 1000), tv_nsec: Int(modifiedMilliseconds % 1000) * 1_000_000),
@@ -253,6 +255,10 @@ enum SyncFiles {
         if fd >= 0 { fsync(fd); close(fd) }
         if FileStamp.of(absolute) != nil { try? ExtendedAttributes.copyUserAttributes(from: absolute, to: temporary) }
         let stamp = FileStamp.of(temporary)
+        do { try beforeRename(stamp) } catch {
+            unlink(temporary)
+            throw error
+        }
         guard rename(temporary, absolute) == 0 else {
             let error = UbiquityError.posix("rename", path: absolute)
             unlink(temporary)

@@ -83,7 +83,8 @@ extension SyncEngine {
             try Task.checkCancellation()
             let chunk = Array(files[start..<min(start + Self.newFilesPerBatch, files.count)])
             start += chunk.count
-            let outcomes = try await writeNewFiles(chunk)
+            let landing = SyncJournal.landingKey("batch")
+            let outcomes = try await writeNewFiles(chunk, landing: landing)
             var written: [(NewFile, FileStamp)] = []
             for (file, outcome) in zip(chunk, outcomes) {
                 switch outcome {
@@ -95,13 +96,14 @@ extension SyncEngine {
                     logger.warning("could not apply a remote change", metadata: ["ubiquity.path": "\(file.item.path)", "ubiquity.error": "\(error)"])
                 }
             }
-            guard !written.isEmpty else { continue }
+            // a test's injected failure (or the simulator's crash) with the files renamed into
+            // place and not journaled: the landing's note tells the next pass what they are
+            try hooks.newFilesFault?("renamed")
             // a new item: not in conflict, not evicted, no upload state; its index row (if the
-            // index met the file already) is current and uploaded from this transaction on
-            try journal.putAll(written.map { file, stamp in
-                JournalEntry(id: file.item.id, path: file.item.path, stat: SyncStat(stamp), contentHash: file.item.contentHash,
-                             target: nil, changeTag: file.item.changeTag)
-            }) { _ in .uploaded }
+            // index met the file already) is current and uploaded from this transaction on;
+            // the landing's note goes with it
+            guard !written.isEmpty else { continue }  // (a note of nothing landed: settled next pass)
+            try journal.putAll(written.map { file, stamp in Self.landedEntry(file.item, stamp) }, forgettingLanding: landing) { _ in .uploaded }
             try journal.finishDownloads(paths: written.map(\.0.item.path))  // progress over
             for (file, _) in written { onEvent?(.didDownload(path: file.item.path)) }
             logger.debug("downloaded new files together", metadata: ["ubiquity.count": "\(written.count)"])
@@ -109,8 +111,15 @@ extension SyncEngine {
         return (alone, failed)
     }
 
-    /// The stages of ``applyNewFiles(_:)`` for one chunk, up to the renames.
-    private func writeNewFiles(_ files: [NewFile]) async throws -> [NewFileOutcome] {
+    /// A new file's journal entry once `stamp` (its temporary's, taken before the rename) is at
+    /// its name.
+    static func landedEntry(_ item: RemoteItem, _ stamp: FileStamp) -> JournalEntry {
+        JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash, target: nil, changeTag: item.changeTag)
+    }
+
+    /// The stages of ``applyNewFiles(_:)`` for one chunk, up to the renames; the entries of the
+    /// files about to be renamed are noted under `landing` first (SyncJournal+Landings.swift).
+    private func writeNewFiles(_ files: [NewFile], landing: String) async throws -> [NewFileOutcome] {
         let root = folder
         // 1. temporaries: written and checked (nothing under a real name yet); the folders on the
         // way made first, one by one, then the files written by ``temporaryLanes`` threads at
@@ -119,7 +128,7 @@ extension SyncEngine {
         // system commits their fsyncs together: one by one, each fsync of a small file waits
         // for a journal commit of its own) — `NewFileDurability.swift`
         let durability = NewFileDurability.plan(files: files.count, dirtyBytes: NewFileDurability.dirtyBytes())
-        let temporaries: [Result<String, NewFileError>] = try await BlockingWork.run {
+        let (temporaries, stamps): ([Result<String, NewFileError>], [FileStamp?]) = try await BlockingWork.run {
             var made = Set<String>()
             let ready = files.map { file in
                 Result { try SyncFiles.makeFolders(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
@@ -138,7 +147,7 @@ extension SyncEngine {
             if durability == .fileSystem {
                 SyncFiles.makeDurable(written.compactMap { try? $0.get() }, lanes: Self.temporaryLanes)
             }
-            return written
+            return (written, written.map { (try? $0.get()).flatMap(FileStamp.of) })
         }
         defer {
             // whatever was not renamed into place (a failure below, a name taken) goes
@@ -156,6 +165,9 @@ extension SyncEngine {
             }
         }
         guard !positions.isEmpty else { return outcomes }
+        // what is about to land, noted before any rename: a kill after one leaves no file the
+        // journal cannot tell from one made here (SyncJournal+Landings.swift)
+        try journal.noteLanding(positions.compactMap { index in stamps[index].map { Self.landedEntry(files[index].item, $0) } }, key: landing)
         let afterWrite = self.hooks.afterWrite
         var folders = Set<String>()
         var next = 0

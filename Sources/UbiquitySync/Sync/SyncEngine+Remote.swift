@@ -368,6 +368,9 @@ extension SyncEngine {
         // the file as written, stat'ed just before its rename: a stat taken after could be of an
         // edit made in between, which would then be journaled as synced and never uploaded
         var written: FileStamp?
+        // an item new here is noted before it lands (SyncJournal+Landings.swift)
+        let isNew = item.kind != .folder ? try journal.entry(id: item.id) == nil : false
+        let landing = isNew ? SyncJournal.landingKey(item.id) : nil
         switch item.kind {
         case .folder:
             if let stamp = FileStamp.of(target), !stamp.isDirectory {
@@ -382,7 +385,7 @@ extension SyncEngine {
         case .symlink:
             let temporary = SyncFiles.temporaryPath(near: target)
             guard symlink(item.target ?? "", temporary) == 0 else { throw UbiquityError.posix("symlink", path: temporary) }
-            written = try await replace(url, with: temporary, expected: expected, item: item, mode: false)
+            written = try await replace(url, with: temporary, expected: expected, item: item, mode: false, landing: landing)
         case .file:
             let temporary = SyncFiles.temporaryPath(near: target)
             var downloaded: AssetDownloadResult?  // checked against the asset's checksum (SyncEngine+Delta.swift)
@@ -417,26 +420,36 @@ extension SyncEngine {
                 unlink(temporary)
                 throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash")
             }
-            written = try await replace(url, with: temporary, expected: expected, item: item, mode: true)
+            written = try await replace(url, with: temporary, expected: expected, item: item, mode: true, landing: landing)
             if downloaded != nil || fetchedAhead, let asset = record[SyncRecord.Field.content]?.assetValue, let stamp = FileStamp.of(target),
                let written, !SyncStat(stamp).differs(from: SyncStat(written)) {
                 keepChunkList(await chunkList(of: asset, after: downloaded), stamp: stamp, id: item.id)  // SyncEngine+Delta.swift
             }
         }
         hooks.afterWrite?(item.path)  // tests: the file may be edited here
+        if landing != nil { try hooks.newFilesFault?("renamed") }  // tests: a failure before the journal write
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         // (where its stub was, when it was evicted: asked once, as before)
         let evictedAt = try journal.isEvicted(item.id) ? try journal.entry(id: item.id)?.path ?? item.path : nil
         try journalSynced([JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash,
-                                        target: item.target, changeTag: item.changeTag)])
+                                        target: item.target, changeTag: item.changeTag)], forgettingLanding: landing)
         try noteDownloaded(item, evictedAt: evictedAt)  // no longer evicted; progress over (SyncEngine+Progress.swift)
         onEvent?(.didDownload(path: item.path))
     }
 
     /// Renames `temporary` over `url` under a coordinated write, when the item there is still
-    /// `expected`; returns the temporary's stamp taken just before the rename.
-    private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool) async throws -> FileStamp? {
+    /// `expected`; returns the temporary's stamp taken just before the rename. With `landing`
+    /// (an item new here), the entry it will have is noted under that key just before the
+    /// rename (SyncJournal+Landings.swift).
+    private func replace(_ url: URL, with temporary: String, expected: SyncStat?, item: RemoteItem, mode: Bool,
+                         landing: String?) async throws -> FileStamp? {
         let path = item.path
+        let journal = self.journal
+        let note: @Sendable (FileStamp?) throws -> Void = { stamp in
+            guard let landing, let stamp else { return }
+            try journal.noteLanding([JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash,
+                                                  target: item.target, changeTag: item.changeTag)], key: landing)
+        }
         do {
             return try await coordinator.coordinate(writingItemAt: url, options: .forReplacing) { (url: URL) async throws -> FileStamp? in
                 let now = FileStamp.of(url.path).map(SyncStat.init)
@@ -447,9 +460,11 @@ extension SyncEngine {
                 }
                 if now?.kind == .folder { throw UbiquityError(.alreadyExists, "'\(path)' is a folder here and not on the server") }
                 if mode {
-                    return try SyncFiles.install(temporary, at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds)
+                    return try SyncFiles.install(temporary, at: url.path, mode: item.mode, modifiedMilliseconds: item.modifiedMilliseconds,
+                                                 beforeRename: note)
                 }
                 let stamp = FileStamp.of(temporary)
+                try note(stamp)
                 guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
                 return stamp
             }

@@ -308,12 +308,16 @@ package actor SyncEngine {
 
     func passSteps(pullingRemote: Bool) async throws {
         if !memory.subscribed { await subscribe() }
+        // downloads renamed into place and not journaled (SyncJournal+Landings.swift): before a
+        // remote delete is judged, and before the local pass could take them for new files
+        try await settleLandings()
         // a remote change that cannot be applied must not hold back local changes
         var remoteFailure: (any Error)?
         if pullingRemote {
             do { try await pullRemote() } catch is CancellationError { throw CancellationError() } catch { remoteFailure = error }
         }
         try Task.checkCancellation()
+        try await settleLandings()  // (the remote part may have failed between a landing and its journal write)
         try await pushLocal()
         await adoptAppConflictVersions()  // conflict versions a Document kept (SyncEngine+AppConflictVersions.swift)
         await followConflictedItems()  // the in-conflict flag follows renames (SyncEngine+ConflictMoves.swift)
@@ -366,8 +370,9 @@ package actor SyncEngine {
 
     /// Journals `entries` in one transaction, each in its sync state (`status`, in conflict for
     /// an item with unresolved conflict versions); an upload's progress or error is cleared.
-    func journalSynced(_ entries: [JournalEntry], status: SyncItemStatus = .uploaded, forgettingSent: Set<String> = []) throws {
-        try journal.putAll(entries, forgettingSent: forgettingSent) { state($0.path, status) }
+    func journalSynced(_ entries: [JournalEntry], status: SyncItemStatus = .uploaded, forgettingSent: Set<String> = [],
+                       forgettingLanding landing: String? = nil) throws {
+        try journal.putAll(entries, forgettingSent: forgettingSent, forgettingLanding: landing) { state($0.path, status) }
         if status == .uploaded { noteUploaded(entries.map(\.path)) }
     }
 

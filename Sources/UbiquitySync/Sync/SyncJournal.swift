@@ -116,10 +116,12 @@ package final class SyncJournal: Sendable {
     /// instead of taken off it (new items journaled before their first upload). Without
     /// `indexing`, the states are the journal's only: index rows made from now on take them,
     /// those there already keep theirs until the next state (a small file's "uploading" that its
-    /// "uploaded" follows within the pass).
+    /// "uploaded" follows within the pass). The notes of `forgettingSent`'s updates sent
+    /// (``noteSent(_:)``) and the landing note `landing` (``noteLanding(_:key:)``) go in the same
+    /// transaction.
     package func putAll(_ entries: [JournalEntry], enqueue: Bool = false, indexing: Bool = true, forgettingSent: Set<String> = [],
-                        status: (JournalEntry) -> SyncItemStatus) throws {
-        guard !entries.isEmpty else { return }
+                        forgettingLanding landing: String? = nil, status: (JournalEntry) -> SyncItemStatus) throws {
+        guard !entries.isEmpty || landing != nil else { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var states: [(path: String, status: SyncItemStatus)] = []
         states.reserveCapacity(entries.count)
@@ -171,6 +173,9 @@ package final class SyncJournal: Sendable {
             if !forgettingSent.isEmpty {
                 let forget = try db.cachedStatement(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?")
                 for id in forgettingSent { try forget.execute(arguments: [scope, Self.sentKey(id)]) }
+            }
+            if let landing {
+                try db.cachedStatement(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?").execute(arguments: [scope, landing])
             }
         }
     }

@@ -131,6 +131,63 @@ import Ubiquity
         }
     }
 
+    /// A kill between the renames of a page of new files and their journal write left files the
+    /// journal did not know: the next pass uploaded them as new items, so files deleted on
+    /// another device meanwhile came back everywhere (ChaosTests, seed 609986: 16 deleted files
+    /// back). Their landing is noted before the renames, and the next life journals them
+    /// first: the deletes made meanwhile reach them, and nothing is sent back. A failure there
+    /// that does not stop the engine (the journal write refused) is settled within the pass,
+    /// before its local part could take them for new files.
+    @Test(arguments: [true, false]) func filesRenamedIntoPlaceButNotJournaledAreKnownAfter(killed: Bool) async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            var b = try await harness.device("B")
+            for index in 0..<40 { try a.write("docs/file\(index).txt", SyncBatchTests.content(index)) }
+            // (a link lands alone, noted the same way)
+            try FileManager.default.createSymbolicLink(atPath: a.folder.appendingPathComponent("docs/link").path, withDestinationPath: "file1.txt")
+            try await a.engine.pass()
+
+            // B fails with the page's files renamed into place and none of them journaled
+            struct Refused: Error {}
+            await b.engine.setNewFilesFault { stage in
+                guard stage == "renamed" else { return }
+                if killed { throw CancellationError() }  // the pass stops there, as a SIGKILL would
+                throw Refused()
+            }
+            b.transport.reset()
+            await #expect(throws: (any Error).self) { try await b.engine.pass() }
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            let files = try await b.engine.journal.entries().filter { $0.stat.kind != .folder }.count
+            if killed {
+                #expect(files == 0)
+                #expect(try await b.engine.journal.landings().count == 2)  // the link's, then the page's
+                await b.engine.stopAndRelease()
+            } else {
+                #expect(files == 41)
+                #expect(b.transport.count("records/modify") == 0)
+            }
+
+            // meanwhile A deletes a tenth of them
+            for index in stride(from: 3, to: 40, by: 10) {
+                try FileManager.default.removeItem(at: a.folder.appendingPathComponent("docs/file\(index).txt"))
+            }
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("docs/link"))
+            try await a.engine.pass()
+
+            // B's next pass (in its next life): the deletes reach its files, and it sends nothing back
+            if killed { b = try await harness.device("B") } else { await b.engine.setNewFilesFault(nil) }
+            b.transport.reset()
+            try await b.engine.pass()
+            #expect(b.transport.count("records/modify") == 0)
+            #expect(SyncBatchTests.files(in: b.folder) == SyncBatchTests.files(in: a.folder))
+            try await a.engine.pass()
+            #expect(SyncBatchTests.files(in: a.folder).count == 36)
+            let server = try await harness.server.items(token: try await harness.server.token())
+            #expect(server.filter { $0.kind != .folder }.count == 36)
+            #expect(try await b.engine.journal.landings().isEmpty)
+        }
+    }
+
     @Test func aNameTakenLocallyIsJudgedAlone() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

@@ -70,7 +70,9 @@ extension SyncEngine {
     /// the way stays as it is).
     func keepChangedElsewhere(_ entry: JournalEntry, _ record: Record) async throws {
         guard let item = SyncRecord.item(from: record) else { return try journal.remove(id: entry.id) }
-        if item.kind == entry.stat.kind, item.contentHash == entry.contentHash, let tag = item.changeTag, tag != entry.changeTag {
+        // (or the record holds this device's own update whose answer was lost: deleted here since)
+        let own = SyncDecision.ownUnconfirmedUpload(entry, remote: item, sent: try journal.sentHashes(id: entry.id))
+        if item.kind == entry.stat.kind, item.contentHash == entry.contentHash || own != nil, let tag = item.changeTag, tag != entry.changeTag {
             var seen = entry
             seen.changeTag = tag
             return try await deleteRemote(seen)

@@ -220,6 +220,11 @@ extension SyncEngine {
             if entry == nil { try holdBack(item.id, path: item.path) }
             return
         }
+        if journaled == nil, local?.isStub == true {
+            // another item's evicted file holds the name (its stub; it moves or goes in this fetch,
+            // or is another record at one path): never judged as this record's content
+            throw UbiquityError(.alreadyExists, "'\(item.path)' is held by another item's evicted file; applied after it")
+        }
         if let journaled, let local, try await placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         if let journaled, journaled.changeTag != item.changeTag,
            let own = SyncDecision.ownUnconfirmedUpload(journaled, remote: item, sent: try journal.sentHashes(id: item.id)) {

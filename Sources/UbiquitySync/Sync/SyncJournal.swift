@@ -180,21 +180,26 @@ package final class SyncJournal: Sendable {
         }
     }
 
-    /// Removes several entries in one transaction.
+    /// Removes several entries (and their notes of updates sent) in one transaction.
     package func removeAll(ids: [String]) throws {
         guard !ids.isEmpty else { return }
         try write { db in
             let delete = try db.cachedStatement(sql: "DELETE FROM sync_items WHERE journal = ? AND id = ?")
-            for id in ids { try delete.execute(arguments: [scope, id]) }
+            let forget = try db.cachedStatement(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?")
+            for id in ids {
+                try delete.execute(arguments: [scope, id])
+                try forget.execute(arguments: [scope, Self.sentKey(id)])
+            }
         }
     }
 
-    /// Removes the entry `id`.
+    /// Removes the entry `id` (its eviction, pin and notes of updates sent too).
     package func remove(id: String) throws {
         try write { db in
             for table in ["sync_items", "sync_evicted", "sync_pinned"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE journal = ? AND id = ?", arguments: [scope, id])
             }
+            try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, Self.sentKey(id)])
         }
     }
 

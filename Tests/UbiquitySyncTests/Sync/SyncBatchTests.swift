@@ -239,6 +239,27 @@ import UbiquityCloudKit
         }
     }
 
+    /// A delete refused because of the device's own lost upload (the server holds the update
+    /// whose answer never came) is sent again over it: before, the delete was judged to lose
+    /// against another device's edit and the file came back.
+    @Test func aDeleteRefusedBecauseOfAnOwnLostUploadIsSentAgain() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            try a.write("doomed.txt", Data("first".utf8))
+            try a.write("kept.txt", Data("kept".utf8))
+            try await a.engine.pass()
+            try a.write("doomed.txt", Data("second, answer lost".utf8))
+            a.transport.losing.withLock { $0["records/modify"] = 1 }
+            try? await a.engine.pass(pullingRemote: false)
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("doomed.txt"))
+            try await a.engine.pass(pullingRemote: false)
+            try await a.engine.pass()
+            #expect(Self.files(in: a.folder) == ["kept.txt"])
+            let items = try await harness.server.items(token: harness.server.token())
+            #expect(items.map(\.path) == ["kept.txt"])
+        }
+    }
+
     @Test func manyFilesTravelInBatchesAndSmallOnesInline() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

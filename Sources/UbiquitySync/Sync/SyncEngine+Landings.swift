@@ -5,12 +5,13 @@ import UbiquityCore
 /// Downloads renamed into place and never journaled (a kill, or a journal write that failed,
 /// between the two): see SyncJournal+Landings.swift.
 extension SyncEngine {
-    /// Journals the noted landings whose files are at their names as they were renamed there
-    /// (the same inode, size and modification time: the download, untouched since), before
-    /// the pass judges anything, and forgets the notes. A file not there, or not that file
-    /// (never renamed, edited or replaced since), is left to the pass as before: an edit in
-    /// place is then a file the journal does not know, uploaded and judged against the record
-    /// (at worst a conflict version, never a loss).
+    /// Journals the noted landings whose files are at their names (the same inode and kind: the
+    /// file renamed there), before the pass judges anything, and forgets the notes. Each is
+    /// journaled with the stamp it was renamed with, so an edit made in place since is uploaded
+    /// as an edit of the item, as when the journal write came in time. A file not there, or
+    /// another one (never renamed, or replaced since), is left to the pass as before: a file the
+    /// journal does not know, uploaded and judged against the record (at worst a conflict
+    /// version, never a loss).
     func settleLandings() async throws {
         let landings = try journal.landings()
         guard !landings.isEmpty else { return }
@@ -19,7 +20,9 @@ extension SyncEngine {
             let known = try journal.known(ids: entries.map(\.id), paths: []).ids
             let candidates = entries.filter { !known.contains($0.id) }
             let landed = try await BlockingWork.run {
-                candidates.filter { entry in FileStamp.of(root + "/" + entry.path).map { !SyncStat($0).differs(from: entry.stat) } ?? false }
+                candidates.filter { entry in
+                    FileStamp.of(root + "/" + entry.path).map { SyncStat($0).inode == entry.stat.inode && SyncStat($0).kind == entry.stat.kind } ?? false
+                }
             }
             if !landed.isEmpty {
                 logger.notice("downloads renamed into place before a stop were not journaled; they are now",

@@ -21,7 +21,9 @@ extension SyncEngine {
             let candidates = entries.filter { !known.contains($0.id) }
             let landed = try await BlockingWork.run {
                 candidates.filter { entry in
-                    FileStamp.of(root + "/" + entry.path).map { SyncStat($0).inode == entry.stat.inode && SyncStat($0).kind == entry.stat.kind } ?? false
+                    guard let stamp = FileStamp.of(root + "/" + entry.path) else { return false }
+                    let now = SyncStat(stamp)
+                    return now.inode == entry.stat.inode && now.kind == entry.stat.kind
                 }
             }
             if !landed.isEmpty {

@@ -325,9 +325,9 @@ extension SyncEngine {
         // renamed there onto a name something else has here (seed 191: a skip-backup file)
         if localPath != item.path, FileStamp.of(absolute(item.path)) != nil { try await moveAside(item.path) }
         let device = deviceName
-        let keep = { (item: URL) in
+        let keep = { (url: URL) in
             try await BlockingWork.run {
-                try FileVersion.addConflictVersion(ofItemAt: item, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
+                try FileVersion.addConflictVersion(ofItemAt: url, withContentsOf: URL(fileURLWithPath: saved), savingComputerName: device,
                                                    modificationDate: staged.before.modificationDate, options: .byMoving)
             }
         }

@@ -13,6 +13,8 @@ import GRDB
 extension SyncJournal {
     /// The prefix of the keys of landings noted and not yet journaled.
     static let landingPrefix = "landing:"
+    /// The first key after every landing key (`;` follows `:`).
+    static let landingEnd = "landing;"
 
     /// The key of a landing named `name` (a new item's ID, or a batch's tag).
     static func landingKey(_ name: String) -> String { landingPrefix + name }
@@ -30,7 +32,7 @@ extension SyncJournal {
     package func landings() throws -> [(key: String, entries: [JournalEntry])] {
         let rows = try read { db in
             try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM sync_meta WHERE journal = ? AND key >= ? AND key < ?"),
-                             arguments: [scope, Self.landingPrefix, "landing;"])
+                             arguments: [scope, Self.landingPrefix, Self.landingEnd])
         }
         return rows.map { row in
             let text: String = row[1]

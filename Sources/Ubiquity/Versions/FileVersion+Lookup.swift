@@ -23,6 +23,15 @@ extension FileVersion {
         otherVersionsOfItem(at: url)?.filter { $0.isConflict && !$0.isResolved }
     }
 
+    /// The unresolved conflict versions the store still holds under `url`'s path when no item is
+    /// there any more: the file was deleted or renamed outside coordination after losing its
+    /// identity attribute (an editor's save by rename), so nothing leads to them but the path.
+    /// Sync restores this device's ones rather than drop them. Empty when an item is at `url`.
+    package class func unresolvedConflictVersionsLeft(at url: URL) -> [FileVersion] {
+        guard let path = try? itemPath(of: url), FileStamp.of(path) == nil else { return [] }
+        return storedVersions(at: path, store: .current).filter { $0.isConflict && !$0.isResolved }
+    }
+
     /// The version of the item at `url` whose ``persistentIdentifier`` is `identifier`
     /// (`"current"` for the current version), or nil. A version removed lately is still found (its
     /// ``hasLocalContents`` is false), so presenters told of a loss can see what was lost.

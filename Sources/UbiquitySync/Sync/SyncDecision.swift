@@ -167,8 +167,11 @@ package enum SyncDecision {
     }
 
     /// Pairs journal entries whose path vanished with new local items: the same inode (and kind)
-    /// first, then, for files, the same content hash. The result maps each moved entry's ID to
-    /// the new path.
+    /// first, then, for files, the same content hash; last, a file left unpaired inside a folder
+    /// that moved pairs with a new file at its name in the folder's new place (an editor's save
+    /// by rename after the folder's rename, no pass between: at an unmoved path that is an edit
+    /// of the same item, and so it is here; sync simulator seed 302). The result maps each moved
+    /// entry's ID to the new path.
     /// - Parameters:
     ///   - missing: entries whose path has no item now.
     ///   - created: new local items (path, stat, content hash when read).
@@ -191,6 +194,18 @@ package enum SyncDecision {
             guard let hash = item.hash, let entry = byHash[hash]?.first(where: { moves[$0.id] == nil }) else { continue }
             moves[entry.id] = item.path
             taken.insert(item.path)
+        }
+        let movedFolders = missing.compactMap { entry in
+            entry.stat.kind == .folder ? moves[entry.id].map { (from: entry.path, to: $0) } : nil
+        }.sorted { $0.from.count > $1.from.count }  // the deepest first
+        guard !movedFolders.isEmpty else { return moves }
+        let newFiles = Set(created.lazy.filter { $0.stat.kind == .file }.map(\.path))
+        for entry in missing where moves[entry.id] == nil && entry.stat.kind == .file {
+            guard let folder = movedFolders.first(where: { entry.path.hasPrefix($0.from + "/") }) else { continue }
+            let path = folder.to + entry.path.dropFirst(folder.from.count)
+            guard newFiles.contains(path), !taken.contains(path) else { continue }
+            moves[entry.id] = path
+            taken.insert(path)
         }
         return moves
     }

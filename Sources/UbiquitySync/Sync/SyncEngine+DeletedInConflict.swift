@@ -14,6 +14,12 @@ import UbiquityCore
 /// beside it as conflicted copies, all sent as new items. Versions imported from other devices
 /// go with the file; their own devices do the same for theirs. Found by the sync simulator
 /// (seed 5: a file moved over another one lost to an edit made there, then deleted there).
+///
+/// The same holds when the file is gone from its name here too, renamed after an editor's save
+/// dropped its identity attribute with no pass between (nothing links it to its versions any
+/// more) or deleted outside coordination: the versions this device saved, found in the version
+/// store by the path alone, are put at the file's name as conflicted copies, sent as new items
+/// (seed 30).
 extension SyncEngine {
     /// Restores the unresolved conflict versions this device saved of the file of `entry`,
     /// deleted on the server, if the file is still as synced. Returns whether it did (the
@@ -42,15 +48,48 @@ extension SyncEngine {
             }
         }
         guard restored else { return false }
-        for conflict in try journal.conflicts() where conflict.item == entry.id {
-            try journal.removeConflict(record: conflict.record)
-        }
-        memory.conflicted[entry.id] = nil
+        try forgetConflicts(of: entry.id)
         try journal.remove(id: entry.id)
         try journal.enqueue(asides)
         try keepUnjournaled(entry.path)
         logger.notice("a file in conflict was deleted elsewhere: this device's conflict versions are kept as files",
                       metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.versions": "\(kept.count)"])
         return true
+    }
+
+    /// Restores as conflicted copies the unresolved conflict versions this device saved of the
+    /// file of `entry`, deleted on the server and gone from its name here, that the version
+    /// store still holds under its path. Returns how many it restored.
+    @discardableResult
+    func restoreVersionsLeftHere(_ entry: JournalEntry) async throws -> Int {
+        // (the version store is read only for an item known in conflict: most such deletes are of
+        // items deleted on both sides, and a large folder's are many)
+        guard try memory.conflicted[entry.id] != nil || !journal.conflicts(item: entry.id).isEmpty else { return 0 }
+        let target = URL(fileURLWithPath: absolute(entry.path))
+        let device = deviceName
+        let kept = try await BlockingWork.run {
+            FileVersion.unresolvedConflictVersionsLeft(at: target).filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
+        }
+        guard !kept.isEmpty else { return 0 }
+        let asides = kept.map { _ in conflictName(entry.path, device: device) }
+        let asideURLs = asides.map { URL(fileURLWithPath: absolute($0)) }
+        try await BlockingWork.run {
+            try SyncFiles.makeParents(of: target.path)
+            for (version, aside) in zip(kept, asideURLs) { try version.replaceItem(at: aside, options: .byMoving) }
+        }
+        try forgetConflicts(of: entry.id)
+        try journal.enqueue(asides)
+        wakeLater()
+        logger.notice("a file in conflict was deleted elsewhere and is gone here: this device's conflict versions are kept as files",
+                      metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.versions": "\(kept.count)"])
+        return kept.count
+    }
+
+    /// Forgets the conflict versions journaled for item `id`, whose versions left it.
+    private func forgetConflicts(of id: String) throws {
+        for conflict in try journal.conflicts(item: id) {
+            try journal.removeConflict(record: conflict.record)
+        }
+        memory.conflicted[id] = nil
     }
 }

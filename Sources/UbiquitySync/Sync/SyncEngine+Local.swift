@@ -106,6 +106,7 @@ extension SyncEngine {
         var unexclude: [String] = []
         var excludedNow: [(path: String, entry: JournalEntry?, inode: UInt64)] = []
         var missing: [JournalEntry] = []
+        var replacedFolders: [(entry: JournalEntry, local: LocalItem)] = []
         let evicted = try journal.evicted()  // eviction: SyncEngine+Eviction.swift
         var failedSettles = 0
 
@@ -155,6 +156,8 @@ extension SyncEngine {
                 }
             }
             switch SyncDecision.localChange(entry: entry, local: local.stat, localHash: hash, target: local.target, excluded: local.excluded) {
+            case .adopt where local.stat.kind == .folder && local.stat.inode != entry.stat.inode:
+                replacedFolders.append((entry, local))  // judged once the new items are known
             case .nothing where queued.contains(entry.path), .adopt where queued.contains(entry.path):
                 uploads.append(Upload(id: entry.id, local: local, previous: entry, content: false, hash: hash))
             case .nothing:
@@ -178,6 +181,9 @@ extension SyncEngine {
                 continue
             }
             created.append(local)
+        }
+        for (entry, local) in try adoptReplacedFolders(replacedFolders, missing: &missing, created: &created, queued: queued) {
+            uploads.append(Upload(id: entry.id, local: local, previous: entry, content: false, hash: nil))
         }
         for path in previouslyExcluded where scope.contains(path) && !reexcluded.contains(path) && items[path].map({ !$0.excluded }) ?? true {
             unexclude.append(path)
@@ -236,6 +242,7 @@ extension SyncEngine {
         for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together
             uploads.append(Upload(id: id, local: local, previous: nil, content: true, hash: createdHashes[local.path]))
         }
+        try deferNewItemsAtVacatedNames(&uploads)
         for path in unexclude { try journal.setExcluded(path, false) }
         if !unexclude.isEmpty, try !heldBack().isEmpty { wakeLater() }  // a name free again: the next pull applies what waited for it
 
@@ -277,6 +284,50 @@ extension SyncEngine {
         // the pass counts as failed, so retries back off instead of spinning
         failed += failedSettles
         if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }
+    }
+
+    /// A new item at a name a move of this pass leaves waits for the next pass, queued: the
+    /// journal holds one item per path, and journaling the new one first (before its window
+    /// is sent, while the move's is still out) took the moved item's row, so a move that then
+    /// failed left its record behind at the old name on the server, a second record there once
+    /// the new item was sent (sync simulator seed 234: a folder renamed and one made again at
+    /// its old name, the network down).
+    func deferNewItemsAtVacatedNames(_ uploads: inout [Upload]) throws {
+        let vacated = Set(uploads.lazy.compactMap { upload in upload.previous.flatMap { $0.path != upload.path ? $0.path : nil } })
+        guard !vacated.isEmpty else { return }
+        let waiting = uploads.lazy.filter { $0.isNew && vacated.contains($0.path) }.map(\.path)
+        guard !waiting.isEmpty else { return }
+        try journal.enqueue(Array(waiting))
+        uploads.removeAll { $0.isNew && vacated.contains($0.path) }
+        wakeLater()
+    }
+
+    /// Folders found at their journaled path with another inode: most are the same folder made
+    /// again (adopted), but one whose inode is now a new folder's elsewhere was renamed, and the
+    /// remote part of the pass made a folder at its old name again for a change inside it (sync
+    /// simulator seed 110: a case-only rename of a folder while another device saved a file in
+    /// it). That one is a move, paired by inode, and the folder at its name is a new item.
+    /// Returns the adopted ones whose path is queued: their name is still to be sent.
+    func adoptReplacedFolders(_ folders: [(entry: JournalEntry, local: LocalItem)], missing: inout [JournalEntry],
+                              created: inout [LocalItem], queued: Set<String>) throws -> [(entry: JournalEntry, local: LocalItem)] {
+        guard !folders.isEmpty else { return [] }
+        let movedAway = Set(created.lazy.filter { $0.stat.kind == .folder }.map(\.stat.inode))
+        var adopted: [JournalEntry] = []
+        var toSend: [(entry: JournalEntry, local: LocalItem)] = []
+        for (entry, local) in folders {
+            if movedAway.contains(entry.stat.inode) {
+                missing.append(entry)
+                created.append(local)
+            } else if queued.contains(entry.path) {
+                toSend.append((entry, local))
+            } else {
+                var updated = entry
+                updated.stat = local.stat
+                adopted.append(updated)
+            }
+        }
+        if !adopted.isEmpty { try journalSynced(adopted) }
+        return toSend
     }
 
     /// Journaled items the index has no row for, though the scan would have looked at them (no

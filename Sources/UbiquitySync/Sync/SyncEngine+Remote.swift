@@ -205,7 +205,7 @@ extension SyncEngine {
         appLinks?.makeRoom(for: item.path)  // an app's folder link of that name moves aside (AppFolderLinks.swift)
         if refusesLinkOnTheWay(item) { return }  // never written through a link (SyncEngine+LinkedParents.swift)
         let journaled = try journal.entry(id: item.id)
-        if journaled == nil, try await dropsDuplicate(item, changing: changing) { return }
+        if journaled == nil, try await dropsDuplicate(item, record, changing: changing) { return }
         // an entry never confirmed by the server (killed before its upload was journaled): its
         // own upload coming back is judged as synced, anything else as unknown (judgedEntry)
         let entry = SyncDecision.judgedEntry(journaled, remote: item)
@@ -246,6 +246,12 @@ extension SyncEngine {
             return
         case .download:
             let destination = absolute(item.path)
+            if let entry, entry.path != item.path, FileStamp.of(destination) != nil {
+                // gone from its name here, renamed there to a name something else holds here:
+                // that moves aside, as for a rename (sync simulator seed 102: a new file, not yet
+                // sent, was replaced)
+                try await moveAside(item.path)
+            }
             let expected = entry == nil ? local?.stat : try await BlockingWork.run { SyncFiles.item(path: item.path, absolute: destination) }?.stat
             try await download(item, record, expected: expected)
         case .adopt:
@@ -287,12 +293,14 @@ extension SyncEngine {
     /// record with the smaller ID and deletes the other (never when the other record also
     /// changes in this batch: then the path was freed by a delete or a rename), so they converge on one; the content
     /// of the loser is then judged against the winner as usual (same content: adopted; other
-    /// content: a conflict version). Returns whether `item` is the one dropped.
-    func dropsDuplicate(_ item: RemoteItem, changing: Set<String>) async throws -> Bool {
+    /// content: a conflict version; when `item` is the loser, its content is kept here first:
+    /// SyncEngine+DuplicateContent.swift). Returns whether `item` is the one dropped.
+    func dropsDuplicate(_ item: RemoteItem, _ record: Record, changing: Set<String>) async throws -> Bool {
         guard let other = try journal.entry(path: item.path), other.id != item.id, other.changeTag != nil,
               !changing.contains(other.id) else { return false }
         let loser = min(item.id, other.id) == item.id ? other.id : item.id
         logger.notice("two records for one path: keeping one", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
+        if loser == item.id { try await keepDuplicateContent(item, record, winner: other) }
         do {
             try await database.deleteRecord(withID: Record.ID(recordName: loser, zoneID: SyncRecord.zoneID))
         } catch let error as CloudKitError where error.code == .unknownItem {}
@@ -562,6 +570,7 @@ extension SyncEngine {
         logger.debug("remote delete", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.action": "\(decision)"])
         switch decision {
         case .forget:
+            if local == nil { try await restoreVersionsLeftHere(entry) }
             try journal.remove(id: entry.id)
         case .keepLocal:
             try journal.remove(id: entry.id)

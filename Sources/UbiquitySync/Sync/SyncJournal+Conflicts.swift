@@ -33,6 +33,14 @@ extension SyncJournal {
         }
     }
 
+    /// The shared conflict versions of item `item` (its record name).
+    package func conflicts(item: String) throws -> [JournalConflict] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT record, item, version, published FROM sync_conflicts WHERE journal = ? AND item = ? ORDER BY record",
+                             arguments: [scope, item]).map(Self.conflict)
+        }
+    }
+
     /// The conflict of record `record`, if known here.
     package func conflict(record: String) throws -> JournalConflict? {
         try read { db in

@@ -184,8 +184,12 @@ import UbiquityCloudKit
     @Test func changesAreTimedOnTheServersClock() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a")
-            // this machine and the loopback server share a clock: no offset is recorded
-            let skew = try #require(await ServerClock.skew(serverURL: harness.url))
+            // this machine and the loopback server share a clock: no offset is recorded (a
+            // measurement needs a round trip under half a second, which a loaded machine running
+            // the suites in parallel may not give three times in a row: asked again, not timed)
+            var measured: Double?
+            for _ in 0..<20 where measured == nil { measured = await ServerClock.skew(serverURL: harness.url) }
+            let skew = try #require(measured)
             #expect(abs(skew) < 5)
             a.sync.start()
             try await Task.sleep(for: .milliseconds(300))  // let it measure (not a timing assertion)

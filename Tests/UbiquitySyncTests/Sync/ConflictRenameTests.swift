@@ -90,18 +90,10 @@ import UbiquityIndex
         try await Harness.with { harness in
             let a = try await harness.device("a")
             let b = try await harness.device("b")
-            try a.write("doc.txt", Data("base".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("doc.txt", Data("from A".utf8))
-            try await a.engine.pass()
-            try b.write("doc.txt", Data("from B".utf8))
-            try await b.engine.pass()
-            #expect(Self.unresolved(b, "doc.txt").count == 1)
+            try await Self.conflicted(a, b)
 
             // saved by rename: a new file without the attribute
-            try b.write(".doc.txt.swp", Data("saved".utf8))
-            #expect(rename(b.folder.appendingPathComponent(".doc.txt.swp").path, b.folder.appendingPathComponent("doc.txt").path) == 0)
+            try Self.editorSave(b, "doc.txt", Data("saved".utf8))
             #expect(Self.unresolved(b, "doc.txt").count == 1, "found through the path index")
             try await b.engine.pass()
 
@@ -112,6 +104,151 @@ import UbiquityIndex
             try await b.engine.pass()
             #expect(Self.unresolved(b, "again.txt").count == 1)
             #expect(try b.state("again.txt") == .inConflict)
+        }
+    }
+}
+
+/// Conflict versions when nothing on the disk links the file to them any more (sync simulator
+/// seeds 30 and 302): an editor's save by rename drops the identity attribute, and a rename
+/// made before the next pass leaves only the version store's stale path.
+extension ConflictRenameTests {
+    /// Makes `doc.txt` in `folder` in conflict on B ("from B" kept as its conflict version).
+    @discardableResult
+    static func conflicted(_ a: SyncBatchTests.Device, _ b: SyncBatchTests.Device, folder: String = "") async throws -> String {
+        let path = folder.isEmpty ? "doc.txt" : folder + "/doc.txt"
+        try a.write(path, Data("base".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        try a.write(path, Data("from A".utf8))
+        try await a.engine.pass()
+        try b.write(path, Data("from B".utf8))
+        try await b.engine.pass()
+        #expect(unresolved(b, path).count == 1)
+        return path
+    }
+
+    /// Saves `relative` on `device` as editors that rename a new file over it do.
+    static func editorSave(_ device: SyncBatchTests.Device, _ relative: String, _ data: Data) throws {
+        let url = device.folder.appendingPathComponent(relative)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".#" + url.lastPathComponent)
+        try data.write(to: temporary)
+        #expect(rename(temporary.path, url.path) == 0)
+    }
+
+    /// The folder renamed, then the file saved in it by rename, no pass between: the file at its
+    /// name in the folder's new place is the same item, edited, and its versions follow it.
+    @Test func versionsFollowAnEditorSaveInARenamedFolder() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b, folder: "media")
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("media"), to: b.folder.appendingPathComponent("Media"))
+            try Self.editorSave(b, "Media/doc.txt", Data("saved on B".utf8))
+            try await b.engine.pass()
+            #expect(Self.unresolved(b, "Media/doc.txt").count == 1)
+            #expect(try b.state("Media/doc.txt") == .inConflict)
+            try await a.engine.pass()
+            #expect(SyncBatchTests.files(in: a.folder) == ["Media/doc.txt"], "one item, renamed and edited: not a delete and a new file")
+            #expect(a.read("Media/doc.txt") == Data("saved on B".utf8))
+            #expect(Self.unresolved(a, "Media/doc.txt").count == 1, "B's conflict version reached A at the new name")
+        }
+    }
+
+    /// As above, while another device edits a file in the folder: the remote part of the pass
+    /// writes that file at its journaled path, making a folder at the old name again before the
+    /// local part sees the rename. The folder is still found renamed (by its inode), and the
+    /// saved file follows it with its versions (sync simulator seed 110).
+    @Test func aFolderRenamedWhileAFileInItChangedElsewhereKeepsItsRecordAndVersions() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try a.write("docs/old/other.txt", Data("other".utf8))
+            try await Self.conflicted(a, b, folder: "docs/old")
+            let folderID = try #require(try b.openJournal().entry(path: "docs/old")).id
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("docs/old"), to: b.folder.appendingPathComponent("docs/Old"))
+            try Self.editorSave(b, "docs/Old/doc.txt", Data("saved on B".utf8))
+            try a.write("docs/old/other.txt", Data("other, edited on A".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try b.openJournal().entry(path: "docs/Old")?.id == folderID, "the rename kept the folder's record")
+            #expect(Self.unresolved(b, "docs/Old/doc.txt").count == 1)
+            #expect(try b.state("docs/Old/doc.txt") == .inConflict)
+            for device in [a, b, a, b] { try await device.engine.pass() }
+            let files = SyncBatchTests.files(in: a.folder)
+            #expect(files == SyncBatchTests.files(in: b.folder))
+            #expect(a.read("docs/Old/doc.txt") == Data("saved on B".utf8))
+            #expect(Self.unresolved(a, "docs/Old/doc.txt").count == 1)
+            // A's edit, written by B in a folder at the old name, while the old copy went along
+            // with the rename: the folder's move takes A's copy along too, where B's new item
+            // wins the name, so the edit is a conflict version there, on both devices (kept, if
+            // not at a name of its own)
+            for device in [a, b] {
+                let kept = files.filter { $0.hasSuffix("other.txt") }.flatMap { path in
+                    [device.read(path)] + (FileVersion.otherVersionsOfItem(at: device.folder.appendingPathComponent(path)) ?? []).map {
+                        FileManager.default.contents(atPath: $0.url.path)
+                    }
+                }
+                #expect(kept.contains(Data("other, edited on A".utf8)), "\(files)")
+            }
+        }
+    }
+
+    /// The file saved by rename, then renamed, no pass between, while another device deletes it:
+    /// its conflict version, this device's write nobody chose to delete, is kept as a file.
+    @Test func conflictVersionsOfAFileGoneHereAndDeletedThereAreKeptAsFiles() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b)
+            try await a.engine.pass()
+            try Self.editorSave(b, "doc.txt", Data("saved on B".utf8))
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("notes.txt"))
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("doc.txt"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try await a.engine.pass()
+            for device in [a, b] {
+                let files = SyncBatchTests.files(in: device.folder)
+                let name = device.folder.lastPathComponent
+                #expect(files.count == 2, "\(name): \(files)")
+                #expect(device.read("notes.txt") == Data("saved on B".utf8))
+                let kept = files.filter { $0.hasPrefix("doc (conflicted copy ") }
+                #expect(kept.count == 1, "\(name): \(files)")
+                #expect(kept.first.flatMap { device.read($0) } == Data("from B".utf8))
+            }
+        }
+    }
+}
+
+extension ConflictRenameTests {
+    /// Renamed and edited there, gone from its name here (moved, which the remote part of the
+    /// pass does not know yet), while a new file here, not yet sent, holds the new name: the new
+    /// file moves aside and both arrive everywhere (sync simulator seed 102, where the download
+    /// replaced it).
+    @Test func aDownloadToANameANewFileHoldsHereMovesItAside() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try a.write("doc.txt", Data("base".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("doc.txt", Data("edited on A".utf8))
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("doc.txt"), to: a.folder.appendingPathComponent("new.txt"))
+            try await a.engine.pass()
+            try FileManager.default.createDirectory(at: b.folder.appendingPathComponent("old"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("old/doc.txt"))
+            try b.write("new.txt", Data("made on B".utf8))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            for device in [a, b] {
+                let files = SyncBatchTests.files(in: device.folder)
+                let name = device.folder.lastPathComponent
+                #expect(device.read("new.txt") == Data("edited on A".utf8), "\(name): \(files)")
+                let aside = files.filter { $0.hasPrefix("new (conflicted copy ") }
+                #expect(aside.count == 1, "\(name): \(files)")
+                #expect(aside.first.flatMap { device.read($0) } == Data("made on B".utf8))
+                #expect(device.read("old/doc.txt") == Data("base".utf8), "\(name): \(files)")
+            }
         }
     }
 }

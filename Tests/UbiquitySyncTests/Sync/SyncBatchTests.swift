@@ -349,6 +349,38 @@ import UbiquityCloudKit
         }
     }
 
+    /// A folder renamed and a new one made at the name it left, in one pass whose saves fail:
+    /// the new folder must not take the renamed one's journal row (the journal holds one item
+    /// per path), or the renamed folder's record stays at the old name on the server beside the
+    /// new one's, and the rename becomes a new item (sync simulator seed 234). The new folder
+    /// waits for the rename.
+    @Test func aNewFolderAtTheNameARenameLeftWaitsForTheRename() async throws {
+        try await Harness.with { harness in
+            let failing = Mutex(false)
+            let a = try await harness.device("A", rewrite: { request in
+                guard failing.withLock({ $0 }), request.path.hasSuffix("records/modify") else { return request }
+                var broken = request
+                broken.path += "-unavailable"  // answered 404: the saves fail
+                return broken
+            })
+            let b = try await harness.device("B")
+            try a.write("docs/x.txt", Data("first".utf8))
+            try await a.engine.pass()
+            let id = try #require(try a.openJournal().entry(path: "docs")).id
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("docs"), to: a.folder.appendingPathComponent("Docs"))
+            try a.write("docs/y.txt", Data("second".utf8))
+            failing.withLock { $0 = true }
+            await #expect(throws: (any Error).self) { try await a.engine.pass() }
+            failing.withLock { $0 = false }
+            try await a.engine.pass()
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try a.openJournal().entry(path: "Docs")?.id == id, "the rename kept its record")
+            #expect(Self.files(in: b.folder) == ["Docs/x.txt", "docs/y.txt"])
+            #expect(try b.openJournal().entry(path: "Docs")?.id == id, "one record per folder on the server")
+        }
+    }
+
     @Test func aMassDeletePausesUntilConfirmedAcrossRestarts() async throws {
         try await Harness.with { harness in
             var a: Device? = try await harness.device("A", massDeleteMinimum: 10)

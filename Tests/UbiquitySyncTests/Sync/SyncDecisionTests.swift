@@ -171,6 +171,27 @@ import UbiquityTestSupport
         #expect(SyncDecision.matchMoves(missing: [folder], created: [(path: "g", stat: Self.stat(inode: 20), hash: nil)]).isEmpty)
     }
 
+    /// An editor's save by rename inside a folder renamed before it, with no pass between: the
+    /// file's inode is new and its content too, but its name in the folder's new place is its
+    /// own, as for a save at an unmoved path (sync simulator seed 302).
+    @Test func aFileSavedInAMovedFolderFollowsTheFolder() {
+        let folder = JournalEntry(id: "F", path: "media", stat: Self.stat(.folder, inode: 20), contentHash: "", changeTag: "t")
+        let saved = JournalEntry(id: "A", path: "media/a.txt", stat: Self.stat(inode: 21), contentHash: "ha", changeTag: "t")
+        let inner = JournalEntry(id: "I", path: "media/sub", stat: Self.stat(.folder, inode: 22), contentHash: "", changeTag: "t")
+        let deep = JournalEntry(id: "D", path: "media/sub/d.txt", stat: Self.stat(inode: 23), contentHash: "hd", changeTag: "t")
+        let deleted = JournalEntry(id: "X", path: "media/x.txt", stat: Self.stat(inode: 24), contentHash: "hx", changeTag: "t")
+        let moves = SyncDecision.matchMoves(missing: [folder, saved, inner, deep, deleted], created: [
+            (path: "Media", stat: Self.stat(.folder, inode: 20), hash: nil),
+            (path: "Media/a.txt", stat: Self.stat(inode: 31), hash: "new"),
+            (path: "Media/Sub", stat: Self.stat(.folder, inode: 22), hash: nil),  // renamed again inside
+            (path: "Media/Sub/d.txt", stat: Self.stat(inode: 33), hash: "new too"),
+            (path: "Media/y.txt", stat: Self.stat(inode: 34), hash: "hy"),  // another name: a new item
+        ])
+        #expect(moves == ["F": "Media", "A": "Media/a.txt", "I": "Media/Sub", "D": "Media/Sub/d.txt"])
+        // a file the folder's move does not explain stays unpaired (deleted, as before)
+        #expect(SyncDecision.matchMoves(missing: [saved], created: [(path: "Media/a.txt", stat: Self.stat(inode: 31), hash: "new")]).isEmpty)
+    }
+
     @Test func refusedSave() {
         #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h2", server: Self.remote()) == .adopt)
         #expect(SyncDecision.refusedSave(localKind: .file, localHash: "h1", server: Self.remote()) == .conflict)

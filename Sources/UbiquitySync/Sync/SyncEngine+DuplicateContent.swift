@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Ubiquity
+import UbiquityCore
+import UbiquityCloudKit
+
+/// Two records for one path (`dropsDuplicate`): the record that loses is deleted on the server.
+/// Its content may exist nowhere else — its device may have moved its file aside for a rename
+/// and then deleted it with the record (sync simulator seed 117) — so when it differs from the
+/// winner's, the device that drops it keeps it first, as a conflict version of the winner's file
+/// (shared with every device like any conflict version), or as a conflicted copy beside it when
+/// no file is there. Kept twice at worst (a stop before the delete), never lost.
+extension SyncEngine {
+    /// Keeps the content of `item` (its `record`), about to be deleted as the loser of two
+    /// records for the path of `winner`, when it differs from the winner's.
+    func keepDuplicateContent(_ item: RemoteItem, _ record: Record, winner: JournalEntry) async throws {
+        guard item.kind == .file, winner.stat.kind == .file, !item.contentHash.isEmpty, item.contentHash != winner.contentHash else { return }
+        let staged = stagingDirectory + "/duplicate-" + UUID().uuidString
+        defer { unlink(staged) }
+        try await Self.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: staged)
+        let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: item.contentHash) }
+        guard hash == item.contentHash else { throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash") }
+        let target = URL(fileURLWithPath: absolute(winner.path))
+        let device = deviceName, modified = Date(timeIntervalSince1970: Double(item.modifiedMilliseconds) / 1000)
+        if let stamp = FileStamp.of(target.path), !stamp.isDirectory {
+            let added = try await coordinator.coordinate(writingItemAt: target) { (url: URL) async throws -> FileVersion in
+                try await BlockingWork.run {
+                    try FileVersion.addConflictVersion(ofItemAt: url, withContentsOf: URL(fileURLWithPath: staged), savingComputerName: device,
+                                                       modificationDate: modified, options: .byMoving)
+                }
+            }
+            noteConflictKept(itemID: winner.id, version: added)
+            memory.conflicted[winner.id] = winner.path
+            report(winner.path, .inConflict)
+            onEvent?(.conflict(path: winner.path))
+        } else {
+            let aside = conflictName(winner.path, device: device)
+            let destination = absolute(aside)
+            try await BlockingWork.run {
+                try SyncFiles.makeParents(of: destination)
+                guard rename(staged, destination) == 0 else { throw UbiquityError.posix("rename", path: destination) }
+            }
+            try journal.enqueue([aside])
+        }
+        logger.notice("two records for one path: the dropped one's content is kept", metadata: ["ubiquity.path": "\(winner.path)"])
+    }
+}

@@ -71,8 +71,8 @@ extension SyncEngine {
     func keepChangedElsewhere(_ entry: JournalEntry, _ record: Record) async throws {
         guard let item = SyncRecord.item(from: record) else { return try journal.remove(id: entry.id) }
         // (or the record holds this device's own update whose answer was lost: deleted here since)
-        let own = SyncDecision.ownUnconfirmedUpload(entry, remote: item, sent: try journal.sentHashes(id: entry.id))
-        if item.kind == entry.stat.kind, item.contentHash == entry.contentHash || own != nil, let tag = item.changeTag, tag != entry.changeTag {
+        if item.kind == entry.stat.kind, let tag = item.changeTag, tag != entry.changeTag, try item.contentHash == entry.contentHash
+            || SyncDecision.ownUnconfirmedUpload(entry, remote: item, sent: journal.sentHashes(id: entry.id)) != nil {
             var seen = entry
             seen.changeTag = tag
             return try await deleteRemote(seen)

@@ -28,6 +28,30 @@ extension SyncEngine {
         }
     }
 
+    /// Item `itemID` at `path` has a new unresolved conflict version here: followed through
+    /// renames (SyncEngine+ConflictMoves.swift), reported in conflict, and told to the listener.
+    func noteInConflict(itemID: String, path: String) {
+        memory.conflicted[itemID] = path
+        report(path, .inConflict)
+        onEvent?(.conflict(path: path))
+    }
+
+    /// Writes a record's content (as ``writeContent(of:inline:asset:to:)``) to a new staging
+    /// file, checked against `contentHash` (unchecked when empty), and returns its path; the
+    /// caller removes it. `what` names the content in the error of a mismatch.
+    func stageContent(of record: Record, inline: String, asset: String, contentHash: String, what: String) async throws -> String {
+        let staged = stagingDirectory + "/staged-" + UUID().uuidString
+        do {
+            try await Self.writeContent(of: record, inline: inline, asset: asset, to: staged)
+            let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: contentHash) }
+            guard contentHash.isEmpty || hash == contentHash else { throw UbiquityError(.io, "the downloaded \(what) does not match its hash") }
+        } catch {
+            unlink(staged)
+            throw error
+        }
+        return staged
+    }
+
     // MARK: Receiving
 
     /// Applies the fetched `UbiquityConflictVersion` records and the deletions of known ones;
@@ -96,22 +120,16 @@ extension SyncEngine {
         if let existing {
             added = existing
         } else {
-            let staged = stagingDirectory + "/cv-" + UUID().uuidString
+            let staged = try await stageContent(of: record, inline: ConflictRecord.Field.inline, asset: ConflictRecord.Field.content,
+                                                contentHash: version.contentHash, what: "conflict version of '\(entry.path)'")
             defer { unlink(staged) }
-            try await Self.writeContent(of: record, inline: ConflictRecord.Field.inline, asset: ConflictRecord.Field.content, to: staged)
-            let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: version.contentHash) }
-            guard version.contentHash.isEmpty || hash == version.contentHash else {
-                throw UbiquityError(.io, "the downloaded conflict version of '\(entry.path)' does not match its hash")
-            }
             added = try await BlockingWork.run {
                 try FileVersion.addConflictVersion(ofItemAt: target, withContentsOf: URL(fileURLWithPath: staged), savingComputerName: version.device,
                                                    modificationDate: version.modificationDate, options: .byMoving)
             }
         }
         try journal.putConflict(JournalConflict(record: version.recordName, item: version.itemID, version: added.persistentIdentifier, published: true))
-        memory.conflicted[entry.id] = entry.path
-        report(entry.path, .inConflict)
-        onEvent?(.conflict(path: entry.path))
+        noteInConflict(itemID: entry.id, path: entry.path)
         logger.notice("conflict: another device kept its version as a conflict version; added here",
                       metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.conflictDevice": "\(version.device)"])
     }

@@ -28,8 +28,7 @@ extension SyncEngine {
         let target = URL(fileURLWithPath: absolute(entry.path))
         let device = deviceName
         let kept = try await BlockingWork.run {
-            (FileVersion.unresolvedConflictVersionsOfItem(at: target) ?? [])
-                .filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
+            Self.savedHere(FileVersion.unresolvedConflictVersionsOfItem(at: target) ?? [], device: device)
                 .sorted { ($0.modificationDate ?? .distantPast) > ($1.modificationDate ?? .distantPast) }
         }
         guard !kept.isEmpty else { return false }
@@ -68,7 +67,7 @@ extension SyncEngine {
         let target = URL(fileURLWithPath: absolute(entry.path))
         let device = deviceName
         let kept = try await BlockingWork.run {
-            FileVersion.unresolvedConflictVersionsLeft(at: target).filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
+            Self.savedHere(FileVersion.unresolvedConflictVersionsLeft(at: target), device: device)
         }
         guard !kept.isEmpty else { return 0 }
         let asides = kept.map { _ in conflictName(entry.path, device: device) }
@@ -83,6 +82,11 @@ extension SyncEngine {
         logger.notice("a file in conflict was deleted elsewhere and is gone here: this device's conflict versions are kept as files",
                       metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.versions": "\(kept.count)"])
         return kept.count
+    }
+
+    /// The versions among `versions` that `device` (this one) saved, with their content here.
+    static func savedHere(_ versions: [FileVersion], device: String) -> [FileVersion] {
+        versions.filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
     }
 
     /// Forgets the conflict versions journaled for item `id`, whose versions left it.

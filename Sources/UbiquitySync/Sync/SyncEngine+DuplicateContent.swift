@@ -15,11 +15,9 @@ extension SyncEngine {
     /// records for the path of `winner`, when it differs from the winner's.
     func keepDuplicateContent(_ item: RemoteItem, _ record: Record, winner: JournalEntry) async throws {
         guard item.kind == .file, winner.stat.kind == .file, !item.contentHash.isEmpty, item.contentHash != winner.contentHash else { return }
-        let staged = stagingDirectory + "/duplicate-" + UUID().uuidString
+        let staged = try await stageContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content,
+                                            contentHash: item.contentHash, what: "content of '\(item.path)'")
         defer { unlink(staged) }
-        try await Self.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: staged)
-        let hash = try await BlockingWork.run { try SyncFiles.hashFile(staged, like: item.contentHash) }
-        guard hash == item.contentHash else { throw UbiquityError(.io, "the downloaded content of '\(item.path)' does not match its hash") }
         let target = URL(fileURLWithPath: absolute(winner.path))
         let device = deviceName, modified = Date(timeIntervalSince1970: Double(item.modifiedMilliseconds) / 1000)
         if let stamp = FileStamp.of(target.path), !stamp.isDirectory {
@@ -30,9 +28,7 @@ extension SyncEngine {
                 }
             }
             noteConflictKept(itemID: winner.id, version: added)
-            memory.conflicted[winner.id] = winner.path
-            report(winner.path, .inConflict)
-            onEvent?(.conflict(path: winner.path))
+            noteInConflict(itemID: winner.id, path: winner.path)
         } else {
             let aside = conflictName(winner.path, device: device)
             let destination = absolute(aside)

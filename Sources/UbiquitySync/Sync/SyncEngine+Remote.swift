@@ -246,12 +246,8 @@ extension SyncEngine {
             return
         case .download:
             let destination = absolute(item.path)
-            if let entry, entry.path != item.path, FileStamp.of(destination) != nil {
-                // gone from its name here, renamed there to a name something else holds here:
-                // that moves aside, as for a rename (sync simulator seed 102: a new file, not yet
-                // sent, was replaced)
-                try await moveAside(item.path)
-            }
+            // gone from its name here (seed 102: a new file, not yet sent, was replaced)
+            if let entry { try await makeRoom(for: item, from: entry.path) }
             let expected = entry == nil ? local?.stat : try await BlockingWork.run { SyncFiles.item(path: item.path, absolute: destination) }?.stat
             try await download(item, record, expected: expected)
         case .adopt:
@@ -330,8 +326,7 @@ extension SyncEngine {
         defer { unlink(saved) }
         guard !staged.before.contentDiffers(from: staged.after) else { throw ChangedLocally(path: localPath) }
         let expected = localPath == item.path ? SyncStat(staged.before) : nil
-        // renamed there onto a name something else has here (seed 191: a skip-backup file)
-        if localPath != item.path, FileStamp.of(absolute(item.path)) != nil { try await moveAside(item.path) }
+        try await makeRoom(for: item, from: localPath)  // seed 191: a skip-backup file there
         let device = deviceName
         let keep = { (url: URL) in
             try await BlockingWork.run {
@@ -357,9 +352,7 @@ extension SyncEngine {
         }
         let version = if let keptFirst { keptFirst } else { try await keep(target) }
         noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
-        memory.conflicted[item.id] = item.path
-        report(item.path, .inConflict)
-        onEvent?(.conflict(path: item.path))
+        noteInConflict(itemID: item.id, path: item.path)
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
                       metadata: ["ubiquity.path": "\(item.path)"])
     }
@@ -515,6 +508,12 @@ extension SyncEngine {
             try journal.movePrefix(from: from, to: to)
             if FileStamp.of(destination.path)?.isDirectory == true { memory.foldersMovedHere.append(to) }
         }
+    }
+
+    /// A remote item renamed there from `localPath` onto a name something else holds here: that
+    /// moves aside (``moveAside(_:)``), as for a rename applied by ``moveLocal(from:to:updateJournal:)``.
+    func makeRoom(for item: RemoteItem, from localPath: String) async throws {
+        if localPath != item.path, FileStamp.of(absolute(item.path)) != nil { try await moveAside(item.path) }
     }
 
     /// Something else took the name `path` here, which a remote item needs: it moves aside as

@@ -27,9 +27,7 @@ import UbiquityIndex
             let a = try await harness.device("a")
             let b = try await harness.device("b")
 
-            try a.write("doc.txt", Data("base".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
+            try await Self.shared(a, b, "doc.txt")
             #expect(b.read("doc.txt") == Data("base".utf8))
 
             // both edit: B takes A's version and keeps its own as a conflict version (shared)
@@ -112,13 +110,18 @@ import UbiquityIndex
 /// seeds 30 and 302): an editor's save by rename drops the identity attribute, and a rename
 /// made before the next pass leaves only the version store's stale path.
 extension ConflictRenameTests {
+    /// Writes "base" at `path` on A and syncs it to B.
+    static func shared(_ a: SyncBatchTests.Device, _ b: SyncBatchTests.Device, _ path: String) async throws {
+        try a.write(path, Data("base".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+    }
+
     /// Makes `doc.txt` in `folder` in conflict on B ("from B" kept as its conflict version).
     @discardableResult
     static func conflicted(_ a: SyncBatchTests.Device, _ b: SyncBatchTests.Device, folder: String = "") async throws -> String {
         let path = folder.isEmpty ? "doc.txt" : folder + "/doc.txt"
-        try a.write(path, Data("base".utf8))
-        try await a.engine.pass()
-        try await b.engine.pass()
+        try await shared(a, b, path)
         try a.write(path, Data("from A".utf8))
         try await a.engine.pass()
         try b.write(path, Data("from B".utf8))
@@ -229,9 +232,7 @@ extension ConflictRenameTests {
         try await Harness.with { harness in
             let a = try await harness.device("a")
             let b = try await harness.device("b")
-            try a.write("doc.txt", Data("base".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
+            try await Self.shared(a, b, "doc.txt")
             try a.write("doc.txt", Data("edited on A".utf8))
             try FileManager.default.moveItem(at: a.folder.appendingPathComponent("doc.txt"), to: a.folder.appendingPathComponent("new.txt"))
             try await a.engine.pass()

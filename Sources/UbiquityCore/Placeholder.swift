@@ -144,7 +144,7 @@ public struct Placeholder: Codable, Sendable, Hashable {
                 var times = [time, time]
                 futimens(fd, &times)
             }
-            guard fsync(fd) == 0 else { throw UbiquityError.posix("fsync", path: temporary) }
+            try Durability.syncFile(fd, path: temporary)
         } catch {
             unlink(temporary)
             throw error
@@ -155,7 +155,7 @@ public struct Placeholder: Codable, Sendable, Hashable {
             unlink(temporary)
             throw error
         }
-        SafeSave.syncDirectory(folder)
+        try SafeSave.syncDirectory(folder)
         return stamp
     }
 

@@ -48,7 +48,7 @@ public enum SafeSave {
             defer { close(fd) }
             try body(fd)
             if let old { fchmod(fd, mode_t(old.mode)) }
-            guard fsync(fd) == 0 else { throw UbiquityError.posix("fsync", path: temporary) }
+            try Durability.syncFile(fd, path: temporary)
         }
         if old != nil { try ExtendedAttributes.copyUserAttributes(from: path, to: temporary) }
         switch mode {
@@ -61,7 +61,7 @@ public enum SafeSave {
             guard rename(temporary, path) == 0 else { throw UbiquityError.posix("rename", path: path) }
         }
         renamed = true
-        syncDirectory(directory)
+        try syncDirectory(directory)
         guard let stamp = FileStamp.of(path) else { throw UbiquityError(.io, "'\(path)' vanished right after it was saved") }
         return stamp
     }
@@ -80,9 +80,9 @@ public enum SafeSave {
     }
 
     /// fsyncs a directory so that a rename in it is durable.
-    public static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
+    /// - Throws: the `open` or `fsync` error (the rename may not survive a power loss).
+    public static func syncDirectory(_ path: String) throws {
+        try Durability.syncFolder(path)
     }
 
     static func randomSuffix() -> String {

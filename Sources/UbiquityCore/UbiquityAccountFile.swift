@@ -81,7 +81,7 @@ public struct UbiquityAccountFile: Sendable, Equatable {
             if errno == ENOENT { return }
             throw UbiquityError.posix("unlink", path: url.path)
         }
-        SafeSave.syncDirectory(url.deletingLastPathComponent().path)
+        try? SafeSave.syncDirectory(url.deletingLastPathComponent().path)  // it is gone either way
     }
 
     private static func check(_ account: Account, in url: URL) throws {

@@ -59,6 +59,8 @@ extension FileVersion {
             let moved = byMoving && !sourceStamp.isSymbolicLink && rename(source, destination) == 0
             let summary: VersionContent.Summary
             do {
+                // moved in: its bytes made durable here (a copy is saved durably by `store`)
+                if moved { try Durability.syncFile(at: destination) }
                 summary = moved ? try VersionContent.summary(of: destination)
                                 : try VersionContent.store(copying: source, to: destination)
             } catch {

@@ -232,9 +232,38 @@ enum SyncFiles {
         try data.withUnsafeBytes { try SafeSave.writeAll(fd, $0, path: path) }
     }
 
-    /// Creates the folders leading to `absolute`.
+    /// Creates the folders leading to `absolute`, each one made durable in its parent (a
+    /// folder whose name a power loss takes would take the synced files in it along: the next
+    /// pass would send them as deleted).
     static func makeParents(of absolute: String) throws {
-        try FileManager.default.createDirectory(atPath: (absolute as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        for folder in Set(try makeFolders(parent(of: absolute)).map(parent(of:))) { try SafeSave.syncDirectory(folder) }
+    }
+
+    /// Makes the file at `absolute` durable where it is: its bytes, then its name (its folder
+    /// synced). Called before a local file the engine did not write itself durably is journaled
+    /// as the server's version (an adopt): were a power loss to take it back to what was
+    /// there before, that older content would be judged an edit of the newer one, sent over it.
+    static func makeDurable(file absolute: String) throws {
+        try Durability.syncFile(at: absolute)
+        try SafeSave.syncDirectory(parent(of: absolute))
+    }
+
+    /// Makes the folder at `absolute` and the missing ones on the way to it; returns those it
+    /// made, outermost first (their names are durable once their parents are synced).
+    static func makeFolders(_ absolute: String) throws -> [String] {
+        var missing: [String] = []
+        var folder = absolute
+        while FileStamp.of(folder) == nil, folder != "/", !folder.isEmpty {
+            missing.append(folder)
+            folder = parent(of: folder)
+        }
+        for folder in missing.reversed() {
+            guard mkdir(folder, 0o777) == 0 || errno == EEXIST else { throw UbiquityError.posix("mkdir", path: folder) }
+        }
+        if let existing = FileStamp.of(absolute), !existing.isDirectory {
+            throw UbiquityError(.alreadyExists, "'\(absolute)' is not a folder")
+        }
+        return missing.reversed()
     }
 
     /// Makes `temporary` final: mode, modification time, fsync, then rename over `absolute`
@@ -251,8 +280,10 @@ enum SyncFiles {
                          timespec(tv_sec: Int(modifiedMilliseconds / 1000), tv_nsec: Int(modifiedMilliseconds % 1000) * 1_000_000)]
             utimensat(AT_FDCWD, temporary, &times, 0)
         }
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
+        do { try Durability.syncFile(at: temporary) } catch {
+            unlink(temporary)
+            throw error
+        }
         if FileStamp.of(absolute) != nil { try? ExtendedAttributes.copyUserAttributes(from: absolute, to: temporary) }
         let stamp = FileStamp.of(temporary)
         do { try beforeRename(stamp) } catch {
@@ -264,7 +295,7 @@ enum SyncFiles {
             unlink(temporary)
             throw error
         }
-        SafeSave.syncDirectory((absolute as NSString).deletingLastPathComponent)
+        try SafeSave.syncDirectory((absolute as NSString).deletingLastPathComponent)
         return stamp
     }
 }

@@ -67,20 +67,4 @@ enum NewFileDurability: Equatable, Sendable {
         }
         return found == 2 ? total : nil
     }
-
-    private typealias SyncFS = @convention(c) (Int32) -> Int32
-    private static let syncfsCall: SyncFS? = {
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: SyncFS.self)
-    }()
-
-    /// Flushes the file system holding the folder `path` (`syncfs`); false when that is not
-    /// possible or failed (the caller fsyncs each file then).
-    static func syncFileSystem(containing path: String) -> Bool {
-        guard let call = syncfsCall else { return false }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return call(fd) == 0
-    }
 }

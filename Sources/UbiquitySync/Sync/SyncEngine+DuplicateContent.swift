@@ -34,7 +34,10 @@ extension SyncEngine {
             let destination = absolute(aside)
             try await BlockingWork.run {
                 try SyncFiles.makeParents(of: destination)
+                // durable before the record is deleted: its only copy
+                try Durability.syncFile(at: staged)
                 guard rename(staged, destination) == 0 else { throw UbiquityError.posix("rename", path: destination) }
+                try SafeSave.syncDirectory(SyncFiles.parent(of: destination))
             }
             try journal.enqueue([aside])
         }

@@ -155,7 +155,9 @@ extension SyncEngine {
             throw UbiquityError(.conflict, "'\(path)' changed while it was evicted: not evicted")
         }
         unlink(aside)
-        SafeSave.syncDirectory(SyncFiles.parent(of: path))
+        // (best effort: the content is the server's, and a file back beside its stub after a
+        // power loss is taken for the downloaded file)
+        try? SafeSave.syncDirectory(SyncFiles.parent(of: path))
         guard let stub = SyncFiles.stubItem(path: relative, absolute: path) else {
             throw UbiquityError(.notFound, "the stub of '\(path)' vanished after it was written")
         }
@@ -275,6 +277,10 @@ extension SyncEngine {
             guard local.stat.differs(from: entry.stat) else { return }
             var updated = entry
             updated.stat = local.stat
+            if !local.isStub {
+                let target = absolute(entry.path)
+                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
+            }
             try journalSynced([updated])
             return
         }
@@ -291,6 +297,10 @@ extension SyncEngine {
         if local.stat.kind == .file, try await hashOf(local, like: entry.contentHash) == entry.contentHash {
             var updated = entry
             updated.stat = local.stat
+            if !local.isStub {
+                let target = absolute(entry.path)
+                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
+            }
             try journalSynced([updated])
             try journal.setEvicted(entry.id, false)  // downloaded again, in the index too
             Placeholder.removeStub(for: absolute(entry.path))

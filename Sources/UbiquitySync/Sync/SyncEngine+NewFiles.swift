@@ -137,15 +137,16 @@ extension SyncEngine {
         // system commits their fsyncs together: one by one, each fsync of a small file waits
         // for a journal commit of its own) — `NewFileDurability.swift`
         let durability = NewFileDurability.plan(files: files.count, dirtyBytes: NewFileDurability.dirtyBytes())
-        let (temporaries, stamps): ([Result<String, NewFileError>], [FileStamp?]) = try await BlockingWork.run {
-            var made = Set<String>()
+        let (temporaries, stamps, madeFolders): ([Result<String, NewFileError>], [FileStamp?], [String]) = try await BlockingWork.run {
+            var prepared = Set<String>()
+            var made: [String] = []
             let ready = files.map { file in
-                Result { try SyncFiles.makeFolders(for: file, root: root, madeFolders: &made) }.mapError(NewFileError.init)
+                Result { try SyncFiles.makeFolders(for: file, root: root, prepared: &prepared, made: &made) }.mapError(NewFileError.init)
             }
             // in the unwatched folder of temporaries (NewFilesFolder.swift), else next to each target
             let folder = NewFilesFolder.prepare(root: root)
             let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-            let written = SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
+            var written = SyncFiles.concurrently(files.count, lanes: Self.temporaryLanes) { index in
                 ready[index].flatMap {
                     Result {
                         let temporary = folder.map { NewFilesFolder.temporaryPath(in: $0, tag: tag, index: index) }
@@ -154,9 +155,15 @@ extension SyncEngine {
                 }
             }
             if durability == .fileSystem {
-                SyncFiles.makeDurable(written.compactMap { try? $0.get() }, lanes: Self.temporaryLanes)
+                // a temporary that could not be made durable is not renamed into place
+                let failed = SyncFiles.makeDurable(written.compactMap { try? $0.get() }, lanes: Self.temporaryLanes)
+                for index in written.indices {
+                    guard case .success(let temporary) = written[index], let error = failed[temporary] else { continue }
+                    unlink(temporary)
+                    written[index] = .failure(NewFileError(error))
+                }
             }
-            return (written, written.map { (try? $0.get()).flatMap(FileStamp.of) })
+            return (written, written.map { (try? $0.get()).flatMap(FileStamp.of) }, made)
         }
         defer {
             // whatever was not renamed into place (a failure below, a name taken) goes
@@ -165,7 +172,8 @@ extension SyncEngine {
         // a test's injected failure between the stages (nothing is renamed then)
         try hooks.newFilesFault?("written")
         // 2. renames under coordinated writes of ``renamesPerClaim`` targets each, then one
-        // fsync per folder (after all of them, before the journal is written)
+        // fsync per folder (after all of them, before the journal is written), the parents of
+        // the folders made among them
         let positions = temporaries.indices.filter { (try? temporaries[$0].get()) != nil }
         var outcomes: [NewFileOutcome] = temporaries.map { result in
             switch result {
@@ -178,7 +186,7 @@ extension SyncEngine {
         // journal cannot tell from one made here (SyncJournal+Landings.swift)
         try journal.noteLanding(positions.compactMap { index in stamps[index].map { Self.landedEntry(files[index].item, $0) } }, key: landing)
         let afterWrite = self.hooks.afterWrite
-        var folders = Set<String>()
+        var folders = Set(madeFolders.map(SyncFiles.parent(of:)))
         var next = 0
         while next < positions.count {
             let claimed = Array(positions[next..<min(next + Self.renamesPerClaim, positions.count)])
@@ -220,7 +228,7 @@ extension SyncEngine {
             folders.formUnion(touched)
         }
         let synced = folders
-        try await BlockingWork.run { for folder in synced { SafeSave.syncDirectory(folder) } }
+        try await BlockingWork.run { for folder in synced { try SafeSave.syncDirectory(folder) } }
         return outcomes
     }
 
@@ -257,12 +265,12 @@ extension SyncFiles {
     /// Makes the folders on the way to a new file's target under `root` (each checked to be a
     /// real folder). Throws ``NewFileError/NameTaken`` when something is at the target's name
     /// or a link is on the way (the prefetched content is dropped then).
-    static func makeFolders(for file: SyncEngine.NewFile, root: String, madeFolders: inout Set<String>) throws {
+    static func makeFolders(for file: SyncEngine.NewFile, root: String, prepared: inout Set<String>, made: inout [String]) throws {
         let item = file.item
         let target = root + "/" + item.path
         let parent = SyncFiles.parent(of: target)
         do {
-            try makeFolders(parent: parent, item: item, root: root, madeFolders: &madeFolders)
+            try makeFolders(parent: parent, item: item, root: root, prepared: &prepared, made: &made)
         } catch {
             if let staged = file.staged { unlink(staged) }
             throw error
@@ -273,13 +281,13 @@ extension SyncFiles {
         }
     }
 
-    private static func makeFolders(parent: String, item: RemoteItem, root: String, madeFolders: inout Set<String>) throws {
-        if !madeFolders.contains(parent) {
+    private static func makeFolders(parent: String, item: RemoteItem, root: String, prepared: inout Set<String>, made: inout [String]) throws {
+        if !prepared.contains(parent) {
             // every folder on the way must be a real folder: never write through a link (an
             // app's folder link, a synced symbolic link) — such a file is applied alone
             if notAFolderOnTheWay(root: root, relative: item.path) != nil { throw NewFileError.NameTaken() }  // SyncEngine+LinkedParents.swift
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            madeFolders.insert(parent)
+            made += try SyncFiles.makeFolders(parent)
+            prepared.insert(parent)
         }
     }
 
@@ -329,7 +337,7 @@ extension SyncFiles {
                 var times = [time, time]
                 futimens(fd, &times)
             }
-            if sync { fsync(fd) }
+            if sync { try Durability.syncFile(fd, path: temporary) }
             return temporary
         } catch {
             unlink(temporary)
@@ -338,9 +346,11 @@ extension SyncFiles {
     }
 
     /// Makes the files at `paths` (written, not fsynced) durable: one `syncfs` per file system
-    /// they are on (found by their folders' device); a file system that cannot be flushed so
-    /// has its files fsynced one by one, on up to `lanes` threads.
-    static func makeDurable(_ paths: [String], lanes: Int) {
+    /// they are on (found by their folders' device), when `wholeFileSystem`; files not made
+    /// durable so are fsynced one by one, on up to `lanes` threads. Returns the files that
+    /// could not be made durable, with why.
+    static func makeDurable(_ paths: [String], lanes: Int, wholeFileSystem: Bool = true) -> [String: UbiquityError] {
+        guard wholeFileSystem else { return syncEach(paths, lanes: lanes) }
         var folderDevice: [String: UInt64] = [:]
         var deviceFolder: [UInt64: String] = [:]
         var byDevice: [UInt64: [String]] = [:]
@@ -357,15 +367,28 @@ extension SyncFiles {
             if let device = folderDevice[folder] { byDevice[device, default: []].append(path) } else { unknown.append(path) }
         }
         var oneByOne = unknown
-        for (device, files) in byDevice where !NewFileDurability.syncFileSystem(containing: deviceFolder[device]!) {
+        for (device, files) in byDevice where !Durability.syncFileSystem(containing: deviceFolder[device]!) {
             oneByOne += files
         }
-        guard !oneByOne.isEmpty else { return }
-        let files = oneByOne
-        _ = concurrently(files.count, lanes: lanes) { index in
-            let fd = open(files[index], O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            if fd >= 0 { fsync(fd); close(fd) }
+        return syncEach(oneByOne, lanes: lanes)
+    }
+
+    /// fsyncs each file of `files`, on up to `lanes` threads; returns those that failed.
+    private static func syncEach(_ files: [String], lanes: Int) -> [String: UbiquityError] {
+        guard !files.isEmpty else { return [:] }
+        let errors = concurrently(files.count, lanes: lanes) { index -> UbiquityError? in
+            do {
+                try Durability.syncFile(at: files[index])
+                return nil
+            } catch {
+                return error as? UbiquityError ?? UbiquityError(.io, "fsync failed on '\(files[index])': \(error)")
+            }
         }
+        var failed: [String: UbiquityError] = [:]
+        for (file, error) in zip(files, errors) {
+            if let error { failed[file] = error }
+        }
+        return failed
     }
 }
 

@@ -252,6 +252,12 @@ extension SyncEngine {
             try await download(item, record, expected: expected)
         case .adopt:
             guard let local else { return }
+            // (durable first: it may be this device's own download, renamed into place by a pass
+            // that failed before its folder was synced)
+            if local.stat.kind == .file, !local.isStub {
+                let target = absolute(localPath)
+                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
+            }
             try journalSynced([JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
                                             changeTag: item.changeTag)])
             if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it
@@ -394,6 +400,7 @@ extension SyncEngine {
                 try await coordinator.coordinate(writingItemAt: url) { (url: URL) async throws in
                     guard mkdir(url.path, mode_t(item.mode & 0o7777)) == 0 || errno == EEXIST else { throw UbiquityError.posix("mkdir", path: url.path) }
                 }
+                try SafeSave.syncDirectory(SyncFiles.parent(of: target))  // its name durable before it is journaled
             }
             chmod(target, mode_t(item.mode & 0o7777))
         case .symlink:
@@ -504,6 +511,10 @@ extension SyncEngine {
             guard rename(source.path, destination.path) == 0 else { throw UbiquityError.posix("rename", path: source.path) }
         }
         coordinator.item(at: source, didMoveTo: destination)
+        // durable before it is journaled: undone by a power loss, it would be sent back as a move
+        // here (best effort: the move is done, and a journal left behind it would make the next
+        // pass judge it again; undone, it is sent back, nothing is lost)
+        for folder in Set([SyncFiles.parent(of: source.path), SyncFiles.parent(of: destination.path)]) { try? SafeSave.syncDirectory(folder) }
         if updateJournal {
             try journal.movePrefix(from: from, to: to)
             if FileStamp.of(destination.path)?.isDirectory == true { memory.foldersMovedHere.append(to) }
@@ -582,6 +593,8 @@ extension SyncEngine {
                 guard !SyncStat(now).differs(from: entry.stat) else { return false }
                 return unlink(url.path) == 0
             }
+            // durable before it is forgotten: back after a power loss, it would be sent again as new
+            if removed { try SafeSave.syncDirectory(SyncFiles.parent(of: target)) }
             try journal.remove(id: entry.id)
             if !removed {
                 logger.notice("kept a local item deleted elsewhere: it changed here (or is not empty)", metadata: ["ubiquity.path": "\(entry.path)"])

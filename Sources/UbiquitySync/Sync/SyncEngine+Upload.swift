@@ -218,6 +218,7 @@ extension SyncEngine {
                 guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, inlineBytes: 0) }
                 var adopted = previous
                 adopted.stat = stat
+                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
                 try journalSynced([adopted])
                 return nil
             }
@@ -364,6 +365,17 @@ extension SyncEngine {
     /// failed for a reason worth retrying.
     func save(_ batch: [PreparedUpload]) async throws -> Int {
         try Task.checkCancellation()
+        // new content is durable here before it is sent and journaled (SyncEngine+Durability.swift)
+        let notDurable = try await makeDurable(batch.compactMap { item in
+            item.stat.kind == .file && !item.upload.local.isStub && item.hash != item.upload.previous?.contentHash ? item.upload.path : nil
+        })
+        var failed = 0
+        var batch = batch
+        if !notDurable.isEmpty {
+            for item in batch { if let error = notDurable[item.upload.path], uploadFailed(item.upload, error) { failed += 1 } }
+            batch.removeAll { notDurable[$0.upload.path] != nil }
+            guard !batch.isEmpty else { return failed }
+        }
         // the content each update sends is noted first: should its answer never come, the
         // server's version is known for this device's own when it comes back or a later save is
         // refused (a rename or a mode change sends the synced content: not noted)
@@ -384,10 +396,9 @@ extension SyncEngine {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            return batch.reduce(0) { $0 + (uploadFailed($1.upload, error) ? 1 : 0) }
+            return batch.reduce(failed) { $0 + (uploadFailed($1.upload, error) ? 1 : 0) }
         }
         var saved: [(PreparedUpload, JournalEntry)] = []
-        var failed = 0
         for item in batch {
             let result = results[item.record.recordID]
                 ?? .failure(CloudKitError(.internalError, "the server did not answer for record \(item.record.recordID.recordName)"))
@@ -452,6 +463,13 @@ extension SyncEngine {
         }
         switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server, sent: sent) {
         case .adopt:
+            // found by the sync simulator (seed 17 of the power-loss batch): a download renamed
+            // into place whose folder's fsync failed, adopted here, came back older after a
+            // power loss and was sent over the version it had adopted
+            if item.stat.kind == .file, !upload.local.isStub {
+                let target = absolute(upload.path)
+                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
+            }
             try journalSynced([JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
                                             changeTag: server.changeTag)], forgettingSent: [upload.id])
             if server.path != upload.path { wakeLater() }

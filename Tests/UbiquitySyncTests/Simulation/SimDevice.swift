@@ -19,6 +19,8 @@ final class SimDevice {
     let folder: URL
     let network: SimNetwork
     let index: IndexHost
+    /// Its disk: what a power loss leaves of the folder.
+    let disk: SimDisk
     private(set) var engine: SyncEngine
     /// How many times it crashed and started again (seeds each life's randomness).
     private(set) var lives = 0
@@ -29,8 +31,13 @@ final class SimDevice {
     private let ledger: SimLedger
     private let logger: Logger
 
-    init(name: String, number: Int, directory: URL, server: SimServer, seed: UInt64, ledger: SimLedger, logger: Logger) async throws {
+    /// Whether a user may edit a file as its download lands (the engine's `afterWrite` hook).
+    private let editsDuringDownloads: Bool
+
+    init(name: String, number: Int, directory: URL, server: SimServer, seed: UInt64, ledger: SimLedger, editsDuringDownloads: Bool,
+         logger: Logger) async throws {
         self.name = name
+        self.editsDuringDownloads = editsDuringDownloads
         self.number = number
         self.seed = seed
         self.ledger = ledger
@@ -46,6 +53,7 @@ final class SimDevice {
         }
         engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
                                  randomness: RandomSource(seed: seed ^ UInt64(number) << 40), ledger: ledger, logger: logger)
+        disk = SimDisk(folder: try CanonicalPath.canonicalize(folder.path, resolveLast: true), seed: seed ^ UInt64(number) << 24, ledger: ledger)
         await installHooks()
     }
 
@@ -59,13 +67,17 @@ final class SimDevice {
     /// The engine's test hooks: a user's edit right after a download lands, and the disk's
     /// faults (and a crash) while new files are written.
     private func installHooks() async {
-        let (ledger, network, name) = (self.ledger, self.network, self.name)
+        let (ledger, network, name, folder, disk, edits) = (self.ledger, self.network, self.name, self.folder, self.disk, editsDuringDownloads)
         await engine.setAfterWrite { path in
-            guard ledger.chance(0.08), let old = FileManager.default.contents(atPath: path) else { return }
+            let url = folder.appendingPathComponent(path)
+            guard ledger.chance(0.08), edits, let old = FileManager.default.contents(atPath: url.path) else { return }
             let new = old + Data("\nedited on \(name) as it arrived".utf8)
             ledger.supersede(old)
             ledger.wrote(new, origin: "edit during download on \(name)")
-            if (try? new.write(to: URL(fileURLWithPath: path))) != nil { ledger.count(.editDuringDownload) }
+            if (try? new.write(to: url)) != nil {
+                disk.userChanged([path])
+                ledger.count(.editDuringDownload)
+            }
         }
         await engine.setNewFilesFault { stage in
             if network.state.withLock({ $0.dead }) { throw CancellationError() }
@@ -83,10 +95,13 @@ final class SimDevice {
 
     /// The device dies and starts again: the engine is stopped (its lock given up) and made
     /// again from the device database and the folder; the network comes back. (What the old
-    /// engine did after the crash point is what a pass does after a failed request: its
-    /// unsynced writes are on a real disk, so power loss is not what this simulates.)
-    func restart() async throws {
+    /// engine did after the crash point is what a pass does after a failed request.) With
+    /// `powerLoss`, the folder loses what its disk had not made durable (``SimDisk``; the
+    /// device database, SQLite, keeps what it committed); returns how many items that changed.
+    @discardableResult
+    func restart(powerLoss: Bool = false) async throws -> Int {
         await engine.stopAndRelease()
+        let changed = powerLoss ? try disk.powerLoss() : 0
         lives += 1
         await network.flush()
         network.state.withLock { state in
@@ -97,6 +112,7 @@ final class SimDevice {
         engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
                                  randomness: RandomSource(seed: seed ^ UInt64(number) << 40 ^ UInt64(lives) << 48), ledger: ledger, logger: logger)
         await installHooks()
+        return changed
     }
 
     // MARK: The folder
@@ -111,11 +127,13 @@ final class SimDevice {
         try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: target)
         stamp(relative, time)
+        disk.userChanged([relative])
     }
 
     /// Sets the modification time of `relative` to the device's clock at world time `time`.
     func stamp(_ relative: String, _ time: Double) {
         try? FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: time + skew)], ofItemAtPath: url(relative).path)
+        disk.userChanged([relative])
     }
 
     /// What the folder holds, by relative path: files (their bytes), folders, and the names the

@@ -8,6 +8,8 @@ import UbiquityCore
 /// then the invariants, the trace hash and the coverage.
 struct SimReport: Sendable {
     var seed: UInt64
+    /// The world it ran in.
+    var model: SimWorld.Model
     /// SHA-256 of the trace and the final state: the same seed gives the same hash.
     var traceHash: String
     /// What went wrong (empty: the run passed).
@@ -38,6 +40,7 @@ extension SimWorld {
                 state.pauseAt = nil
             }
             if device.network.state.withLock({ $0.dead }) { try await device.restart() }
+            device.disk.faultRate = 0
             await device.engine.setNewFilesFault(nil)
             await device.engine.setAfterWrite(nil)
         }
@@ -80,7 +83,7 @@ extension SimWorld {
         let faults = devices.reduce(into: [SimFault: Int]()) { all, device in
             for (fault, count) in device.network.state.withLock({ $0.faults }) { all[fault, default: 0] += count }
         }
-        return SimReport(seed: seed, traceHash: hash, failures: failures, coverage: ledger.coverage, roundsToQuiescence: rounds,
+        return SimReport(seed: seed, model: model, traceHash: hash, failures: failures, coverage: ledger.coverage, roundsToQuiescence: rounds,
                          virtualSeconds: time - start, steps: step, faults: faults, trace: ledger.trace)
     }
 
@@ -142,8 +145,8 @@ extension SimWorld {
     }
 
     /// A whole run of `seed`: `steps` steps on `deviceCount` devices, then ``finish(start:)``.
-    static func run(seed: UInt64, steps: Int = 60, deviceCount: Int? = nil) async throws -> SimReport {
-        let world = try await SimWorld(seed: seed, deviceCount: deviceCount ?? (seed % 3 == 0 ? 3 : 2))
+    static func run(seed: UInt64, steps: Int = 60, deviceCount: Int? = nil, model: Model = .current) async throws -> SimReport {
+        let world = try await SimWorld(seed: seed, deviceCount: deviceCount ?? (seed % 3 == 0 ? 3 : 2), model: model)
         let start = world.time
         do {
             try await world.run(steps: steps)

@@ -14,12 +14,34 @@ import UbiquityCore
 /// Everything the run decides comes from the seed, and the world's time is virtual (file times
 /// are set from it), so a seed replays the same run: the trace hash says so.
 final class SimWorld {
+    /// What the world can do. Seeds that found bugs before a kind of fault existed replay in the
+    /// world they found them in (their runs, step for step); every batch runs the current one.
+    enum Model: Sendable {
+        /// Crashes lose nothing written (the process dies, the disk keeps all), fsyncs never
+        /// fail, and no user edits a file as its download lands (the regressions up to 302).
+        case withoutPowerLoss
+        /// Half the crashes are power losses (``SimDisk``), 2% of the engines' fsyncs fail,
+        /// and a user may edit a file as its download lands.
+        case current
+
+        /// Its name in `UBIQUITY_SIM_MODEL`.
+        var name: String {
+            switch self {
+            case .withoutPowerLoss: "without-power-loss"
+            case .current: "current"
+            }
+        }
+    }
+
+    let model: Model
     let seed: UInt64
     let directory: URL
     let server: SimServer
     let ledger: SimLedger
     private(set) var devices: [SimDevice] = []
     var random: SeededRandom
+    /// Whether a crash is a power loss (its own stream, so the plan of steps stays the seed's).
+    private var powerRandom: SeededRandom
     /// The world's clock (seconds since 1970), moved by the steps, never by the wall clock.
     var time: Double = 1_750_000_000
     var step = 0
@@ -31,9 +53,11 @@ final class SimWorld {
     static let folders = ["", "docs", "docs/old", "media"]
     static let names = ["a.txt", "b.txt", "Notes.md", "c.bin"]
 
-    init(seed: UInt64, deviceCount: Int) async throws {
+    init(seed: UInt64, deviceCount: Int, model: Model = .current) async throws {
         self.seed = seed
+        self.model = model
         random = SeededRandom(seed: seed)
+        powerRandom = SeededRandom(seed: seed ^ 0x9077_e4)
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-sim-\(seed)-\(UUID().uuidString.prefix(6))")
         var logger = Logger(label: "test.simulation")
         logger.logLevel = ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
@@ -43,12 +67,19 @@ final class SimWorld {
         for number in 0..<deviceCount {
             let name = ["A", "B", "C"][number]
             devices.append(try await SimDevice(name: name, number: number, directory: directory, server: server, seed: seed,
-                                               ledger: ledger, logger: logger))
+                                               ledger: ledger, editsDuringDownloads: model == .current, logger: logger))
+            devices[number].disk.faultRate = model == .current ? Self.fsyncFaultRate : 0
         }
     }
 
+    /// The share of the engines' fsyncs that fail (until quiescence).
+    static let fsyncFaultRate = 0.02
+
     func stop() async {
-        for device in devices { device.index.shutdown() }
+        for device in devices {
+            device.disk.stop()
+            device.index.shutdown()
+        }
         await server.stop()
         try? FileManager.default.removeItem(at: directory)
     }
@@ -146,9 +177,8 @@ final class SimWorld {
         switch kind {
         case .pass: try await pass(device, busy: busy)
         case .crash:
-            log("\(device.name) crashes and starts again")
             ledger.count(.crashIdle)
-            try await device.restart()
+            try await crash(device)
         case .evict: await evict(device)
         case .download: await download(device)
         case .network:
@@ -159,8 +189,17 @@ final class SimWorld {
             device.skew = Double(below(7200)) - 3600
             log("\(device.name) clock skew \(device.skew)")
         case .exclude: toggleExclusion(device)
-        default: try await localChange(kind, on: device)
+        default: device.disk.userChanged(try await localChange(kind, on: device))
         }
+    }
+
+    /// The device dies and starts again: half the time by a power loss, which takes from its
+    /// folder what its disk had not made durable.
+    func crash(_ device: SimDevice, midPass: Bool = false) async throws {
+        let powerLoss = model == .current && Double(powerRandom.next() % 10_000) / 10_000 < 0.5
+        let changed = try await device.restart(powerLoss: powerLoss)
+        if powerLoss { ledger.count(.powerLoss) }
+        log("\(device.name) " + (midPass ? "pass: crashed" : "crashes") + (powerLoss ? " by a power loss (\(changed) items changed)" : "") + ", starts again")
     }
 
     /// A pass of `device`: now and then it dies at one of its requests, or pauses at one while
@@ -208,9 +247,8 @@ final class SimWorld {
         if device.network.state.withLock({ $0.faults.values.reduce(0, +) }) > faultsBefore { ledger.count(.networkFault) }
         let dead = device.network.state.withLock { $0.dead }
         if dead {
-            log("\(device.name) pass: crashed")
             if crashAt != nil { ledger.count(.crashMidPass) }
-            try await device.restart()
+            try await crash(device, midPass: true)
         } else {
             log("\(device.name) pass: " + (outcome.map { "failed (\(Self.kind(of: $0)))" } ?? "ok"))
         }

@@ -42,11 +42,35 @@ import UbiquityCore
             try SyncFiles.writeNew(path, Data("content \(index)".utf8))
             paths.append(path)
         }
-        SyncFiles.makeDurable(paths + [directory + "/missing"], lanes: 4)  // a missing one is skipped
+        let failed = SyncFiles.makeDurable(paths + [directory + "/missing"], lanes: 4)  // a missing one is skipped
+        #expect(failed.keys.allSatisfy { $0 == directory + "/missing" })
         for (index, path) in paths.enumerated() {
             #expect(FileManager.default.contents(atPath: path) == Data("content \(index)".utf8))
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == 21)  // 20 files and `sub`
+    }
+
+    @Test func aFileTheDiskCannotMakeDurableIsReported() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ubiq-durable-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let paths = try (0..<20).map { index in
+            let path = directory + "/file\(index)"
+            try SyncFiles.writeNew(path, Data("content \(index)".utf8))
+            return path
+        }
+        // the disk fails the flush of the whole file system, and then the fsync of one file
+        let watch = Durability.watch(directory) { call in
+            switch call {
+            case .fileSystem: EIO
+            case .file(let path): path.hasSuffix("/file7") ? EIO : nil
+            case .folder: nil
+            }
+        }
+        defer { Durability.stop(watch) }
+        let failed = SyncFiles.makeDurable(paths, lanes: 4)
+        #expect(Array(failed.keys) == [directory + "/file7"])
+        #expect(failed[directory + "/file7"]?.code == .io)
     }
 
     @Test func aFolderIsDecidedOnceAndAnIgnoredOrExcludedOneHidesItsSubtree() {

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import UbiquityCore
+
+/// What the journal says is synced is on the disk for good first. A file journaled as synced
+/// that a power loss takes back to an older content (or to nothing: a file written and never
+/// flushed comes back empty on ext4) is judged by the next pass as a local edit of the version
+/// it had sent, and sent over it, everywhere, with no conflict version; a file gone is sent as
+/// deleted. So before an upload is journaled its file is made durable, bytes and name: one
+/// `syncfs` for a batch when little else is dirty, else an fsync each (``NewFileDurability``),
+/// then one fsync per folder. Found by the sync simulator's power losses (``Durability``).
+extension SyncEngine {
+    /// Makes the files at `paths` (relative) durable, their bytes and their names; returns
+    /// those that could not be, with why.
+    func makeDurable(_ paths: [String]) async throws -> [String: UbiquityError] {
+        guard !paths.isEmpty else { return [:] }
+        let root = folder
+        return try await BlockingWork.run {
+            let absolutes = paths.map { root + "/" + $0 }
+            let plan = NewFileDurability.plan(files: absolutes.count, dirtyBytes: NewFileDurability.dirtyBytes())
+            var failed = SyncFiles.makeDurable(absolutes, lanes: Self.temporaryLanes, wholeFileSystem: plan == .fileSystem)
+            for folder in Set(absolutes.map(SyncFiles.parent(of:))) {
+                do { try SafeSave.syncDirectory(folder) } catch {
+                    for path in absolutes where SyncFiles.parent(of: path) == folder { failed[path] = UbiquityError.wrapping(error, "cannot sync the folder '\(folder)'") }
+                }
+            }
+            var byPath: [String: UbiquityError] = [:]
+            for (path, absolute) in zip(paths, absolutes) { byPath[path] = failed[absolute] }
+            return byPath
+        }
+    }
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Testing
+import UbiquityTestSupport
+import UbiquityCore
+@testable import UbiquitySync
+
+/// A power loss keeps only what the disk made durable (``SimDisk``, the sync simulator's model
+/// of it), and the engine makes durable whatever it journals as done: a file downloaded into
+/// new folders, a remote rename, a remote delete. Undone by a power loss, each would be judged
+/// a local change by the next pass (files gone: deleted everywhere; a rename undone: sent back;
+/// a delete undone: the file sent again as new).
+@Suite(.serialized) struct PowerLossTests {
+    typealias Harness = SyncBatchTests.Harness
+    typealias Device = SyncBatchTests.Device
+
+    /// The model itself, on a plain folder: what was synced stays, what was not goes.
+    @Test func aPowerLossKeepsOnlyWhatWasMadeDurable() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-power-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder + "/old", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: folder + "/old/kept.txt"))
+        let disk = SimDisk(folder: try CanonicalPath.canonicalize(folder, resolveLast: true), seed: 1, ledger: SimLedger(seed: 1))
+        defer { disk.stop() }
+        func inode(_ path: String) -> UInt64? { FileStamp.of(folder + "/" + path).map { UInt64($0.inode) } }
+        let keptInode = inode("old/kept.txt")
+
+        // saved safely (bytes, then the folder): whole
+        try SafeSave.write(Data("safe".utf8), to: folder + "/safe.txt")
+        // its name synced (with its folder's), its bytes not: there, empty; a folder made there,
+        // itself never synced: there, empty
+        try SyncFiles.writeNew(folder + "/name-only.txt", Data("name".utf8))
+        try FileManager.default.createDirectory(atPath: folder + "/made", withIntermediateDirectories: false)
+        try Data("inside".utf8).write(to: URL(fileURLWithPath: folder + "/made/inside.txt"))
+        try Durability.syncFolder(folder)
+        // never synced: gone
+        try Data("new".utf8).write(to: URL(fileURLWithPath: folder + "/unsynced.txt"))
+        // bytes synced, name not: gone
+        try SyncFiles.writeNew(folder + "/bytes-only.txt", Data("bytes".utf8))
+        try Durability.syncFile(at: folder + "/bytes-only.txt")
+        // renamed, neither folder synced since: back at its old name, the same file
+        #expect(rename(folder + "/old/kept.txt", folder + "/moved.txt") == 0)
+        // a user's change counts as durable at once
+        try Data("user".utf8).write(to: URL(fileURLWithPath: folder + "/user.txt"))
+        disk.userChanged(["user.txt"])
+
+        #expect(try disk.powerLoss() > 0)
+        let fm = FileManager.default
+        #expect(fm.contents(atPath: folder + "/safe.txt") == Data("safe".utf8))
+        #expect(fm.contents(atPath: folder + "/name-only.txt") == Data())
+        #expect(try fm.contentsOfDirectory(atPath: folder + "/made").isEmpty)
+        #expect(!fm.fileExists(atPath: folder + "/unsynced.txt"))
+        #expect(!fm.fileExists(atPath: folder + "/bytes-only.txt"))
+        #expect(!fm.fileExists(atPath: folder + "/moved.txt"))
+        #expect(fm.contents(atPath: folder + "/old/kept.txt") == Data("kept".utf8) && inode("old/kept.txt") == keptInode)
+        #expect(fm.contents(atPath: folder + "/user.txt") == Data("user".utf8))
+        // and what is left is all durable: a second power loss changes nothing
+        #expect(try disk.powerLoss() == 0)
+    }
+
+    /// `b` stopped, its folder as the power loss leaves it, and started again.
+    static func powerLoss(_ harness: Harness, _ device: Device, disk: SimDisk, name: String) async throws -> Device {
+        await device.engine.stopAndRelease()
+        try disk.powerLoss()
+        return try await harness.device(name)
+    }
+
+    static func disk(of device: Device) -> SimDisk {
+        SimDisk(folder: device.engine.folder, seed: 2, ledger: SimLedger(seed: 2))
+    }
+
+    @Test func filesDownloadedIntoNewFoldersSurviveAPowerLoss() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            let paths = ["new/one.txt", "new/deeper/two.txt", "new/deeper/still/three.txt"]
+            for path in paths { try a.write(path, Data("content of \(path)".utf8)) }
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            for path in paths { #expect(restarted.read(path) == Data("content of \(path)".utf8), "\(path) survived the power loss") }
+            try await restarted.engine.pass()
+            try await a.engine.pass()
+            for path in paths { #expect(a.read(path) == Data("content of \(path)".utf8), "\(path) was not deleted everywhere") }
+        }
+    }
+
+    /// Found by the sync simulator (seed 17 once it had power losses): a download renamed into
+    /// place, its folder's fsync failing, was adopted by the next pass (the same content as the
+    /// server's), came back as the older version after a power loss, and that was sent over it.
+    @Test func aDownloadWhoseFolderSyncFailedIsDurableBeforeItIsAdopted() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("doc.txt", Data("first".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            try a.write("doc.txt", Data("second, from a".utf8))
+            try await a.engine.pass()
+            // the download lands, then the disk fails the fsync of its folder
+            disk.refuse { call in if case .folder = call { true } else { false } }
+            await #expect(throws: (any Error).self) { try await b.engine.pass() }
+            #expect(b.read("doc.txt") == Data("second, from a".utf8))
+            disk.refuse(nil)
+            try await b.engine.pass()
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            #expect(restarted.read("doc.txt") == Data("second, from a".utf8), "what was adopted survived the power loss")
+            try await restarted.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("doc.txt") == Data("second, from a".utf8), "the older version was not sent over it")
+        }
+    }
+
+    @Test func aRemoteRenameAndARemoteDeleteSurviveAPowerLoss() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/moved.txt", Data("moved".utf8))
+            try a.write("docs/deleted.txt", Data("deleted".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            #expect(rename(a.folder.appendingPathComponent("docs").path, a.folder.appendingPathComponent("papers").path) == 0)
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("papers/deleted.txt"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read("papers/moved.txt") == Data("moved".utf8) && b.read("papers/deleted.txt") == nil)
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            #expect(restarted.read("papers/moved.txt") == Data("moved".utf8), "the rename survived")
+            #expect(restarted.read("papers/deleted.txt") == nil, "the delete survived")
+            try await restarted.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("papers/moved.txt") == Data("moved".utf8) && a.read("docs/moved.txt") == nil, "the rename was not sent back")
+            #expect(a.read("papers/deleted.txt") == nil, "the deleted file was not sent again")
+        }
+    }
+}

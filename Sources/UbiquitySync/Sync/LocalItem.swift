@@ -240,9 +240,7 @@ enum SyncFiles {
     }
 
     /// Makes the file at `absolute` durable where it is: its bytes, then its name (its folder
-    /// synced). Called before a local file the engine did not write itself durably is journaled
-    /// as the server's version (an adopt): were a power loss to take it back to what was
-    /// there before, that older content would be judged an edit of the newer one, sent over it.
+    /// synced): ``SyncEngine/makeDurable(file:)``.
     static func makeDurable(file absolute: String) throws {
         try Durability.syncFile(at: absolute)
         try SafeSave.syncDirectory(parent(of: absolute))

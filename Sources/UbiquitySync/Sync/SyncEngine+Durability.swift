@@ -10,6 +10,15 @@ import UbiquityCore
 /// `syncfs` for a batch when little else is dirty, else an fsync each (``NewFileDurability``),
 /// then one fsync per folder. Found by the sync simulator's power losses (``Durability``).
 extension SyncEngine {
+    /// Makes the file at `path` (relative) durable, its bytes and its name: before a local file
+    /// the engine did not itself write durably is journaled as the server's version (an adopt:
+    /// the same content), since that file may be a download renamed into place by a pass that
+    /// failed before its folder was synced (found by the sync simulator, seed 17).
+    func makeDurable(file path: String) async throws {
+        let absolute = absolute(path)
+        try await BlockingWork.run { try SyncFiles.makeDurable(file: absolute) }
+    }
+
     /// Makes the files at `paths` (relative) durable, their bytes and their names; returns
     /// those that could not be, with why.
     func makeDurable(_ paths: [String]) async throws -> [String: UbiquityError] {

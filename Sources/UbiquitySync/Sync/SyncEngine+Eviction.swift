@@ -277,10 +277,6 @@ extension SyncEngine {
             guard local.stat.differs(from: entry.stat) else { return }
             var updated = entry
             updated.stat = local.stat
-            if !local.isStub {
-                let target = absolute(entry.path)
-                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
-            }
             try journalSynced([updated])
             return
         }
@@ -297,10 +293,7 @@ extension SyncEngine {
         if local.stat.kind == .file, try await hashOf(local, like: entry.contentHash) == entry.contentHash {
             var updated = entry
             updated.stat = local.stat
-            if !local.isStub {
-                let target = absolute(entry.path)
-                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
-            }
+            try await makeDurable(file: entry.path)  // SyncEngine+Durability.swift
             try journalSynced([updated])
             try journal.setEvicted(entry.id, false)  // downloaded again, in the index too
             Placeholder.removeStub(for: absolute(entry.path))

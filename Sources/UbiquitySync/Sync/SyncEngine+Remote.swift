@@ -252,12 +252,7 @@ extension SyncEngine {
             try await download(item, record, expected: expected)
         case .adopt:
             guard let local else { return }
-            // (durable first: it may be this device's own download, renamed into place by a pass
-            // that failed before its folder was synced)
-            if local.stat.kind == .file, !local.isStub {
-                let target = absolute(localPath)
-                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
-            }
+            if local.stat.kind == .file, !local.isStub { try await makeDurable(file: localPath) }  // SyncEngine+Durability.swift
             try journalSynced([JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
                                             changeTag: item.changeTag)])
             if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it

@@ -218,7 +218,7 @@ extension SyncEngine {
                 guard stat.mode == previous.stat.mode else { return fill(record, upload: upload, stat: stat, hash: hash, inlineBytes: 0) }
                 var adopted = previous
                 adopted.stat = stat
-                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
+                try await makeDurable(file: upload.path)  // SyncEngine+Durability.swift
                 try journalSynced([adopted])
                 return nil
             }
@@ -463,13 +463,7 @@ extension SyncEngine {
         }
         switch SyncDecision.refusedSave(localKind: item.stat.kind, localHash: item.hash, server: server, sent: sent) {
         case .adopt:
-            // found by the sync simulator (seed 17 of the power-loss batch): a download renamed
-            // into place whose folder's fsync failed, adopted here, came back older after a
-            // power loss and was sent over the version it had adopted
-            if item.stat.kind == .file, !upload.local.isStub {
-                let target = absolute(upload.path)
-                try await BlockingWork.run { try SyncFiles.makeDurable(file: target) }
-            }
+            if item.stat.kind == .file, !upload.local.isStub { try await makeDurable(file: upload.path) }  // SyncEngine+Durability.swift
             try journalSynced([JournalEntry(id: upload.id, path: server.path, stat: item.stat, contentHash: item.hash, target: upload.local.target,
                                             changeTag: server.changeTag)], forgettingSent: [upload.id])
             if server.path != upload.path { wakeLater() }

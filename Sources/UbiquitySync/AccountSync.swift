@@ -292,24 +292,36 @@ package actor AccountSync {
         let apps = appsToKeepAside(account)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0 != ".ubiquity-sync.lock" }
         guard !names.isEmpty || !apps.isEmpty else { return }
-        let host = URL(string: account.server)?.host ?? account.server
-        let base = "\(folder) (\(account.user) on \(host))"
-        var target = base
-        var number = 2
-        while FileManager.default.fileExists(atPath: target) {
-            target = "\(base) \(number)"
-            number += 1
-        }
+        let target = Self.asideFolder(for: folder, user: account.user, host: URL(string: account.server)?.host ?? account.server)
         do {
-            try FileManager.default.moveItem(atPath: folder, toPath: target)
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            try? FileManager.default.removeItem(atPath: target + "/.ubiquity-sync.lock")
+            try Self.moveAside(folder, to: target)
             keepAppsAside(apps, in: target, account: account)
             logger.notice("the previous account's documents are kept aside", metadata: ["ubiquity.folder": "\(target)"])
         } catch {
             logger.error("cannot keep the previous account's documents aside", metadata: ["ubiquity.error": "\(error)"])
             keepAppsAside(apps, in: target, account: account)  // the move into TARGET fails: they stay in their containers
         }
+    }
+
+    /// Where the content of `folder` is kept aside for `user` of the server on `host`:
+    /// `FOLDER (USER on HOST)`, numbered from 2 when that is taken.
+    package static func asideFolder(for folder: String, user: String, host: String) -> String {
+        let base = "\(folder) (\(user) on \(host))"
+        var target = base
+        var number = 2
+        while FileManager.default.fileExists(atPath: target) {
+            target = "\(base) \(number)"
+            number += 1
+        }
+        return target
+    }
+
+    /// Moves `folder` (its engine stopped) to `target` and makes it again, empty; the lock
+    /// file does not go along.
+    package static func moveAside(_ folder: String, to target: String) throws {
+        try FileManager.default.moveItem(atPath: folder, toPath: target)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: target + "/.ubiquity-sync.lock")
     }
 
     /// Empties the key-value stores (their values belonged to the previous account).

@@ -27,7 +27,12 @@ final class SimDevice {
     /// Its clock's offset from the world's (seconds): file times it writes are skewed by it.
     var skew: Double = 0
     private let seed: UInt64
-    private let makeContainer: SyncEngine.ContainerFactory
+    private let server: SimServer
+    /// The account it is signed in to (``SimServer``'s users), and its container factory.
+    private(set) var account = "mei"
+    private var makeContainer: SyncEngine.ContainerFactory
+    /// Folders where a switch of account kept the previous account's documents.
+    private(set) var keptAside: [URL] = []
     private let ledger: SimLedger
     private let logger: Logger
 
@@ -42,24 +47,33 @@ final class SimDevice {
         self.seed = seed
         self.ledger = ledger
         self.logger = logger
+        self.server = server
         folder = directory.appendingPathComponent(name)
         network = SimNetwork(seed: seed ^ UInt64(number) << 32)
         index = IndexHost(index: try MetadataIndex(path: directory.appendingPathComponent("\(name)-device.sqlite").path, logger: logger), logger: logger)
-        let (url, api, token, network) = (server.url, server.api, try await server.token(), network)
-        makeContainer = { identifier in
-            // retries are not waited for: the simulation's time is virtual
-            CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: network,
-                           logger: logger, retryPolicy: CloudContainer.RetryPolicy(maximumAttempts: 3, maximumDelay: 0, defaultDelay: 0))
-        }
-        engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
+        makeContainer = Self.containers(server: server, token: try await server.token(), network: network, logger: logger)
+        engine = try Self.engine(name: name, account: account, folder: folder, index: index, makeContainer: makeContainer,
                                  randomness: RandomSource(seed: seed ^ UInt64(number) << 40), ledger: ledger, logger: logger)
         disk = SimDisk(folder: try CanonicalPath.canonicalize(folder.path, resolveLast: true), seed: seed ^ UInt64(number) << 24, ledger: ledger)
         await installHooks()
     }
 
-    private static func engine(name: String, folder: URL, index: IndexHost, makeContainer: @escaping SyncEngine.ContainerFactory,
+    /// The containers of the account whose web token is `token`, reached through `network`.
+    private static func containers(server: SimServer, token: String, network: SimNetwork, logger: Logger) -> SyncEngine.ContainerFactory {
+        let (url, api) = (server.url, server.api)
+        return { identifier in
+            // retries are not waited for: the simulation's time is virtual
+            CloudContainer(identifier: identifier, serverURL: url, credentials: .apiToken(api, webAuthToken: token), transport: network,
+                           logger: logger, retryPolicy: CloudContainer.RetryPolicy(maximumAttempts: 3, maximumDelay: 0, defaultDelay: 0))
+        }
+    }
+
+    /// The journal of `account` (one per account, as `AccountSync` keeps them).
+    private static func journalName(_ account: String) -> String { "sim-\(account)" }
+
+    private static func engine(name: String, account: String, folder: URL, index: IndexHost, makeContainer: @escaping SyncEngine.ContainerFactory,
                                randomness: RandomSource, ledger: SimLedger, logger: Logger) throws -> SyncEngine {
-        try SyncEngine(makeContainer: makeContainer, folder: folder.path, index: index, journalName: "sim", deviceName: name,
+        try SyncEngine(makeContainer: makeContainer, folder: folder.path, index: index, journalName: journalName(account), deviceName: name,
                        massDeleteShare: 1, massDeleteMinimum: 1_000_000, logger: logger,
                        onEvent: { event in if case .conflict = event { ledger.count(.conflict) } }, randomness: randomness)
     }
@@ -109,10 +123,38 @@ final class SimDevice {
             state.crashAt = nil
             state.pauseAt = nil
         }
-        engine = try Self.engine(name: name, folder: folder, index: index, makeContainer: makeContainer,
-                                 randomness: RandomSource(seed: seed ^ UInt64(number) << 40 ^ UInt64(lives) << 48), ledger: ledger, logger: logger)
+        try startEngine()
         await installHooks()
         return changed
+    }
+
+    private func startEngine() throws {
+        engine = try Self.engine(name: name, account: account, folder: folder, index: index, makeContainer: makeContainer,
+                                 randomness: RandomSource(seed: seed ^ UInt64(number) << 40 ^ UInt64(lives) << 48), ledger: ledger, logger: logger)
+    }
+
+    /// The user signs in again: to the same account (a new device token: the sync carries on
+    /// with its journal), or to `user`, another one, as `AccountSync` does it: the folder's
+    /// content kept aside as `FOLDER (ACCOUNT on sim)`, the journal forgotten, and the sync
+    /// started for the new account into the empty folder. Returns the folder kept aside.
+    @discardableResult
+    func signIn(as user: String) async throws -> URL? {
+        await engine.stopAndRelease()
+        var kept: URL?
+        if user != account {
+            let target = AccountSync.asideFolder(for: folder.path, user: account, host: "sim")
+            try AccountSync.moveAside(folder.path, to: target)
+            try index.index.forgetJournal(name: Self.journalName(account))
+            kept = URL(fileURLWithPath: target)
+            keptAside.append(URL(fileURLWithPath: target))
+            disk.settleAll()  // (a deliberate move, synced: the new empty folder is the durable state)
+        }
+        account = user
+        makeContainer = Self.containers(server: server, token: try await server.token(for: user), network: network, logger: logger)
+        lives += 1
+        try startEngine()
+        await installHooks()
+        return kept
     }
 
     // MARK: The folder
@@ -171,6 +213,17 @@ final class SimDevice {
             }
         }
         return listing
+    }
+
+    /// The digests of the files kept aside by switches of account, and of their versions.
+    func keptAsideDigests() -> [String] {
+        keptAside.flatMap { folder -> [String] in
+            (FileManager.default.subpaths(atPath: folder.path) ?? []).flatMap { relative -> [String] in
+                let url = folder.appendingPathComponent(relative)
+                let own = FileManager.default.contents(atPath: url.path).map { [SimLedger.digest($0)] } ?? []
+                return own + Self.versionContents(of: url).map(SimLedger.digest)
+            }
+        }
     }
 
     /// The digests of the other versions (conflict versions among them) of the files in the folder.

@@ -189,13 +189,24 @@ final class SimDisk: Sendable {
         }
     }
 
+    /// Everything in the folder is durable as it is now (the folder made again, empty, by a
+    /// switch of account).
+    func settleAll() {
+        state.withLock { state in
+            state.contents = [:]
+            state.entries = [:]
+            captureAll(&state)
+        }
+    }
+
     // MARK: The power loss
 
     /// Makes the folder what the disk had made durable (call with the engine stopped). Returns
     /// how many items changed.
     @discardableResult
     func powerLoss() throws -> Int {
-        try state.withLock { state in
+        defer { settleAll() }  // what the disk holds now is all it has: durable
+        return try state.withLock { state in
             state.lives += 1
             let fm = FileManager.default
             guard let (root, _) = Self.identity(folder) else { return 0 }
@@ -260,10 +271,6 @@ final class SimDisk: Sendable {
             }
             try make(root, at: folder)
             changed += pooled.count  // what no durable name kept
-            // what the disk holds now is all it has: durable
-            state.contents = [:]
-            state.entries = [:]
-            captureAll(&state)
             return changed
         }
     }

@@ -9,7 +9,7 @@ import UbiquityCore
 enum SimCoverage: String, CaseIterable, Sendable, Comparable {
     case conflict, moveCycle, evictWhileEdited, crashMidWrite, crashMidPass, crashIdle, diskFault, networkFault
     case pausedMidPass, editDuringDownload, exclusionToggled, caseOnlyRename, editorSave, folderDeleted, downloadEvicted
-    case powerLoss, fsyncFailed
+    case powerLoss, fsyncFailed, signInAgain, accountSwitch
 
     static func < (lhs: SimCoverage, rhs: SimCoverage) -> Bool { lhs.rawValue < rhs.rawValue }
 }

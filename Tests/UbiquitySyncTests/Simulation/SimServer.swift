@@ -10,7 +10,8 @@ import UbiquityTestSupport
 
 /// The simulator's server (and `SyncBatchTests`'): the real `RecordsServer` (records engine,
 /// asset store, change feeds) on loopback, its SQLite store and blobs in the given folder, with
-/// one user; the simulator's devices reach it only through their ``SimNetwork``.
+/// two users (the devices' own, `mei`, and `ren`, whom a device may switch to); the simulator's
+/// devices reach it only through their ``SimNetwork``.
 final class SimServer: Sendable {
     let url: URL
     let api: String
@@ -24,6 +25,7 @@ final class SimServer: Sendable {
         admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
         api = try await admin.addContainer(SyncRecord.defaultContainer)
         _ = try await admin.addUser("mei", email: nil, password: nil)
+        _ = try await admin.addUser("ren", email: nil, password: nil)  // the account a device may switch to
         var configuration = RecordsServerConfiguration(blobsDirectory: directory.appendingPathComponent("blobs").path)
         configuration.rateLimit = 0
         let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
@@ -34,8 +36,8 @@ final class SimServer: Sendable {
         url = URL(string: try #require(await iterator.next()))!
     }
 
-    /// A web token of the user, for one more device.
-    func token() async throws -> String { try await admin.issueToken(forUser: "mei") }
+    /// A web token of `user` (the simulator's main user by default), for one more device.
+    func token(for user: String = "mei") async throws -> String { try await admin.issueToken(forUser: user) }
 
     /// Every live item of the documents zone, by path (a direct look, without faults).
     func items(token: String) async throws -> [RemoteItem] {

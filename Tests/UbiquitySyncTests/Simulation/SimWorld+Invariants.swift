@@ -65,14 +65,21 @@ extension SimWorld {
         if !quiet { failures.append("no quiescence after \(Self.quiescenceRounds) rounds of passes") }
 
         let listings = devices.map { $0.listing() }
-        let items = try await server.items(token: token)
-        failures += Self.compare(listings, items, devices: devices)
-        failures += Self.orphans(listings, items, names: devices.map(\.name))
+        // each device against its account's items (a device may have switched account)
+        var items: [RemoteItem] = []
+        for account in Set(devices.map(\.account)).sorted() {
+            let group = devices.indices.filter { devices[$0].account == account }
+            let accountItems = try await server.items(token: try await server.token(for: account))
+            failures += Self.compare(group.map { listings[$0] }, accountItems, devices: group.map { devices[$0] })
+            failures += Self.orphans(group.map { listings[$0] }, accountItems, names: group.map { devices[$0].name })
+            items += accountItems
+        }
         var present = Set<String>()
         for (device, listing) in zip(devices, listings) {
             present.formUnion(listing.digests)
             present.formUnion(listing.excludedContents)
             present.formUnion(device.versionDigests(listing))
+            present.formUnion(device.keptAsideDigests())  // a switch of account keeps the documents aside
         }
         for lost in ledger.lost(present: present) { failures.append("write lost: \(lost)") }
 

@@ -42,6 +42,8 @@ final class SimWorld {
     var random: SeededRandom
     /// Whether a crash is a power loss (its own stream, so the plan of steps stays the seed's).
     private var powerRandom: SeededRandom
+    /// When a user signs in again, on which device, to which account (its own stream too).
+    private var accountRandom: SeededRandom
     /// The world's clock (seconds since 1970), moved by the steps, never by the wall clock.
     var time: Double = 1_750_000_000
     var step = 0
@@ -58,6 +60,7 @@ final class SimWorld {
         self.model = model
         random = SeededRandom(seed: seed)
         powerRandom = SeededRandom(seed: seed ^ 0x9077_e4)
+        accountRandom = SeededRandom(seed: seed ^ 0xacc0_0e7)
         directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ubq-sim-\(seed)-\(UUID().uuidString.prefix(6))")
         var logger = Logger(label: "test.simulation")
         logger.logLevel = ProcessInfo.processInfo.environment["UBIQUITY_TEST_SYNC_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
@@ -150,6 +153,9 @@ final class SimWorld {
             step += 1
             time += 0.5 + Double(below(2000)) / 1000
             guard let device = pick(devices) else { return }
+            if model == .current, Double(accountRandom.next() % 10_000) / 10_000 < Self.signInRate {
+                try await signIn(devices[Int(accountRandom.next() % UInt64(devices.count))])
+            }
             try await perform(nextStep(localOnly: false), on: device)
             if let watched = ProcessInfo.processInfo.environment["UBIQUITY_SIM_WATCH"] { log("  \(watched) is at \(whereIs(watched))") }
         }
@@ -191,6 +197,21 @@ final class SimWorld {
         case .exclude: toggleExclusion(device)
         default: device.disk.userChanged(try await localChange(kind, on: device))
         }
+    }
+
+    /// The share of steps before which a user signs in again on some device (current model).
+    static let signInRate = 0.015
+
+    /// A user signs in again: on a device of the main account, to it again (a new device token)
+    /// or to the other account; on a device of the other account, back to the main one. A switch
+    /// keeps the folder's documents aside, as `AccountSync` does (``SimDevice/signIn(as:)``).
+    func signIn(_ device: SimDevice) async throws {
+        let user = device.account != "mei" ? "mei" : accountRandom.next() % 2 == 0 ? "mei" : "ren"
+        let previous = device.account
+        let kept = try await device.signIn(as: user)
+        ledger.count(user == previous ? .signInAgain : .accountSwitch)
+        log("\(device.name) signs in as \(user)" + (user == previous ? " again" : ", \(previous)'s documents kept aside")
+            + (kept.map { " (\($0.lastPathComponent))" } ?? ""))
     }
 
     /// The device dies and starts again: half the time by a power loss, which takes from its

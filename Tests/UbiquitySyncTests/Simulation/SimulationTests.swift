@@ -127,7 +127,7 @@ import Testing
         // the paths worth testing ran (a batch as large as CI's is enough for each)
         if Self.seeds >= Self.defaultSeeds {
             for path in [SimCoverage.conflict, .crashMidPass, .pausedMidPass, .networkFault, .evictWhileEdited, .editorSave, .caseOnlyRename,
-                         .powerLoss, .fsyncFailed, .editDuringDownload] {
+                         .powerLoss, .fsyncFailed, .editDuringDownload, .accountSwitch] {
                 #expect(coverage[path, default: 0] > 0, "the \(path.rawValue) path never ran")
             }
         }

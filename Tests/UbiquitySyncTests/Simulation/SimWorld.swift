@@ -7,10 +7,12 @@ import UbiquityCloudKit
 import UbiquityCore
 @testable import UbiquitySync
 
-/// One simulated run: two or three devices of one user and the real server, driven by a seeded
-/// plan of steps (users' edits, moves, deletes, case-only renames, editor saves, evictions,
-/// exclusion toggles, passes, crashes, network and disk faults, clock skew), some of them in
-/// the middle of a pass; then quiescence, then the invariants (SimWorld+Invariants.swift).
+/// One simulated run: two or three devices of one user (a device may switch to the server's
+/// other user and back) and the real server, driven by a seeded plan of steps (users' edits,
+/// moves, deletes, case-only renames, editor saves, evictions, exclusion toggles, passes,
+/// crashes and power losses, network and disk faults, failed fsyncs, clock skew, sign-ins),
+/// some of them in the middle of a pass; then quiescence, then the invariants
+/// (SimWorld+Invariants.swift).
 /// Everything the run decides comes from the seed, and the world's time is virtual (file times
 /// are set from it), so a seed replays the same run: the trace hash says so.
 final class SimWorld {
@@ -18,10 +20,12 @@ final class SimWorld {
     /// world they found them in (their runs, step for step); every batch runs the current one.
     enum Model: Sendable {
         /// Crashes lose nothing written (the process dies, the disk keeps all), fsyncs never
-        /// fail, and no user edits a file as its download lands (the regressions up to 302).
+        /// fail, no user edits a file as its download lands, and nobody signs in again (the
+        /// regressions up to 302).
         case withoutPowerLoss
-        /// Half the crashes are power losses (``SimDisk``), 2% of the engines' fsyncs fail,
-        /// and a user may edit a file as its download lands.
+        /// Half the crashes are power losses (``SimDisk``), 2% of the engines' fsyncs fail, a
+        /// user may edit a file as its download lands, and users sign in again, to their
+        /// account or another (``signIn(_:)``).
         case current
 
         /// Its name in `UBIQUITY_SIM_MODEL`.

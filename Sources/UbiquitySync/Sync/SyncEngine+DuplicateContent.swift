@@ -34,10 +34,8 @@ extension SyncEngine {
             let destination = absolute(aside)
             try await BlockingWork.run {
                 try SyncFiles.makeParents(of: destination)
-                // durable before the record is deleted: its only copy
-                try Durability.syncFile(at: staged)
                 guard rename(staged, destination) == 0 else { throw UbiquityError.posix("rename", path: destination) }
-                try SafeSave.syncDirectory(SyncFiles.parent(of: destination))
+                try SyncFiles.makeDurable(file: destination)  // before the record is deleted: its only copy
             }
             try journal.enqueue([aside])
         }

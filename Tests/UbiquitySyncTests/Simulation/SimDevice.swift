@@ -168,11 +168,11 @@ final class SimDevice {
         let target = url(relative)
         try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: target)
-        stamp(relative, time)
-        disk.userChanged([relative])
+        stamp(relative, time)  // (which tells the disk: durable)
     }
 
-    /// Sets the modification time of `relative` to the device's clock at world time `time`.
+    /// Sets the modification time of `relative` to the device's clock at world time `time`; a
+    /// user's change, durable at once.
     func stamp(_ relative: String, _ time: Double) {
         try? FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: time + skew)], ofItemAtPath: url(relative).path)
         disk.userChanged([relative])

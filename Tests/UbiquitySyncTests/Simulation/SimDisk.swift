@@ -88,12 +88,14 @@ final class SimDisk: Sendable {
 
     private func told(_ call: Durability.Call) -> Int32? {
         state.withLock { state in
-            if fails(call, &state) {
+            // a file's bytes, read once: they decide its fault and are what becomes durable
+            let data: Data? = if case .file(let path) = call { FileManager.default.contents(atPath: path) } else { nil }
+            if fails(call, data: data, &state) {
                 ledger.count(.fsyncFailed)
                 return EIO
             }
             switch call {
-            case .file(let path): captureFile(path, &state)
+            case .file(let path): captureFile(path, data: data, &state)
             case .folder(let path): captureFolder(path, &state)
             case .fileSystem: captureAll(&state)
             }
@@ -103,12 +105,12 @@ final class SimDisk: Sendable {
 
     /// Whether this call fails: decided by the seed, the device's life, what the call is about
     /// (a file's bytes, a folder's relative path) and how many times that was asked.
-    private func fails(_ call: Durability.Call, _ state: inout State) -> Bool {
+    private func fails(_ call: Durability.Call, data: Data?, _ state: inout State) -> Bool {
         if state.refuse?(call) == true { return true }
         guard state.faultRate > 0 else { return false }
         let key: String
         switch call {
-        case .file(let path): key = "file " + (FileManager.default.contents(atPath: path).map(SimLedger.digest) ?? "")
+        case .file: key = "file " + (data.map(SimLedger.digest) ?? "")
         case .folder(let path): key = "folder " + relative(path)
         case .fileSystem: key = "filesystem"
         }
@@ -129,9 +131,10 @@ final class SimDisk: Sendable {
         return (UInt64(info.st_ino), info)
     }
 
-    private func captureFile(_ path: String, _ state: inout State) {
+    /// Takes the file at `path` as durable with its bytes (`data` when read already).
+    private func captureFile(_ path: String, data: Data? = nil, _ state: inout State) {
         guard let (inode, info) = Self.identity(path), info.st_mode & S_IFMT == S_IFREG,
-              let data = FileManager.default.contents(atPath: path) else { return }
+              let data = data ?? FileManager.default.contents(atPath: path) else { return }
         state.contents[inode] = Content(data: data, modified: info.st_mtim, mode: info.st_mode & 0o7777)
     }
 

@@ -160,7 +160,9 @@ public struct Placeholder: Codable, Sendable, Hashable {
     }
 
     /// Removes the stub standing for the document at `path` (it is downloaded, or gone).
-    public static func removeStub(for path: String) {
-        unlink(stubPath(for: path))
+    /// Returns whether there was one (the removal is durable once its folder is synced).
+    @discardableResult
+    public static func removeStub(for path: String) -> Bool {
+        unlink(stubPath(for: path)) == 0
     }
 }

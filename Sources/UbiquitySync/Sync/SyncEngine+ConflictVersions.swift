@@ -99,9 +99,13 @@ extension SyncEngine {
         return failed
     }
 
-    /// Adds a conflict version made on another device, once.
+    /// Adds a conflict version made on another device, once. An evicted file is downloaded
+    /// first: a version needs its file here, and a document in conflict is one to look at.
     func importConflictVersion(_ version: ConflictRecord.Version, _ record: Record) async throws {
         if try journal.conflict(record: version.recordName) != nil { return }  // ours, or imported already
+        if let evicted = try journal.entry(id: version.itemID), evicted.stat.kind == .file, try journal.isEvicted(evicted.id) {
+            try await downloadEvicted(evicted.path)
+        }
         guard let entry = try journal.entry(id: version.itemID), entry.changeTag != nil, entry.stat.kind == .file else {
             logger.notice("a conflict version of an item not synced here is left out",
                           metadata: ["ubiquity.path": "\(version.path)", "ubiquity.record": "\(version.recordName)"])

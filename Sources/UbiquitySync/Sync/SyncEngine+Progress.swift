@@ -84,19 +84,24 @@ extension SyncEngine {
         }
     }
 
-    /// `item` was written here: when it was evicted (its stub at `evictedAt`), it no longer is and
-    /// its stub goes; its download is over (a write only when a transfer state was recorded: a
-    /// read otherwise, as for most of 1,000 new folders).
+    /// The file of a download is in place at `paths` (relative: its name, and where its stub was
+    /// when it was evicted): the stubs there go, durably, before the journal says the file is
+    /// here. A stub at its name stands for nothing now; found by the sync simulator (seed 9 of
+    /// the power-loss batch: a file written at an evicted file's name, in conflict with an edit
+    /// elsewhere, left the stub beside the download). Removed after the journal write and undone
+    /// by a power loss, a stub stood beside the downloaded file for good (seed 174); removed
+    /// before it, a power loss leaves the file at an evicted item's name, which the next pass
+    /// adopts (``settleWrittenOverStub(_:_:item:record:)``).
+    func removeStubsDurably(at paths: [String]) throws {
+        let removed = Set(paths).filter { Placeholder.removeStub(for: absolute($0)) }
+        for folder in Set(removed.map { SyncFiles.parent(of: absolute($0)) }) { try SafeSave.syncDirectory(folder) }
+    }
+
+    /// `item` was written here: when it was evicted, it no longer is (its stubs went before the
+    /// journal write, ``removeStubsDurably(at:)``); its download is over (a write only when a
+    /// transfer state was recorded: a read otherwise, as for most of 1,000 new folders).
     func noteDownloaded(_ item: RemoteItem, evictedAt: String?) throws {
-        // a stub at its name stands for nothing now (the journal has this item there); found
-        // by the sync simulator (seed 9 of the power-loss batch): a file written at an evicted
-        // file's name, in conflict with an edit elsewhere, left the stub beside the download
-        if item.kind != .folder { Placeholder.removeStub(for: absolute(item.path)) }
-        if let evictedAt {
-            try journal.setEvicted(item.id, false)
-            // its stub goes once the file is in place (where it was, and where it is now)
-            if evictedAt != item.path { Placeholder.removeStub(for: absolute(evictedAt)) }
-        }
+        if evictedAt != nil { try journal.setEvicted(item.id, false) }
         guard try !journal.transfers(among: [item.path]).isEmpty else { return }
         noteTransfer(item.path) { transfer in
             transfer.isDownloading = false

@@ -114,6 +114,27 @@ import UbiquityCore
         }
     }
 
+    /// Found by the sync simulator (seed 174): a download of an evicted file removed its stub
+    /// after the journal write, without syncing the folder; a power loss brought the stub back
+    /// beside the downloaded file, for good (no pass looks at a stub beside its file).
+    @Test func aDownloadedEvictedFileLeavesNoStubAfterAPowerLoss() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("doc.txt", Data("evicted, then downloaded".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let file = b.folder.appendingPathComponent("doc.txt").path
+            #expect(try await b.engine.evict(file) == [file])
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            #expect(try await b.engine.startDownloading(file) == [file])
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            try await restarted.engine.pass()
+            #expect(restarted.read("doc.txt") == Data("evicted, then downloaded".utf8))
+            #expect(restarted.read(".doc.txt.icloud") == nil, "no stub beside the file")
+        }
+    }
+
     @Test func aRemoteRenameAndARemoteDeleteSurviveAPowerLoss() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a"), b = try await harness.device("b")

@@ -101,6 +101,7 @@ extension AccountSync {
                     logger.warning("the previous account's app documents stay in their container", metadata: ["ubiquity.error": "\(error)"])
                     try FileManager.default.moveItem(atPath: link.target, toPath: destination)
                 }
+                Self.versionsFollow(from: link.target, to: destination)  // their versions too (AccountSync.moveAside)
                 try? FileManager.default.removeItem(atPath: destination + "/.ubiquity-sync.lock")
                 try FileManager.default.createDirectory(atPath: link.target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 logger.notice("the previous account's app documents are kept aside",

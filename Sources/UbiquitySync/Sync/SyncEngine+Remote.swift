@@ -212,6 +212,8 @@ extension SyncEngine {
         let localPath = journaled?.path ?? item.path
         let localAbsolute = absolute(localPath)
         let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
+        // gone from its journaled path, already at the record's: this device's own move (SyncEngine+OwnMoves.swift)
+        if let journaled, local == nil, try await movedHereAlready(journaled, to: item) { return try await applyRemote(item, record, changing: changing) }
         if local?.excluded == true {
             // kept back here: never replaced. Unknown here, the record waits for the name
             // (SyncEngine+HeldBack.swift); journaled, the local pass deletes its record (marked

@@ -215,6 +215,18 @@ final class SimDevice {
         return listing
     }
 
+    /// The stubs of the evicted files kept aside by switches of account: each stands for a
+    /// record of the old account's server (a switch deletes nothing there).
+    func keptAsideStubs() -> [Placeholder] {
+        keptAside.flatMap { folder -> [Placeholder] in
+            (FileManager.default.subpaths(atPath: folder.path) ?? []).compactMap { relative in
+                let name = (relative as NSString).lastPathComponent
+                guard name.hasPrefix("."), name.hasSuffix(".icloud") else { return nil }
+                return Placeholder.read(stubAt: folder.appendingPathComponent(relative).path)
+            }
+        }
+    }
+
     /// The digests of the files kept aside by switches of account, and of their versions.
     func keptAsideDigests() -> [String] {
         keptAside.flatMap { folder -> [String] in

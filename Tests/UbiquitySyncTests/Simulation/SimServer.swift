@@ -24,8 +24,7 @@ final class SimServer: Sendable {
         let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
         admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))
         api = try await admin.addContainer(SyncRecord.defaultContainer)
-        _ = try await admin.addUser("mei", email: nil, password: nil)
-        _ = try await admin.addUser("ren", email: nil, password: nil)  // the account a device may switch to
+        for user in Self.users { _ = try await admin.addUser(user, email: nil, password: nil) }  // mei's devices; ren, whom one may switch to
         var configuration = RecordsServerConfiguration(blobsDirectory: directory.appendingPathComponent("blobs").path)
         configuration.rateLimit = 0
         let server = try await RecordsServer.open(store: store, configuration: configuration, logger: logger,
@@ -39,11 +38,19 @@ final class SimServer: Sendable {
     /// A web token of `user` (the simulator's main user by default), for one more device.
     func token(for user: String = "mei") async throws -> String { try await admin.issueToken(forUser: user) }
 
+    /// The users a device may be signed in as.
+    static let users = ["mei", "ren"]
+
     /// Every live item of the documents zone, by path (a direct look, without faults).
     func items(token: String) async throws -> [RemoteItem] {
+        try await records(token: token).compactMap(SyncRecord.item(from:)).sorted { $0.path < $1.path }
+    }
+
+    /// Every live record of the documents zone (a direct look, without faults).
+    func records(token: String) async throws -> [Record] {
         let container = CloudContainer(identifier: SyncRecord.defaultContainer, serverURL: url,
                                        credentials: .apiToken(api, webAuthToken: token), logger: logger)
-        return try await SyncRig.liveRecords(container.privateCloudDatabase).compactMap(SyncRecord.item(from:)).sorted { $0.path < $1.path }
+        return try await SyncRig.liveRecords(container.privateCloudDatabase)
     }
 
     func stop() async {

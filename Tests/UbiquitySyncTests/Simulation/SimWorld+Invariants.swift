@@ -81,6 +81,7 @@ extension SimWorld {
             present.formUnion(device.versionDigests(listing))
             present.formUnion(device.keptAsideDigests())  // a switch of account keeps the documents aside
         }
+        present.formUnion(try await keptAsideOnTheServer())
         for lost in ledger.lost(present: present) { failures.append("write lost: \(lost)") }
 
         var hasher = SHA256()
@@ -92,6 +93,25 @@ extension SimWorld {
         }
         return SimReport(seed: seed, model: model, traceHash: hash, failures: failures, coverage: ledger.coverage, roundsToQuiescence: rounds,
                          virtualSeconds: time - start, steps: step, faults: faults, trace: ledger.trace)
+    }
+
+    /// The contents of the evicted files kept aside by switches of account: a stub kept aside
+    /// stands for the record of the old account that the server still has, at that version
+    /// (a switch deletes nothing there; seed 206 counted such a content as lost).
+    func keptAsideOnTheServer() async throws -> Set<String> {
+        let stubs = devices.flatMap { $0.keptAsideStubs() }
+        guard !stubs.isEmpty else { return [] }
+        var found = Set<String>()
+        for user in SimServer.users {
+            for record in try await server.records(token: try await server.token(for: user)) {
+                guard let item = SyncRecord.item(from: record), stubs.contains(where: { $0.id == item.id && $0.hash == item.contentHash }) else { continue }
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-sim-kept-\(UUID().uuidString)").path
+                defer { unlink(file) }
+                try await SyncEngine.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: file)
+                found.insert(try SyncFiles.hashFile(file))
+            }
+        }
+        return found
     }
 
     /// Every device's folder equals the server's items (excluded items, which stay on their

@@ -156,6 +156,35 @@ import UbiquityCore
         }
     }
 
+    /// A renames the folder of a file evicted there (case only) and loses the answer: the server
+    /// has both records renamed, A's journal the old names. The next fetch brings A's own renames
+    /// back, to items no longer at their journaled paths: taken for deletes, A deleted both
+    /// records and then removed the stub as no longer journaled, and B deleted its copy; the
+    /// content was gone everywhere (sync simulator seed 178). The items are at the records' paths
+    /// already, the same inodes: the journal follows.
+    @Test func anOwnFolderRenameWhoseAnswerWasLostKeepsAnEvictedFileInIt() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/a.txt", Data("only copy".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await a.engine.evict(Self.path(a, "docs/old/a.txt")) == [Self.path(a, "docs/old/a.txt")])
+            try FileManager.default.moveItem(atPath: Self.path(a, "docs/old"), toPath: Self.path(a, "docs/Old"))
+            a.transport.losing.withLock { $0["records/modify"] = 1 }  // both renames go in one request
+            _ = try? await a.engine.pass()  // the server took them; A never heard
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(Self.stub(a, "docs/Old/a.txt") != nil)
+            let items = try await harness.server.items(token: harness.server.token())
+            #expect(items.map(\.path).sorted() == ["docs", "docs/Old", "docs/Old/a.txt"])
+            try await b.engine.pass()
+            #expect(b.read("docs/Old/a.txt") == Data("only copy".utf8))
+            let file = Self.path(a, "docs/Old/a.txt")
+            #expect(try await a.engine.startDownloading(file) == [file])
+            #expect(a.read("docs/Old/a.txt") == Data("only copy".utf8))
+        }
+    }
+
     @Test func theStubFollowsRemoteEditsRenamesAndDeletes() async throws {
         try await Harness.with { harness in
             let (a, b) = try await Self.evictedOnA(harness)

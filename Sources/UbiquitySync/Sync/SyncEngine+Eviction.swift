@@ -140,7 +140,15 @@ extension SyncEngine {
         // a program that has it open could still write to it: what it wrote would be lost
         if SyncFiles.isOpenElsewhere(path) { throw UbiquityError(.conflict, "'\(path)' is open in another program: not evicted") }
         let stubPath = Placeholder.stubPath(for: path)
-        try marker.write(at: stubPath, mode: now.mode, modifiedMilliseconds: now.modificationNanoseconds / 1_000_000, attributesFrom: path)
+        do {
+            try marker.write(at: stubPath, mode: now.mode, modifiedMilliseconds: now.modificationNanoseconds / 1_000_000, attributesFrom: path)
+        } catch {
+            // renamed into place before its folder's fsync failed: the file is here and not
+            // evicted, so a stub at its name is this call's; left beside the file, it took the
+            // file's name once the file was renamed (sync simulator seed 322)
+            unlink(stubPath)
+            throw error
+        }
         let aside = SyncFiles.temporaryPath(near: path)
         guard rename(path, aside) == 0 else {
             let error = UbiquityError.posix("rename", path: path)

@@ -94,7 +94,7 @@ extension SyncEngine {
         // new files with their content at hand are written together (SyncEngine+NewFiles.swift),
         // after the rest (folders first, moves, edits) is applied one by one
         let (newFiles, rest) = try splitNewFiles(items)
-        for (item, record) in rest {
+        for (item, record) in try movesFirst(rest) {
             try Task.checkCancellation()
             do { try await applyRemote(item, record, changing: changing) } catch {
                 failed = true
@@ -194,6 +194,22 @@ extension SyncEngine {
         applied += files.lazy.map(\.item.id).filter { !alone.contains($0) }
         if !applied.isEmpty { logger.debug("applied new items while the listing goes on", metadata: ["ubiquity.count": "\(applied.count)"]) }
         return (applied, failed || written.failed)
+    }
+
+    /// `items` (in depth order) with the folders moving away from a path here, and what goes
+    /// with them, before the records at or under those old paths (made there elsewhere after
+    /// the move); each group keeps its order, so parents still come first. Applied first, a
+    /// record made at `docs/old` after `docs` moved to `media/docs` elsewhere lands in this
+    /// device's `docs`, and the move then carries it along: journaled at `media/docs/old` while
+    /// its record stays at `docs/old`, and nothing sends it (sync simulator seeds 346, 366).
+    func movesFirst(_ items: [(RemoteItem, Record)]) throws -> [(RemoteItem, Record)] {
+        var movingAway: [String] = []
+        for (item, _) in items where item.kind == .folder {
+            if let entry = try journal.entry(id: item.id), entry.path != item.path { movingAway.append(entry.path) }
+        }
+        guard !movingAway.isEmpty else { return items }
+        let underOld = { (path: String) in movingAway.contains { path == $0 || path.hasPrefix($0 + "/") } }
+        return items.filter { !underOld($0.0.path) } + items.filter { underOld($0.0.path) }
     }
 
     /// Applies one record that changed on the server.
@@ -569,10 +585,13 @@ extension SyncEngine {
         let target = absolute(entry.path)
         let local = try await BlockingWork.run { SyncFiles.item(path: entry.path, absolute: target) }
         if let local, local.isStub {
-            // an evicted file deleted elsewhere: its stub stands for nothing now
-            _ = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async in
+            // an evicted file deleted elsewhere: its stub stands for nothing now, and goes durably
+            // before the journal forgets it (back after a power loss, it stood for no journaled
+            // item and was sent as new: sync simulator seed 314)
+            let removed = try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target), options: .forDeleting) { (url: URL) async in
                 Placeholder.removeStub(for: url.path)
             }
+            if removed { try SafeSave.syncDirectory(SyncFiles.parent(of: target)) }
             try journal.remove(id: entry.id)
             return
         }

@@ -82,8 +82,14 @@ import Testing
     /// - a conflict version found by its path only (an editor's save), left out of reach by a
     ///   switch of account that kept the folder aside (186, 309);
     /// - (the checker's) an evicted file kept aside by a switch, its content on the old account's
-    ///   server only, counted as lost (206).
-    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309]
+    ///   server only, counted as lost (206);
+    /// - stubs left where files should be: an eviction whose folder's fsync failed (322), a stub
+    ///   removed without a folder sync, back after a power loss (314);
+    /// - a folder made at the old path of a folder moved elsewhere, carried along by the move
+    ///   here and never sent (346, 366).
+    /// (314 and 366 take other paths in most runs: `PowerLossTests` and
+    /// `SyncDuplicateRecordTests` hold them, and they are not replayed here.)
+    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346]
 
     /// Seeds of CI's batch that still find bugs (open in issue 27), by what they find: their
     /// failures are reported as known issues until fixed.

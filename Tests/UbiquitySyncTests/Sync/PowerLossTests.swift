@@ -135,6 +135,47 @@ import UbiquityCore
         }
     }
 
+    /// Found by the sync simulator (seed 322): an eviction whose stub was renamed into place
+    /// before its folder's fsync failed left the stub beside the file, not evicted; renamed
+    /// later, the file left its name to the stub, which no pass downloads.
+    @Test func anEvictionWhoseFolderSyncFailedLeavesNoStub() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            try a.write("c.bin", Data("content".utf8))
+            try await a.engine.pass()
+            let disk = Self.disk(of: a)
+            defer { disk.stop() }
+            disk.refuse { call in if case .folder = call { true } else { false } }
+            let file = a.folder.appendingPathComponent("c.bin").path
+            await #expect(throws: (any Error).self) { try await a.engine.evict(file) }
+            disk.refuse(nil)
+            #expect(a.read(".c.bin.icloud") == nil, "no stub beside the file")
+            #expect(a.read("c.bin") == Data("content".utf8))
+        }
+    }
+
+    /// Found by the sync simulator (seed 314): the stub of an evicted file deleted elsewhere was
+    /// removed without syncing its folder; back after a power loss, it stood for no journaled
+    /// item.
+    @Test func theStubOfAFileDeletedElsewhereStaysGoneAfterAPowerLoss() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("a.txt", Data("deleted on a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let file = b.folder.appendingPathComponent("a.txt").path
+            #expect(try await b.engine.evict(file) == [file])
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("a.txt"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(b.read(".a.txt.icloud") == nil)
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            #expect(restarted.read(".a.txt.icloud") == nil, "the stub's removal survived the power loss")
+        }
+    }
+
     @Test func aRemoteRenameAndARemoteDeleteSurviveAPowerLoss() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a"), b = try await harness.device("b")

@@ -154,6 +154,36 @@ import Ubiquity
         }
     }
 
+    /// B moves `docs` into `media` and makes a new `docs/old` (with a file, and without): A
+    /// fetches both in one batch. Applied in depth order, the new folder landed in A's `docs`
+    /// and the move carried it along, journaled at `media/docs/old` while its record stayed at
+    /// `docs/old`; nothing sent it, and with a file in it the folder was made again at its
+    /// name, sent as new, and dropped as a duplicate, forever (sync simulator seeds 346, 366).
+    @Test(arguments: [false, true]) func aFolderMadeAtAMovedFoldersOldPathStaysThere(withFile: Bool) async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A"), b = try await harness.device("B")
+            try b.write("docs/keep.txt", Self.text("kept"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            let root = b.folder
+            try FileManager.default.createDirectory(at: root.appendingPathComponent("media"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(at: root.appendingPathComponent("docs"), to: root.appendingPathComponent("media/docs"))
+            try FileManager.default.createDirectory(at: root.appendingPathComponent("docs/old"), withIntermediateDirectories: true)
+            if withFile { try b.write("docs/old/c.bin", Self.text("new")) }
+            try await b.engine.pass()
+            for _ in 0..<4 {
+                try await a.engine.pass()
+                try await b.engine.pass()
+            }
+            let live = try await Self.liveRecords(a.engine)
+            #expect(live.filter { $0.value.count != 1 }.isEmpty, "duplicates left: \(live.filter { $0.value.count != 1 })")
+            #expect(live["docs/old"] != nil && live["media/docs/old"] == nil)
+            #expect(!FileManager.default.fileExists(atPath: a.folder.appendingPathComponent("media/docs/old").path))
+            #expect(a.read("media/docs/keep.txt") == Self.text("kept"))
+            #expect(try await Self.journaled(a.engine) == live.compactMapValues(\.first))
+        }
+    }
+
     @Test func aFolderKeptBecauseItIsNotEmptyIsSentAgain() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")

@@ -153,8 +153,18 @@ final class SimDisk: Sendable {
         var entries: [String: Entry] = [:]
         for name in names {
             entries[name] = entry(path + "/" + name)
+            if case .folder(let child)? = entries[name] { Self.forgetOtherParents(of: child, keeping: inode, &state) }
         }
         state.entries[inode] = entries
+    }
+
+    /// A folder has one parent: a journaling file system makes a folder's rename durable in its
+    /// old and its new parent at once, so the model never keeps it in two (two parents made a
+    /// cycle a power loss followed forever: seed 479).
+    private static func forgetOtherParents(of folder: UInt64, keeping parent: UInt64, _ state: inout State) {
+        for (other, entries) in state.entries where other != parent {
+            for (name, entry) in entries where entry == .folder(folder) { state.entries[other]?[name] = nil }
+        }
     }
 
     private func captureAll(_ state: inout State) {
@@ -179,7 +189,9 @@ final class SimDisk: Sendable {
                 for component in path.split(separator: "/").map(String.init) {
                     let absolute = parent + "/" + component
                     guard let (inode, _) = Self.identity(parent) else { break }
-                    state.entries[inode, default: [:]][component] = entry(absolute)
+                    let made = entry(absolute)
+                    if case .folder(let child)? = made { Self.forgetOtherParents(of: child, keeping: inode, &state) }
+                    state.entries[inode, default: [:]][component] = made
                     parent = absolute
                 }
                 let absolute = folder + "/" + path
@@ -232,7 +244,9 @@ final class SimDisk: Sendable {
             }
             try empty(folder)
             // 2. the durable tree made again, each item from its pooled self when it is there
+            var made: Set<UInt64> = []
             func make(_ inode: UInt64, at path: String) throws {
+                guard made.insert(inode).inserted else { return }  // (a folder is made once)
                 for (name, entry) in (state.entries[inode] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     let target = path + "/" + name
                     switch entry {

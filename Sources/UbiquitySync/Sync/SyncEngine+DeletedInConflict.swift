@@ -57,10 +57,28 @@ extension SyncEngine {
     }
 
     /// Restores as conflicted copies the unresolved conflict versions this device saved of the
-    /// file of `entry`, deleted on the server and gone from its name here, that the version
-    /// store still holds under its path. Returns how many it restored.
+    /// files of `entries`, gone from their names here and about to be deleted on the server,
+    /// that the version store still holds under their paths: a file renamed, then saved by an
+    /// editor that drops its identity attribute, no pass between, is a deleted file and a new
+    /// one, and the versions it lost the name with are this device's writes nobody chose to
+    /// delete (sync simulator seed 513). A file deleted outside coordination (`rm`) keeps its
+    /// versions the same way; one deleted through coordination, or resolved, has none left.
+    func restoreVersionsOfDeletedHere(_ entries: [JournalEntry]) async throws {
+        guard !entries.isEmpty else { return }
+        let inConflict = Set(try journal.conflicts().map(\.item)).union(memory.conflicted.keys)
+        for entry in entries where inConflict.contains(entry.id) {
+            // its folder may have moved in this pass: the copies go where the folder is now
+            let now = try journal.entry(id: entry.id)?.path ?? entry.path
+            try await restoreVersionsLeftHere(entry, beside: now)
+        }
+    }
+
+    /// Restores as conflicted copies the unresolved conflict versions this device saved of the
+    /// file of `entry`, deleted on the server (or here) and gone from its name here, that the
+    /// version store still holds under its path; they are named after `path` (the entry's own
+    /// by default). Returns how many it restored.
     @discardableResult
-    func restoreVersionsLeftHere(_ entry: JournalEntry) async throws -> Int {
+    func restoreVersionsLeftHere(_ entry: JournalEntry, beside path: String? = nil) async throws -> Int {
         // (the version store is read only for an item known in conflict: most such deletes are of
         // items deleted on both sides, and a large folder's are many)
         guard try memory.conflicted[entry.id] != nil || !journal.conflicts(item: entry.id).isEmpty else { return 0 }
@@ -70,16 +88,16 @@ extension SyncEngine {
             Self.savedHere(FileVersion.unresolvedConflictVersionsLeft(at: target), device: device)
         }
         guard !kept.isEmpty else { return 0 }
-        let asides = kept.map { _ in conflictName(entry.path, device: device) }
+        let asides = kept.map { _ in conflictName(path ?? entry.path, device: device) }
         let asideURLs = asides.map { URL(fileURLWithPath: absolute($0)) }
         try await BlockingWork.run {
-            try SyncFiles.makeParents(of: target.path)
+            try SyncFiles.makeParents(of: asideURLs[0].path)
             for (version, aside) in zip(kept, asideURLs) { try version.replaceItem(at: aside, options: .byMoving) }
         }
         try forgetConflicts(of: entry.id)
         try journal.enqueue(asides)
         wakeLater()
-        logger.notice("a file in conflict was deleted elsewhere and is gone here: this device's conflict versions are kept as files",
+        logger.notice("a file in conflict is gone here: this device's conflict versions are kept as files",
                       metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.versions": "\(kept.count)"])
         return kept.count
     }

@@ -273,6 +273,7 @@ extension SyncEngine {
 
         let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) }.sorted { Self.depth($0.path) > Self.depth($1.path) }
         if try deletesAllowed(deletes.count, total: synced) {
+            try await restoreVersionsOfDeletedHere(deletes)  // SyncEngine+DeletedInConflict.swift
             failed += try await deleteAll(deletes)
             if !deletes.isEmpty { try clearMassDeleteConfirmation() }
         }

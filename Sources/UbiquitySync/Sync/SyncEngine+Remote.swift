@@ -203,10 +203,9 @@ extension SyncEngine {
     /// device's `docs`, and the move then carries it along: journaled at `media/docs/old` while
     /// its record stays at `docs/old`, and nothing sends it (sync simulator seeds 346, 366).
     func movesFirst(_ items: [(RemoteItem, Record)]) throws -> [(RemoteItem, Record)] {
-        var movingAway: [String] = []
-        for (item, _) in items where item.kind == .folder {
-            if let entry = try journal.entry(id: item.id), entry.path != item.path { movingAway.append(entry.path) }
-        }
+        let folders = items.lazy.filter { $0.0.kind == .folder }.map(\.0)
+        let journaled = try journal.paths(ids: folders.map(\.id))  // one read for the page
+        let movingAway = folders.compactMap { item in journaled[item.id].flatMap { $0 != item.path ? $0 : nil } }
         guard !movingAway.isEmpty else { return items }
         let underOld = { (path: String) in movingAway.contains { path == $0 || path.hasPrefix($0 + "/") } }
         return items.filter { !underOld($0.0.path) } + items.filter { underOld($0.0.path) }

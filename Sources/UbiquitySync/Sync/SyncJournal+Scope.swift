@@ -35,6 +35,20 @@ extension SyncJournal {
         }
     }
 
+    /// The paths journaled for `ids` (IDs without an entry are left out): one read for a
+    /// fetched page's folders, to find those moving away (``SyncEngine/movesFirst(_:)``).
+    func paths(ids: [String]) throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        return try read { db in
+            let byID = try db.cachedStatement(sql: "SELECT path FROM sync_items WHERE journal = ? AND id = ?")
+            var paths: [String: String] = [:]
+            for id in ids {
+                if let path = try String.fetchOne(byID, arguments: [scope, id]) { paths[id] = path }
+            }
+            return paths
+        }
+    }
+
     /// The change tags journaled for `ids` (IDs without an entry, or whose entry has no tag,
     /// are left out): one read for a fetched page, to drop the records this device already
     /// has in the fetched version (its own uploads coming back).

@@ -153,17 +153,21 @@ final class SimDisk: Sendable {
         var entries: [String: Entry] = [:]
         for name in names {
             entries[name] = entry(path + "/" + name)
-            if case .folder(let child)? = entries[name] { Self.forgetOtherParents(of: child, keeping: inode, &state) }
+            if case .folder(let child)? = entries[name] { Self.forgetOtherNames(of: child, keeping: inode, name, &state) }
         }
         state.entries[inode] = entries
     }
 
-    /// A folder has one parent: a journaling file system makes a folder's rename durable in its
-    /// old and its new parent at once, so the model never keeps it in two (two parents made a
-    /// cycle a power loss followed forever: seed 479).
-    private static func forgetOtherParents(of folder: UInt64, keeping parent: UInt64, _ state: inout State) {
-        for (other, entries) in state.entries where other != parent {
-            for (name, entry) in entries where entry == .folder(folder) { state.entries[other]?[name] = nil }
+    /// A folder has one name: a journaling file system makes a folder's rename durable in its
+    /// old and its new parent at once, so the model never keeps it in two parents (two made a
+    /// cycle a power loss followed forever: seed 479), nor under two names in one (an inode
+    /// freed by the removal of a folder and taken by a new one: the old name came back with the
+    /// new folder's files in it, which the engine then cleared as its temporaries: seed 532).
+    private static func forgetOtherNames(of folder: UInt64, keeping parent: UInt64, _ name: String, _ state: inout State) {
+        for (other, entries) in state.entries {
+            for (otherName, entry) in entries where entry == .folder(folder) && (other != parent || otherName != name) {
+                state.entries[other]?[otherName] = nil
+            }
         }
     }
 
@@ -190,7 +194,13 @@ final class SimDisk: Sendable {
                     let absolute = parent + "/" + component
                     guard let (inode, _) = Self.identity(parent) else { break }
                     let made = entry(absolute)
-                    if case .folder(let child)? = made { Self.forgetOtherParents(of: child, keeping: inode, &state) }
+                    if case .folder(let child)? = made, state.entries[inode]?[component] != made {
+                        // a folder new at this name: moved here, or made with an inode a removed
+                        // folder had, whose names are not this one's (seed 532)
+                        Self.forgetOtherNames(of: child, keeping: inode, component, &state)
+                        let present = Set((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [])
+                        state.entries[child] = state.entries[child]?.filter { present.contains($0.key) }
+                    }
                     state.entries[inode, default: [:]][component] = made
                     parent = absolute
                 }

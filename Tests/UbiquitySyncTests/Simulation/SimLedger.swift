@@ -2,6 +2,8 @@
 import Foundation
 import Synchronization
 import UbiquityCore
+import UbiquityCloudKit
+@testable import UbiquitySync
 @testable import UbiquitySync
 
 /// The simulator's "sometimes" paths: each counts how often a run took it, so that a batch of
@@ -23,6 +25,7 @@ final class SimLedger: Sendable {
     struct State {
         var acknowledged: [String: String] = [:]  // digest → where it was written
         var superseded: Set<String> = []
+        var aliases: [String: String] = [:]  // chunk-list checksum → digest (contents sent as assets)
         var trace: [String] = []
         var coverage: [SimCoverage: Int] = [:]
         var random: SeededRandom
@@ -36,10 +39,21 @@ final class SimLedger: Sendable {
 
     /// A user wrote a new content (`origin` says which step where).
     func wrote(_ data: Data, origin: String) {
+        let digest = Self.digest(data)
+        let checksum = data.count > SyncRecord.inlineLimit ? Self.chunkListChecksum(data) : nil
         state.withLock { state in
-            let digest = Self.digest(data)
             if state.acknowledged[digest] == nil { state.acknowledged[digest] = origin }
+            if let checksum { state.aliases[checksum] = digest }
         }
+    }
+
+    /// The chunk-list checksum the engine journals for `data` sent as an asset (what a stub's
+    /// journal entry holds: the ledger's digest is a whole-content SHA-256).
+    static func chunkListChecksum(_ data: Data) -> String? {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-sim-ledger-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: url) }
+        guard (try? data.write(to: url)) != nil else { return nil }
+        return try? AssetFileScan.scan(url, identity: .chunkList).hexChecksum
     }
 
     /// The user replaced or deleted these bytes knowingly.
@@ -48,9 +62,10 @@ final class SimLedger: Sendable {
         supersede(digest: Self.digest(data))
     }
 
-    /// The user deleted the bytes of digest `digest` knowingly (an evicted file: not on disk).
+    /// The user deleted the bytes of digest `digest` knowingly (an evicted file: not on disk),
+    /// or of a chunk-list checksum (a journal's, for a content sent as an asset: seed 628).
     func supersede(digest: String) {
-        _ = state.withLock { $0.superseded.insert(digest) }
+        _ = state.withLock { $0.superseded.insert($0.aliases[digest] ?? digest) }
     }
 
     /// Contents acknowledged, not replaced knowingly, and not in `present`: lost writes.

@@ -182,7 +182,19 @@ extension SimWorld {
             return report
         } catch {
             await world.stop()
-            throw error
+            throw SimAbort(seed: seed, error: error, trace: world.ledger.trace)
         }
+    }
+}
+
+/// A run the world could not go on with (a step or a pass threw): the error, and the trace up
+/// to it, so that the seed can be replayed and read like a failed one.
+struct SimAbort: Error, CustomStringConvertible {
+    var seed: UInt64
+    var error: any Error
+    var trace: [String]
+
+    var description: String {
+        "seed \(seed) stopped: \(error)\ntrace:\n" + trace.suffix(40).joined(separator: "\n")
     }
 }

@@ -294,7 +294,8 @@ final class SimWorld {
         guard let path = pick(device.listing().files) else { return }
         // edited since it was synced: its bytes are not the server's
         let server = (try? await self.server.items(token: token).first { $0.path == path }?.contentHash) ?? nil
-        let edited = device.read(path).map { SimLedger.digest($0) != server } ?? false
+        // (of the server's kind: a chunk-list checksum for one sent as an asset)
+        let edited = device.read(path) == nil ? false : server.map { (try? SyncFiles.hashFile(device.url(path).path, like: $0)) != $0 } ?? true
         do {
             _ = try await device.engine.evict(device.url(path).path)
             if edited { ledger.count(.evictWhileEdited) }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
+@testable import UbiquitySync
 
 /// The sync engine under deterministic simulation (SimWorld): seeded runs of two or three
 /// devices against the real server, with faults, crashes and mid-pass interleavings, each
@@ -86,10 +87,17 @@ import Testing
     /// - stubs left where files should be: an eviction whose folder's fsync failed (322), a stub
     ///   removed without a folder sync, back after a power loss (314);
     /// - a folder made at the old path of a folder moved elsewhere, carried along by the move
-    ///   here and never sent (346, 366).
+    ///   here and never sent (346, 366);
+    /// - a file renamed, then saved by an editor, no pass between (or moved into a skip-backup
+    ///   folder): deleted as the item it was, its conflict versions left out of reach (513, 547,
+    ///   565);
+    /// - (the disk model's) a folder kept under two names in one parent, the old one the engine's
+    ///   folder of temporaries, cleared at start with the user's files in it (532, 595);
+    /// - (the checker's) an evicted file sent as an asset, deleted with its folder, its content
+    ///   known to the ledger by another kind of hash, counted as lost (628).
     /// (314 and 366 take other paths in most runs: `PowerLossTests` and
     /// `SyncDuplicateRecordTests` hold them, and they are not replayed here.)
-    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346]
+    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346, 513, 532, 547, 565, 595, 628]
 
     /// Seeds of CI's batch that still find bugs (open in issue 27), by what they find: their
     /// failures are reported as known issues until fixed.
@@ -118,7 +126,13 @@ import Testing
         var faults = 0
         var rounds: [Int] = []
         for seed in Self.firstSeed..<(Self.firstSeed + UInt64(Self.seeds)) {
-            let report = try await SimWorld.run(seed: seed, steps: Self.steps)
+            let report: SimReport
+            do {
+                report = try await SimWorld.run(seed: seed, steps: Self.steps)
+            } catch let abort as SimAbort {
+                Issue.record("\(abort)\nreplay: \(Self.replayLine(seed))")  // the batch goes on with the next seed
+                continue
+            }
             if let known = Self.knownFailures[seed] {
                 withKnownIssue(Comment(rawValue: known), isIntermittent: true) { Self.check(report) }
             } else {
@@ -147,6 +161,20 @@ import Testing
                 #expect(coverage[path, default: 0] > 0, "the \(path.rawValue) path never ran")
             }
         }
+    }
+
+    /// A content sent as an asset is journaled by its chunk-list checksum: deleted knowingly as
+    /// an evicted file (its stub's journal entry), it is superseded in the ledger, not counted
+    /// as lost (the checker's mistake, seed 628).
+    @Test func theLedgerKnowsAContentSentAsAnAssetByItsChunkListChecksum() {
+        let ledger = SimLedger(seed: 1)
+        let data = Data((0..<(Int(SyncRecord.inlineLimit) + 1_000)).map { UInt8(truncatingIfNeeded: $0 &* 131) })
+        ledger.wrote(data, origin: "big")
+        #expect(ledger.lost(present: []).count == 1)
+        let checksum = SimLedger.chunkListChecksum(data) ?? ""
+        #expect(checksum.count == 66 && checksum.hasPrefix("01"))
+        ledger.supersede(digest: checksum)
+        #expect(ledger.lost(present: []).isEmpty)
     }
 
     @Test func aSeedReplaysTheSameRun() async throws {

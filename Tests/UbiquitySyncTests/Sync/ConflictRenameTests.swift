@@ -221,6 +221,32 @@ extension ConflictRenameTests {
             }
         }
     }
+
+    /// The file renamed, then saved by rename, no pass between: a deleted file and a new one
+    /// (nothing links the two), and the conflict version it lost its name with, this device's
+    /// write nobody chose to delete, is kept as a file, not left unreachable in the version
+    /// store (sync simulator seed 513).
+    @Test func conflictVersionsOfAFileRenamedThenSavedHereAreKeptAsFiles() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b)
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("notes.txt"))
+            try Self.editorSave(b, "notes.txt", Data("saved on B".utf8))
+            try await b.engine.pass()
+            try await b.engine.pass()  // the copy goes up
+            try await a.engine.pass()
+            for device in [a, b] {
+                let files = SyncBatchTests.files(in: device.folder)
+                let name = device.folder.lastPathComponent
+                #expect(files.count == 2, "\(name): \(files)")
+                #expect(device.read("notes.txt") == Data("saved on B".utf8))
+                let kept = files.filter { $0.hasPrefix("doc (conflicted copy ") }
+                #expect(kept.count == 1, "\(name): \(files)")
+                #expect(kept.first.flatMap { device.read($0) } == Data("from B".utf8))
+            }
+        }
+    }
 }
 
 extension ConflictRenameTests {

@@ -59,6 +59,31 @@ import UbiquityCore
         #expect(try disk.powerLoss() == 0)
     }
 
+    /// A folder has one durable name in the model: one made by a user where the inode of a
+    /// removed folder is taken again (here a rename stands in for it: the same inode at a new
+    /// name, the old name durable) comes back at its new name with what the user put in it, not
+    /// at the old name (sync simulator seed 532, where the old name was the engine's folder of
+    /// temporaries, cleared at start with the user's files in it).
+    @Test func aFolderMadeByAUserHasOneDurableName() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubq-power-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder + "/.temporaries/0", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let disk = SimDisk(folder: try CanonicalPath.canonicalize(folder, resolveLast: true), seed: 1, ledger: SimLedger(seed: 1))
+        defer { disk.stop() }
+        try Durability.syncFolder(folder)
+        try FileManager.default.removeItem(atPath: folder + "/.temporaries/0")
+        #expect(rename(folder + "/.temporaries", folder + "/docs") == 0)
+        try FileManager.default.createDirectory(atPath: folder + "/docs/old", withIntermediateDirectories: false)
+        try Data("user".utf8).write(to: URL(fileURLWithPath: folder + "/docs/old/a.txt"))
+        disk.userChanged(["docs/old/a.txt"])
+
+        _ = try disk.powerLoss()
+        let fm = FileManager.default
+        #expect(fm.contents(atPath: folder + "/docs/old/a.txt") == Data("user".utf8))
+        #expect(try fm.contentsOfDirectory(atPath: folder).sorted() == ["docs"])
+        #expect(try fm.contentsOfDirectory(atPath: folder + "/docs") == ["old"])
+    }
+
     /// `b` stopped, its folder as the power loss leaves it, and started again.
     static func powerLoss(_ harness: Harness, _ device: Device, disk: SimDisk, name: String) async throws -> Device {
         await device.engine.stopAndRelease()

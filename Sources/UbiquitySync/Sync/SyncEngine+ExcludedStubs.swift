@@ -11,13 +11,18 @@ extension SyncEngine {
     /// stays. One that cannot be downloaded keeps its record, and its folder is not taken as
     /// excluded yet (`excludedNow`), so the next pass tries again. Returns how many wait. Found
     /// by the sync simulator (seeds 52 and 86: a folder with evicted files marked skip-backup
-    /// deleted the files everywhere).
+    /// deleted the files everywhere). The same holds for a folder kept back since earlier
+    /// passes (`keptBack`) that an evicted file came into by a rename made elsewhere (of the
+    /// file, or of its folder): judged gone, its delete went out with only the stub left here
+    /// (seed 923).
     func downloadBeforeExcluding(_ excludedNow: inout [(path: String, entry: JournalEntry?, inode: UInt64)], missing: inout [JournalEntry],
-                                 evicted: Set<String>) async -> Int {
+                                 evicted: Set<String>, keptBack: Set<String>) async -> Int {
         let root = folder
         let lost = missing.filter { evicted.contains($0.id) }
-        guard !lost.isEmpty, !excludedNow.isEmpty else { return 0 }
-        let folders = excludedNow.map(\.path)
+        guard !lost.isEmpty else { return 0 }
+        let holding = keptBack.filter { folder in lost.contains { $0.path.hasPrefix(folder + "/") } }
+        let folders = excludedNow.map(\.path) + holding.sorted()
+        guard !folders.isEmpty else { return 0 }
         // where each stub is now: at its own path under an excluded folder, or found there by its inode
         let places = (try? await BlockingWork.run { Self.stubPlaces(of: lost, in: folders, root: root) }) ?? [:]
         var waiting = 0

@@ -27,10 +27,37 @@ extension SyncEngine {
                 }
             }
             if !landed.isEmpty {
+                // durable first, names and all (the writer may have stopped at a folder's fsync
+                // that failed): journaled as synced and then taken back by a power loss, they
+                // were sent as deleted everywhere (sync simulator seed 879). Not durable, the note
+                // stays and the pass fails: the next one settles them again.
+                try await makeLandedDurable(landed)
                 logger.notice("downloads renamed into place before a stop were not journaled; they are now",
                               metadata: ["ubiquity.count": "\(landed.count)", "ubiquity.path": "\(landed[0].path)"])
             }
             try journalSynced(landed, forgettingLanding: key)
+        }
+    }
+
+    /// Makes the files of `entries` durable (a link's name only), and the names of the folders
+    /// on their way (the writer makes folders for new files, and syncs their parents after the
+    /// renames); throws the first failure.
+    private func makeLandedDurable(_ entries: [JournalEntry]) async throws {
+        if let (path, error) = try await makeDurable(entries.filter { $0.stat.kind == .file }.map(\.path)).first {
+            throw UbiquityError.wrapping(error, "cannot make the download at '\(path)' durable")
+        }
+        let root = folder
+        var folders = Set<String>([""])
+        for entry in entries {
+            var parent = (entry.path as NSString).deletingLastPathComponent
+            while !parent.isEmpty, folders.insert(parent).inserted { parent = (parent as NSString).deletingLastPathComponent }
+        }
+        // every folder on the way, deepest first: each holds the name of what is below it
+        let deepestFirst = folders.sorted { $0.count > $1.count }
+        try await BlockingWork.run {
+            for folder in deepestFirst {
+                try SafeSave.syncDirectory(folder.isEmpty ? root : root + "/" + folder)
+            }
         }
     }
 }

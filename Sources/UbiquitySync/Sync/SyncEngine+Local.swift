@@ -188,8 +188,8 @@ extension SyncEngine {
         for path in previouslyExcluded where scope.contains(path) && !reexcluded.contains(path) && items[path].map({ !$0.excluded }) ?? true {
             unexclude.append(path)
         }
-        // evicted files in a folder just marked skip-backup are downloaded before their records go (SyncEngine+ExcludedStubs.swift)
-        failedSettles += await downloadBeforeExcluding(&excludedNow, missing: &missing, evicted: evicted)
+        // evicted files in a folder marked skip-backup are downloaded before their records go (SyncEngine+ExcludedStubs.swift)
+        failedSettles += await downloadBeforeExcluding(&excludedNow, missing: &missing, evicted: evicted, keptBack: previouslyExcluded)
 
         // moves: a vanished entry and a new item with its inode (or, for files, its content)
         // (a new file that has a vanished file's inode pairs by inode: no need to read it here —

@@ -228,7 +228,14 @@ extension SyncEngine {
             folders.formUnion(touched)
         }
         let synced = folders
-        try await BlockingWork.run { for folder in synced { try SafeSave.syncDirectory(folder) } }
+        try await BlockingWork.run {
+            // every folder tried (one that fails leaves the others durable), the first failure thrown
+            var failure: (any Error)?
+            for folder in synced {
+                do { try SafeSave.syncDirectory(folder) } catch { failure = failure ?? error }
+            }
+            if let failure { throw failure }
+        }
         return outcomes
     }
 

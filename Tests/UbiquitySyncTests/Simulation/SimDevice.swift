@@ -191,7 +191,13 @@ final class SimDevice {
                 walker.skipDescendants()
                 continue
             }
-            if name.hasPrefix(SafeSave.temporaryPrefix) { listing.temporaries.append(relative); walker.skipDescendants(); continue }
+            if name.hasPrefix(SafeSave.temporaryPrefix) {
+                // (a folder of temporaries with what it holds: which writer left it)
+                let inside = FileManager.default.subpaths(atPath: path) ?? []
+                listing.temporaries.append(inside.isEmpty ? relative : relative + " holding \(inside.sorted())")
+                walker.skipDescendants()
+                continue
+            }
             if name.hasPrefix("."), name.hasSuffix(".icloud") { listing.stubs.append(relative); continue }
             if (try? BackupExclusion.isExcluded(path)) == true {
                 listing.excluded.append(relative)

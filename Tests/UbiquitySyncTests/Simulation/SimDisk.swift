@@ -27,6 +27,14 @@ final class SimDisk: Sendable {
         case file(UInt64)
         case folder(UInt64)
         case link(String)
+
+        /// The inode a file or folder entry names.
+        var inode: UInt64? {
+            switch self {
+            case .file(let inode), .folder(let inode): inode
+            case .link: nil
+            }
+        }
     }
 
     /// A file's durable bytes.
@@ -153,21 +161,30 @@ final class SimDisk: Sendable {
         var entries: [String: Entry] = [:]
         for name in names {
             entries[name] = entry(path + "/" + name)
-            if case .folder(let child)? = entries[name] { Self.forgetOtherNames(of: child, keeping: inode, name, &state) }
+            if let named = entries[name] { Self.forgetOtherNames(of: named, keeping: inode, name, &state) }
         }
         state.entries[inode] = entries
     }
 
-    /// A folder has one name: a journaling file system makes a folder's rename durable in its
-    /// old and its new parent at once, so the model never keeps it in two parents (two made a
-    /// cycle a power loss followed forever: seed 479), nor under two names in one (an inode
-    /// freed by the removal of a folder and taken by a new one: the old name came back with the
-    /// new folder's files in it, which the engine then cleared as its temporaries: seed 532).
-    private static func forgetOtherNames(of folder: UInt64, keeping parent: UInt64, _ name: String, _ state: inout State) {
+    /// An inode has one durable name (neither the engine nor the simulated users make hard
+    /// links): a journaling file system makes a rename durable in its old and its new parent at
+    /// once, so the model never keeps a folder in two parents (two made a cycle a power loss
+    /// followed forever: seed 479); and an inode freed by a removal is taken again only once
+    /// the removal is durable, so the old name never comes back with the new item (a folder's
+    /// inode taken by a user's new folder, or file: the old name, the engine's folder of
+    /// temporaries, came back holding the user's files, or as the user's file: seed 532). Of
+    /// an inode of another kind now, what was durable inside it goes too.
+    private static func forgetOtherNames(of named: Entry, keeping parent: UInt64, _ name: String, _ state: inout State) {
+        guard let inode = named.inode else { return }
         for (other, entries) in state.entries {
-            for (otherName, entry) in entries where entry == .folder(folder) && (other != parent || otherName != name) {
+            for (otherName, entry) in entries where entry.inode == inode && (other != parent || otherName != name) {
                 state.entries[other]?[otherName] = nil
             }
+        }
+        switch named {
+        case .file: state.entries[inode] = nil
+        case .folder: state.contents[inode] = nil
+        case .link: break
         }
     }
 
@@ -194,12 +211,14 @@ final class SimDisk: Sendable {
                     let absolute = parent + "/" + component
                     guard let (inode, _) = Self.identity(parent) else { break }
                     let made = entry(absolute)
-                    if case .folder(let child)? = made, state.entries[inode]?[component] != made {
-                        // a folder new at this name: moved here, or made with an inode a removed
-                        // folder had, whose names are not this one's (seed 532)
-                        Self.forgetOtherNames(of: child, keeping: inode, component, &state)
-                        let present = Set((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [])
-                        state.entries[child] = state.entries[child]?.filter { present.contains($0.key) }
+                    if let made, state.entries[inode]?[component] != made {
+                        // new at this name: moved here, or made with an inode a removed item had,
+                        // whose names are not this one's (seed 532)
+                        Self.forgetOtherNames(of: made, keeping: inode, component, &state)
+                        if case .folder(let child) = made {
+                            let present = Set((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [])
+                            state.entries[child] = state.entries[child]?.filter { present.contains($0.key) }
+                        }
                     }
                     state.entries[inode, default: [:]][component] = made
                     parent = absolute

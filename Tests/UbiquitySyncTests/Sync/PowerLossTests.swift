@@ -160,6 +160,28 @@ import UbiquityCore
         }
     }
 
+    /// Found by the sync simulator (seed 879): downloads renamed into a new folder whose fsync
+    /// then failed were journaled as synced by the same pass's look at its landings; a power
+    /// loss took them back, and the next pass sent them as deleted, everywhere. They are made
+    /// durable before they are journaled; when they cannot be, the note stays.
+    @Test func aLandingWhoseFolderSyncFailedIsNotJournaledAsSynced() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("new/doc.txt", Data("only on the server".utf8))
+            try await a.engine.pass()
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            disk.refuse { call in if case .folder(let path) = call { path.hasSuffix("/new") } else { false } }
+            await #expect(throws: (any Error).self) { try await b.engine.pass() }
+            disk.refuse(nil)
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            try await restarted.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("new/doc.txt") == Data("only on the server".utf8), "not deleted by b")
+            #expect(restarted.read("new/doc.txt") == Data("only on the server".utf8), "downloaded again")
+        }
+    }
+
     /// Found by the sync simulator (seed 322): an eviction whose stub was renamed into place
     /// before its folder's fsync failed left the stub beside the file, not evicted; renamed
     /// later, the file left its name to the stub, which no pass downloads.

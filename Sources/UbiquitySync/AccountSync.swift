@@ -334,6 +334,24 @@ package actor AccountSync {
     static func versionsFollow(from: String, to: String) {
         guard let old = try? CanonicalPath.canonicalize(from), let new = try? CanonicalPath.canonicalize(to, resolveLast: true) else { return }
         FileVersion.itemDidMove(from: old, to: new)
+        keepConflictVersionsLeft(under: new)
+    }
+
+    /// The unresolved conflict versions of items no longer at their paths in a folder kept
+    /// aside (a file renamed, then saved by an editor that drops its identity attribute, with
+    /// no pass before the switch: to the old account's sync, a deleted file and a new one, whose
+    /// versions its next pass would have kept as conflicted copies) are put beside those paths
+    /// as conflicted copies: the kept-aside folder is the old account's documents, and nothing
+    /// would lead to them any more (sync simulator seed 1086).
+    static func keepConflictVersionsLeft(under folder: String) {
+        for (path, versions) in FileVersion.unresolvedConflictVersionsLeft(under: folder) {
+            for version in versions {
+                let device = version.localizedNameOfSavingComputer ?? "unknown"
+                let copy = SyncEngine.conflictName(path, device: device, suffix: String(version.persistentIdentifier.suffix(4)))
+                try? FileManager.default.createDirectory(atPath: (copy as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                _ = try? version.replaceItem(at: URL(fileURLWithPath: copy), options: .byMoving)
+            }
+        }
     }
 
     /// Empties the key-value stores (their values belonged to the previous account).

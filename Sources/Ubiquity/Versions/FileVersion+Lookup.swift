@@ -32,6 +32,17 @@ extension FileVersion {
         return storedVersions(at: path, store: .current).filter { $0.isConflict && !$0.isResolved }
     }
 
+    /// The unresolved conflict versions the store holds under paths at or below canonical
+    /// `folder` where no item is any more (see ``unresolvedConflictVersionsLeft(at:)``), by path.
+    package class func unresolvedConflictVersionsLeft(under folder: String) -> [(path: String, versions: [FileVersion])] {
+        guard let index = try? VersionStore.current.readIndex() else { return [] }
+        return index.keys.sorted().compactMap { path in
+            guard CanonicalPath.isSameOrDescendant(path, of: folder) else { return nil }
+            let versions = unresolvedConflictVersionsLeft(at: URL(fileURLWithPath: path))
+            return versions.isEmpty ? nil : (path, versions)
+        }
+    }
+
     /// The version of the item at `url` whose ``persistentIdentifier`` is `identifier`
     /// (`"current"` for the current version), or nil. A version removed lately is still found (its
     /// ``hasLocalContents`` is false), so presenters told of a loss can see what was lost.

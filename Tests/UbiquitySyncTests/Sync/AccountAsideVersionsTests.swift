@@ -38,4 +38,31 @@ import Ubiquity
             #expect(versions(a.folder.appendingPathComponent("m/a.txt")).isEmpty, "nothing of the old account's is tied to the new one's file")
         }
     }
+
+    /// Renamed, then saved by an editor, no pass before the switch: nothing on the disk leads to
+    /// the conflict version any more, which the old account's next pass would have kept as a
+    /// conflicted copy; the switch keeps it as one in the folder kept aside (seed 1086).
+    @Test func aConflictVersionNothingLeadsToIsKeptAsAFileAside() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A"), b = try await harness.device("B")
+            try a.write("m/a.txt", Self.text("v1"))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("m/a.txt", Self.text("A's edit"))
+            try b.write("m/a.txt", Self.text("B's edit"))
+            try await b.engine.pass()
+            try await a.engine.pass()  // B's version takes the name; A's edit is a conflict version
+            #expect(rename(a.folder.path + "/m/a.txt", a.folder.path + "/m/b.txt") == 0)
+            try a.write("m/.b.txt.saving", Self.text("saved"))
+            #expect(rename(a.folder.path + "/m/.b.txt.saving", a.folder.path + "/m/b.txt") == 0)
+            await a.engine.stopAndRelease()
+            let aside = AccountSync.asideFolder(for: a.folder.path, user: "mei", host: "test")
+            try AccountSync.moveAside(a.folder.path, to: aside)
+            let files = try FileManager.default.contentsOfDirectory(atPath: aside + "/m").sorted()
+            let copies = files.filter { $0.hasPrefix("a (conflicted copy ") }
+            #expect(copies.count == 1, "\(files)")
+            #expect(copies.first.flatMap { FileManager.default.contents(atPath: aside + "/m/" + $0) } == Self.text("A's edit"))
+            #expect(FileManager.default.contents(atPath: aside + "/m/b.txt") == Self.text("saved"))
+        }
+    }
 }

@@ -348,7 +348,7 @@ package actor AccountSync {
             for version in versions {
                 let device = version.localizedNameOfSavingComputer ?? "unknown"
                 let copy = SyncEngine.conflictName(path, device: device, suffix: String(version.persistentIdentifier.suffix(4)))
-                try? FileManager.default.createDirectory(atPath: (copy as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try? SyncFiles.makeParents(of: copy)
                 _ = try? version.replaceItem(at: URL(fileURLWithPath: copy), options: .byMoving)
             }
         }

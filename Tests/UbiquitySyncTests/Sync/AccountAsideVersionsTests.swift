@@ -15,16 +15,22 @@ import Ubiquity
 
     static func text(_ string: String) -> Data { Data(string.utf8) }
 
+    /// Device A with `m/a.txt` in conflict: B's edit took the name, A's is a conflict version.
+    static func conflicted(_ harness: Harness) async throws -> SyncBatchTests.Device {
+        let a = try await harness.device("A"), b = try await harness.device("B")
+        try a.write("m/a.txt", text("v1"))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        try a.write("m/a.txt", text("A's edit"))
+        try b.write("m/a.txt", text("B's edit"))
+        try await b.engine.pass()
+        try await a.engine.pass()
+        return a
+    }
+
     @Test func aVersionFoundOnlyByItsPathGoesAsideWithTheFolder() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A"), b = try await harness.device("B")
-            try a.write("m/a.txt", Self.text("v1"))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("m/a.txt", Self.text("A's edit"))
-            try b.write("m/a.txt", Self.text("B's edit"))
-            try await b.engine.pass()
-            try await a.engine.pass()  // B's version takes the name; A's edit is a conflict version
+            let a = try await Self.conflicted(harness)
             let versions = { (url: URL) in (FileVersion.otherVersionsOfItem(at: url) ?? []).compactMap { FileManager.default.contents(atPath: $0.url.path) } }
             #expect(versions(a.folder.appendingPathComponent("m/a.txt")).contains(Self.text("A's edit")))
             // an editor's save: a new file renamed over it, without the identity attribute
@@ -44,14 +50,7 @@ import Ubiquity
     /// conflicted copy; the switch keeps it as one in the folder kept aside (seed 1086).
     @Test func aConflictVersionNothingLeadsToIsKeptAsAFileAside() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A"), b = try await harness.device("B")
-            try a.write("m/a.txt", Self.text("v1"))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("m/a.txt", Self.text("A's edit"))
-            try b.write("m/a.txt", Self.text("B's edit"))
-            try await b.engine.pass()
-            try await a.engine.pass()  // B's version takes the name; A's edit is a conflict version
+            let a = try await Self.conflicted(harness)
             #expect(rename(a.folder.path + "/m/a.txt", a.folder.path + "/m/b.txt") == 0)
             try a.write("m/.b.txt.saving", Self.text("saved"))
             #expect(rename(a.folder.path + "/m/.b.txt.saving", a.folder.path + "/m/b.txt") == 0)

@@ -210,15 +210,21 @@ extension ConflictRenameTests {
             try await a.engine.pass()
             try await b.engine.pass()
             try await a.engine.pass()
-            for device in [a, b] {
-                let files = SyncBatchTests.files(in: device.folder)
-                let name = device.folder.lastPathComponent
-                #expect(files.count == 2, "\(name): \(files)")
-                #expect(device.read("notes.txt") == Data("saved on B".utf8))
-                let kept = files.filter { $0.hasPrefix("doc (conflicted copy ") }
-                #expect(kept.count == 1, "\(name): \(files)")
-                #expect(kept.first.flatMap { device.read($0) } == Data("from B".utf8))
-            }
+            Self.expectSavedAndConflictKept(on: [a, b])
+        }
+    }
+
+    /// On each of `devices`: B's save at `notes.txt`, and B's conflict version of `doc.txt` kept
+    /// as a conflicted copy, nothing else.
+    static func expectSavedAndConflictKept(on devices: [SyncBatchTests.Device]) {
+        for device in devices {
+            let files = SyncBatchTests.files(in: device.folder)
+            let name = device.folder.lastPathComponent
+            #expect(files.count == 2, "\(name): \(files)")
+            #expect(device.read("notes.txt") == Data("saved on B".utf8))
+            let kept = files.filter { $0.hasPrefix("doc (conflicted copy ") }
+            #expect(kept.count == 1, "\(name): \(files)")
+            #expect(kept.first.flatMap { device.read($0) } == Data("from B".utf8))
         }
     }
 
@@ -236,15 +242,7 @@ extension ConflictRenameTests {
             try await b.engine.pass()
             try await b.engine.pass()  // the copy goes up
             try await a.engine.pass()
-            for device in [a, b] {
-                let files = SyncBatchTests.files(in: device.folder)
-                let name = device.folder.lastPathComponent
-                #expect(files.count == 2, "\(name): \(files)")
-                #expect(device.read("notes.txt") == Data("saved on B".utf8))
-                let kept = files.filter { $0.hasPrefix("doc (conflicted copy ") }
-                #expect(kept.count == 1, "\(name): \(files)")
-                #expect(kept.first.flatMap { device.read($0) } == Data("from B".utf8))
-            }
+            Self.expectSavedAndConflictKept(on: [a, b])
         }
     }
 }

@@ -114,6 +114,7 @@ extension SyncEngine {
         }
         let marker = Placeholder(name: name, id: entry.id, changeTag: changeTag, hash: entry.contentHash, size: expected.size)
         let base = expected
+        try noteTemporaries(in: SyncFiles.parent(of: target))  // the content moves aside there first (SyncEngine+Temporaries.swift)
         // presenters relinquish (and save) first, as for any write
         let stub = try await coordinator.coordinate(writingItemAt: url) { (url: URL) async throws -> LocalItem in
             try await BlockingWork.run { try Self.replaceByStub(url.path, marker: marker, base: base, relative: path) }

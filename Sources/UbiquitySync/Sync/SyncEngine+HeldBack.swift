@@ -3,53 +3,132 @@ import Foundation
 import UbiquityCloudKit
 import UbiquityCore
 
-/// Records held back by a skip-backup item at their name here (`docs/sync.md`, "Skip-backup").
+/// Records held back by a skip-backup item at their name, or by a folder marked skip-backup
+/// above it, here (`docs/sync.md`, "Skip-backup").
 ///
 /// A record fetched for a path where this device keeps an item marked skip-backup (never
-/// synced) does not replace it. The record is not dropped either: its ID is kept in the journal,
-/// and each pull, once the fetched changes are applied (folders renamed there are in place),
-/// looks the held-back records up again, applying those whose name is free
-/// now (the skip-backup item deleted, moved or included). Without it the change token moved past
-/// the record and the device never had it (found by the sync simulator, seed 56: a folder
-/// deleted with its skip-backup file, the other device's file of that name never came).
+/// synced), or for a path inside a folder so marked (*kept back*), does not replace or write
+/// anything there. The record is not dropped either: its ID is kept in the journal with the path
+/// it waits for, and each pull, once the fetched changes are applied (folders renamed there are
+/// in place), looks up again the held-back records whose path is not kept back any more,
+/// applying those whose name is free now (the skip-backup item deleted, moved or included).
+/// Without it the change token moved past the record and the device never had it (found by the
+/// sync simulator, seed 56: a folder deleted with its skip-backup file, the other device's file
+/// of that name never came). Written into a kept-back folder, a record's item was taken by the
+/// next local pass for one marked skip-backup here and its record deleted, on the server and on
+/// the device that made it (seed 838).
 extension SyncEngine {
     static let heldBackKey = "held-back-records"
 
-    /// The IDs of the records held back.
-    func heldBack() throws -> Set<String> {
-        Set((try journal.value(Self.heldBackKey) ?? "").split(separator: "\n").map(String.init))
+    /// The records held back: each ID with the path it waits for ("" when held back before the
+    /// paths were kept: looked up at every pull).
+    func heldBack() throws -> [String: String] {
+        var held: [String: String] = [:]
+        for line in (try journal.value(Self.heldBackKey) ?? "").split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1)
+            held[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return held
     }
 
-    func setHeldBack(_ ids: Set<String>) throws {
-        try journal.setValue(ids.isEmpty ? nil : ids.sorted().joined(separator: "\n"), Self.heldBackKey)
+    func setHeldBack(_ held: [String: String]) throws {
+        let lines = held.sorted { $0.key < $1.key }.map { $0.value.isEmpty ? $0.key : $0.key + "\t" + $0.value }
+        try journal.setValue(lines.isEmpty ? nil : lines.joined(separator: "\n"), Self.heldBackKey)
     }
 
-    /// Keeps record `id` to apply once its name is free here.
+    /// Keeps record `id` to apply once `path` is free here.
     func holdBack(_ id: String, path: String) throws {
-        var ids = try heldBack()
-        guard ids.insert(id).inserted else { return }
-        try setHeldBack(ids)
-        logger.info("a record for a name kept back here (skip-backup) waits until the name is free", metadata: ["ubiquity.path": "\(path)"])
+        try holdBack([id: path])
     }
 
-    /// Applies the held-back records whose name is free now; forgets those deleted on the
-    /// server or journaled since (a later fetch brought them).
+    /// Keeps several records (ID → path) to apply once their paths are free here (one write).
+    func holdBack(_ records: [String: String]) throws {
+        var held = try heldBack()
+        let new = records.filter { held[$0.key] != $0.value }
+        guard !new.isEmpty else { return }
+        held.merge(new) { $1 }
+        try setHeldBack(held)
+        for path in Set(new.values).sorted() where !path.isEmpty {
+            logger.info("a record for a name kept back here (skip-backup) waits until the name is free", metadata: ["ubiquity.path": "\(path)"])
+        }
+    }
+
+    /// Whether `path` (relative) is kept back here: marked skip-backup, or inside a folder so
+    /// marked (read on the disk: a folder marked since the last local pass counts).
+    nonisolated static func isKeptBack(_ path: String, root: String) -> Bool {
+        (try? BackupExclusion.isExcluded(root + "/" + path)) == true || SyncFiles.isInsideExcludedFolder(path, root: root)
+    }
+
+    /// The folders among `folders` (relative) that are kept back here (``isKeptBack(_:root:)``;
+    /// one look per folder, however many records go into it).
+    func keptBack(among folders: Set<String>) async throws -> Set<String> {
+        let root = folder
+        let looked = folders.subtracting([""])
+        guard !looked.isEmpty else { return [] }
+        return try await BlockingWork.run { looked.filter { Self.isKeptBack($0, root: root) } }
+    }
+
+    /// Applies the held-back records whose path is not kept back any more and whose name is
+    /// free now; forgets those deleted on the server or journaled since (a later fetch brought
+    /// them). Those still waiting for a kept-back path are not fetched again.
     func applyHeldBack() async throws {
-        let ids = try heldBack()
-        guard !ids.isEmpty else { return }
-        let results = try await database.records(for: ids.sorted().map { Record.ID(recordName: $0, zoneID: SyncRecord.zoneID) })
-        var waiting = Set<String>()
-        for id in ids {
+        let held = try heldBack()
+        guard !held.isEmpty else { return }
+        let blocked = try await keptBack(among: Set(held.values))
+        var waiting = held.filter { blocked.contains($0.value) }
+        let looked = held.keys.filter { waiting[$0] == nil }.sorted()
+        guard !looked.isEmpty else { return }
+        let results = try await database.records(for: looked.map { Record.ID(recordName: $0, zoneID: SyncRecord.zoneID) })
+        for id in looked {
             guard try journal.entry(id: id) == nil, case .success(let record)? = results[Record.ID(recordName: id, zoneID: SyncRecord.zoneID)],
                   let item = SyncRecord.item(from: record) else { continue }
-            let root = folder
-            let blocked = try await BlockingWork.run { SyncFiles.item(path: item.path, absolute: root + "/" + item.path)?.excluded == true }
-            if blocked {
-                waiting.insert(id)
-            } else {
+            if try await keptBack(among: [item.path]).isEmpty {
                 try await applyRemote(item, record)
+                // (still waiting when its path was kept back meanwhile)
+                if try journal.entry(id: id) != nil { continue }
+                if try await keptBack(among: [item.path]).isEmpty { continue }
             }
+            waiting[id] = item.path
         }
         try setHeldBack(waiting)
+    }
+
+    /// A synced item another device moved into a folder kept back here (marked skip-backup):
+    /// this device syncs nothing in that folder, so its local pass took the item (and what is
+    /// under it) for one marked skip-backup here and deleted the records, on the server and on
+    /// the device that moved it (sync simulator seed 838). Instead the item leaves the synced
+    /// tree here without a delete: the journal forgets it and everything under it, their records
+    /// are held back (applied once the folder is included again: the same content is adopted,
+    /// another is a conflict; one under it that the moving device did not know of, its record
+    /// still outside, is applied at its path again by the end of the pull), and then it moves
+    /// into the kept-back folder, where its bytes stay
+    /// (aside as a conflicted copy when the name is taken there); the stubs of evicted files go
+    /// (their content is on the server, under the records held back). Forgotten before it moves,
+    /// a crash in between leaves it at its old name, sent again as new: two copies, none lost.
+    func leaveForKeptBack(_ entry: JournalEntry, to item: RemoteItem) async throws {
+        var subtree = [entry]
+        if entry.stat.kind == .folder {
+            var scope = LocalScope()
+            scope.full = false
+            scope.subtrees = [entry.path]
+            subtree = try journal.entries(in: scope)
+        }
+        let evicted = try journal.evicted()
+        // (what is under it by the path it waits for when its record comes in this fetch; looked
+        // up by the end of the pull otherwise: one the moving device did not know of keeps its
+        // path outside, and is applied there again)
+        try holdBack(Dictionary(subtree.map { ($0.id, $0.id == entry.id ? item.path : "") }, uniquingKeysWith: { first, _ in first }))
+        try journal.forget(ids: subtree.map(\.id))
+        logger.notice("an item moved elsewhere into a folder kept back here (skip-backup) leaves the synced folder; its records wait",
+                      metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.to": "\(item.path)"])
+        let stubs = subtree.filter { evicted.contains($0.id) }.map(\.path)
+        if entry.stat.kind != .folder, !stubs.isEmpty {
+            try removeStubsDurably(at: stubs)
+            return
+        }
+        guard Self.isTaken(absolute(entry.path)) else { return }
+        let destination = Self.isTaken(absolute(item.path)) ? conflictName(item.path, device: deviceName) : item.path
+        try await moveLocal(from: entry.path, to: destination, updateJournal: false)
+        try removeStubsDurably(at: stubs.map { destination + String($0.dropFirst(entry.path.count)) })
     }
 }

@@ -33,8 +33,9 @@ extension SyncEngine {
 
     /// Splits a page's records into the new files written together (a file record with no
     /// journal entry by ID or by path, the only record of the page at its path, its content
-    /// inline, empty or prefetched) and the rest, applied one by one (in the order given).
-    func splitNewFiles(_ items: [(RemoteItem, Record)]) throws -> (new: [NewFile], rest: [(RemoteItem, Record)]) {
+    /// inline, empty or prefetched, not in a folder kept back here) and the rest, applied one by
+    /// one (in the order given; one in a kept-back folder is held back there, SyncEngine+HeldBack.swift).
+    func splitNewFiles(_ items: [(RemoteItem, Record)]) async throws -> (new: [NewFile], rest: [(RemoteItem, Record)]) {
         var perPath: [String: Int] = [:]
         for (item, _) in items { perPath[item.path, default: 0] += 1 }
         var new: [NewFile] = []
@@ -42,9 +43,11 @@ extension SyncEngine {
         // (memory: the IDs and paths only, not a second array of the page's records)
         let files = items.lazy.filter { $0.0.kind == .file }.map(\.0)
         let known = try journal.known(ids: Array(files.map(\.id)), paths: Array(files.map(\.path)))  // one read for the page
+        let parent = { (path: String) in (path as NSString).deletingLastPathComponent }
+        let keptBack = try await keptBack(among: Set(files.map { parent($0.path) }))  // a look per folder
         for (item, record) in items {
             guard item.kind == .file, perPath[item.path] == 1, SyncFiles.isValid(relativePath: item.path),
-                  !known.ids.contains(item.id), !known.paths.contains(item.path) else {
+                  !known.ids.contains(item.id), !known.paths.contains(item.path), keptBack.isEmpty || !keptBack.contains(parent(item.path)) else {
                 rest.append((item, record))
                 continue
             }

@@ -52,7 +52,7 @@ extension SyncEngine {
     /// as a new item), under a coordinated write; nothing is replaced but the stub.
     func materializeCopy(of record: Record, at path: String) async throws {
         let target = absolute(path)
-        let temporary = SyncFiles.temporaryPath(near: target)
+        let temporary = try temporaryPath(near: target)  // SyncEngine+Temporaries.swift
         defer { unlink(temporary) }
         try await Self.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: temporary)
         try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target)) { (url: URL) async throws in

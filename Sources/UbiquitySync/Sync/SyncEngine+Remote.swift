@@ -93,7 +93,7 @@ extension SyncEngine {
         defer { dropPrefetched() }
         // new files with their content at hand are written together (SyncEngine+NewFiles.swift),
         // after the rest (folders first, moves, edits) is applied one by one
-        let (newFiles, rest) = try splitNewFiles(items)
+        let (newFiles, rest) = try await splitNewFiles(items)
         for (item, record) in try movesFirst(rest) {
             try Task.checkCancellation()
             do { try await applyRemote(item, record, changing: changing) } catch {
@@ -175,7 +175,7 @@ extension SyncEngine {
             .map { (Self.depth($0.0.path), $0) }.sorted { ($0.0, $0.1.0.path) < ($1.0, $1.1.0.path) }.map(\.1)
         guard !new.isEmpty else { return ([], false) }
         let changing = Set(new.map(\.0.id))
-        let (files, rest) = try splitNewFiles(new)
+        let (files, rest) = try await splitNewFiles(new)
         var applied: [String] = []
         var failed = false
         for (item, record) in rest where item.kind == .folder {
@@ -226,7 +226,11 @@ extension SyncEngine {
         let entry = SyncDecision.judgedEntry(journaled, remote: item)
         let localPath = journaled?.path ?? item.path
         let localAbsolute = absolute(localPath)
-        let local = try await BlockingWork.run { SyncFiles.item(path: localPath, absolute: localAbsolute) }
+        let root = folder, known = journaled != nil
+        let (local, intoKeptBack) = try await BlockingWork.run {
+            (SyncFiles.item(path: localPath, absolute: localAbsolute),
+             SyncFiles.isInsideExcludedFolder(item.path, root: root) && (!known || !SyncFiles.isInsideExcludedFolder(localPath, root: root)))
+        }
         // gone from its journaled path, already at the record's: this device's own move (SyncEngine+OwnMoves.swift)
         if let journaled, local == nil, try await movedHereAlready(journaled, to: item) { return try await applyRemote(item, record, changing: changing) }
         if local?.excluded == true {
@@ -235,6 +239,12 @@ extension SyncEngine {
             // skip-backup) and a newer version there comes back as new, then waits the same way.
             // (Replacing it here failed at every pass: seed 191.)
             if entry == nil { try holdBack(item.id, path: item.path) }
+            return
+        }
+        if intoKeptBack {
+            // inside a folder kept back here (from outside one, when journaled): nothing is
+            // written there, the record waits (SyncEngine+HeldBack.swift; seed 838)
+            if let journaled { try await leaveForKeptBack(journaled, to: item) } else { try holdBack(item.id, path: item.path) }
             return
         }
         if journaled == nil, local?.isStub == true {
@@ -418,11 +428,11 @@ extension SyncEngine {
             }
             chmod(target, mode_t(item.mode & 0o7777))
         case .symlink:
-            let temporary = SyncFiles.temporaryPath(near: target)
+            let temporary = try temporaryPath(near: target)  // SyncEngine+Temporaries.swift
             guard symlink(item.target ?? "", temporary) == 0 else { throw UbiquityError.posix("symlink", path: temporary) }
             written = try await replace(url, with: temporary, expected: expected, item: item, mode: false, landing: landing)
         case .file:
-            let temporary = SyncFiles.temporaryPath(near: target)
+            let temporary = try temporaryPath(near: target)  // SyncEngine+Temporaries.swift
             var downloaded: AssetDownloadResult?  // checked against the asset's checksum (SyncEngine+Delta.swift)
             var fetchedAhead = false
             if let data = record[SyncRecord.Field.inline]?.dataValue {

@@ -114,7 +114,8 @@ package actor SyncEngine {
         let leftovers = NewFilesFolder.clear(root: canonical)
         if leftovers > 0 { logger.debug("removed temporaries of new files left by an earlier run", metadata: ["ubiquity.count": "\(leftovers)"]) }
         localIndex = index
-        journal = try SyncJournal(database: index.index, name: journalName, folder: canonical)
+        let journal = try SyncJournal(database: index.index, name: journalName, folder: canonical)
+        self.journal = journal
         if let previous = journal.previousFolder {
             logger.warning("the journal was made for another folder: it is used for this one",
                            metadata: ["ubiquity.journal": "\(journalName)", "ubiquity.previous": "\(previous)"])
@@ -130,6 +131,9 @@ package actor SyncEngine {
         var logger = logger
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
         self.logger = logger
+        // temporaries beside their targets left by a killed engine (SyncEngine+Temporaries.swift)
+        let swept = try Self.sweepTemporaries(journal: journal, root: canonical)
+        if swept > 0 { logger.notice("removed temporaries left by an earlier run", metadata: ["ubiquity.count": "\(swept)"]) }
         stagingDirectory = Self.stagingFolder(database: index.index, journalName: journalName)
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)

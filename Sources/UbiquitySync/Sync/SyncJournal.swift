@@ -195,11 +195,22 @@ package final class SyncJournal: Sendable {
 
     /// Removes the entry `id` (its eviction, pin and notes of updates sent too).
     package func remove(id: String) throws {
+        try forget(ids: [id])
+    }
+
+    /// Removes the entries `ids` (their evictions, pins and notes of updates sent too) in one
+    /// transaction.
+    package func forget(ids: [String]) throws {
+        guard !ids.isEmpty else { return }
         try write { db in
-            for table in ["sync_items", "sync_evicted", "sync_pinned"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE journal = ? AND id = ?", arguments: [scope, id])
+            let tables = try ["sync_items", "sync_evicted", "sync_pinned"].map { table in
+                try db.cachedStatement(sql: "DELETE FROM \(table) WHERE journal = ? AND id = ?")
             }
-            try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, Self.sentKey(id)])
+            let sent = try db.cachedStatement(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?")
+            for id in ids {
+                for statement in tables { try statement.execute(arguments: [scope, id]) }
+                try sent.execute(arguments: [scope, Self.sentKey(id)])
+            }
         }
     }
 
@@ -266,6 +277,22 @@ package final class SyncJournal: Sendable {
             } else {
                 try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND key = ?", arguments: [scope, key])
             }
+        }
+    }
+
+    /// The keys of the stored values that start with `prefix`.
+    package func keys(withPrefix prefix: String) throws -> [String] {
+        try read { db in
+            try String.fetchAll(db, sql: "SELECT key FROM sync_meta WHERE journal = ? AND substr(key, 1, ?) = ? ORDER BY key",
+                                arguments: [scope, prefix.unicodeScalars.count, prefix])
+        }
+    }
+
+    /// Removes the stored values whose key starts with `prefix`.
+    package func removeValues(withPrefix prefix: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM sync_meta WHERE journal = ? AND substr(key, 1, ?) = ?",
+                           arguments: [scope, prefix.unicodeScalars.count, prefix])
         }
     }
 

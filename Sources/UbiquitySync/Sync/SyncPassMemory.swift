@@ -37,6 +37,9 @@ struct SyncPassMemory: Sendable {
     /// Journaled items found on the disk while the index had no row for them, by path: how many
     /// times each was looked at again (``SyncEngine/recheckUnindexed(_:)``).
     var unindexedRechecks: [String: Int] = [:]
+    /// The folders (relative) noted in the journal as holding this engine's temporaries since
+    /// it started (``SyncEngine/noteTemporaries(in:)``).
+    var temporaryFolders: Set<String> = []
 }
 
 /// What tests put between a ``SyncEngine``'s steps (nil in a daemon).

@@ -185,34 +185,6 @@ import UbiquityCore
         }
     }
 
-    /// An evicted file renamed elsewhere into a folder this device keeps back (skip-backup since
-    /// earlier passes): the rename lands its stub there, and the local part of the pass takes
-    /// what is under a kept-back folder for gone, so its delete went out with only the stub left
-    /// here and the other device's copy deleted (sync simulator seed 923). It is downloaded
-    /// first, into the kept-back folder, where it stays.
-    @Test func anEvictedFileRenamedElsewhereIntoAFolderKeptBackHereIsDownloadedFirst() async throws {
-        try await Harness.with { harness in
-            let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("media/n.md", Data("only bytes".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            #expect(try await a.engine.evict(Self.path(a, "media/n.md")) == [Self.path(a, "media/n.md")])
-            try a.write("docs/keep.txt", Data("kept here".utf8))
-            try BackupExclusion.setExcluded(true, Self.path(a, "docs"))
-            try await a.engine.pass()
-            try FileManager.default.createDirectory(atPath: Self.path(b, "docs"), withIntermediateDirectories: true)
-            try FileManager.default.moveItem(atPath: Self.path(b, "media/n.md"), toPath: Self.path(b, "docs/n.md"))
-            try await b.engine.pass()
-            _ = try? await a.engine.pass()
-            _ = try? await a.engine.pass()
-            try await b.engine.pass()
-            let onA = a.read("docs/n.md"), onB = b.read("docs/n.md")
-            #expect(onA == Data("only bytes".utf8) || onB == Data("only bytes".utf8), "the content is somewhere")
-            #expect(onA == Data("only bytes".utf8), "downloaded into the kept-back folder")
-            #expect(Self.stub(a, "docs/n.md") == nil)
-        }
-    }
-
     @Test func theStubFollowsRemoteEditsRenamesAndDeletes() async throws {
         try await Harness.with { harness in
             let (a, b) = try await Self.evictedOnA(harness)

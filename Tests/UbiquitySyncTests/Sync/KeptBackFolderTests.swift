@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import UbiquityTestSupport
+import Ubiquity
+import UbiquityCore
+@testable import UbiquitySync
+
+/// Records inside a folder this device keeps back (marked skip-backup) are held back: nothing is
+/// written there, and the local pass, which syncs nothing under such a folder, never takes
+/// them for items marked here and deletes their records, on the server and on the device that
+/// made them (sync simulator seed 838). Two devices on one real server (in process), each pass
+/// run by hand.
+@Suite(.serialized) struct KeptBackFolderTests {
+    typealias Harness = SyncBatchTests.Harness
+    typealias Device = SyncBatchTests.Device
+
+    static func path(_ device: Device, _ relative: String) -> String { device.folder.appendingPathComponent(relative).path }
+
+    /// The paths of the server's items.
+    static func serverPaths(_ harness: Harness) async throws -> Set<String> {
+        Set(try await harness.server.items(token: try await harness.server.token()).map(\.path))
+    }
+
+    /// A and B with `n.md` synced, and A keeping `docs` back (`docs/keep.txt` in it).
+    static func keptBackOnA(_ harness: Harness) async throws -> (Device, Device) {
+        let a = try await harness.device("a"), b = try await harness.device("b")
+        try a.write("n.md", Data("only bytes".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        try a.write("docs/keep.txt", Data("kept here".utf8))
+        try BackupExclusion.setExcluded(true, path(a, "docs"))
+        try await a.engine.pass()
+        return (a, b)
+    }
+
+    /// B passes, then A twice (its local part after the pull), then B again.
+    static func settle(_ a: Device, _ b: Device) async throws {
+        try await b.engine.pass()
+        try await a.engine.pass()
+        try await a.engine.pass()
+        try await b.engine.pass()
+    }
+
+    /// A keeps `docs` back again: its next passes include it, and B's pass brings what that sent.
+    static func includeOnA(_ a: Device, _ b: Device) async throws {
+        try BackupExclusion.setExcluded(false, path(a, "docs"))
+        try await a.engine.pass()
+        try await a.engine.pass()
+        try await b.engine.pass()
+    }
+
+    @Test func aFileMovedElsewhereIntoAFolderKeptBackHereStaysEverywhere() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.keptBackOnA(harness)
+            try FileManager.default.createDirectory(atPath: Self.path(b, "docs"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(b, "n.md"), toPath: Self.path(b, "docs/n.md"))
+            try await Self.settle(a, b)
+            #expect(b.read("docs/n.md") == Data("only bytes".utf8), "the other device keeps it")
+            #expect(try await Self.serverPaths(harness).contains("docs/n.md"), "its record stays")
+            #expect(a.read("n.md") == nil)
+            #expect(a.read("docs/n.md") == Data("only bytes".utf8), "its bytes went into the kept-back folder")
+            #expect(try a.openJournal().entry(path: "docs/n.md") == nil, "not synced here")
+            // included again: the same content is adopted, one record for it, nothing lost
+            try await Self.includeOnA(a, b)
+            #expect(a.read("docs/n.md") == Data("only bytes".utf8))
+            #expect(b.read("docs/keep.txt") == Data("kept here".utf8))
+            #expect(b.read("docs/n.md") == Data("only bytes".utf8))
+            let records = try await harness.server.items(token: try await harness.server.token()).filter { $0.path == "docs/n.md" }
+            #expect(records.count == 1)
+        }
+    }
+
+    @Test func aNewFileMadeElsewhereInAFolderKeptBackHereWaits() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.keptBackOnA(harness)
+            try b.write("docs/new.txt", Data("made on b".utf8))
+            try b.write("docs/deeper/more.txt", Data("more on b".utf8))
+            try await Self.settle(a, b)
+            #expect(a.read("docs/new.txt") == nil && a.read("docs/deeper/more.txt") == nil, "nothing written into a kept-back folder")
+            #expect(b.read("docs/new.txt") == Data("made on b".utf8) && b.read("docs/deeper/more.txt") == Data("more on b".utf8))
+            #expect(try await Self.serverPaths(harness).isSuperset(of: ["docs", "docs/new.txt", "docs/deeper", "docs/deeper/more.txt"]))
+            // included again: what waited comes
+            try await Self.includeOnA(a, b)
+            #expect(a.read("docs/new.txt") == Data("made on b".utf8))
+            #expect(a.read("docs/deeper/more.txt") == Data("more on b".utf8))
+            #expect(b.read("docs/keep.txt") == Data("kept here".utf8))
+        }
+    }
+
+    /// An evicted file renamed elsewhere into a folder this device keeps back: the rename landed
+    /// its stub there, and the local part of the pass took what is under a kept-back folder for
+    /// gone, so its delete went out with only the stub left here and the other device's copy
+    /// deleted (sync simulator seed 923). Its stub goes now (the content is on the server, the
+    /// record held back), and it comes when the folder is included again.
+    @Test func anEvictedFileRenamedElsewhereIntoAFolderKeptBackHereStaysOnTheServer() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.keptBackOnA(harness)
+            #expect(try await a.engine.evict(Self.path(a, "n.md")) == [Self.path(a, "n.md")])
+            try FileManager.default.createDirectory(atPath: Self.path(b, "docs"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(b, "n.md"), toPath: Self.path(b, "docs/n.md"))
+            try await Self.settle(a, b)
+            #expect(b.read("docs/n.md") == Data("only bytes".utf8), "the other device keeps it")
+            #expect(try await Self.serverPaths(harness).contains("docs/n.md"))
+            #expect(Placeholder.read(stubAt: Placeholder.stubPath(for: Self.path(a, "docs/n.md"))) == nil)
+            #expect(Placeholder.read(stubAt: Placeholder.stubPath(for: Self.path(a, "n.md"))) == nil)
+            try await Self.includeOnA(a, b)
+            #expect(a.read("docs/n.md") == Data("only bytes".utf8))
+        }
+    }
+
+    /// A folder moved elsewhere into one kept back here, while this device made a file in it
+    /// that the moving device did not know of: that file's record keeps its old path, so it is
+    /// written there again (the folder made again) instead of leaving with the folder (sync
+    /// simulator seed 838: it left, evicted, and the device never had it again).
+    @Test func aFileTheMovingDeviceDidNotKnowOfStaysAtItsRecordsPath() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("work/one.txt", Data("one".utf8))
+            try a.write("media/own.txt", Data("a's own".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try BackupExclusion.setExcluded(true, Self.path(a, "media"))
+            try await a.engine.pass()
+            try await b.engine.pass()  // B's media goes (marked skip-backup on A)
+            try FileManager.default.createDirectory(atPath: Self.path(b, "media"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(b, "work"), toPath: Self.path(b, "media/work"))
+            try a.write("work/two.txt", Data("two, made on a".utf8))
+            try await a.engine.pass()  // sent before B's move went out
+            try await Self.settle(a, b)
+            try await Self.settle(a, b)
+            let server = try await Self.serverPaths(harness)
+            #expect(server.contains("media/work/one.txt"), "\(server.sorted())")
+            #expect(b.read("media/work/one.txt") == Data("one".utf8))
+            #expect(a.read("media/work/one.txt") == Data("one".utf8), "its bytes went into the kept-back folder")
+            #expect(a.read("media/own.txt") == Data("a's own".utf8))
+            // two.txt: wherever its record is, both devices have it there
+            let two = try #require(try await harness.server.items(token: try await harness.server.token()).first { $0.path.hasSuffix("two.txt") })
+            #expect(b.read(two.path) == Data("two, made on a".utf8), "\(two.path)")
+            if !two.path.hasPrefix("media/") { #expect(a.read(two.path) == Data("two, made on a".utf8), "\(two.path)") }
+        }
+    }
+}

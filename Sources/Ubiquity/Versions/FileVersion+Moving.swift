@@ -26,19 +26,44 @@ extension FileVersion {
     /// when no stored item holds it. Reads every manifest: for the rare version not found.
     package static func relink(version identifier: String, toItemAt path: String) -> FileVersion? {
         let store = VersionStore.current
+        guard let (id, manifest) = storedItem(holding: identifier) else { return nil }
+        guard manifest.path != path else { return nil }  // found by its path already: not lost
+        if isLive(id, at: manifest.path) { return nil }  // another live item holds it
+        itemDidMove(from: manifest.path, to: path)
+        if store.existingItemID(forPath: path) != id {
+            _ = try? store.updateIndex { $0[path] = id }
+        }
+        ItemIdentity.assign(id, at: path)
+        return version(itemAt: URL(fileURLWithPath: path), forPersistentIdentifier: identifier)
+    }
+
+    /// The canonical path of the live item that holds version `identifier` (a file there
+    /// carries the identity of the stored item whose manifest lists it), or nil. Reads every
+    /// manifest: for the rare version its item's journal does not lead to.
+    package static func holder(ofVersion identifier: String) -> String? {
+        guard let (id, manifest) = storedItem(holding: identifier), isLive(id, at: manifest.path) else { return nil }
+        return manifest.path
+    }
+
+    /// Forgets the versions this process announced lately, which ``version(itemAt:forPersistentIdentifier:)``
+    /// still finds by their old path: tests that look at what a long-running process finds.
+    package static func forgetAnnouncedVersions() {
+        VersionAnnouncements.forgetRecent()
+    }
+
+    /// The stored item whose manifest lists version `identifier`.
+    private static func storedItem(holding identifier: String) -> (id: String, manifest: VersionManifest)? {
+        let store = VersionStore.current
         guard let ids = try? FileManager.default.contentsOfDirectory(atPath: store.itemsPath) else { return nil }
         for id in ids where VersionStore.isIdentifier(id) {
-            guard let manifest = try? store.readManifest(id), manifest.versions.contains(where: { $0.id == identifier }) else { continue }
-            guard manifest.path != path else { return nil }  // found by its path already: not lost
-            if FileStamp.of(manifest.path) != nil, ItemIdentity.read(at: manifest.path) == id { return nil }  // another live item holds it
-            itemDidMove(from: manifest.path, to: path)
-            if store.existingItemID(forPath: path) != id {
-                _ = try? store.updateIndex { $0[path] = id }
-            }
-            ItemIdentity.assign(id, at: path)
-            return version(itemAt: URL(fileURLWithPath: path), forPersistentIdentifier: identifier)
+            if let manifest = try? store.readManifest(id), manifest.versions.contains(where: { $0.id == identifier }) { return (id, manifest) }
         }
         return nil
+    }
+
+    /// Whether an item at `path` carries stored item `id`'s identity.
+    private static func isLive(_ id: String, at path: String) -> Bool {
+        FileStamp.of(path) != nil && ItemIdentity.read(at: path) == id
     }
 
     /// Versions follow a renamed item: the path index entries of `oldPath` and of everything

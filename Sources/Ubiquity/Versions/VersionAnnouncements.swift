@@ -21,6 +21,11 @@ enum VersionAnnouncements {
         CoordinationRuntime.shared.versionEvent(kind, path: path, versionID: version.persistentIdentifier)
     }
 
+    /// Forgets the versions announced (as a process does once 128 newer ones were announced).
+    static func forgetRecent() {
+        recent.withLock { $0.removeAll() }
+    }
+
     /// The version last announced for the item at canonical `path` with `identifier`.
     static func recentVersion(path: String, identifier: String) -> FileVersion? {
         let key = path + "\n" + identifier

@@ -102,7 +102,10 @@ extension SyncEngine {
     /// Adds a conflict version made on another device, once. An evicted file is downloaded
     /// first: a version needs its file here, and a document in conflict is one to look at.
     func importConflictVersion(_ version: ConflictRecord.Version, _ record: Record) async throws {
-        if try journal.conflict(record: version.recordName) != nil { return }  // ours, or imported already
+        // ours, or imported already; unless shared again for another item (its file became that
+        // item's on the device that keeps it: ``followsItsFile(_:)``), where it goes here too
+        let known = try journal.conflict(record: version.recordName)
+        if let known, known.item == version.itemID { return }
         if let evicted = try journal.entry(id: version.itemID), evicted.stat.kind == .file, try journal.isEvicted(evicted.id) {
             try await downloadEvicted(evicted.path)
         }
@@ -132,6 +135,7 @@ extension SyncEngine {
                                                    modificationDate: version.modificationDate, options: .byMoving)
             }
         }
+        if let known { try await removeLocalVersion(known) }  // the copy kept for the item it stood for before
         try journal.putConflict(JournalConflict(record: version.recordName, item: version.itemID, version: added.persistentIdentifier, published: true))
         noteInConflict(itemID: entry.id, path: entry.path)
         logger.notice("conflict: another device kept its version as a conflict version; added here",
@@ -154,17 +158,25 @@ extension SyncEngine {
     /// The record of `conflict` was deleted on the server (resolved on another device, or its
     /// item deleted): the local version is marked resolved and removed, and forgotten.
     func removeConflictVersion(_ conflict: JournalConflict) async throws {
-        if let entry = try journal.entry(id: conflict.item) {
-            let target = URL(fileURLWithPath: absolute(entry.path))
-            let versionID = conflict.version
-            try await BlockingWork.run {
-                guard let version = FileVersion.version(itemAt: target, forPersistentIdentifier: versionID), version.hasLocalContents else { return }
-                try version.markResolved()
-                try version.remove()
-            }
-            logger.notice("conflict resolved on another device", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.record": "\(conflict.record)"])
+        if let path = try await removeLocalVersion(conflict) {
+            logger.notice("conflict resolved on another device", metadata: ["ubiquity.path": "\(path)", "ubiquity.record": "\(conflict.record)"])
         }
         try journal.removeConflict(record: conflict.record)
+    }
+
+    /// Marks the local version of `conflict` resolved and removes it; returns its item's path
+    /// (nil when the item is not journaled).
+    @discardableResult
+    func removeLocalVersion(_ conflict: JournalConflict) async throws -> String? {
+        guard let entry = try journal.entry(id: conflict.item) else { return nil }
+        let target = URL(fileURLWithPath: absolute(entry.path))
+        let versionID = conflict.version
+        try await BlockingWork.run {
+            guard let version = FileVersion.version(itemAt: target, forPersistentIdentifier: versionID), version.hasLocalContents else { return }
+            try version.markResolved()
+            try version.remove()
+        }
+        return entry.path
     }
 
     // MARK: Each pass
@@ -197,6 +209,7 @@ extension SyncEngine {
                         ?? FileVersion.relink(version: versionID, toItemAt: target.path)
                 }
                 guard let version, version.isConflict, !version.isResolved, version.hasLocalContents else {
+                    if try await followsItsFile(conflict) { continue }
                     logger.notice("conflict resolved here: telling the other devices", metadata: ["ubiquity.path": "\(entry.path)"])
                     try await withdraw(conflict)
                     continue
@@ -212,14 +225,58 @@ extension SyncEngine {
         }
     }
 
-    /// Deletes the record of `conflict` (when published) and forgets it.
+    /// Deletes the record of `conflict` (when published) and forgets it. Only the record as it
+    /// stands for this conflict's item goes (deleted if unchanged): one shared again meanwhile
+    /// for another item (its record name is the version's, ``followsItsFile(_:)``) is imported
+    /// for that item instead; deleted by name, it was withdrawn everywhere (sim seed 1292). A
+    /// record changed between the look and the delete stays, and the journal's row too: looked
+    /// at again at the next pass.
     func withdraw(_ conflict: JournalConflict) async throws {
         if conflict.published {
-            do {
-                try await database.deleteRecord(withID: Record.ID(recordName: conflict.record, zoneID: SyncRecord.zoneID))
-            } catch let error as CloudKitError where error.code == .unknownItem {}
+            let id = Record.ID(recordName: conflict.record, zoneID: SyncRecord.zoneID)
+            let current: Record?
+            do { current = try await database.record(for: id) } catch let error as CloudKitError where error.code == .unknownItem { current = nil }
+            if let current, let tag = current.recordChangeTag {
+                if let version = ConflictRecord.version(from: current), version.itemID != conflict.item {
+                    try journal.removeConflict(record: conflict.record)
+                    try await importConflictVersion(version, current)
+                    return
+                }
+                switch try await database.deleteRecords(ifUnchanged: [id: tag])[id] {
+                case .failure(let error as CloudKitError) where error.code == .serverRecordChanged: return
+                case .failure(let error as CloudKitError) where error.code == .unknownItem: break
+                case .failure(let error): throw error
+                default: break
+                }
+            }
         }
         try journal.removeConflict(record: conflict.record)
+    }
+
+    /// The version of `conflict` is not found by its item because the file of another synced
+    /// item holds it now, unresolved: the file it belongs to moved over that item's name here,
+    /// or the remote part gave the name to another record (sim seed 1292: a conflict version
+    /// moved with its file by a plain rename, the name then taken by another device's record).
+    /// That is no resolution: the record goes, and the version is shared again for the item that
+    /// holds it (same record name; other devices move their copy there). Returns whether it did.
+    func followsItsFile(_ conflict: JournalConflict) async throws -> Bool {
+        let versionID = conflict.version, folder = self.folder
+        let found = try await BlockingWork.run { () -> (path: String, version: FileVersion)? in
+            guard let holder = FileVersion.holder(ofVersion: versionID), holder.hasPrefix(folder + "/"),
+                  let version = FileVersion.version(itemAt: URL(fileURLWithPath: holder), forPersistentIdentifier: versionID),
+                  version.isConflict, !version.isResolved, version.hasLocalContents else { return nil }
+            return (String(holder.dropFirst(folder.count + 1)), version)
+        }
+        guard let found, let item = try journal.entry(path: found.path), item.id != conflict.item, item.changeTag != nil,
+              item.stat.kind == .file else { return false }
+        logger.notice("a conflict version follows its file to another item: shared again for it",
+                      metadata: ["ubiquity.path": "\(found.path)", "ubiquity.record": "\(conflict.record)"])
+        try await withdraw(conflict)
+        let followed = JournalConflict(record: conflict.record, item: item.id, version: versionID, published: false)
+        try journal.putConflict(followed)
+        noteInConflict(itemID: item.id, path: item.path)
+        try await publish(followed, found.version, path: item.path)
+        return true
     }
 
     /// Saves the record of a conflict version kept here: the content inline when small, else

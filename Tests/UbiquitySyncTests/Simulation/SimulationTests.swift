@@ -102,10 +102,13 @@ import Testing
     ///   write too, by a folder's rename); then records moved or made elsewhere inside such a
     ///   folder, written there and deleted everywhere by the next local pass (838: held back now);
     /// - a file in conflict renamed, then saved by an editor, then a switch of account before
-    ///   any pass: its conflict version left out of reach in the folder kept aside (1086).
+    ///   any pass: its conflict version left out of reach in the folder kept aside (1086);
+    /// - a conflict version moved with its file onto another item's name, taken for resolved
+    ///   and withdrawn, shared again for that item, then deleted by name by a device that still
+    ///   had it for the first item (1292).
     /// (314 and 366 take other paths in most runs: `PowerLossTests` and
     /// `SyncDuplicateRecordTests` hold them, and they are not replayed here.)
-    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346, 513, 532, 547, 565, 595, 628, 838, 879, 923, 1086]
+    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346, 513, 532, 547, 565, 595, 628, 838, 879, 923, 1086, 1292]
 
     /// Seeds of CI's batch that still find bugs (open in issue 27), by what they find: their
     /// failures are reported as known issues until fixed.

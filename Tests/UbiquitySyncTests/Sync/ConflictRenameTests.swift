@@ -252,6 +252,44 @@ extension ConflictRenameTests {
     /// pass does not know yet), while a new file here, not yet sent, holds the new name: the new
     /// file moves aside and both arrive everywhere (sync simulator seed 102, where the download
     /// replaced it).
+    /// A file with a conflict version moved here (its versions go with it) onto a name another
+    /// device's new record then takes, while its old name comes back by a remote edit: the
+    /// version is not found by the item it was shared for. It was taken for resolved and
+    /// withdrawn everywhere, then shared again (same record name) for the other item after a
+    /// restart, and another device's delete by name withdrew that too (sim seed 1292). The
+    /// version follows its file's item now, on both devices, and is never withdrawn.
+    @Test func aConflictVersionFollowsItsFileOntoAnotherItem() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try await Self.shared(a, b, "a.txt")
+            try b.write("a.txt", Data("from B".utf8))
+            try await b.engine.pass()
+            try a.write("a.txt", Data("from A".utf8))
+            try await a.engine.pass()  // the server's version takes the name, A's is kept as a conflict version
+            try await b.engine.pass()
+            #expect(Self.unresolved(b, "a.txt").count == 1, "B imported A's conflict version")
+            try b.write("b.txt", Data("B's b".utf8))
+            try await b.engine.pass()
+            // an app's coordinated move: the version store's path index follows the file
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("a.txt"), to: a.folder.appendingPathComponent("b.txt"))
+            FileVersion.itemDidMove(from: a.folder.appendingPathComponent("a.txt").path, to: a.folder.appendingPathComponent("b.txt").path)
+            FileVersion.forgetAnnouncedVersions()  // (both devices are in this process: as A's own, long running)
+            try b.write("a.txt", Data("from B again".utf8))
+            try await b.engine.pass()
+            try await a.engine.pass()  // a.txt downloaded again, b.txt in conflict with B's b.txt
+            for _ in 0..<2 {
+                try await b.engine.pass()
+                try await a.engine.pass()
+            }
+            let fromA = { (device: SyncBatchTests.Device) in
+                Self.unresolved(device, "b.txt").contains { FileManager.default.contents(atPath: $0.url.path) == Data("from A".utf8) }
+            }
+            #expect(fromA(a), "A keeps its conflict version")
+            #expect(fromA(b), "B has it with the item it belongs to")
+            #expect(a.read("b.txt") == b.read("b.txt") && a.read("a.txt") == b.read("a.txt"))
+        }
+    }
+
     @Test func aDownloadToANameANewFileHoldsHereMovesItAside() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a")

@@ -20,8 +20,9 @@ import UbiquityCore
 extension SyncEngine {
     static let heldBackKey = "held-back-records"
 
-    /// The records held back: each ID with the path it waits for ("" when held back before the
-    /// paths were kept: looked up at every pull).
+    /// The records held back: each ID with the path it waits for ("" when not known: held back
+    /// before the paths were kept, or under an item that left for a kept-back folder; looked up
+    /// at the next pull).
     func heldBack() throws -> [String: String] {
         var held: [String: String] = [:]
         for line in (try journal.value(Self.heldBackKey) ?? "").split(separator: "\n") {
@@ -101,10 +102,10 @@ extension SyncEngine {
     /// are held back (applied once the folder is included again: the same content is adopted,
     /// another is a conflict; one under it that the moving device did not know of, its record
     /// still outside, is applied at its path again by the end of the pull), and then it moves
-    /// into the kept-back folder, where its bytes stay
-    /// (aside as a conflicted copy when the name is taken there); the stubs of evicted files go
-    /// (their content is on the server, under the records held back). Forgotten before it moves,
-    /// a crash in between leaves it at its old name, sent again as new: two copies, none lost.
+    /// into the kept-back folder, where its bytes stay (aside as a conflicted copy when the name
+    /// is taken there); the stubs of evicted files go (their content is on the server, under
+    /// the records held back). Forgotten before it moves, a crash in between leaves it at its
+    /// old name, sent again as new: two copies, none lost.
     func leaveForKeptBack(_ entry: JournalEntry, to item: RemoteItem) async throws {
         var subtree = [entry]
         if entry.stat.kind == .folder {

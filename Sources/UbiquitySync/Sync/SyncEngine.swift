@@ -132,8 +132,12 @@ package actor SyncEngine {
         logger[metadataKey: "ubiquity.device"] = "\(self.deviceName)"
         self.logger = logger
         // temporaries beside their targets left by a killed engine (SyncEngine+Temporaries.swift)
-        let swept = try Self.sweepTemporaries(journal: journal, root: canonical)
-        if swept > 0 { logger.notice("removed temporaries left by an earlier run", metadata: ["ubiquity.count": "\(swept)"]) }
+        do {
+            let swept = try Self.sweepTemporaries(journal: journal, root: canonical)
+            if swept > 0 { logger.notice("removed temporaries left by an earlier run", metadata: ["ubiquity.count": "\(swept)"]) }
+        } catch {
+            logger.warning("could not look for temporaries left by an earlier run", metadata: ["ubiquity.error": "\(error)"])
+        }
         stagingDirectory = Self.stagingFolder(database: index.index, journalName: journalName)
         try? FileManager.default.removeItem(atPath: stagingDirectory)
         try FileManager.default.createDirectory(atPath: stagingDirectory, withIntermediateDirectories: true)

@@ -303,9 +303,12 @@ extension SyncEngine {
             var updated = entry
             updated.stat = local.stat
             try await makeDurable(file: entry.path)  // SyncEngine+Durability.swift
+            // the stub goes durably before the journal says the file is here: removed after and
+            // undone by a power loss, it stood beside the file for good, hidden by it, for no
+            // item (sync simulator seed 1161; 174 for a download)
+            try removeStubsDurably(at: [entry.path])
             try journalSynced([updated])
             try journal.setEvicted(entry.id, false)  // downloaded again, in the index too
-            Placeholder.removeStub(for: absolute(entry.path))
             logger.info("the evicted file's own content was put back: it is downloaded", metadata: ["ubiquity.path": "\(entry.path)"])
             return
         }
@@ -324,9 +327,10 @@ extension SyncEngine {
             }
         }
         guard let (item, record) = fetched else {
-            // deleted on the server meanwhile: what was written is all there is, a new item
+            // deleted on the server meanwhile: what was written is all there is, a new item (the
+            // stub goes durably first, as above)
+            try removeStubsDurably(at: [entry.path])
             try journal.remove(id: entry.id)
-            Placeholder.removeStub(for: absolute(entry.path))
             try keepUnjournaled(entry.path)
             logger.notice("written where an evicted file was, which the server no longer has: uploaded as a new item",
                           metadata: ["ubiquity.path": "\(entry.path)"])

@@ -611,7 +611,9 @@ extension SyncEngine {
             try journal.remove(id: entry.id)
             return
         }
-        if try journal.isEvicted(entry.id) { Placeholder.removeStub(for: target) }  // something else is at its name: judged below
+        // something else is at its name, judged below (the stub goes durably before the journal
+        // forgets the item: seed 1161)
+        if try journal.isEvicted(entry.id) { try removeStubsDurably(at: [entry.path]) }
         let decision = SyncDecision.remoteDeletion(entry: entry, local: local?.stat)
         logger.debug("remote delete", metadata: ["ubiquity.path": "\(entry.path)", "ubiquity.action": "\(decision)"])
         switch decision {

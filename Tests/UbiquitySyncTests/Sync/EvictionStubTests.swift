@@ -185,6 +185,29 @@ import UbiquityCore
         }
     }
 
+    /// The evicted file's own content written back at its name is adopted and its stub goes:
+    /// the stub's removal was not made durable, so a power loss brought it back beside the file,
+    /// hidden by it and standing for no item, never downloaded or removed (sync simulator seed
+    /// 1161, where the content came back by a download whose folder's fsync failed).
+    @Test func theStubOfAnEvictedFileWrittenBackGoesForGood() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/a.txt", Data("the server's bytes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await b.engine.evict(Self.path(b, "docs/old/a.txt")) == [Self.path(b, "docs/old/a.txt")])
+            try b.write("docs/old/a.txt", Data("the server's bytes".utf8))
+            let disk = PowerLossTests.disk(of: b)  // what is on the disk now is durable
+            defer { disk.stop() }
+            try await b.engine.pass()
+            #expect(Self.stub(b, "docs/old/a.txt") == nil)
+            let restarted = try await PowerLossTests.powerLoss(harness, b, disk: disk, name: "b")
+            try await restarted.engine.pass()
+            #expect(restarted.read("docs/old/a.txt") == Data("the server's bytes".utf8))
+            #expect(Self.stub(restarted, "docs/old/a.txt") == nil, "no stub beside the file")
+        }
+    }
+
     @Test func theStubFollowsRemoteEditsRenamesAndDeletes() async throws {
         try await Harness.with { harness in
             let (a, b) = try await Self.evictedOnA(harness)

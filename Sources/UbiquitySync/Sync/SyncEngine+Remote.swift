@@ -303,6 +303,16 @@ extension SyncEngine {
         case .conflict:
             try await keepConflict(item, record, localPath: localPath, local: local)
         case .deleteRemote:
+            if let journaled, try journal.isEvicted(journaled.id) {
+                // an evicted file gone from its name here and renamed there: its stub may have
+                // moved with a rename here not scanned yet (a pass that failed before its local
+                // part; sim seed 1497: case-only renames of its folders), and then the record is
+                // all there is of its content, deleted everywhere. It is taken as new here
+                // instead, downloaded at the record's path (a stub found elsewhere later is a
+                // copy, SyncEngine+OrphanStubs.swift): both kept, nothing lost.
+                try journal.remove(id: journaled.id)
+                return try await applyRemote(item, record, changing: changing)
+            }
             // only while the record is still this version (a newer one comes with the next fetch)
             guard let tag = item.changeTag else { return }
             if try await deleteRecord(item.id, ifTagIs: tag) == nil {
@@ -522,6 +532,18 @@ extension SyncEngine {
 
     /// Moves a local item (a remote rename) under a coordinated move, and its journal entries.
     func moveLocal(from: String, to: String, updateJournal: Bool = true) async throws {
+        if to.hasPrefix(from + "/") {
+            // a folder moved into a new folder at its own old name (`docs` → `docs/old`, as
+            // `mv docs tmp; mkdir docs; mv tmp docs/old` does): one rename cannot (EINVAL), and
+            // every pass failed on it while the server lacked the new folder's record (sim seed
+            // 800). Through a free sibling name, a visible one (a stop in between is a local move,
+            // never a delete); what is at the destination is inside the folder and goes with it;
+            // the folder made again at the old name is new here, sent by the local pass.
+            let middle = conflictName(from, device: deviceName)
+            try await moveLocal(from: from, to: middle, updateJournal: updateJournal)
+            try await moveLocal(from: middle, to: to, updateJournal: updateJournal)
+            return
+        }
         let source = URL(fileURLWithPath: absolute(from)), destination = URL(fileURLWithPath: absolute(to))
         try SyncFiles.makeParents(of: destination.path)
         if updateJournal, Self.isTaken(destination.path) { try await moveAside(to) }
@@ -569,6 +591,10 @@ extension SyncEngine {
         try await moveLocal(from: path, to: aside, updateJournal: false)
         try journal.movePrefix(from: path, to: aside)
         try journal.enqueue([aside])  // the local pass sends its new name
+        // what went aside with a folder keeps its records' old paths on the server while the
+        // journal has it at the new name: sent under it, as what a remote rename moves along
+        // (sync simulator seeds 711, 804: it stayed there, and the devices never agreed again)
+        if FileStamp.of(absolute(aside))?.isDirectory == true { memory.foldersMovedHere.append(aside) }
     }
 
     /// Items a folder moved by a remote rename took along whose records did not move with it

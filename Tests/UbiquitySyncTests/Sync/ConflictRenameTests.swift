@@ -290,6 +290,34 @@ extension ConflictRenameTests {
         }
     }
 
+    /// A folder renamed on A onto a name where B has just sent a folder of its own with a file
+    /// (two records at one path): B, applying the rename, moves its folder aside, and the file's
+    /// record follows it (sync simulator seeds 711, 804: it stayed at the old path on the
+    /// server, journaled aside on B, and the devices never agreed again).
+    @Test func whatMovesAsideWithAFolderIsSentUnderItsNewPath() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("x/a.txt", Data("a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("x"), to: a.folder.appendingPathComponent("y"))
+            try b.write("y/f.txt", Data("made on B".utf8))
+            try await a.engine.pass()  // x → y sent
+            try await b.engine.pushLocal()  // y and y/f.txt sent before B hears of it
+            try await b.engine.pass()  // the rename needs y: B's synced y (with f.txt) moves aside
+            for device in [a, b, a, b, a] { try await device.engine.pass() }
+            let filesA = SyncBatchTests.files(in: a.folder), filesB = SyncBatchTests.files(in: b.folder)
+            #expect(filesA == filesB, "A: \(filesA), B: \(filesB)")
+            let kept = try #require(filesB.first { $0.hasSuffix("/f.txt") })
+            #expect(a.read(kept) == Data("made on B".utf8))
+            #expect(a.read("y/a.txt") == Data("a".utf8) && b.read("y/a.txt") == Data("a".utf8))
+            let live = try await SyncDuplicateRecordTests.liveRecords(a.engine)
+            let journalA = try await SyncDuplicateRecordTests.journaled(a.engine)
+            let journalB = try await SyncDuplicateRecordTests.journaled(b.engine)
+            #expect(journalA == journalB && journalB == live.compactMapValues(\.first), "the server has f.txt where B's journal does")
+        }
+    }
+
     @Test func aDownloadToANameANewFileHoldsHereMovesItAside() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a")

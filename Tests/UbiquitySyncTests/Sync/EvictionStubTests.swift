@@ -208,6 +208,33 @@ import UbiquityCore
         }
     }
 
+    /// An evicted file whose folder was renamed here (case only, no pass yet) while another
+    /// device moved it: the pull, before the local part, finds nothing at its journaled name and
+    /// took that for a delete here that wins over a rename there; its record went, then its
+    /// stub (for no record any more), and the other devices deleted their copies: the content was
+    /// lost everywhere (sync simulator seed 1497). It is downloaded at the record's path now.
+    @Test func anEvictedFileMovedThereWhileItsFolderWasRenamedHereIsKept() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("media/c.bin", Data("only bytes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await b.engine.evict(Self.path(b, "media/c.bin")) == [Self.path(b, "media/c.bin")])
+            try FileManager.default.moveItem(atPath: Self.path(b, "media"), toPath: Self.path(b, "Media"))
+            try FileManager.default.createDirectory(atPath: Self.path(a, "old"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(a, "media"), toPath: Self.path(a, "old/media"))
+            try await a.engine.pass()
+            _ = try? await b.engine.pass()
+            for _ in 0..<2 {
+                try await a.engine.pass()
+                _ = try? await b.engine.pass()
+            }
+            #expect(a.read("old/media/c.bin") == Data("only bytes".utf8), "the other device keeps it")
+            let records = try await harness.server.items(token: try await harness.server.token())
+            #expect(records.contains { $0.path.hasSuffix("c.bin") && $0.contentHash == SyncRig.sha("only bytes") })
+        }
+    }
+
     @Test func theStubFollowsRemoteEditsRenamesAndDeletes() async throws {
         try await Harness.with { harness in
             let (a, b) = try await Self.evictedOnA(harness)

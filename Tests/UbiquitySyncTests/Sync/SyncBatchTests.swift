@@ -381,6 +381,40 @@ import UbiquityCloudKit
         }
     }
 
+    /// A folder moved into a new folder at its own old name (`mv docs tmp; mkdir docs; mv tmp
+    /// docs/old`) on a device that sent the move and stopped before the new folder (it waits for
+    /// the rename: above): the server has `docs/old` without `docs`, and the other device could
+    /// never apply the move, one rename of a folder into itself (EINVAL) at every pass (sync
+    /// simulator seed 800). It goes through a free name now, and sends the missing folder.
+    @Test func aFolderMovedIntoANewFolderAtItsOwnNameIsApplied() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A"), b = try await harness.device("B")
+            try b.write("docs/x.txt", Data("x".utf8))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            let id = try #require(try a.openJournal().entry(path: "docs")).id
+            let folder = b.folder
+            try FileManager.default.moveItem(at: folder.appendingPathComponent("docs"), to: folder.appendingPathComponent("tmp"))
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("docs"), withIntermediateDirectories: false)
+            try FileManager.default.moveItem(at: folder.appendingPathComponent("tmp"), to: folder.appendingPathComponent("docs/old"))
+            try await b.engine.pass()  // the move goes; the new docs waits for the next pass
+            #expect(try b.openJournal().entry(path: "docs/old")?.id == id)
+            try a.write("docs/old/mine.txt", Data("mine".utf8))  // A's own, not sent yet, at the destination's name
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("docs/old/x.txt") == Data("x".utf8))
+            #expect(a.read("docs/old/old/mine.txt") == Data("mine".utf8), "nothing lost")
+            #expect(try a.openJournal().entry(path: "docs/old")?.id == id)
+            #expect(try a.openJournal().entry(path: "docs")?.changeTag != nil, "A sent the folder the server lacked")
+            for _ in 0..<2 {
+                try await b.engine.pass()
+                try await a.engine.pass()
+            }
+            #expect(Self.files(in: a.folder) == Self.files(in: b.folder))
+            #expect(try a.openJournal().entry(path: "docs")?.id == b.openJournal().entry(path: "docs")?.id, "one record for docs")
+        }
+    }
+
     @Test func aMassDeletePausesUntilConfirmedAcrossRestarts() async throws {
         try await Harness.with { harness in
             var a: Device? = try await harness.device("A", massDeleteMinimum: 10)

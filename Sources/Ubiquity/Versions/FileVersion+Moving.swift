@@ -66,6 +66,17 @@ extension FileVersion {
         FileStamp.of(path) != nil && ItemIdentity.read(at: path) == id
     }
 
+    /// ``itemDidMove(from:to:)`` for a move the store may have been told of already (by the
+    /// coordinator that made it): nothing is done when the store's path index records nothing at
+    /// or below `oldPath`. Told twice, the second telling would clear the destination's entries,
+    /// the moved item's own among them, and an item whose identity attribute an editor's save
+    /// dropped would lose its versions (sync simulator seed 1706: taken for resolved everywhere).
+    package static func itemMayHaveMoved(from oldPath: String, to newPath: String) {
+        guard let index = try? VersionStore.current.readIndex(),
+              index.keys.contains(where: { CanonicalPath.isSameOrDescendant($0, of: oldPath) }) else { return }
+        itemDidMove(from: oldPath, to: newPath)
+    }
+
     /// Versions follow a renamed item: the path index entries of `oldPath` and of everything
     /// inside it move to `newPath` (canonical absolute paths), and so do the manifests' recorded
     /// paths. Called by `FileCoordinator.item(at:didMoveTo:)`; failures are ignored, as items that

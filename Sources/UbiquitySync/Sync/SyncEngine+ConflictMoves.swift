@@ -18,7 +18,7 @@ extension SyncEngine {
     }
 
     /// Moves the in-conflict state of every conflicted item that the journal now has at another
-    /// path: the versions' path index follows (``FileVersion/itemDidMove(from:to:)``), the new
+    /// path: the versions' path index follows (``FileVersion/itemMayHaveMoved(from:to:)``), the new
     /// path is reported in conflict and the old one no longer is. Items gone from the journal are
     /// dropped (their versions are withdrawn by ``shareConflictVersions()``).
     func followConflictedItems() async {
@@ -41,7 +41,7 @@ extension SyncEngine {
                 continue
             }
             _ = try? await BlockingWork.run {
-                FileVersion.itemDidMove(from: from, to: to)
+                FileVersion.itemMayHaveMoved(from: from, to: to)  // a remote rename's move told it already
                 FileVersion.keepIdentity(ofItemAt: to)
             }
             memory.conflicted[id] = entry.path

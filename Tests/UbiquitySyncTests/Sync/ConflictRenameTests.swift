@@ -138,6 +138,36 @@ extension ConflictRenameTests {
         #expect(rename(temporary.path, url.path) == 0)
     }
 
+    /// A file in conflict saved here by an editor (its identity attribute dropped: the path
+    /// index alone leads to its versions) while another device moves it: applying the remote
+    /// move tells the version store, and following the conflicted item told it again, which
+    /// cleared the moved entry; the version was taken for resolved and withdrawn everywhere
+    /// (sync simulator seed 1706).
+    @Test func aConflictVersionFollowsARemoteMoveOfAFileSavedByAnEditor() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b)
+            try await a.engine.pass()
+            #expect(Self.unresolved(a, "doc.txt").count == 1, "A imported B's conflict version")
+            try Self.editorSave(b, "doc.txt", Data("saved on B".utf8))
+            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("docs"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("doc.txt"), to: a.folder.appendingPathComponent("docs/c.bin"))
+            try await a.engine.pass()
+            FileVersion.forgetAnnouncedVersions()  // (both devices are in this process: as B's own, long running)
+            try await b.engine.pass()  // the move applied, the save sent at the new name
+            for device in [a, b, a] { try await device.engine.pass() }
+            for device in [a, b] {
+                let name = device.folder.lastPathComponent
+                #expect(SyncBatchTests.files(in: device.folder) == ["docs/c.bin"], "\(name)")
+                #expect(device.read("docs/c.bin") == Data("saved on B".utf8), "\(name)")
+                let versions = Self.unresolved(device, "docs/c.bin").map { FileManager.default.contents(atPath: $0.url.path) }
+                #expect(versions == [Data("from B".utf8)], "\(name): B's conflict version is still unresolved")
+            }
+            #expect(try await b.engine.journalConflicts().count == 1)
+        }
+    }
+
     /// The folder renamed, then the file saved in it by rename, no pass between: the file at its
     /// name in the folder's new place is the same item, edited, and its versions follow it.
     @Test func versionsFollowAnEditorSaveInARenamedFolder() async throws {

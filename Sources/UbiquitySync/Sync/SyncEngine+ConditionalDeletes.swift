@@ -66,8 +66,9 @@ extension SyncEngine {
     /// content is still the one this device synced (only its name or tag moved on: the local
     /// delete wins over a rename, as in ``SyncDecision``), the delete is sent again against the
     /// new tag; otherwise the journal forgets the item as this device knew it, and the server's
-    /// `record` is applied as an item new here (downloaded to its path; a skip-backup file in
-    /// the way stays as it is).
+    /// record, read again with its assets' download URLs, is applied as an item new here
+    /// (downloaded to its path; a skip-backup file in the way stays as it is), held back until
+    /// journaled.
     func keepChangedElsewhere(_ entry: JournalEntry, _ record: Record) async throws {
         guard let item = SyncRecord.item(from: record) else { return try journal.remove(id: entry.id) }
         // (or the record holds this device's own update whose answer was lost: deleted here since)
@@ -79,7 +80,16 @@ extension SyncEngine {
         }
         logger.notice("deleted here but changed elsewhere since: the other version is kept and comes back",
                       metadata: ["ubiquity.path": "\(entry.path)"])
+        // held back until it is journaled again: this pass's pull may have moved the change
+        // token past the record, and a failure below would leave it nowhere here for good (sim
+        // seed 1715); the next pull looks it up (SyncEngine+HeldBack.swift)
+        try holdBack(entry.id, path: "")
         try journal.remove(id: entry.id)
-        try await applyRemote(item, record)
+        // the refusal carries the record as stored, without its assets' download URLs: read again
+        let fresh: Record
+        do { fresh = try await database.record(for: record.recordID) } catch let error as CloudKitError where error.code == .unknownItem { return }
+        guard let freshItem = SyncRecord.item(from: fresh) else { return }
+        try await applyRemote(freshItem, fresh)
+        if try journal.entry(id: entry.id) != nil { try releaseHeldBack(entry.id) }
     }
 }

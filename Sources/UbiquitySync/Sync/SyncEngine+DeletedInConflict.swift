@@ -108,6 +108,23 @@ extension SyncEngine {
     }
 
     /// Forgets the conflict versions journaled for item `id`, whose versions left it.
+    /// The record of `upload`'s item was deleted elsewhere while this device's edit of it
+    /// waited: the edit wins, as a new item, and the item's conflict versions go with its file.
+    /// They are linked to the file where it is now before the journal forgets the item, when
+    /// the journal is all that still leads to them (an editor's save dropped the file's identity
+    /// attribute, then a rename left the version store's path behind: sync simulator seed 1652,
+    /// where they were left unreachable). The file then carries the attribute, and its versions
+    /// are shared again for the new item (``noteVersionCandidates(_:)``). Best effort: a version
+    /// not found stays where it is.
+    func keepConflictVersionsWithFile(of upload: Upload) async {
+        guard let conflicts = try? journal.conflicts(item: upload.id), !conflicts.isEmpty else { return }
+        let target = absolute(upload.path), versions = conflicts.map(\.version)
+        _ = try? await BlockingWork.run {
+            for version in versions { _ = FileVersion.relink(version: version, toItemAt: target) }
+            FileVersion.keepIdentity(ofItemAt: target)
+        }
+    }
+
     private func forgetConflicts(of id: String) throws {
         for conflict in try journal.conflicts(item: id) {
             try journal.removeConflict(record: conflict.record)

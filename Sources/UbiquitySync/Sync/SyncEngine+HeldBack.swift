@@ -21,8 +21,8 @@ extension SyncEngine {
     static let heldBackKey = "held-back-records"
 
     /// The records held back: each ID with the path it waits for ("" when not known: held back
-    /// before the paths were kept, or under an item that left for a kept-back folder; looked up
-    /// at the next pull).
+    /// before the paths were kept, under an item that left for a kept-back folder, or changed
+    /// elsewhere while deleted here, ``keepChangedElsewhere(_:_:)``; looked up at the next pull).
     func heldBack() throws -> [String: String] {
         var held: [String: String] = [:]
         for line in (try journal.value(Self.heldBackKey) ?? "").split(separator: "\n") {
@@ -52,6 +52,13 @@ extension SyncEngine {
         for path in Set(new.values).sorted() where !path.isEmpty {
             logger.info("a record for a name kept back here (skip-backup) waits until the name is free", metadata: ["ubiquity.path": "\(path)"])
         }
+    }
+
+    /// Forgets held-back record `id` (journaled since: applied).
+    func releaseHeldBack(_ id: String) throws {
+        var held = try heldBack()
+        guard held.removeValue(forKey: id) != nil else { return }
+        try setHeldBack(held)
     }
 
     /// Whether `path` (relative) is kept back here: marked skip-backup, or inside a folder so

@@ -18,8 +18,8 @@ extension SyncEngine {
         let path = item.path, target = absolute(item.path)
         guard let there = try await BlockingWork.run({ SyncFiles.item(path: path, absolute: target) }),
               there.stat.kind == entry.stat.kind, there.stat.inode == entry.stat.inode else { return false }
+        if there.stat.kind == .folder { try noteFolderMovedHere(item.path) }  // what moved along is sent (SyncEngine+MovedAlong.swift)
         try journal.movePrefix(from: entry.path, to: item.path)  // the journal's half of moveLocal
-        if there.stat.kind == .folder { memory.foldersMovedHere.append(item.path) }  // what moved along is sent (sendWhatMovedAlong)
         logger.notice("a record renamed as it already is here: this device's own move, its answer lost",
                       metadata: ["ubiquity.path": "\(item.path)", "ubiquity.from": "\(entry.path)"])
         return true

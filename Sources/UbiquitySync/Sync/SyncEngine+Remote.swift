@@ -563,8 +563,8 @@ extension SyncEngine {
         // pass judge it again; undone, it is sent back, nothing is lost)
         for folder in Set([SyncFiles.parent(of: source.path), SyncFiles.parent(of: destination.path)]) { try? SafeSave.syncDirectory(folder) }
         if updateJournal {
+            if FileStamp.of(destination.path)?.isDirectory == true { try noteFolderMovedHere(to) }  // (SyncEngine+MovedAlong.swift)
             try journal.movePrefix(from: from, to: to)
-            if FileStamp.of(destination.path)?.isDirectory == true { memory.foldersMovedHere.append(to) }
         }
     }
 
@@ -589,30 +589,12 @@ extension SyncEngine {
         logger.notice("a remote rename needs a taken name: the local item there moves aside",
                       metadata: ["ubiquity.path": "\(path)", "ubiquity.aside": "\(aside)"])
         try await moveLocal(from: path, to: aside, updateJournal: false)
-        try journal.movePrefix(from: path, to: aside)
-        try journal.enqueue([aside])  // the local pass sends its new name
         // what went aside with a folder keeps its records' old paths on the server while the
         // journal has it at the new name: sent under it, as what a remote rename moves along
         // (sync simulator seeds 711, 804: it stayed there, and the devices never agreed again)
-        if FileStamp.of(absolute(aside))?.isDirectory == true { memory.foldersMovedHere.append(aside) }
-    }
-
-    /// Items a folder moved by a remote rename took along whose records did not move with it
-    /// (the renaming device did not know of them: made here, or by a third device, while it was
-    /// away) are queued for a metadata upload: the journal has them at their new path already,
-    /// the server does not. Found by the sync simulator: such items stayed at their old path on
-    /// the server, under a folder that was no longer there, and the devices never agreed.
-    func sendWhatMovedAlong(changing: Set<String>) throws {
-        let moved = memory.foldersMovedHere
-        memory.foldersMovedHere = []
-        guard !moved.isEmpty else { return }
-        var subtrees = LocalScope()
-        subtrees.full = false
-        subtrees.subtrees = Set(moved)
-        let left = try journal.entries(in: subtrees).filter { entry in
-            !changing.contains(entry.id) && moved.contains { entry.path.hasPrefix($0 + "/") }
-        }
-        try journal.enqueue(left.map(\.path))
+        if FileStamp.of(absolute(aside))?.isDirectory == true { try noteFolderMovedHere(aside) }
+        try journal.movePrefix(from: path, to: aside)
+        try journal.enqueue([aside])  // the local pass sends its new name
     }
 
     /// Applies a record deleted on the server.

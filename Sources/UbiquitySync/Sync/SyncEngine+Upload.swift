@@ -411,7 +411,9 @@ extension SyncEngine {
                     if uploadFailed(item.upload, error) { failed += 1 }
                 }
             case .failure(let error as CloudKitError) where error.code == .unknownItem:
-                // the record was deleted elsewhere while this edit waited: the edit wins, as a new record
+                // the record was deleted elsewhere while this edit waited: the edit wins, as a new
+                // record, and its conflict versions go with it (SyncEngine+DeletedInConflict.swift)
+                await keepConflictVersionsWithFile(of: item.upload)
                 try journal.remove(id: item.upload.id)
                 wakeLater()
             case .failure(let error):

@@ -30,10 +30,6 @@ struct SyncPassMemory: Sendable {
     var massDeletePaused: Int?
     /// The names found unsyncable and already reported (SyncEngine+Names.swift).
     var unsyncableNames = UnsyncableNames()
-    /// Where folders moved by remote renames applied in the current fetch went: what they held
-    /// here that the renaming device did not move is sent under its new path
-    /// (``SyncEngine/sendWhatMovedAlong(changing:)``).
-    var foldersMovedHere: [String] = []
     /// Journaled items found on the disk while the index had no row for them, by path: how many
     /// times each was looked at again (``SyncEngine/recheckUnindexed(_:)``).
     var unindexedRechecks: [String: Int] = [:]

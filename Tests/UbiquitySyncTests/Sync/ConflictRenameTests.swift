@@ -258,6 +258,33 @@ extension ConflictRenameTests {
         }
     }
 
+    /// The file in conflict saved by an editor, then its folder renamed, no pass between, while
+    /// another device deletes it: this device's edit goes up after that delete (the save finds no
+    /// record), and wins as a new item. Only the journal still led to its conflict version (the
+    /// identity attribute dropped, the version store's path left behind), and the journal forgot
+    /// the item: the version stayed unreachable (sync simulator seed 1652). It goes with the file.
+    @Test func conflictVersionsGoWithAnEditThatOutlivesADeleteElsewhere() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b, folder: "media")
+            try Self.editorSave(b, "media/doc.txt", Data("saved on B".utf8))
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("media"), to: b.folder.appendingPathComponent("Media"))
+            try await a.engine.pass()  // B's conflict version reaches A
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("media/doc.txt"))
+            try await a.engine.pass()
+            try await b.engine.pass(pullingRemote: false)  // the delete is not fetched yet: the save finds no record
+            for device in [b, a, b, a] { try await device.engine.pass() }
+            for device in [a, b] {
+                let name = device.folder.lastPathComponent
+                #expect(device.read("Media/doc.txt") == Data("saved on B".utf8), "\(name)")
+                let files = SyncBatchTests.files(in: device.folder)
+                let kept = files.compactMap { device.read($0) } + Self.unresolved(device, "Media/doc.txt").compactMap { FileManager.default.contents(atPath: $0.url.path) }
+                #expect(kept.contains(Data("from B".utf8)), "\(name): B's conflict version is kept: \(files)")
+            }
+        }
+    }
+
     /// The file renamed, then saved by rename, no pass between: a deleted file and a new one
     /// (nothing links the two), and the conflict version it lost its name with, this device's
     /// write nobody chose to delete, is kept as a file, not left unreachable in the version

@@ -141,3 +141,31 @@ import UbiquityCore
         }
     }
 }
+
+extension KeptBackFolderTests {
+    /// A synced file marked skip-backup here while another device renames it and writes a big
+    /// content (an asset): this device's delete of its record is refused (changed elsewhere),
+    /// and the record the refusal carries has no download URL. Its download failed, with the
+    /// item already forgotten here and the change token past the record, and this device never
+    /// had the other's file (sync simulator seed 1715). The record is read again with its URL,
+    /// and held back until journaled.
+    @Test func aFileMarkedHereWhileRenamedAndRewrittenElsewhereArrivesUnderItsNewName() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("notes.md", Data("small".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try BackupExclusion.setExcluded(true, Self.path(b, "notes.md"))
+            try FileManager.default.moveItem(atPath: Self.path(a, "notes.md"), toPath: Self.path(a, "big.txt"))
+            let big = Data((0..<(SyncRecord.inlineLimit + 4096)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try a.write("big.txt", big)
+            try await a.engine.pass()
+            for _ in 0..<2 { try? await b.engine.pass() }
+            #expect(b.read("big.txt") == big, "A's file reached B")
+            #expect(b.read("notes.md") == Data("small".utf8), "B's own stays")
+            #expect(try BackupExclusion.isExcluded(Self.path(b, "notes.md")), "kept back")
+            #expect(try await Self.serverPaths(harness) == ["big.txt"])
+            #expect(try await b.engine.heldBack().isEmpty)
+        }
+    }
+}

@@ -657,3 +657,39 @@ extension SyncJournal {
         try SyncJournal(database: try MetadataIndex(path: path, logger: Logger(label: "test")), name: "test", folder: "/ubiquity-test-folder")
     }
 }
+
+extension SyncBatchTests {
+    /// A folder renamed elsewhere takes along here a file the renaming device did not know of;
+    /// the pull that applied the rename stops (killed) before it queued that file for its new
+    /// path. The rename is journaled as applied, so the next pull skips it, and the file stayed
+    /// at its old path on the server, at its new one here, for good (sync simulator seed 1738).
+    /// The folders moved here are noted in the journal before the move, until what they took
+    /// along is queued.
+    @Test func whatAFolderRenamedElsewhereTookAlongIsSentAfterAKill() async throws {
+        try await Harness.with { harness in
+            var a = try await harness.device("A")
+            let b = try await harness.device("B")
+            try a.write("media/x.txt", Data("x".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("media/late.txt", Data("late".utf8))
+            try await a.engine.pass()
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("media"), to: b.folder.appendingPathComponent("Media"))
+            try b.write("new.txt", Data("new".utf8))
+            try await b.engine.pass(pullingRemote: false)  // B sends its rename, never having seen late.txt
+            await a.engine.setNewFilesFault { stage in
+                if stage == "written" { throw CancellationError() }  // the pass stops there, as a SIGKILL would
+            }
+            await #expect(throws: (any Error).self) { try await a.engine.pass() }
+            await a.engine.stopAndRelease()
+            a = try await harness.device("A")
+            try await a.engine.pass()
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let server = Set(try await harness.server.items(token: try await harness.server.token()).map(\.path))
+            #expect(server == ["Media", "Media/x.txt", "Media/late.txt", "new.txt"])
+            #expect(Self.files(in: a.folder) == Self.files(in: b.folder))
+            #expect(b.read("Media/late.txt") == Data("late".utf8))
+        }
+    }
+}

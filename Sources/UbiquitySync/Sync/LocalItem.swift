@@ -207,6 +207,14 @@ enum SyncFiles {
         }
     }
 
+    /// The folder of a path relative to the synced folder ("" at the top): what is before its
+    /// last `/`. Never `NSString`'s `deletingLastPathComponent`, which traps on a name of one
+    /// character (`"m"`) in this toolchain's Foundation.
+    static func relativeParent(of relative: String) -> String {
+        guard let slash = relative.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(relative[..<slash])
+    }
+
     /// A temporary name in the folder of `absolute` that the watcher and the scan ignore.
     static func temporaryPath(near absolute: String) -> String {
         parent(of: absolute) + "/" + temporaryPrefix + UUID().uuidString.prefix(8)

@@ -60,7 +60,7 @@ extension SyncEngine {
                 let name = (relative as NSString).lastPathComponent
                 guard name.hasPrefix("."), name.hasSuffix(".icloud"), let stamp = FileStamp.of(root + "/" + folder + "/" + relative),
                       let id = byInode[SyncStat(stamp).inode] else { continue }
-                let directory = (relative as NSString).deletingLastPathComponent
+                let directory = SyncFiles.relativeParent(of: relative)
                 let document = String(name.dropFirst().dropLast(".icloud".count))
                 places[id] = (folder + "/" + (directory.isEmpty ? document : directory + "/" + document), folder)
             }

@@ -49,8 +49,8 @@ extension SyncEngine {
         let root = folder
         var folders = Set<String>([""])
         for entry in entries {
-            var parent = (entry.path as NSString).deletingLastPathComponent
-            while !parent.isEmpty, folders.insert(parent).inserted { parent = (parent as NSString).deletingLastPathComponent }
+            var parent = SyncFiles.relativeParent(of: entry.path)
+            while !parent.isEmpty, folders.insert(parent).inserted { parent = SyncFiles.relativeParent(of: parent) }
         }
         // every folder on the way, deepest first: each holds the name of what is below it
         let deepestFirst = folders.sorted { $0.count > $1.count }

@@ -43,7 +43,7 @@ extension SyncEngine {
         // (memory: the IDs and paths only, not a second array of the page's records)
         let files = items.lazy.filter { $0.0.kind == .file }.map(\.0)
         let known = try journal.known(ids: Array(files.map(\.id)), paths: Array(files.map(\.path)))  // one read for the page
-        let parent = { (path: String) in (path as NSString).deletingLastPathComponent }
+        let parent = SyncFiles.relativeParent(of:)
         let keptBack = try await keptBack(among: Set(files.map { parent($0.path) }))  // a look per folder
         for (item, record) in items {
             guard item.kind == .file, perPath[item.path] == 1, SyncFiles.isValid(relativePath: item.path),
@@ -230,7 +230,7 @@ extension SyncEngine {
             for (index, outcome) in zip(claimed, renamed) { outcomes[index] = outcome }
             folders.formUnion(touched)
         }
-        let synced = folders
+        let synced = folders.union(try parentsOfUnsyncedFolders(on: positions.map { files[$0].item.path }))  // (SyncEngine+Durability.swift)
         try await BlockingWork.run {
             // every folder tried (one that fails leaves the others durable), the first failure thrown
             var failure: (any Error)?

@@ -48,18 +48,39 @@ extension SyncEngine {
         return failed
     }
 
-    /// Writes the content of `record` at `path` in place of the stub there (a new file, queued
-    /// as a new item), under a coordinated write; nothing is replaced but the stub.
+    /// The stubs hidden behind the files `files` (new or moved here, found by the scan) at their
+    /// documents' names that no journaled evicted item stands behind. The scans list the file at
+    /// such a name, not the stub (a stub beside its file is an evicted file written over, settled
+    /// through its evicted entry there); with the name's file new or moved here, no evicted entry
+    /// is there, and nothing else looked at the stub (sync simulator seed 1817: a file moved
+    /// onto an evicted file's name, the folder then renamed, and the record brought back at its
+    /// old path by an edit elsewhere; the stub stayed after every download). One stat per file.
+    func hiddenOrphanStubs(behind files: [LocalItem], evicted: Set<String>) async throws -> [LocalItem] {
+        guard !files.isEmpty else { return [] }
+        let root = folder
+        return try await BlockingWork.run {
+            files.filter { file in
+                guard let stub = Placeholder.read(stubAt: Placeholder.stubPath(for: root + "/" + file.path)) else { return false }
+                return !evicted.contains(stub.id)
+            }.map { LocalItem(path: $0.path, stat: $0.stat, target: nil, excluded: false, isStub: true) }
+        }
+    }
+
+    /// Writes the content of `record` in place of the stub at `path` (a new file, queued as a
+    /// new item), under a coordinated write; nothing is replaced but the stub. When another
+    /// file holds the name (the stub was hidden behind it), the copy goes beside it as a
+    /// conflicted copy.
     func materializeCopy(of record: Record, at path: String) async throws {
-        let target = absolute(path)
+        let destination = FileStamp.of(absolute(path)) == nil ? path : conflictName(path, device: deviceName)
+        let target = absolute(destination)
         let temporary = try temporaryPath(near: target)  // SyncEngine+Temporaries.swift
         defer { unlink(temporary) }
         try await Self.writeContent(of: record, inline: SyncRecord.Field.inline, asset: SyncRecord.Field.content, to: temporary)
         try await coordinator.coordinate(writingItemAt: URL(fileURLWithPath: target)) { (url: URL) async throws in
-            guard FileStamp.of(url.path) == nil else { throw UbiquityError(.alreadyExists, "'\(path)' was written meanwhile") }
+            guard FileStamp.of(url.path) == nil else { throw UbiquityError(.alreadyExists, "'\(destination)' was written meanwhile") }
             guard rename(temporary, url.path) == 0 else { throw UbiquityError.posix("rename", path: url.path) }
-            Placeholder.removeStub(for: url.path)
         }
-        try keepUnjournaled(path)
+        try removeStubsDurably(at: [path])
+        try keepUnjournaled(destination)
     }
 }

@@ -164,11 +164,11 @@ extension SyncEngine {
         // name first (found by the sync simulator, seed 234)
         // (one stat per folder looked for, not per item: a page of 10,000 new files in a few folders)
         let newFolders = Set(unknown.lazy.filter { $0.0.kind == .folder }.map(\.0.path))
-        let parents = Set(unknown.lazy.map { ($0.0.path as NSString).deletingLastPathComponent }).subtracting(newFolders).subtracting([""])
+        let parents = Set(unknown.lazy.map { SyncFiles.relativeParent(of: $0.0.path) }).subtracting(newFolders).subtracting([""])
         let root = folder
         let present = parents.isEmpty ? [] : try await BlockingWork.run { parents.filter { FileStamp.of(root + "/" + $0)?.isDirectory == true } }
         let placed = unknown.filter { item, _ in
-            let parent = (item.path as NSString).deletingLastPathComponent
+            let parent = SyncFiles.relativeParent(of: item.path)
             return parent.isEmpty || newFolders.contains(parent) || present.contains(parent)
         }
         let new = placed
@@ -202,13 +202,20 @@ extension SyncEngine {
     /// record made at `docs/old` after `docs` moved to `media/docs` elsewhere lands in this
     /// device's `docs`, and the move then carries it along: journaled at `media/docs/old` while
     /// its record stays at `docs/old`, and nothing sends it (sync simulator seeds 346, 366).
+    /// A folder moving under its own old path (`docs` → `docs/old`) is itself among the records
+    /// under an old path: the moving folders go first there, or a record sorted before it
+    /// (`docs/B.txt`) lands in the folder about to move and goes along (seed 1836); the move
+    /// makes the parents it needs.
     func movesFirst(_ items: [(RemoteItem, Record)]) throws -> [(RemoteItem, Record)] {
         let folders = items.lazy.filter { $0.0.kind == .folder }.map(\.0)
         let journaled = try journal.paths(ids: folders.map(\.id))  // one read for the page
-        let movingAway = folders.compactMap { item in journaled[item.id].flatMap { $0 != item.path ? $0 : nil } }
-        guard !movingAway.isEmpty else { return items }
+        let moving = Dictionary(folders.compactMap { item in journaled[item.id].flatMap { $0 != item.path ? (item.id, $0) : nil } },
+                                uniquingKeysWith: { first, _ in first })
+        guard !moving.isEmpty else { return items }
+        let movingAway = Array(moving.values)
         let underOld = { (path: String) in movingAway.contains { path == $0 || path.hasPrefix($0 + "/") } }
-        return items.filter { !underOld($0.0.path) } + items.filter { underOld($0.0.path) }
+        let later = items.filter { underOld($0.0.path) }
+        return items.filter { !underOld($0.0.path) } + later.filter { moving[$0.0.id] != nil } + later.filter { moving[$0.0.id] == nil }
     }
 
     /// Applies one record that changed on the server.
@@ -280,6 +287,7 @@ extension SyncEngine {
         case .adopt:
             guard let local else { return }
             if local.stat.kind == .file, !local.isStub { try await makeDurable(file: localPath) }  // SyncEngine+Durability.swift
+            if local.stat.kind == .folder, let error = try await makeNamesDurable([localPath])[localPath] { throw error }  // (seed 1755)
             try journalSynced([JournalEntry(id: item.id, path: localPath, stat: local.stat, contentHash: item.contentHash, target: item.target,
                                             changeTag: item.changeTag)])
             if localPath != item.path { try journal.enqueue([localPath]) }  // our name differs: the local pass sends it
@@ -486,7 +494,11 @@ extension SyncEngine {
         guard let stamp = written ?? FileStamp.of(target) else { throw UbiquityError(.notFound, "'\(item.path)' vanished after it was written") }
         // (where its stub was, when it was evicted: asked once, as before)
         let evictedAt = try journal.isEvicted(item.id) ? try journal.entry(id: item.id)?.path ?? item.path : nil
-        if item.kind != .folder { try removeStubsDurably(at: [item.path] + (evictedAt.map { [$0] } ?? [])) }
+        if item.kind != .folder {
+            try removeStubsDurably(at: [item.path] + (evictedAt.map { [$0] } ?? []))
+            let parents = try parentsOfUnsyncedFolders(on: [item.path])  // (SyncEngine+Durability.swift)
+            if !parents.isEmpty { try await BlockingWork.run { for parent in parents { try SafeSave.syncDirectory(parent) } } }
+        }
         try journalSynced([JournalEntry(id: item.id, path: item.path, stat: SyncStat(stamp), contentHash: item.contentHash,
                                         target: item.target, changeTag: item.changeTag)], forgettingLanding: landing)
         try noteDownloaded(item, evictedAt: evictedAt)  // no longer evicted; progress over (SyncEngine+Progress.swift)

@@ -366,9 +366,12 @@ extension SyncEngine {
     func save(_ batch: [PreparedUpload]) async throws -> Int {
         try Task.checkCancellation()
         // new content is durable here before it is sent and journaled (SyncEngine+Durability.swift)
-        let notDurable = try await makeDurable(batch.compactMap { item in
+        var notDurable = try await makeDurable(batch.compactMap { item in
             item.stat.kind == .file && !item.upload.local.isStub && item.hash != item.upload.previous?.contentHash ? item.upload.path : nil
         })
+        notDurable.merge(try await makeNamesDurable(batch.compactMap { item in
+            item.stat.kind == .folder && item.upload.previous?.changeTag == nil ? item.upload.path : nil
+        })) { first, _ in first }
         var failed = 0
         var batch = batch
         if !notDurable.isEmpty {

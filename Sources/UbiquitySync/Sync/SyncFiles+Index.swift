@@ -33,7 +33,7 @@ extension SyncFiles {
     static func unsyncableNames(near paths: Set<String>, root: String, rules: IgnoreRules, excluded: Set<String>) -> Set<String> {
         var reachable = ReachableFolders(excluded: excluded, rules: rules)
         var found = Set<String>()
-        for parent in Set(paths.map { ($0 as NSString).deletingLastPathComponent }) {
+        for parent in Set(paths.map(relativeParent(of:))) {
             guard parent.isEmpty || reachable.isReachable(folder: parent),
                   let entries = DirectoryEntries.read(parent.isEmpty ? root : root + "/" + parent) else { continue }
             for bad in entries.invalid { found.insert(parent.isEmpty ? bad : parent + "/" + bad) }

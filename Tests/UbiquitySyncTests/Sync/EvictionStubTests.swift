@@ -355,3 +355,34 @@ import UbiquityCore
         #expect(!Placeholder.canStand(forName: String(repeating: "n", count: 250)))
     }
 }
+
+extension EvictionStubTests {
+    /// A file moved onto an evicted file's name (beside its stub), the folder then renamed, no
+    /// pass between, while another device edits the evicted file: the edit comes back at the old
+    /// path (deleted here, edited there), and the stub moved with the folder is a copy of it
+    /// (`SyncEngine+OrphanStubs.swift`), hidden behind the moved file, which the scans list in
+    /// its place. Nothing looked at it, and it stayed after every download (sync simulator seed
+    /// 1817). It becomes a copy beside the file.
+    @Test func aStubHiddenBehindAFileMovedOntoItsNameIsSettled() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/c.bin", Data("c, first".utf8))
+            try a.write("Notes.md", Data("notes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await b.engine.evict(Self.path(b, "docs/old/c.bin")) == [Self.path(b, "docs/old/c.bin")])
+            try FileManager.default.moveItem(atPath: Self.path(b, "Notes.md"), toPath: Self.path(b, "docs/old/c.bin"))
+            try FileManager.default.createDirectory(atPath: Self.path(b, "Media"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "Media/old"))
+            try a.write("docs/old/c.bin", Data("c, edited on a".utf8))
+            try await a.engine.pass()
+            for device in [b, a, b, a] { try await device.engine.pass() }
+            _ = try? await b.engine.startDownloading(b.folder.path)
+            #expect(Self.stub(b, "Media/old/c.bin") == nil, "no stub left")
+            let files = SyncBatchTests.files(in: b.folder)
+            #expect(files == SyncBatchTests.files(in: a.folder))
+            let contents = Set(files.compactMap { b.read($0) })
+            #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+        }
+    }
+}

@@ -182,6 +182,33 @@ import UbiquityCore
         }
     }
 
+    /// Found by the sync simulator (seed 1755): a folder made by the remote part whose parent's
+    /// fsync failed stayed, found by the local part as new and sent, journaled as synced with
+    /// its name not durable; a power loss took it with the file downloaded into it since, and
+    /// the next pass sent both as deleted, the other device's only copy with them. A new
+    /// folder's name is durable before it is journaled, or it waits.
+    @Test func aFolderWhoseNameIsNotDurableIsNotJournaledAsSynced() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("media"), withIntermediateDirectories: true)
+            try await a.engine.pass()
+            let disk = Self.disk(of: b)
+            defer { disk.stop() }
+            let root = b.engine.folder
+            disk.refuse { call in if case .folder(let path) = call { path == root } else { false } }
+            for _ in 0..<2 { _ = try? await b.engine.pass() }
+            try a.write("media/a.txt", Data("only copy".utf8))
+            try await a.engine.pass()
+            for _ in 0..<2 { _ = try? await b.engine.pass() }
+            disk.refuse(nil)
+            let restarted = try await Self.powerLoss(harness, b, disk: disk, name: "b")
+            for _ in 0..<2 { _ = try? await restarted.engine.pass() }
+            try await a.engine.pass()
+            #expect(a.read("media/a.txt") == Data("only copy".utf8), "not deleted by b")
+            #expect(restarted.read("media/a.txt") == Data("only copy".utf8))
+        }
+    }
+
     /// Found by the sync simulator (seed 322): an eviction whose stub was renamed into place
     /// before its folder's fsync failed left the stub beside the file, not evicted; renamed
     /// later, the file left its name to the stub, which no pass downloads.

@@ -107,7 +107,6 @@ extension SyncEngine {
         versions.filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
     }
 
-    /// Forgets the conflict versions journaled for item `id`, whose versions left it.
     /// The record of `upload`'s item was deleted elsewhere while this device's edit of it
     /// waited: the edit wins, as a new item, and the item's conflict versions go with its file.
     /// They are linked to the file where it is now before the journal forgets the item, when
@@ -125,6 +124,7 @@ extension SyncEngine {
         }
     }
 
+    /// Forgets the conflict versions journaled for item `id`, whose versions left it.
     private func forgetConflicts(of id: String) throws {
         for conflict in try journal.conflicts(item: id) {
             try journal.removeConflict(record: conflict.record)

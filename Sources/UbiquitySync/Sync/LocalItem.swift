@@ -215,6 +215,16 @@ enum SyncFiles {
         return String(relative[..<slash])
     }
 
+    /// The folders on the way to `paths` (relative; the top itself not among them).
+    static func foldersOnTheWay(to paths: some Sequence<String>) -> Set<String> {
+        var folders = Set<String>()
+        for path in paths {
+            var parent = relativeParent(of: path)
+            while !parent.isEmpty, folders.insert(parent).inserted { parent = relativeParent(of: parent) }
+        }
+        return folders
+    }
+
     /// A temporary name in the folder of `absolute` that the watcher and the scan ignore.
     static func temporaryPath(near absolute: String) -> String {
         parent(of: absolute) + "/" + temporaryPrefix + UUID().uuidString.prefix(8)

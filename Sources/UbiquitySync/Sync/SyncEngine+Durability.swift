@@ -48,12 +48,7 @@ extension SyncEngine {
     /// loss took it with a file downloaded into it, sent as deleted everywhere next (sync
     /// simulator seed 1755). One journal read per folder on the way.
     func parentsOfUnsyncedFolders(on paths: [String]) throws -> Set<String> {
-        var folders = Set<String>()
-        for path in paths {
-            var parent = SyncFiles.relativeParent(of: path)
-            while !parent.isEmpty, folders.insert(parent).inserted { parent = SyncFiles.relativeParent(of: parent) }
-        }
-        return Set(try folders.filter { try journal.entry(path: $0)?.changeTag == nil }.map { SyncFiles.parent(of: absolute($0)) })
+        Set(try SyncFiles.foldersOnTheWay(to: paths).filter { try journal.entry(path: $0)?.changeTag == nil }.map { SyncFiles.parent(of: absolute($0)) })
     }
 
     /// Makes the names of the folders at `paths` (relative) durable before they are journaled as

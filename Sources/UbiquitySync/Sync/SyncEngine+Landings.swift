@@ -47,11 +47,7 @@ extension SyncEngine {
             throw UbiquityError.wrapping(error, "cannot make the download at '\(path)' durable")
         }
         let root = folder
-        var folders = Set<String>([""])
-        for entry in entries {
-            var parent = SyncFiles.relativeParent(of: entry.path)
-            while !parent.isEmpty, folders.insert(parent).inserted { parent = SyncFiles.relativeParent(of: parent) }
-        }
+        let folders = SyncFiles.foldersOnTheWay(to: entries.map(\.path)).union([""])
         // every folder on the way, deepest first: each holds the name of what is below it
         let deepestFirst = folders.sorted { $0.count > $1.count }
         try await BlockingWork.run {

@@ -21,8 +21,9 @@ extension SyncEngine {
     static let heldBackKey = "held-back-records"
 
     /// The records held back: each ID with the path it waits for ("" when not known: held back
-    /// before the paths were kept, under an item that left for a kept-back folder, or changed
-    /// elsewhere while deleted here, ``keepChangedElsewhere(_:_:)``; looked up at the next pull).
+    /// before the paths were kept, under an item that left for a kept-back folder, a folder
+    /// marked skip-backup here with records waiting under it, or changed elsewhere while deleted
+    /// here, ``keepChangedElsewhere(_:_:)``; looked up at the next pull).
     func heldBack() throws -> [String: String] {
         var held: [String: String] = [:]
         for line in (try journal.value(Self.heldBackKey) ?? "").split(separator: "\n") {

@@ -283,8 +283,12 @@ extension SyncEngine {
             if let entry, entry.stat.kind == .folder, held.values.contains(where: { $0.hasPrefix(path + "/") }) {
                 // records from elsewhere wait under it here (SyncEngine+HeldBack.swift): deleted,
                 // their folder would be gone on the server under them (sync simulator seed 1841);
-                // its record waits with them, adopted when the folder is included again
-                try holdBack(entry.id, path: path)
+                // its record waits with them, adopted when the folder is included again. It
+                // waits for the path the server has, looked up at the next pull: the journal's
+                // is this device's, and a rename elsewhere not applied here (the folder was kept
+                // back) left it at another; waiting for this one, it never came back, and the
+                // folder its moved items went to was sent again and again (seed 1813)
+                try holdBack(entry.id, path: "")
                 try journal.forget(ids: [entry.id])
             } else if let entry {
                 try await deleteRemote(entry)

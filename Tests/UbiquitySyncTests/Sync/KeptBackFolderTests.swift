@@ -199,3 +199,32 @@ extension KeptBackFolderTests {
         }
     }
 }
+
+extension KeptBackFolderTests {
+    /// A synced folder marked skip-backup here while another device renames it and makes a new
+    /// folder with a file at its old name: the new folder's records wait here for the name, and
+    /// so did the renamed folder's, for the name it had here. It never came back, and the folder
+    /// its file moved into here was sent as new, dropped as a duplicate, and sent again (sync
+    /// simulator seed 1813). It waits for the server's path, and comes under its new name.
+    @Test func aFolderMarkedHereWhileRenamedElsewhereComesBackUnderItsNewName() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/a.txt", Data("a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let renamed = try #require(try a.openJournal().entry(path: "docs")?.id)
+            try FileManager.default.moveItem(atPath: Self.path(a, "docs"), toPath: Self.path(a, "papers"))
+            try a.write("docs/new.txt", Data("new on A".utf8))
+            try await a.engine.pass()
+            try await a.engine.pass()  // the new folder goes once the rename has left its name
+            try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
+            for device in [b, a, b, a, b, a, b] { try await device.engine.pass() }
+            let items = try await harness.server.items(token: try await harness.server.token())
+            #expect(items.filter { $0.path == "papers" }.count == 1, "\(items.map(\.path).sorted())")
+            #expect(try a.openJournal().entry(path: "papers")?.id == b.openJournal().entry(path: "papers")?.id, "one record for papers")
+            #expect(b.read("papers/a.txt") == Data("a".utf8))
+            #expect(try await b.engine.heldBack()[renamed] == nil, "the renamed folder's record is not waiting for docs")
+            #expect(try BackupExclusion.isExcluded(Self.path(b, "docs")), "kept back")
+        }
+    }
+}

@@ -236,8 +236,8 @@ extension SyncEngine {
         // to is settled by the record it names)
         let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
         let orphans = created.filter { $0.isStub && !movedPaths.contains($0.path) }
-            + (try await hiddenOrphanStubs(behind: created.filter { $0.stat.kind == .file && !$0.isStub }, evicted: evicted))
-        if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans) }  // SyncEngine+OrphanStubs.swift
+        if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans).count }  // SyncEngine+OrphanStubs.swift
+        failedSettles += try await settleHiddenStubs(behind: created.filter { $0.stat.kind == .file && !$0.isStub }, evicted: evicted)
         let newCount = new.count
         uploads.reserveCapacity(uploads.count + newCount)
         for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together
@@ -323,16 +323,17 @@ extension SyncEngine {
     /// again (adopted), but one whose inode is now a new folder's elsewhere was renamed, and the
     /// remote part of the pass made a folder at its old name again for a change inside it (sync
     /// simulator seed 110: a case-only rename of a folder while another device saved a file in
-    /// it). That one is a move, paired by inode, and the folder at its name is a new item.
+    /// it). That one is a move, paired by inode, and the folder at its name is a new item
+    /// (unless it is a move cycle: ``movesIntoWhatGoesAlong(_:to:)``).
     /// Returns the adopted ones whose path is queued: their name is still to be sent.
     func adoptReplacedFolders(_ folders: [(entry: JournalEntry, local: LocalItem)], missing: inout [JournalEntry],
                               created: inout [LocalItem], queued: Set<String>) throws -> [(entry: JournalEntry, local: LocalItem)] {
         guard !folders.isEmpty else { return [] }
-        let movedAway = Set(created.lazy.filter { $0.stat.kind == .folder }.map(\.stat.inode))
+        let movedAway = Dictionary(created.lazy.filter { $0.stat.kind == .folder }.map { ($0.stat.inode, $0.path) }, uniquingKeysWith: { first, _ in first })
         var adopted: [JournalEntry] = []
         var toSend: [(entry: JournalEntry, local: LocalItem)] = []
         for (entry, local) in folders {
-            if movedAway.contains(entry.stat.inode) {
+            if let to = movedAway[entry.stat.inode], try !movesIntoWhatGoesAlong(entry.path, to: to) {
                 missing.append(entry)
                 created.append(local)
             } else if queued.contains(entry.path) {
@@ -345,6 +346,23 @@ extension SyncEngine {
         }
         if !adopted.isEmpty { try journalSynced(adopted) }
         return toSend
+    }
+
+    /// Whether the folder journaled at `path`, found at `destination` inside the folder made
+    /// again at its name, would be sent into a synced folder under its old path: every other
+    /// device moves that folder along with it, into itself. A move cycle: `Docs` moved into
+    /// `docs` here while another device moved `docs` into `Docs`, whose move the remote part
+    /// applied into a `Docs` made again, left `Docs` at `Docs/docs/old/Docs`; sent so, the other
+    /// devices moved their `Docs` into themselves and sent it back one level deeper, each round,
+    /// without end (sync simulator seed 2112). The folder at the name keeps the record then
+    /// (adopted) and the moved one is a new folder: what is in it moves into it item by item,
+    /// and what the other device moved in stays. A folder moved into a new folder at its own
+    /// name (`docs` → `docs/old`, seed 800) is no cycle: nothing synced is on its way.
+    func movesIntoWhatGoesAlong(_ path: String, to destination: String) throws -> Bool {
+        guard destination.hasPrefix(path + "/") else { return false }
+        return try SyncFiles.foldersOnTheWay(to: [destination]).contains { folder in
+            try folder.hasPrefix(path + "/") && journal.entry(path: folder)?.changeTag != nil
+        }
     }
 
     /// Journaled items the index has no row for, though the scan would have looked at them (no

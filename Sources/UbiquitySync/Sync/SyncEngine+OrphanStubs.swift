@@ -15,9 +15,11 @@ extension SyncEngine {
     ///   a remote edit brought the file back at its old name): the copy becomes a copy of the
     ///   file, its content fetched to the stub's name and sent as a new item.
     /// Found by the sync simulator (seeds 19, 27, 37, 48: stubs left in folders renamed here,
-    /// never downloadable). Returns how many could not be settled (tried again next pass).
-    func settleOrphanStubs(_ stubs: [LocalItem]) async -> Int {
-        var failed = 0
+    /// never downloadable). Returns the paths of those that could not be settled (tried again
+    /// next pass: a stub in sight is found by the next scan, one hidden behind a file is noted,
+    /// ``settleHiddenStubs(_:evicted:)``).
+    func settleOrphanStubs(_ stubs: [LocalItem]) async -> [String] {
+        var failed: [String] = []
         for stub in stubs {
             let document = absolute(stub.path)
             guard let placeholder = Placeholder.read(stubAt: Placeholder.stubPath(for: document)),
@@ -40,7 +42,7 @@ extension SyncEngine {
                     logger.notice("a stub copied from another item's is now a copy of its file", metadata: ["ubiquity.path": "\(stub.path)", "ubiquity.of": "\(journaled)"])
                 }
             } catch {
-                failed += 1
+                failed.append(stub.path)
                 logger.warning("could not settle a stub no journaled item stands behind; retried",
                                metadata: ["ubiquity.path": "\(stub.path)", "ubiquity.error": "\(error)"])
             }
@@ -64,6 +66,29 @@ extension SyncEngine {
                 return !evicted.contains(stub.id)
             }.map { LocalItem(path: $0.path, stat: $0.stat, target: nil, excluded: false, isStub: true) }
         }
+    }
+
+    static let hiddenStubPrefix = "hidden-stub:"
+
+    /// Settles the stubs hidden behind the files `files` (new or moved here) that no journaled
+    /// evicted item stands behind (``hiddenOrphanStubs(behind:evicted:)``), and those an earlier
+    /// pass found so and could not settle; returns how many could not be settled now. Those are
+    /// noted in the journal (keys `hidden-stub:<path>`), for the file in front is journaled once
+    /// sent and no scan lists the stub behind it again: one whose settling failed once (the
+    /// server out of reach) stayed for good.
+    func settleHiddenStubs(behind files: [LocalItem], evicted: Set<String>) async throws -> Int {
+        let noted = try journal.keys(withPrefix: Self.hiddenStubPrefix).map { String($0.dropFirst(Self.hiddenStubPrefix.count)) }
+        let found = try await hiddenOrphanStubs(behind: files, evicted: evicted)
+        let root = folder, foundPaths = Set(found.map(\.path))
+        let lookAgain = noted.filter { !foundPaths.contains($0) }
+        let inFront = lookAgain.isEmpty ? [] : try await BlockingWork.run {
+            lookAgain.compactMap { SyncFiles.item(path: $0, absolute: root + "/" + $0) }.filter { $0.stat.kind == .file && !$0.isStub }
+        }
+        let stubs = found + (try await hiddenOrphanStubs(behind: inFront, evicted: evicted))
+        let failed = stubs.isEmpty ? [] : await settleOrphanStubs(stubs)
+        for path in noted where !failed.contains(path) { try journal.setValue(nil, Self.hiddenStubPrefix + path) }
+        for path in failed { try journal.setValue("", Self.hiddenStubPrefix + path) }
+        return failed.count
     }
 
     /// Writes the content of `record` in place of the stub at `path` (a new file, queued as a

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import UbiquityTestSupport
 import Ubiquity
@@ -383,6 +384,48 @@ extension EvictionStubTests {
             #expect(files == SyncBatchTests.files(in: a.folder))
             let contents = Set(files.compactMap { b.read($0) })
             #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+        }
+    }
+}
+
+extension EvictionStubTests {
+    /// The same stub hidden behind a moved file, its settling failed once (the server's answer
+    /// about its record lost): the file in front is journaled, and no scan lists the stub behind
+    /// it again. Noted, it is settled by a later pass.
+    @Test func aHiddenStubWhoseSettlingFailedIsSettledLater() async throws {
+        try await Harness.with { harness in
+            let refused = Mutex<String?>(nil)
+            let a = try await harness.device("a")
+            let b = try await harness.device("b", rewrite: { request in
+                guard request.path.hasSuffix("records/lookup"), let id = refused.withLock({ $0 }),
+                      String(decoding: request.body, as: UTF8.self).contains(id) else { return request }
+                var broken = request
+                broken.path += "-refused"  // answered 404: the lookup fails
+                return broken
+            })
+            try a.write("docs/old/c.bin", Data("c, first".utf8))
+            try a.write("Notes.md", Data("notes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let id = try #require(try b.openJournal().entry(path: "docs/old/c.bin")?.id)
+            #expect(try await b.engine.evict(Self.path(b, "docs/old/c.bin")) == [Self.path(b, "docs/old/c.bin")])
+            try FileManager.default.moveItem(atPath: Self.path(b, "Notes.md"), toPath: Self.path(b, "docs/old/c.bin"))
+            try FileManager.default.createDirectory(atPath: Self.path(b, "Media"), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "Media/old"))
+            try a.write("docs/old/c.bin", Data("c, edited on a".utf8))
+            try await a.engine.pass()
+            refused.withLock { $0 = id }
+            for _ in 0..<2 { try? await b.engine.pass() }
+            #expect(Self.stub(b, "Media/old/c.bin") != nil, "still there while its record cannot be read")
+            refused.withLock { $0 = nil }
+            for device in [a, b, a, b, a] { try? await device.engine.pass() }
+            _ = try? await b.engine.startDownloading(b.folder.path)
+            #expect(Self.stub(b, "Media/old/c.bin") == nil, "no stub left")
+            let files = SyncBatchTests.files(in: b.folder)
+            #expect(files == SyncBatchTests.files(in: a.folder))
+            let contents = Set(files.compactMap { b.read($0) })
+            #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+            #expect(try b.openJournal().keys(withPrefix: SyncEngine.hiddenStubPrefix).isEmpty, "nothing noted left")
         }
     }
 }

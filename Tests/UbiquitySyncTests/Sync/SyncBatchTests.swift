@@ -467,6 +467,31 @@ import UbiquityCloudKit
         }
     }
 
+    /// A move cycle: `Docs` moved into `docs` here while the other device moved `docs` into
+    /// `Docs`. This device's pull applied that move into a `Docs` made again, and its local pass
+    /// sent `Docs` to `Docs/docs/old/Docs`: the other device moved its `Docs` along, into
+    /// itself, and both sent it back one level deeper, each round, without end (sync simulator
+    /// seed 2112). The `Docs` at the name keeps the record; the moved one goes as a new folder,
+    /// what is in it moving into it; nothing is lost and the devices agree.
+    @Test func aMoveCycleBetweenTwoDevicesEnds() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A"), b = try await harness.device("B")
+            try a.write("Docs/b.txt", Data("b".utf8))
+            try a.write("docs/old/c.txt", Data("c".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("docs"), to: a.folder.appendingPathComponent("Docs/docs"))
+            try await a.engine.pass()
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("Docs"), to: b.folder.appendingPathComponent("docs/old/Docs"))
+            for device in [b, a, b, a, b, a] { try await device.engine.pass() }
+            let files = Self.files(in: a.folder)
+            #expect(files == Self.files(in: b.folder))
+            #expect(files == ["Docs/docs/old/Docs/b.txt", "Docs/docs/old/c.txt"], "\(files)")
+            let server = try await harness.server.items(token: try await harness.server.token()).map(\.path).sorted()
+            #expect(server == ["Docs", "Docs/docs", "Docs/docs/old", "Docs/docs/old/Docs", "Docs/docs/old/Docs/b.txt", "Docs/docs/old/c.txt"])
+        }
+    }
+
     /// Names of one character, at the top and as folders: this toolchain's Foundation traps in
     /// `NSString.deletingLastPathComponent` on such a name (`"m"`), which the engine asked of
     /// every new file's relative path (a crash of the daemon); it cuts paths itself now.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import UbiquityCore
 
 /// Where file versions live, outside every user-visible folder:
@@ -19,10 +20,11 @@ struct VersionStore: Sendable {
 
     init(root: URL) { self.root = CanonicalPath.normalize(root.path) }
 
-    /// The store for this call: ``VersionStoreLocation/override`` when set, else
-    /// `UbiquityPaths().versionsDirectory` read from the environment now.
+    /// The store for this call: ``VersionStoreLocation/override`` when set, else the process's
+    /// (``VersionStoreLocation/processDefault``), else `UbiquityPaths().versionsDirectory` read
+    /// from the environment now.
     static var current: VersionStore {
-        VersionStore(root: VersionStoreLocation.override ?? UbiquityPaths().versionsDirectory)
+        VersionStore(root: VersionStoreLocation.override ?? VersionStoreLocation.processDefault ?? UbiquityPaths().versionsDirectory)
     }
 
     var itemsPath: String { root + "/items" }
@@ -157,4 +159,15 @@ struct VersionStore: Sendable {
 package enum VersionStoreLocation {
     /// The versions folder to use instead of `UbiquityPaths().versionsDirectory`, if any.
     @TaskLocal package static var override: URL?
+
+    private static let processWide = Mutex<URL?>(nil)
+
+    /// The versions folder of the whole process where no task sets ``override``: a test process
+    /// sets it once, before its first test, so that no test writes into the user's store (work
+    /// on other threads, a thread pool's, does not see a task's ``override``). Nil (a daemon, the
+    /// CLI): `UbiquityPaths().versionsDirectory`.
+    package static var processDefault: URL? {
+        get { processWide.withLock { $0 } }
+        set { processWide.withLock { $0 = newValue } }
+    }
 }

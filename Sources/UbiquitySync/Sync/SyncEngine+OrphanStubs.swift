@@ -17,7 +17,7 @@ extension SyncEngine {
     /// Found by the sync simulator (seeds 19, 27, 37, 48: stubs left in folders renamed here,
     /// never downloadable). Returns the paths of those that could not be settled (tried again
     /// next pass: a stub in sight is found by the next scan, one hidden behind a file is noted,
-    /// ``settleHiddenStubs(_:evicted:)``).
+    /// ``settleHiddenStubs(behind:evicted:)``).
     func settleOrphanStubs(_ stubs: [LocalItem]) async -> [String] {
         var failed: [String] = []
         for stub in stubs {
@@ -85,7 +85,7 @@ extension SyncEngine {
             lookAgain.compactMap { SyncFiles.item(path: $0, absolute: root + "/" + $0) }.filter { $0.stat.kind == .file && !$0.isStub }
         }
         let stubs = found + (try await hiddenOrphanStubs(behind: inFront, evicted: evicted))
-        let failed = stubs.isEmpty ? [] : await settleOrphanStubs(stubs)
+        let failed = Set(stubs.isEmpty ? [] : await settleOrphanStubs(stubs))
         for path in noted where !failed.contains(path) { try journal.setValue(nil, Self.hiddenStubPrefix + path) }
         for path in failed { try journal.setValue("", Self.hiddenStubPrefix + path) }
         return failed.count

@@ -20,6 +20,7 @@ final class SimServer: Sendable {
     private let task: Task<Void, any Error>
 
     init(directory: URL, logger: Logger) async throws {
+        TestVersionStore.isolate()  // the engines' versions in the test process's own store
         self.logger = logger
         let store = try SQLiteRecordStore(directory: directory.appendingPathComponent("server"), logger: logger)
         admin = RecordsAdmin(store: store, passwordHasher: PasswordHasher(cost: 4))

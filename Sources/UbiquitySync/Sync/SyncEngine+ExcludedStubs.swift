@@ -69,14 +69,26 @@ extension SyncEngine {
     }
 
     /// Downloads the evicted file of `entry` to `path` (where its stub is now) and removes the
-    /// stub; the entry is journaled at `path`, no longer evicted.
+    /// stub; the entry is journaled at `path`, no longer evicted. A file written at its name
+    /// beside the stub (the folder marked before a pass saw the write) is settled as anywhere
+    /// else (``settleWrittenOverStub(_:_:item:record:)``): the server's version takes the name,
+    /// what was written is kept as a conflict version. Downloaded over it, the download was
+    /// refused as a local change at every pass, and the server's content, on no device, was
+    /// never brought down (sync simulator seed 3131).
     func downloadEvicted(_ entry: JournalEntry, into path: String) async throws {
         let record = try await database.record(for: Record.ID(recordName: entry.id, zoneID: SyncRecord.zoneID))
         guard var item = SyncRecord.item(from: record) else {
             throw UbiquityError(.protocolError, "the server's record of '\(absolute(path))' is not a synced item")
         }
         item.path = path
-        try await download(item, record, expected: nil)
+        let target = absolute(path)
+        if let written = try await BlockingWork.run({ SyncFiles.item(path: path, absolute: target) }), !written.isStub {
+            var here = entry
+            here.path = path
+            try await settleWrittenOverStub(here, written, item: item, record: record)
+        } else {
+            try await download(item, record, expected: nil)
+        }
         Placeholder.removeStub(for: absolute(path))
         logger.info("downloaded before its folder was kept back (skip-backup)", metadata: ["ubiquity.path": "\(path)"])
     }

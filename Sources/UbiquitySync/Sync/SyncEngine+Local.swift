@@ -51,7 +51,9 @@ extension SyncEngine {
     /// subtrees of removed, moved and new folders), plus the queued ones; otherwise it looks at
     /// the whole folder. Either way it reads the index's rows (the device's one walker), while
     /// the index watches the folder; before that (at start) it walks the folder itself.
-    func pushLocal() async throws {
+    /// `pulled`: the pass fetched the server's changes first (what waits under a folder marked
+    /// skip-backup here is known only then).
+    func pushLocal(pulled: Bool = true) async throws {
         let root = folder, rules = self.rules
         var scope = self.scope.withLock { $0.take() }
         // while the index's feed cannot be trusted for the folder, and while deletes are paused
@@ -290,6 +292,14 @@ extension SyncEngine {
                 // folder its moved items went to was sent again and again (seed 1813)
                 try holdBack(entry.id, path: "")
                 try journal.forget(ids: [entry.id])
+            } else if let entry, entry.stat.kind == .folder, !pulled {
+                // no fetch in this pass (it failed): records another device made under the folder
+                // are not held back here yet, and deleted now the folder would leave them under
+                // no folder on the server, for good when that device stops syncing this account
+                // (sync simulator seed 2456). Judged by the next pass that fetches.
+                try journal.enqueue([path])
+                wakeLater()
+                continue
             } else if let entry {
                 try await deleteRemote(entry)
             }

@@ -326,7 +326,7 @@ package actor SyncEngine {
         }
         try Task.checkCancellation()
         try await settleLandings()  // (the remote part may have failed between a landing and its journal write)
-        try await pushLocal()
+        try await pushLocal(pulled: pullingRemote && remoteFailure == nil)
         await adoptAppConflictVersions()  // conflict versions a Document kept (SyncEngine+AppConflictVersions.swift)
         await followConflictedItems()  // the in-conflict flag follows renames (SyncEngine+ConflictMoves.swift)
         await shareConflictVersions()  // conflict versions on every device (SyncEngine+ConflictVersions.swift)

@@ -429,3 +429,31 @@ extension EvictionStubTests {
         }
     }
 }
+
+extension EvictionStubTests {
+    /// A file written over an evicted one (beside its stub), and its folder marked skip-backup
+    /// before any pass: the folder's evicted files are downloaded before their records go, and
+    /// the download, finding a file at the name, was refused as a local change at every pass;
+    /// the server's content was on no device (sync simulator seed 3131). It is settled as any
+    /// file written over an evicted one: the server's version takes the name, what was written
+    /// is a conflict version, and the folder is kept back with both.
+    @Test func aFileWrittenOverAnEvictedOneInAFolderThenMarkedSkipBackupKeepsBoth() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/c.bin", Data("the server's bytes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let file = Self.path(a, "docs/c.bin")
+            #expect(try await a.engine.evict(file) == [file])
+            try a.write("docs/c.bin", Data("written over".utf8))
+            try BackupExclusion.setExcluded(true, Self.path(a, "docs"))
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("docs/c.bin") == Data("the server's bytes".utf8))
+            let versions = Self.unresolved(a, "docs/c.bin").compactMap { FileManager.default.contents(atPath: $0.url.path) }
+            #expect(versions == [Data("written over".utf8)], "what was written is a conflict version")
+            #expect(Self.stub(a, "docs/c.bin") == nil, "the stub is gone")
+            try await b.engine.pass()
+        }
+    }
+}

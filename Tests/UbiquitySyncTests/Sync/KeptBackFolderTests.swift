@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import Testing
 import UbiquityTestSupport
 import Ubiquity
@@ -20,6 +21,17 @@ import UbiquityCore
     /// The paths of the server's items.
     static func serverPaths(_ harness: Harness) async throws -> Set<String> {
         Set(try await harness.server.items(token: try await harness.server.token()).map(\.path))
+    }
+
+    /// `docs/a.txt` synced on A and B, then A's new `docs/new.txt` sent, and B marking `docs`
+    /// skip-backup before it passes again.
+    static func markedOnBWhileAFileArrives(_ a: Device, _ b: Device) async throws {
+        try a.write("docs/a.txt", Data("a".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        try a.write("docs/new.txt", Data("new on A".utf8))
+        try await a.engine.pass()
+        try BackupExclusion.setExcluded(true, path(b, "docs"))
     }
 
     /// A and B with `n.md` synced, and A keeping `docs` back (`docs/keep.txt` in it).
@@ -178,12 +190,7 @@ extension KeptBackFolderTests {
     @Test func aFolderMarkedHereWhileAFileArrivesInItKeepsItsRecord() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("docs/a.txt", Data("a".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("docs/new.txt", Data("new on A".utf8))
-            try await a.engine.pass()
-            try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
+            try await Self.markedOnBWhileAFileArrives(a, b)
             try await b.engine.pass()
             let server = try await Self.serverPaths(harness)
             #expect(server.contains("docs"), "\(server.sorted())")
@@ -225,6 +232,36 @@ extension KeptBackFolderTests {
             #expect(b.read("papers/a.txt") == Data("a".utf8))
             #expect(try await b.engine.heldBack()[renamed] == nil, "the renamed folder's record is not waiting for docs")
             #expect(try BackupExclusion.isExcluded(Self.path(b, "docs")), "kept back")
+        }
+    }
+}
+
+extension KeptBackFolderTests {
+    /// A synced folder marked skip-backup here in a pass whose fetch failed, while another
+    /// device had put a file in it: nothing was held back yet, so the folder's record was
+    /// deleted, and the server had the file under no folder, for good once that device stopped
+    /// syncing the account (sync simulator seed 2456). The delete waits for a pass that fetches.
+    @Test func aFolderMarkedHereInAPassThatDidNotFetchKeepsItsRecord() async throws {
+        try await Harness.with { harness in
+            let offline = Mutex(false)
+            let a = try await harness.device("a")
+            let b = try await harness.device("b", rewrite: { request in
+                guard offline.withLock({ $0 }), request.path.hasSuffix("changes/zone") else { return request }
+                var broken = request
+                broken.path += "-refused"  // answered 404: the fetch fails
+                return broken
+            })
+            try await Self.markedOnBWhileAFileArrives(a, b)
+            offline.withLock { $0 = true }
+            try? await b.engine.pass()
+            var server = try await Self.serverPaths(harness)
+            #expect(server.contains("docs"), "\(server.sorted())")
+            #expect(server.contains("docs/new.txt"))
+            offline.withLock { $0 = false }
+            try await b.engine.pass()
+            server = try await Self.serverPaths(harness)
+            #expect(server.contains("docs"), "\(server.sorted())")
+            #expect(try await b.engine.heldBack().values.contains("docs/new.txt"))
         }
     }
 }

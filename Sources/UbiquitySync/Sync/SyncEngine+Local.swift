@@ -293,10 +293,11 @@ extension SyncEngine {
                 try holdBack(entry.id, path: "")
                 try journal.forget(ids: [entry.id])
             } else if let entry, entry.stat.kind == .folder, !pulled {
-                // no fetch in this pass (it failed): records another device made under the folder
-                // are not held back here yet, and deleted now the folder would leave them under
-                // no folder on the server, for good when that device stops syncing this account
-                // (sync simulator seed 2456). Judged by the next pass that fetches.
+                // no fetch in this pass (it failed, or the pass sends local changes only): records
+                // another device made under the folder are not held back here yet, and deleted now
+                // the folder would leave them under no folder on the server, for good when that
+                // device stops syncing this account (sync simulator seed 2456). Judged by the next
+                // pass that fetches (a failed pass's retry fetches; wakeLater asks for one).
                 try journal.enqueue([path])
                 wakeLater()
                 continue

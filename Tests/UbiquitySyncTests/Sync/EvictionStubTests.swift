@@ -358,6 +358,36 @@ import UbiquityCore
 }
 
 extension EvictionStubTests {
+    /// A writes `docs/old/c.bin` and `Notes.md`; both devices sync them.
+    static func syncCAndNotes(_ a: Device, _ b: Device) async throws {
+        try a.write("docs/old/c.bin", Data("c, first".utf8))
+        try a.write("Notes.md", Data("notes".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+    }
+
+    /// B evicts `docs/old/c.bin`, moves `Notes.md` onto its name (the stub hidden behind it) and
+    /// renames `docs/old` to `Media/old`, no pass between; A edits `c.bin` and sends it.
+    static func hideStubBehindAMovedFile(_ a: Device, _ b: Device) async throws {
+        #expect(try await b.engine.evict(path(b, "docs/old/c.bin")) == [path(b, "docs/old/c.bin")])
+        try FileManager.default.moveItem(atPath: path(b, "Notes.md"), toPath: path(b, "docs/old/c.bin"))
+        try FileManager.default.createDirectory(atPath: path(b, "Media"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: path(b, "docs/old"), toPath: path(b, "Media/old"))
+        try a.write("docs/old/c.bin", Data("c, edited on a".utf8))
+        try await a.engine.pass()
+    }
+
+    /// After B downloads everything: no stub left, both devices the same, A's edit and the
+    /// notes both kept.
+    static func expectStubSettledBesideTheFile(_ a: Device, _ b: Device) async throws {
+        _ = try? await b.engine.startDownloading(b.folder.path)
+        #expect(stub(b, "Media/old/c.bin") == nil, "no stub left")
+        let files = SyncBatchTests.files(in: b.folder)
+        #expect(files == SyncBatchTests.files(in: a.folder))
+        let contents = Set(files.compactMap { b.read($0) })
+        #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+    }
+
     /// A file moved onto an evicted file's name (beside its stub), the folder then renamed, no
     /// pass between, while another device edits the evicted file: the edit comes back at the old
     /// path (deleted here, edited there), and the stub moved with the folder is a copy of it
@@ -367,23 +397,10 @@ extension EvictionStubTests {
     @Test func aStubHiddenBehindAFileMovedOntoItsNameIsSettled() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("docs/old/c.bin", Data("c, first".utf8))
-            try a.write("Notes.md", Data("notes".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            #expect(try await b.engine.evict(Self.path(b, "docs/old/c.bin")) == [Self.path(b, "docs/old/c.bin")])
-            try FileManager.default.moveItem(atPath: Self.path(b, "Notes.md"), toPath: Self.path(b, "docs/old/c.bin"))
-            try FileManager.default.createDirectory(atPath: Self.path(b, "Media"), withIntermediateDirectories: true)
-            try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "Media/old"))
-            try a.write("docs/old/c.bin", Data("c, edited on a".utf8))
-            try await a.engine.pass()
+            try await Self.syncCAndNotes(a, b)
+            try await Self.hideStubBehindAMovedFile(a, b)
             for device in [b, a, b, a] { try await device.engine.pass() }
-            _ = try? await b.engine.startDownloading(b.folder.path)
-            #expect(Self.stub(b, "Media/old/c.bin") == nil, "no stub left")
-            let files = SyncBatchTests.files(in: b.folder)
-            #expect(files == SyncBatchTests.files(in: a.folder))
-            let contents = Set(files.compactMap { b.read($0) })
-            #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+            try await Self.expectStubSettledBesideTheFile(a, b)
         }
     }
 }
@@ -396,35 +413,19 @@ extension EvictionStubTests {
         try await Harness.with { harness in
             let refused = Mutex<String?>(nil)
             let a = try await harness.device("a")
-            let b = try await harness.device("b", rewrite: { request in
-                guard request.path.hasSuffix("records/lookup"), let id = refused.withLock({ $0 }),
-                      String(decoding: request.body, as: UTF8.self).contains(id) else { return request }
-                var broken = request
-                broken.path += "-refused"  // answered 404: the lookup fails
-                return broken
+            let b = try await harness.device("b", rewrite: SyncBatchTests.refusing { request in
+                guard request.path.hasSuffix("records/lookup"), let id = refused.withLock({ $0 }) else { return false }
+                return String(decoding: request.body, as: UTF8.self).contains(id)
             })
-            try a.write("docs/old/c.bin", Data("c, first".utf8))
-            try a.write("Notes.md", Data("notes".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
+            try await Self.syncCAndNotes(a, b)
             let id = try #require(try b.openJournal().entry(path: "docs/old/c.bin")?.id)
-            #expect(try await b.engine.evict(Self.path(b, "docs/old/c.bin")) == [Self.path(b, "docs/old/c.bin")])
-            try FileManager.default.moveItem(atPath: Self.path(b, "Notes.md"), toPath: Self.path(b, "docs/old/c.bin"))
-            try FileManager.default.createDirectory(atPath: Self.path(b, "Media"), withIntermediateDirectories: true)
-            try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "Media/old"))
-            try a.write("docs/old/c.bin", Data("c, edited on a".utf8))
-            try await a.engine.pass()
+            try await Self.hideStubBehindAMovedFile(a, b)
             refused.withLock { $0 = id }
             for _ in 0..<2 { try? await b.engine.pass() }
             #expect(Self.stub(b, "Media/old/c.bin") != nil, "still there while its record cannot be read")
             refused.withLock { $0 = nil }
             for device in [a, b, a, b, a] { try? await device.engine.pass() }
-            _ = try? await b.engine.startDownloading(b.folder.path)
-            #expect(Self.stub(b, "Media/old/c.bin") == nil, "no stub left")
-            let files = SyncBatchTests.files(in: b.folder)
-            #expect(files == SyncBatchTests.files(in: a.folder))
-            let contents = Set(files.compactMap { b.read($0) })
-            #expect(contents.contains(Data("c, edited on a".utf8)) && contents.contains(Data("notes".utf8)), "\(files)")
+            try await Self.expectStubSettledBesideTheFile(a, b)
             #expect(try b.openJournal().keys(withPrefix: SyncEngine.hiddenStubPrefix).isEmpty, "nothing noted left")
         }
     }

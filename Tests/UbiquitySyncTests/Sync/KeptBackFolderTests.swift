@@ -245,11 +245,8 @@ extension KeptBackFolderTests {
         try await Harness.with { harness in
             let offline = Mutex(false)
             let a = try await harness.device("a")
-            let b = try await harness.device("b", rewrite: { request in
-                guard offline.withLock({ $0 }), request.path.hasSuffix("changes/zone") else { return request }
-                var broken = request
-                broken.path += "-refused"  // answered 404: the fetch fails
-                return broken
+            let b = try await harness.device("b", rewrite: SyncBatchTests.refusing { request in
+                offline.withLock { $0 } && request.path.hasSuffix("changes/zone")
             })
             try await Self.markedOnBWhileAFileArrives(a, b)
             offline.withLock { $0 = true }

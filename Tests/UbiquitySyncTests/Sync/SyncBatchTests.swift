@@ -158,6 +158,17 @@ import UbiquityCloudKit
         }
     }
 
+    /// A transport rewrite that sends the requests `refused` picks to a path the server does not
+    /// serve (answered 404: the request fails), and the others as they are.
+    static func refusing(_ refused: @escaping @Sendable (CloudKitHTTPRequest) -> Bool) -> @Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest {
+        { request in
+            guard refused(request) else { return request }
+            var broken = request
+            broken.path += "-refused"
+            return broken
+        }
+    }
+
     static func content(_ index: Int, size: Int = 1024) -> Data {
         Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7) })
     }

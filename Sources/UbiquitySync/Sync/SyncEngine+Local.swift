@@ -301,6 +301,17 @@ extension SyncEngine {
                 try journal.enqueue([path])
                 wakeLater()
                 continue
+            } else if let entry, entry.changeTag == nil {
+                // never confirmed: its upload may have reached the server all the same (an answer
+                // lost, or a request that landed late), so it goes as a local delete does: deleted
+                // there when it is this device's own upload, else forgotten; kept and tried again
+                // while the server cannot be asked. Let go of at once, the record that landed
+                // stayed on the server, held back here for good (sync simulator seed 3877).
+                let left = try await deleteAll([entry])
+                if left > 0 {
+                    failed += left
+                    continue
+                }
             } else if let entry {
                 try await deleteRemote(entry)
             }

@@ -261,12 +261,26 @@ extension SyncEngine {
         }
         if let journaled, let local, try await placeholderWasTouched(journaled, local) { return try await applyRemote(item, record, changing: changing) }  // eviction
         if let journaled, journaled.changeTag != item.changeTag,
-           let own = SyncDecision.ownUnconfirmedUpload(journaled, remote: item, sent: try journal.sentHashes(id: item.id)) {
+           var own = SyncDecision.ownUnconfirmedUpload(journaled, remote: item, sent: try journal.sentHashes(id: item.id)) {
             // this device's own upload, its answer lost: what changed here since goes over its tag
             logger.notice("the server holds this device's own upload whose answer was lost; it is taken as synced",
                           metadata: ["ubiquity.path": "\(item.path)"])
+            if local != nil, item.path != localPath {
+                // renamed on another device since it was sent (it is still at the name sent
+                // here): renamed here too. Taken as synced at the old name, the rename was undone
+                // or, with another item made at the old name there, never came (sim seed 4164).
+                try await moveLocal(from: localPath, to: item.path)
+                own.path = item.path
+            } else if local == nil, item.path != localPath, try journal.entry(path: item.path) == nil {
+                // gone from the name sent (moved here since, not sent yet, or deleted): journaled
+                // at the server's name, the old one left free. Held there, the row went to a record
+                // made at the old name elsewhere, and the moved item was sent again as new while
+                // this record was forgotten (sim seed 19). The local pass finds it by its inode (a
+                // move, sent over the tag) or not at all (a delete).
+                own.path = item.path
+            }
             try journalSynced([own], status: local == nil ? .uploaded : .uploading, forgettingSent: [item.id])
-            if local != nil { try journal.enqueue([localPath]) }
+            if local != nil { try journal.enqueue([own.path]) }
             return
         }
         var localHash: String?
@@ -324,6 +338,11 @@ extension SyncEngine {
             // only while the record is still this version (a newer one comes with the next fetch)
             guard let tag = item.changeTag else { return }
             if try await deleteRecord(item.id, ifTagIs: tag) == nil {
+                // the file gone from its name here (a delete, or a rename after an editor's save
+                // made it a new file): the conflict versions it kept here become files beside it,
+                // as for a delete the local pass sends (sync simulator seed 3814, where they were
+                // left linked to a name nothing had any more)
+                if let journaled { try await restoreVersionsLeftHere(journaled) }
                 try journal.remove(id: item.id)
             } else {
                 remoteDirty.store(true, ordering: .relaxed)
@@ -387,6 +406,13 @@ extension SyncEngine {
         // the two left it only in the staging copy, lost (found by the sync simulator once a
         // stop could land there: seeds 92, 133, 174, 264). Kept twice at worst, never lost.
         let keptFirst = localPath == item.path ? try await keep(URL(fileURLWithPath: localAbsolute)) : nil
+        if let keptFirst {
+            // journaled before the download: one that fails after its rename (the folder's fsync)
+            // left the version unknown to the journal, and the file's next saves, a rename and a
+            // delete then lost it (sync simulator seed 3814)
+            noteConflictKept(itemID: item.id, version: keptFirst)
+            noteInConflict(itemID: item.id, path: item.path)
+        }
         try await download(item, record, expected: expected)
         let target = URL(fileURLWithPath: absolute(item.path))
         if localPath != item.path {
@@ -398,9 +424,11 @@ extension SyncEngine {
             let from = localAbsolute, to = target.path
             try? await BlockingWork.run { FileVersion.itemDidMove(from: from, to: to) }
         }
-        let version = if let keptFirst { keptFirst } else { try await keep(target) }
-        noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
-        noteInConflict(itemID: item.id, path: item.path)
+        if keptFirst == nil {
+            let version = try await keep(target)
+            noteConflictKept(itemID: item.id, version: version)  // shared with the other devices (SyncEngine+ConflictVersions.swift)
+            noteInConflict(itemID: item.id, path: item.path)
+        }
         logger.notice("conflict: the server's version took the name; this device's is kept as a conflict version",
                       metadata: ["ubiquity.path": "\(item.path)"])
     }

@@ -17,6 +17,22 @@ extension SyncEngine {
         memory.conflicted.values.contains(relative)
     }
 
+    /// Once after a start, before the first pass's changes: the items the journal has conflict
+    /// versions of, at their journaled paths, followed from then on as if kept in this run.
+    /// Without it a rename made here after a restart left the version store's path behind, and
+    /// the file then saved by an editor (its identity attribute dropped) and deleted lost its
+    /// conflict version: nothing led to it to keep it as a file (sync simulator seed 5548).
+    func loadConflictedItems() {
+        guard !memory.conflictsLoaded else { return }
+        do {
+            let items = Set(try journal.conflicts().map(\.item)).subtracting(memory.conflicted.keys)
+            for (id, path) in try journal.paths(ids: Array(items)) { memory.conflicted[id] = path }
+            memory.conflictsLoaded = true
+        } catch {
+            logger.warning("cannot read the journal's conflicts; tried again at the next pass", metadata: ["ubiquity.error": "\(error)"])
+        }
+    }
+
     /// Moves the in-conflict state of every conflicted item that the journal now has at another
     /// path: the versions' path index follows (``FileVersion/itemMayHaveMoved(from:to:)``), the new
     /// path is reported in conflict and the old one no longer is. Items gone from the journal are

@@ -316,6 +316,7 @@ package actor SyncEngine {
 
     func passSteps(pullingRemote: Bool) async throws {
         if !memory.subscribed { await subscribe() }
+        loadConflictedItems()  // followed through renames from the first pass (SyncEngine+ConflictMoves.swift)
         // downloads renamed into place and not journaled (SyncJournal+Landings.swift): before a
         // remote delete is judged, and before the local pass could take them for new files
         try await settleLandings()

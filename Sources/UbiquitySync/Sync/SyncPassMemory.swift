@@ -12,6 +12,9 @@ struct SyncPassMemory: Sendable {
     /// ID → the path last reported in conflict (keyed by ID so the flag follows a rename:
     /// `followConflictedItems()`, SyncEngine+ConflictMoves.swift).
     var conflicted: [String: String] = [:]
+    /// Whether ``conflicted`` holds the items the journal has conflict versions of (loaded once
+    /// after a start: `loadConflictedItems()`, SyncEngine+ConflictMoves.swift).
+    var conflictsLoaded = false
     /// Uploads the server refused for good (too large, over quota), by path, with the stat they
     /// had: not tried again until the item changes (or the daemon restarts).
     var refusedUploads: [String: SyncStat] = [:]

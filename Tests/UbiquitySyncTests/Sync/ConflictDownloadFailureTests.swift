@@ -52,4 +52,30 @@ extension ConflictRenameTests {
             }
         }
     }
+
+    /// A file in conflict, renamed after a restart (a case-only rename of it and of its folder),
+    /// then saved by an editor (its identity attribute dropped) and deleted with its folder: its
+    /// conflict version, this device's write nobody chose to delete, is kept as a file. The
+    /// items in conflict are followed from the first pass after a start; before, the version
+    /// store kept the old path, nothing led to the version, and it was lost (sync simulator seed
+    /// 5548).
+    @Test func aConflictVersionOfAFileRenamedAfterARestartThenSavedAndDeletedIsKeptAsAFile() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            try await Self.conflicted(a, try await harness.device("b"), folder: "docs")
+            let b = try await harness.device("b")  // restarted: a new engine over its journal
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("docs"), to: b.folder.appendingPathComponent("Docs"))
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("Docs/doc.txt"), to: b.folder.appendingPathComponent("Docs/Doc.txt"))
+            try await b.engine.pass()
+            try Self.editorSave(b, "Docs/Doc.txt", Data("saved on B".utf8))
+            try FileManager.default.removeItem(at: b.folder.appendingPathComponent("Docs"))
+            try await b.engine.pass()
+            try await b.engine.pass()
+            try await a.engine.pass()
+            for device in [a, b] {
+                let names = SyncBatchTests.files(in: device.folder)
+                #expect(names.compactMap(device.read).contains(Data("from B".utf8)), "\(device.folder.lastPathComponent): \(names)")
+            }
+        }
+    }
 }

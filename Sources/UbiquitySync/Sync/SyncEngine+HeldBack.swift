@@ -140,4 +140,26 @@ extension SyncEngine {
         try await moveLocal(from: entry.path, to: destination, updateJournal: false)
         try removeStubsDurably(at: stubs.map { destination + String($0.dropFirst(entry.path.count)) })
     }
+
+    /// The IDs among `missing` (the local pass's vanished entries) not to delete because they are
+    /// inside a folder marked skip-backup in this pass (`keptBack`): a folder on the way to a
+    /// record held back under it waits with that record (held back, its path looked up at the
+    /// next pull), as the marked folder's own record does (seed 1841); deleted, the record
+    /// waiting here was left under no folder on the server (sync simulator seed 6206: a folder
+    /// inside `docs`, marked here while another device's file in it was held back). Only in a
+    /// pass whose fetch succeeded (`pulled`): kept in every pass that did not, the deletes
+    /// waited for good behind a remote change that failed at each pass because of them (seed
+    /// 5, a conflict version of a file deleted under the folder).
+    func waitingUnderKeptBack(_ missing: [JournalEntry], keptBack: [String], pulled: Bool) throws -> Set<String> {
+        let under = { (entry: JournalEntry) in keptBack.contains { entry.path.hasPrefix($0 + "/") } }
+        guard pulled, !keptBack.isEmpty, missing.contains(where: under) else { return [] }
+        let held = Array(try heldBack().values)
+        let waiting = missing.filter { entry in
+            entry.stat.kind == .folder && under(entry) && held.contains { $0.hasPrefix(entry.path + "/") }
+        }
+        guard !waiting.isEmpty else { return [] }
+        try holdBack(Dictionary(waiting.map { ($0.id, "") }, uniquingKeysWith: { first, _ in first }))
+        try journal.forget(ids: waiting.map(\.id))
+        return Set(waiting.map(\.id))
+    }
 }

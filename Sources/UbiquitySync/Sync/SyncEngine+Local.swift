@@ -274,7 +274,10 @@ extension SyncEngine {
         await noteVersionCandidates(uploads.lazy.filter { $0.previous == nil && $0.local.stat.kind == .file }.map(\.local.path))
         var failed = try await sendAll(uploads)
 
-        let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) }.sorted { Self.depth($0.path) > Self.depth($1.path) }
+        let keptBackNow = excludedNow.compactMap { $0.entry?.stat.kind == .folder ? $0.path : nil }
+        let waiting = try waitingUnderKeptBack(missing, keptBack: keptBackNow, pulled: pulled)  // SyncEngine+HeldBack.swift
+        let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) && !waiting.contains($0.id) }
+            .sorted { Self.depth($0.path) > Self.depth($1.path) }
         if try deletesAllowed(deletes.count, total: synced) {
             try await restoreVersionsOfDeletedHere(deletes)  // SyncEngine+DeletedInConflict.swift
             failed += try await deleteAll(deletes)

@@ -655,7 +655,10 @@ extension SyncEngine {
         let root = folder
         if let local, try await BlockingWork.run({ local.excluded || SyncFiles.isInsideExcludedFolder(entry.path, root: root) }) {
             // marked skip-backup here (its record's delete may be this device's own, its answer
-            // lost): what is on this disk stays; found by the sync simulator (seed 52)
+            // lost): what is on this disk stays; found by the sync simulator (seed 52). An evicted
+            // file's stub beside it (a file written over the evicted one, then marked) stands for
+            // nothing now and goes durably first: left, no entry knew it (seed 6329)
+            if try journal.isEvicted(entry.id) { try removeStubsDurably(at: [entry.path]) }
             try journal.remove(id: entry.id)
             return
         }

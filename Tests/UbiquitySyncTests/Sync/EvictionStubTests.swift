@@ -458,3 +458,24 @@ extension EvictionStubTests {
         }
     }
 }
+
+extension EvictionStubTests {
+    /// A file written over an evicted one, then marked skip-backup, while another device deletes
+    /// the item: the stub, which stands for nothing any more, goes with the journal's entry, and
+    /// the file marked here stays. Before, the stub was left beside it for good (sync simulator
+    /// seed 6329).
+    @Test func theStubOfAFileDeletedElsewhereGoesWhenAFileMarkedSkipBackupHoldsItsName() async throws {
+        try await Harness.with { harness in
+            let (a, b) = try await Self.evictedOnA(harness)
+            try a.write("doc.txt", Data("written here".utf8))
+            try BackupExclusion.setExcluded(true, Self.path(a, "doc.txt"))
+            try FileManager.default.removeItem(at: b.folder.appendingPathComponent("doc.txt"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(Self.stub(a, "doc.txt") == nil && a.read(".doc.txt.icloud") == nil, "no stub left")
+            #expect(a.read("doc.txt") == Data("written here".utf8))
+            #expect(try await harness.server.items(token: harness.server.token()).isEmpty)
+        }
+    }
+}

@@ -208,6 +208,32 @@ extension KeptBackFolderTests {
 }
 
 extension KeptBackFolderTests {
+    /// The same with the file arriving in a folder inside the one marked here: that folder's
+    /// record waits with the file's too. Before, it was deleted on the server as gone from this
+    /// device's scan, and the file was left under no folder (sync simulator seed 6206).
+    @Test func aFolderMarkedHereWhileAFileArrivesDeeperInItKeepsTheFoldersOnTheWay() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/a.txt", Data("a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("docs/old/new.txt", Data("new on A".utf8))
+            try await a.engine.pass()
+            try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
+            try await b.engine.pass()
+            let server = try await Self.serverPaths(harness)
+            #expect(server.isSuperset(of: ["docs", "docs/old", "docs/old/new.txt"]), "\(server.sorted())")
+            try await a.engine.pass()
+            #expect(a.read("docs/old/new.txt") == Data("new on A".utf8))
+            try BackupExclusion.setExcluded(false, Self.path(b, "docs"))
+            for device in [b, a, b, a] { try await device.engine.pass() }
+            #expect(b.read("docs/old/new.txt") == Data("new on A".utf8))
+            #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
+            #expect(try a.openJournal().entry(path: "docs/old")?.id == b.openJournal().entry(path: "docs/old")?.id, "one record for docs/old")
+            #expect(try await b.engine.heldBack().isEmpty)
+        }
+    }
+
     /// A synced folder marked skip-backup here while another device renames it and makes a new
     /// folder with a file at its old name: the new folder's records wait here for the name, and
     /// so did the renamed folder's, for the name it had here. It never came back, and the folder

@@ -195,15 +195,21 @@ extension KeptBackFolderTests {
             let server = try await Self.serverPaths(harness)
             #expect(server.contains("docs"), "\(server.sorted())")
             #expect(server.contains("docs/new.txt"))
-            try await a.engine.pass()
-            #expect(a.read("docs/new.txt") == Data("new on A".utf8))
-            try BackupExclusion.setExcluded(false, Self.path(b, "docs"))
-            for device in [b, a, b, a] { try await device.engine.pass() }
-            #expect(b.read("docs/new.txt") == Data("new on A".utf8))
-            #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
-            #expect(try a.openJournal().entry(path: "docs")?.id == b.openJournal().entry(path: "docs")?.id, "one record for docs")
-            #expect(try await b.engine.heldBack().isEmpty)
+            try await Self.includedAgainOnB(a, b, file: "docs/new.txt", folder: "docs")
         }
+    }
+
+    /// A has `file` ("new on A"); B includes `docs` again: both converge, with one record for
+    /// `folder` and nothing held back on B.
+    static func includedAgainOnB(_ a: Device, _ b: Device, file: String, folder: String) async throws {
+        try await a.engine.pass()
+        #expect(a.read(file) == Data("new on A".utf8))
+        try BackupExclusion.setExcluded(false, path(b, "docs"))
+        for device in [b, a, b, a] { try await device.engine.pass() }
+        #expect(b.read(file) == Data("new on A".utf8))
+        #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
+        #expect(try a.openJournal().entry(path: folder)?.id == b.openJournal().entry(path: folder)?.id, "one record for \(folder)")
+        #expect(try await b.engine.heldBack().isEmpty)
     }
 }
 
@@ -223,14 +229,7 @@ extension KeptBackFolderTests {
             try await b.engine.pass()
             let server = try await Self.serverPaths(harness)
             #expect(server.isSuperset(of: ["docs", "docs/old", "docs/old/new.txt"]), "\(server.sorted())")
-            try await a.engine.pass()
-            #expect(a.read("docs/old/new.txt") == Data("new on A".utf8))
-            try BackupExclusion.setExcluded(false, Self.path(b, "docs"))
-            for device in [b, a, b, a] { try await device.engine.pass() }
-            #expect(b.read("docs/old/new.txt") == Data("new on A".utf8))
-            #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
-            #expect(try a.openJournal().entry(path: "docs/old")?.id == b.openJournal().entry(path: "docs/old")?.id, "one record for docs/old")
-            #expect(try await b.engine.heldBack().isEmpty)
+            try await Self.includedAgainOnB(a, b, file: "docs/old/new.txt", folder: "docs/old")
         }
     }
 

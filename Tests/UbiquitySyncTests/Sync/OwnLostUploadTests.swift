@@ -12,6 +12,19 @@ import UbiquityCore
 /// real server (in process), each pass run by hand.
 @Suite(.serialized) struct OwnLostUploadTests {
     typealias Harness = SyncBatchTests.Harness
+    typealias Device = SyncBatchTests.Device
+
+    /// A and B, with B's `docs` synced and its new folder `docs/old` sent with the answer lost.
+    static func newFolderWhoseAnswerIsLostOnB(_ harness: Harness) async throws -> (Device, Device) {
+        let a = try await harness.device("A")
+        let b = try await harness.device("B")
+        try b.write("docs/a.txt", Data("a".utf8))
+        try await b.engine.pass()
+        try FileManager.default.createDirectory(at: b.folder.appendingPathComponent("docs/old"), withIntermediateDirectories: true)
+        b.transport.losing.withLock { $0["records/modify"] = 1 }
+        try? await b.engine.pass()
+        return (a, b)
+    }
 
     /// A new folder whose upload's answer was lost, renamed on another device before this one
     /// heard back: the rename is applied here. Before, the record was taken as synced at the
@@ -19,13 +32,7 @@ import UbiquityCore
     /// `docs/Old` (sync simulator seed 4164).
     @Test func anOwnNewFolderRenamedElsewhereBeforeItsAnswerCameIsRenamedHere() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A")
-            let b = try await harness.device("B")
-            try b.write("docs/a.txt", Data("a".utf8))
-            try await b.engine.pass()
-            try FileManager.default.createDirectory(at: b.folder.appendingPathComponent("docs/old"), withIntermediateDirectories: true)
-            b.transport.losing.withLock { $0["records/modify"] = 1 }
-            try? await b.engine.pass()
+            let (a, b) = try await Self.newFolderWhoseAnswerIsLostOnB(harness)
             try await a.engine.pass()
             #expect(FileManager.default.fileExists(atPath: a.folder.appendingPathComponent("docs/old").path))
             try FileManager.default.moveItem(at: a.folder.appendingPathComponent("docs/old"), to: a.folder.appendingPathComponent("docs/Old"))
@@ -46,13 +53,7 @@ import UbiquityCore
     /// the renamed record, forgotten here, never came (sync simulator seed 19).
     @Test func anOwnNewFolderMovedHereAndRenamedElsewhereKeepsOneRecord() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A")
-            let b = try await harness.device("B")
-            try b.write("docs/a.txt", Data("a".utf8))
-            try await b.engine.pass()
-            try FileManager.default.createDirectory(at: b.folder.appendingPathComponent("docs/old"), withIntermediateDirectories: true)
-            b.transport.losing.withLock { $0["records/modify"] = 1 }
-            try? await b.engine.pass()
+            let (a, b) = try await Self.newFolderWhoseAnswerIsLostOnB(harness)
             try FileManager.default.moveItem(at: b.folder.appendingPathComponent("docs/old"), to: b.folder.appendingPathComponent("docs/moved"))
             try await a.engine.pass()
             try FileManager.default.moveItem(at: a.folder.appendingPathComponent("docs/old"), to: a.folder.appendingPathComponent("docs/Old"))

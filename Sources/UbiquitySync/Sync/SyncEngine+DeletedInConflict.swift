@@ -107,17 +107,21 @@ extension SyncEngine {
         versions.filter { $0.localizedNameOfSavingComputer == device && $0.hasLocalContents }
     }
 
-    /// The record of `upload`'s item was deleted elsewhere while this device's edit of it
-    /// waited: the edit wins, as a new item, and the item's conflict versions go with its file.
-    /// They are linked to the file where it is now before the journal forgets the item, when
-    /// the journal is all that still leads to them (an editor's save dropped the file's identity
-    /// attribute, then a rename left the version store's path behind: sync simulator seed 1652,
-    /// where they were left unreachable). The file then carries the attribute, and its versions
-    /// are shared again for the new item (``noteVersionCandidates(_:)``). Best effort: a version
-    /// not found stays where it is.
-    func keepConflictVersionsWithFile(of upload: Upload) async {
-        guard let conflicts = try? journal.conflicts(item: upload.id), !conflicts.isEmpty else { return }
-        let target = absolute(upload.path), versions = conflicts.map(\.version)
+    /// The record of item `id` was deleted elsewhere while this device's edit of it waited (an
+    /// upload refused), or the fetched delete found the file changed here: the edit wins, as a
+    /// new item, and the item's conflict versions go with its file, at `path` (relative). They
+    /// are linked to the file where it is now before the journal forgets the item, when the
+    /// journal is all that still leads to them (an editor's save dropped the file's identity
+    /// attribute, then a rename left the version store's path behind: sync simulator seeds 1652
+    /// and 6862, where they were left unreachable). The file then carries the attribute, and its
+    /// versions are shared again for the new item (``noteVersionCandidates(_:)``). Best effort:
+    /// a version not found stays where it is.
+    func keepConflictVersionsWithFile(of id: String, at path: String) async {
+        // (a fetched delete forgot the item's shared conflict records first, deleted with it:
+        // then the version store's path, kept in step for a conflicted item, leads to them)
+        let versions = ((try? journal.conflicts(item: id)) ?? []).map(\.version)
+        guard !versions.isEmpty || memory.conflicted[id] != nil else { return }
+        let target = absolute(path)
         _ = try? await BlockingWork.run {
             for version in versions { _ = FileVersion.relink(version: version, toItemAt: target) }
             FileVersion.keepIdentity(ofItemAt: target)

@@ -149,8 +149,11 @@ extension SyncEngine {
     /// inside `docs`, marked here while another device's file in it was held back). Only in a
     /// pass whose fetch succeeded (`pulled`): kept in every pass that did not, the deletes
     /// waited for good behind a remote change that failed at each pass because of them (seed
-    /// 5, a conflict version of a file deleted under the folder).
-    func waitingUnderKeptBack(_ missing: [JournalEntry], keptBack: [String], pulled: Bool) throws -> Set<String> {
+    /// 5, a conflict version of a file deleted under the folder). Such a folder moved out of the
+    /// marked one (`moves`, entry ID → new path) stays too: its move is dropped, and where it went
+    /// is a new folder (moved, its record left the record waiting in it under no folder on the
+    /// server: seed 6618, a folder moved out of `docs`, then `docs` marked, in one pass).
+    func waitingUnderKeptBack(_ missing: [JournalEntry], keptBack: [String], pulled: Bool, moves: inout [String: String]) throws -> Set<String> {
         let under = { (entry: JournalEntry) in keptBack.contains { entry.path.hasPrefix($0 + "/") } }
         guard pulled, !keptBack.isEmpty, missing.contains(where: under) else { return [] }
         let held = Array(try heldBack().values)
@@ -160,6 +163,7 @@ extension SyncEngine {
         guard !waiting.isEmpty else { return [] }
         try holdBack(Dictionary(waiting.map { ($0.id, "") }, uniquingKeysWith: { first, _ in first }))
         try journal.forget(ids: waiting.map(\.id))
+        for entry in waiting { moves[entry.id] = nil }
         return Set(waiting.map(\.id))
     }
 }

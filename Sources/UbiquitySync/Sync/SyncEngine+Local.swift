@@ -205,6 +205,10 @@ extension SyncEngine {
         }
         var moves = missing.isEmpty ? [:]
             : SyncDecision.matchMoves(missing: missing, created: created.map { ($0.path, $0.stat, createdHashes[$0.path]) })
+        // a folder under one marked skip-backup in this pass, records held back in it: it waits
+        // with them, not deleted, not moved away from them (SyncEngine+HeldBack.swift)
+        let keptBackNow = excludedNow.compactMap { $0.entry?.stat.kind == .folder ? $0.path : nil }
+        let waiting = try waitingUnderKeptBack(missing, keptBack: keptBackNow, pulled: pulled, moves: &moves)
         if !moves.isEmpty {  // fresh files moves went to, looked up by path below
             let targets = Set(moves.values)
             for local in created where targets.contains(local.path) && items[local.path] == nil { items[local.path] = local }
@@ -239,7 +243,10 @@ extension SyncEngine {
         let new = created.lazy.filter { !movedPaths.contains($0.path) && !$0.isStub }
         let orphans = created.filter { $0.isStub && !movedPaths.contains($0.path) }
         if !orphans.isEmpty { failedSettles += await settleOrphanStubs(orphans).count }  // SyncEngine+OrphanStubs.swift
-        failedSettles += try await settleHiddenStubs(behind: created.filter { $0.stat.kind == .file && !$0.isStub }, evicted: evicted)
+        // (behind files marked skip-backup too, which no scan lists as new: an evicted file's
+        // stub moved with its folder, its record deleted elsewhere; sync simulator seed 7364)
+        let newlyExcludedFiles = excludedNow.compactMap { $0.entry == nil ? items[$0.path] : nil }
+        failedSettles += try await settleHiddenStubs(behind: (created + newlyExcludedFiles).filter { $0.stat.kind == .file && !$0.isStub }, evicted: evicted)
         let newCount = new.count
         uploads.reserveCapacity(uploads.count + newCount)
         for (local, id) in zip(new, RandomUUIDs.make(newCount, using: randomness)) {  // their records' IDs, made together
@@ -274,8 +281,6 @@ extension SyncEngine {
         await noteVersionCandidates(uploads.lazy.filter { $0.previous == nil && $0.local.stat.kind == .file }.map(\.local.path))
         var failed = try await sendAll(uploads)
 
-        let keptBackNow = excludedNow.compactMap { $0.entry?.stat.kind == .folder ? $0.path : nil }
-        let waiting = try waitingUnderKeptBack(missing, keptBack: keptBackNow, pulled: pulled)  // SyncEngine+HeldBack.swift
         let deletes = missing.filter { moves[$0.id] == nil && !restored.contains($0.id) && !waiting.contains($0.id) }
             .sorted { Self.depth($0.path) > Self.depth($1.path) }
         if try deletesAllowed(deletes.count, total: synced) {

@@ -364,9 +364,13 @@ extension SyncEngine {
         logger.notice("two records for one path: keeping one", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
         if loser == item.id { try await keepDuplicateContent(item, record, winner: other) }
         if loser == other.id { try await bringBackEvictedLoser(other, winner: item) }
-        do {
-            try await database.deleteRecord(withID: Record.ID(recordName: loser, zoneID: SyncRecord.zoneID))
-        } catch let error as CloudKitError where error.code == .unknownItem {}
+        // only the version this device knows: one saved elsewhere since stays, and comes back
+        // with the next fetch (judged then against what holds its name; deleted whatever its
+        // version, another device's save went with it everywhere: sync simulator seed 7013)
+        if let tag = loser == item.id ? item.changeTag : other.changeTag, try await deleteRecord(loser, ifTagIs: tag) != nil {
+            logger.notice("the dropped record changed elsewhere since: kept, applied again", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
+            remoteDirty.store(true, ordering: .relaxed)
+        }
         if loser == other.id {
             try journal.remove(id: other.id)
             return false
@@ -672,6 +676,7 @@ extension SyncEngine {
             if local == nil { try await restoreVersionsLeftHere(entry) }
             try journal.remove(id: entry.id)
         case .keepLocal:
+            await keepConflictVersionsWithFile(of: entry.id, at: entry.path)  // SyncEngine+DeletedInConflict.swift
             try journal.remove(id: entry.id)
             try keepUnjournaled(entry.path)
         case .deleteLocal:
@@ -683,7 +688,7 @@ extension SyncEngine {
                 return unlink(url.path) == 0
             }
             // durable before it is forgotten: back after a power loss, it would be sent again as new
-            if removed { try SafeSave.syncDirectory(SyncFiles.parent(of: target)) }
+            if removed { try SafeSave.syncDirectory(SyncFiles.parent(of: target)) } else { await keepConflictVersionsWithFile(of: entry.id, at: entry.path) }
             try journal.remove(id: entry.id)
             if !removed {
                 logger.notice("kept a local item deleted elsewhere: it changed here (or is not empty)", metadata: ["ubiquity.path": "\(entry.path)"])

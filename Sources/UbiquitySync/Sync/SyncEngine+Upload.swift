@@ -416,7 +416,7 @@ extension SyncEngine {
             case .failure(let error as CloudKitError) where error.code == .unknownItem:
                 // the record was deleted elsewhere while this edit waited: the edit wins, as a new
                 // record, and its conflict versions go with it (SyncEngine+DeletedInConflict.swift)
-                await keepConflictVersionsWithFile(of: item.upload)
+                await keepConflictVersionsWithFile(of: item.upload.id, at: item.upload.path)
                 try journal.remove(id: item.upload.id)
                 wakeLater()
             case .failure(let error):

@@ -405,3 +405,32 @@ extension SyncEngine {
     /// The journal's shared conflict versions (tests).
     func journalConflicts() throws -> [JournalConflict] { try journal.conflicts() }
 }
+
+extension ConflictRenameTests {
+    /// The file in conflict saved here by an editor (its identity attribute dropped) while
+    /// another device deletes it: the fetched delete keeps the changed file, sent as a new item.
+    /// Only the journal still led to its conflict version as the same item's, and the journal
+    /// forgot the item: a plain rename then left the version behind at the old name, unreachable
+    /// (sync simulator seed 6862). It goes with the file, through the rename.
+    @Test func conflictVersionsGoWithAFileKeptAfterItsDeleteElsewhereThroughARename() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a")
+            let b = try await harness.device("b")
+            try await Self.conflicted(a, b)
+            try await a.engine.pass()  // B's conflict version reaches A
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("doc.txt"))
+            try await a.engine.pass()
+            try Self.editorSave(b, "doc.txt", Data("saved on B".utf8))
+            try await b.engine.pass()
+            try FileManager.default.moveItem(at: b.folder.appendingPathComponent("doc.txt"), to: b.folder.appendingPathComponent("notes.txt"))
+            for device in [b, a, b, a] { try await device.engine.pass() }
+            for device in [a, b] {
+                let name = device.folder.lastPathComponent
+                #expect(device.read("notes.txt") == Data("saved on B".utf8), "\(name)")
+                let files = SyncBatchTests.files(in: device.folder)
+                let kept = files.compactMap { device.read($0) } + files.flatMap { Self.unresolved(device, $0) }.compactMap { FileManager.default.contents(atPath: $0.url.path) }
+                #expect(kept.contains(Data("from B".utf8)), "\(name): B's conflict version is kept: \(files)")
+            }
+        }
+    }
+}

@@ -479,3 +479,30 @@ extension EvictionStubTests {
         }
     }
 }
+
+extension EvictionStubTests {
+    /// As above, with the folder renamed here before the pass: the journal's entry is at the old
+    /// path, where nothing is, and the stub moved with the folder behind the file marked
+    /// skip-backup (which no scan lists as new). It goes all the same, the file marked here
+    /// stays. Before, the stub was left beside it for good (sync simulator seed 7364).
+    @Test func theStubOfAFileDeletedElsewhereGoesFromBehindAMarkedFileInAFolderRenamedHere() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("box/doc.txt", Data("the server's bytes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await a.engine.evict(Self.path(a, "box/doc.txt")) == [Self.path(a, "box/doc.txt")])
+            try a.write("box/doc.txt", Data("written here".utf8))
+            try BackupExclusion.setExcluded(true, Self.path(a, "box/doc.txt"))
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("box"), to: a.folder.appendingPathComponent("Box"))
+            try FileManager.default.removeItem(at: b.folder.appendingPathComponent("box"))
+            try await b.engine.pass()
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(Self.stub(a, "Box/doc.txt") == nil && a.read("Box/.doc.txt.icloud") == nil, "no stub left")
+            #expect(a.read("Box/doc.txt") == Data("written here".utf8))
+            try await b.engine.pass()
+            #expect(b.read("Box/doc.txt") == nil && FileStamp.of(Self.path(b, "Box")) != nil, "the folder is sent again, not the file marked")
+        }
+    }
+}

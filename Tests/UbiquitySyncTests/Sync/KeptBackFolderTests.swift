@@ -287,3 +287,31 @@ extension KeptBackFolderTests {
         }
     }
 }
+
+extension KeptBackFolderTests {
+    /// The same with the folder inside moved out of the one marked here before it was marked
+    /// (in one pass): the moved folder is a new folder where it went, and the folder's record
+    /// stays where the file waits in it. Before, the record moved away with the folder, and the
+    /// file was left under no folder on the server (sync simulator seed 6618).
+    @Test func aFolderMovedOutOfOneMarkedHereWhileAFileArrivesInItStaysForTheFile() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/a.txt", Data("a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("docs/old/new.txt", Data("new on A".utf8))
+            try await a.engine.pass()
+            try FileManager.default.createDirectory(atPath: Self.path(b, "media"), withIntermediateDirectories: false)
+            try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "media/old"))
+            try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
+            try await b.engine.pass()
+            try await b.engine.pass()
+            let server = try await Self.serverPaths(harness)
+            #expect(server.isSuperset(of: ["docs", "docs/old", "docs/old/new.txt", "media/old", "media/old/a.txt"]), "\(server.sorted())")
+            #expect(server.allSatisfy { !$0.contains("/") || server.contains(($0 as NSString).deletingLastPathComponent) }, "every item under its folder: \(server.sorted())")
+            try await a.engine.pass()
+            #expect(a.read("media/old/a.txt") == Data("a".utf8))
+            try await Self.includedAgainOnB(a, b, file: "docs/old/new.txt", folder: "docs/old")
+        }
+    }
+}

@@ -27,12 +27,16 @@ import UbiquityCloudKit
         /// Requests of an operation whose answers are to be lost (sent, acted on, the
         /// connection dropped before the answer): by operation, how many more.
         let losing = Mutex<[String: Int]>([:])
+        /// Work to run before the next request of an operation is sent, once (by operation):
+        /// another device's pass between this one's fetch and its next request.
+        let before = Mutex<[String: @Sendable () async throws -> Void]>([:])
 
         init(rewrite: (@Sendable (CloudKitHTTPRequest) -> CloudKitHTTPRequest)? = nil) { self.rewrite = rewrite }
 
         func send(_ request: CloudKitHTTPRequest) async throws -> CloudKitHTTPResponse {
             let operation = request.path.split(separator: "/").suffix(2).joined(separator: "/")
             counts.withLock { $0[operation, default: 0] += 1 }
+            if let work = before.withLock({ $0.removeValue(forKey: operation) }) { try await work() }
             let lose = losing.withLock { losing -> Bool in
                 guard let left = losing[operation], left > 0 else { return false }
                 losing[operation] = left - 1

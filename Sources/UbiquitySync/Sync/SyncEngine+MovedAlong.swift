@@ -23,6 +23,13 @@ extension SyncEngine {
         try journal.setValue("", Self.movedHerePrefix + folder)
     }
 
+    /// Whether the journal's item at `path` (relative) is under a folder noted by
+    /// ``noteFolderMovedHere(_:)`` whose moves are not queued yet: moved along here, its record
+    /// still at its old path on the server.
+    func isMovedAlongHere(_ path: String) throws -> Bool {
+        try journal.keys(withPrefix: Self.movedHerePrefix).contains { path.hasPrefix($0.dropFirst(Self.movedHerePrefix.count) + "/") }
+    }
+
     /// Queues what the folders noted by ``noteFolderMovedHere(_:)`` hold that is not among the
     /// records `changing` in this fetch (those moved with their own records), then forgets the
     /// folders. A repeat after a stop queues again what was queued (harmless: the local pass

@@ -357,9 +357,19 @@ extension SyncEngine {
     /// content: a conflict version; when `item` is the loser, its content is kept here first;
     /// when this device's record loses and its file is evicted, the file is downloaded first:
     /// SyncEngine+DuplicateContent.swift). Returns whether `item` is the one dropped.
+    ///
+    /// An entry that a folder renamed elsewhere moved along here (``isMovedAlongHere(_:)``) is
+    /// not at `item`'s path on the server (its record is at the old one until its new path is
+    /// sent): not a duplicate. It moves aside, as for a remote rename onto a taken name, and
+    /// both records stay (sync simulator seed 9185: the record that lost was deleted with its
+    /// content, where the device that renamed the folder had kept it at its old name).
     func dropsDuplicate(_ item: RemoteItem, _ record: Record, changing: Set<String>) async throws -> Bool {
         guard let other = try journal.entry(path: item.path), other.id != item.id, other.changeTag != nil,
               !changing.contains(other.id) else { return false }
+        if try isMovedAlongHere(other.path) {
+            try await moveAside(item.path)
+            return false
+        }
         let loser = min(item.id, other.id) == item.id ? other.id : item.id
         logger.notice("two records for one path: keeping one", metadata: ["ubiquity.path": "\(item.path)", "ubiquity.dropped": "\(loser)"])
         if loser == item.id { try await keepDuplicateContent(item, record, winner: other) }

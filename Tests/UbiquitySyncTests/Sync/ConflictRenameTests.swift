@@ -212,11 +212,11 @@ extension ConflictRenameTests {
             #expect(a.read("docs/Old/doc.txt") == Data("saved on B".utf8))
             #expect(Self.unresolved(a, "docs/Old/doc.txt").count == 1)
             // A's edit, written by B in a folder at the old name, while the old copy went along
-            // with the rename: the folder's move takes A's copy along too, where B's new item
-            // wins the name, so the edit is a conflict version there, on both devices (kept, if
-            // not at a name of its own)
+            // with the rename: the folder's move takes A's copy along too, onto the name where
+            // B's new item is; moved along, it is not that item's duplicate, and moves aside as
+            // a conflicted copy (seed 9185), on both devices (kept, as a file or a version)
             for device in [a, b] {
-                let kept = files.filter { $0.hasSuffix("other.txt") }.flatMap { path in
+                let kept = files.filter { $0.hasPrefix("docs/Old/other") }.flatMap { path in
                     [device.read(path)] + (FileVersion.otherVersionsOfItem(at: device.folder.appendingPathComponent(path)) ?? []).map {
                         FileManager.default.contents(atPath: $0.url.path)
                     }

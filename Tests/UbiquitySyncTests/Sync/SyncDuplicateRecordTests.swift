@@ -218,8 +218,9 @@ extension SyncDuplicateRecordTests {
     /// one path, one dropped. B saves the files at their old names again after A's fetch and
     /// before A's deletes. Before, a record that lost was deleted whatever its version, and B's
     /// saves with it, everywhere (sync simulator seed 7013); now only the version A fetched is
-    /// deleted, and a newer one comes back. Which record of a pair wins depends on the random
-    /// record names: eight pairs make both outcomes all but certain. Every content is kept.
+    /// deleted, and a newer one comes back (since the fix for seed 9185 the moved files move
+    /// aside instead: no record is dropped here). Which record of a pair wins depends on the
+    /// random record names: eight pairs make both outcomes all but certain. Every content is kept.
     @Test func aDroppedRecordSavedElsewhereAfterTheFetchIsKept() async throws {
         try await Harness.with { harness in
             let a = try await harness.device("A")
@@ -247,6 +248,46 @@ extension SyncDuplicateRecordTests {
                 Self.expectKept(names.flatMap { [Self.text("first \($0)"), Self.text("A's \($0)"), Self.text("B's \($0)")] }, on: device)
             }
             #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
+        }
+    }
+}
+
+extension SyncDuplicateRecordTests {
+    /// A renames `media` to `Media`, writes the files in it and makes a new `media`; its fetch
+    /// writes B's versions of the files back at their old names in the new folder (the records
+    /// stay there), and A's files in `Media` become new records. B, whose files are evicted,
+    /// moves them along with the folder, onto the names A's new records then take. Not two
+    /// records for one path: B's records are still at the old names on the server. Before, B
+    /// dropped one record of each pair, and B's versions went with the records that lost,
+    /// everywhere (sync simulator seed 9185). Now B's files move aside, and every version is
+    /// kept. Which record of a pair would lose depends on the random record names: eight pairs.
+    @Test func filesMovedAlongOntoNamesNewRecordsTakeMoveAside() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("A")
+            let b = try await harness.device("B")
+            let names = (0..<8).map { "doc\($0).txt" }
+            for name in names { try a.write("media/" + name, Self.text("first \(name)")) }
+            try await a.engine.pass()
+            try await b.engine.pass()
+            for name in names { try b.write("media/" + name, Self.text("B's \(name)")) }
+            try await b.engine.pass()
+            for name in names { _ = try await b.engine.evict(b.folder.appendingPathComponent("media/" + name).path) }
+            let records = Set(try await Self.journaled(b.engine).values)
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("media"), to: a.folder.appendingPathComponent("Media"))
+            for name in names { try a.write("Media/" + name, Self.text("A's \(name)")) }
+            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("media"), withIntermediateDirectories: false)
+            try await a.engine.pass()
+            for _ in 0..<3 {
+                try await b.engine.pass()
+                try await a.engine.pass()
+            }
+            for device in [a, b] {
+                _ = try await device.engine.startDownloading(device.folder.path)
+                Self.expectKept(names.flatMap { [Self.text("A's \($0)"), Self.text("B's \($0)")] }, on: device)
+            }
+            #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
+            let live = Set(try await Self.liveRecords(a.engine).values.joined())
+            #expect(records.subtracting(live).isEmpty, "records deleted as duplicates: \(records.subtracting(live).count) of \(records.count)")
         }
     }
 }

@@ -113,10 +113,14 @@ extension SimWorld {
                 for file in [excluded] + files { supersedeItem(file) }
             }
             for stub in listing.stubs where stub.hasPrefix(folder + "/") {
-                // an evicted file goes with its folder: what the server has for it was deleted knowingly
+                // an evicted file goes with its folder: what the server has for it was deleted
+                // knowingly (its entry found by the record the stub names: a rename not passed
+                // yet left the journal's path behind, seed 9695)
                 let name = (stub as NSString).lastPathComponent.dropFirst().dropLast(".icloud".count)
                 let path = ((stub as NSString).deletingLastPathComponent as NSString).appendingPathComponent(String(name))
-                if let entry = try await device.engine.journal.entry(path: path) { ledger.supersede(digest: entry.contentHash) }
+                let journal = await device.engine.journal
+                let named = try Placeholder.read(stubAt: device.url(stub).path).flatMap { try journal.entry(id: $0.id) }
+                if let entry = try named ?? journal.entry(path: path) { ledger.supersede(digest: entry.contentHash) }
             }
             try fm.removeItem(at: device.url(folder))
             ledger.count(.folderDeleted)

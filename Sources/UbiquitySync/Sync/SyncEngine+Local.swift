@@ -209,6 +209,7 @@ extension SyncEngine {
         // with them, not deleted, not moved away from them (SyncEngine+HeldBack.swift)
         let keptBackNow = excludedNow.compactMap { $0.entry?.stat.kind == .folder ? $0.path : nil }
         let waiting = try waitingUnderKeptBack(missing, keptBack: keptBackNow, pulled: pulled, moves: &moves)
+        try moveAsideStubsMovedAlong(missing, evicted: evicted, moves: &moves, items: &items)  // SyncEngine+OrphanStubs.swift
         if !moves.isEmpty {  // fresh files moves went to, looked up by path below
             let targets = Set(moves.values)
             for local in created where targets.contains(local.path) && items[local.path] == nil { items[local.path] = local }

@@ -70,6 +70,37 @@ extension SyncEngine {
 
     static let hiddenStubPrefix = "hidden-stub:"
 
+    /// Evicted files among `missing` whose stub moved with a folder renamed here (`moves` of the
+    /// `missing` folders), hidden behind a file moved onto their name before the rename: no scan
+    /// lists such a stub. The name was free (an evicted file's is), so the file there is a new
+    /// item and the evicted file moves aside, its stub renamed to a conflicted copy's name and
+    /// its new path sent (`moves`, `items`: the stub there); both kept. Before, it was deleted
+    /// as gone and its stub left behind the file for good (sync simulator seed 10026), or paired
+    /// with the file by its name and its stub written again at the old path, which the folder
+    /// had left: every pass failed (seed 10117).
+    func moveAsideStubsMovedAlong(_ missing: [JournalEntry], evicted: Set<String>, moves: inout [String: String],
+                                  items: inout [String: LocalItem]) throws {
+        guard !evicted.isEmpty else { return }
+        let folderMoves = missing.compactMap { entry in
+            entry.stat.kind == .folder ? moves[entry.id].map { (from: entry.path, to: $0) } : nil
+        }.sorted { $0.from.count > $1.from.count }  // the deepest first
+        guard !folderMoves.isEmpty else { return }
+        for entry in missing where entry.stat.kind == .file && evicted.contains(entry.id) {
+            guard let move = folderMoves.first(where: { entry.path.hasPrefix($0.from + "/") }) else { continue }
+            let path = move.to + entry.path.dropFirst(move.from.count)
+            let stub = Placeholder.stubPath(for: absolute(path))
+            guard Placeholder.read(stubAt: stub)?.id == entry.id, FileStamp.of(absolute(path)) != nil else { continue }
+            let aside = conflictName(path, device: deviceName)
+            guard rename(stub, Placeholder.stubPath(for: absolute(aside))) == 0 else { throw UbiquityError.posix("rename", path: stub) }
+            try SafeSave.syncDirectory(SyncFiles.parent(of: stub))
+            guard let moved = SyncFiles.stubItem(path: aside, absolute: absolute(aside)) else { continue }
+            logger.notice("an evicted file moved with its folder onto a name a file took: it moves aside",
+                          metadata: ["ubiquity.path": "\(path)", "ubiquity.aside": "\(aside)"])
+            moves[entry.id] = aside
+            items[aside] = moved
+        }
+    }
+
     /// Settles the stubs hidden behind the files `files` (new or moved here) that no journaled
     /// evicted item stands behind (``hiddenOrphanStubs(behind:evicted:)``), and those an earlier
     /// pass found so and could not settle; returns how many could not be settled now. Those are

@@ -28,6 +28,17 @@ extension SimWorld {
     /// The most rounds of passes (each device once) quiescence may take.
     static let quiescenceRounds = 6
 
+    /// Every account's live records, each as its ID, change tag and path (sorted): what a round
+    /// of passes changed on the server.
+    func serverVersions() async throws -> [String] {
+        var versions: [String] = []
+        for account in Set(devices.map(\.account)).sorted() {
+            let items = try await server.items(token: try await server.token(for: account))
+            versions += items.map { "\(account) \($0.id) \($0.changeTag ?? "") \($0.path)" }
+        }
+        return versions.sorted()
+    }
+
     /// Turns the faults off, brings every evicted file back, syncs every device until a round
     /// changes nothing, then checks the invariants.
     func finish(start: Double) async throws -> SimReport {
@@ -45,6 +56,7 @@ extension SimWorld {
             await device.engine.setAfterWrite(nil)
         }
         var previous: [SimListing]?
+        var previousServer: [String]?
         var rounds = 0
         var quiet = false
         while rounds < Self.quiescenceRounds, !quiet {
@@ -58,9 +70,14 @@ extension SimWorld {
                 }
             }
             let listings = devices.map { $0.listing() }
-            quiet = failed.isEmpty && listings == previous
+            // the server's records too: a round whose only change was an upload of what a
+            // device had on its disk already left the listings as they were, and the device
+            // that had not fetched it yet was never asked to (seed 9773)
+            let server = try await serverVersions()
+            quiet = failed.isEmpty && listings == previous && server == previousServer
             if rounds == Self.quiescenceRounds, !failed.isEmpty { failures.append("passes still fail at quiescence: \(failed)") }
             previous = listings
+            previousServer = server
         }
         if !quiet { failures.append("no quiescence after \(Self.quiescenceRounds) rounds of passes") }
 

@@ -506,3 +506,36 @@ extension EvictionStubTests {
         }
     }
 }
+
+extension EvictionStubTests {
+    /// A file moved onto an evicted file's name (free: an evicted file is a stub), then their
+    /// folder renamed, no pass between: the stub, hidden behind the file, moved with the folder,
+    /// and no scan lists it. The evicted file moves aside as a conflicted copy (still evicted),
+    /// and the file is a new item: both kept. Before, the evicted file was deleted as gone and
+    /// its stub left behind the file for good (sync simulator seed 10026); paired with the file
+    /// by its name, its stub was written again at the old path, which failed every pass (seed
+    /// 10117).
+    @Test func anEvictedFileAFileTookTheNameOfInAFolderRenamedHereMovesAside() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/Notes.md", Data("the notes".utf8))
+            try a.write("b.txt", Data("b's bytes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await a.engine.evict(Self.path(a, "docs/Notes.md")) == [Self.path(a, "docs/Notes.md")])
+            try FileManager.default.moveItem(atPath: Self.path(a, "b.txt"), toPath: Self.path(a, "docs/Notes.md"))
+            try FileManager.default.moveItem(atPath: Self.path(a, "docs"), toPath: Self.path(a, "papers"))
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("papers/.Notes.md.icloud") == nil, "no stub behind the file")
+            #expect(a.read("papers/Notes.md") == Data("b's bytes".utf8))
+            let aside = try #require(SyncBatchTests.files(in: a.folder).first { $0.hasPrefix("papers/.Notes (conflicted copy a ") })
+            #expect(Self.stub(a, "papers/" + String(aside.dropFirst("papers/.".count).dropLast(".icloud".count))) != nil, "still evicted, aside")
+            try await b.engine.pass()
+            #expect(b.read("papers/Notes.md") == Data("b's bytes".utf8))
+            let copies = SyncBatchTests.files(in: b.folder).filter { $0.hasPrefix("papers/Notes (conflicted copy a ") }
+            #expect(copies.map { b.read($0) } == [Data("the notes".utf8)], "\(SyncBatchTests.files(in: b.folder))")
+            #expect(SyncBatchTests.files(in: b.folder).count == 2 && b.read("docs/Notes.md") == nil)
+        }
+    }
+}

@@ -223,6 +223,7 @@ extension SyncEngine {
             try await restoreStub(entry)
             restored.insert(entry.id)
         }
+        try await unpairReusedInodes(missing, evicted: evicted, items: items, moves: &moves, hashes: &createdHashes)  // SyncEngine+ReusedInodes.swift
         let movedPaths = Set(moves.values)
         for entry in missing {
             guard let path = moves[entry.id], let local = items[path] else { continue }

@@ -18,7 +18,7 @@ extension SyncEngine {
             guard let path = moves[entry.id], let local = items[path], local.stat.kind == .file, !local.isStub,
                   local.stat.inode == entry.stat.inode, local.stat.differs(from: entry.stat),
                   (path as NSString).lastPathComponent != (entry.path as NSString).lastPathComponent,
-                  SyncFiles.parent(of: "/" + path) != SyncFiles.parent(of: "/" + entry.path) else { continue }
+                  (path as NSString).deletingLastPathComponent != (entry.path as NSString).deletingLastPathComponent else { continue }
             let hash: String
             if let known = hashes[path] { hash = known } else {
                 hash = try await hashOf(local, like: entry.contentHash)

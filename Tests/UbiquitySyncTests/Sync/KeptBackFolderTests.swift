@@ -199,6 +199,18 @@ extension KeptBackFolderTests {
         }
     }
 
+    /// A and B with `docs/old/a.txt` synced, and a new `docs/old/new.txt` ("new on A") sent by A
+    /// only.
+    static func newFileDeeperOnA(_ harness: Harness) async throws -> (Device, Device) {
+        let a = try await harness.device("a"), b = try await harness.device("b")
+        try a.write("docs/old/a.txt", Data("a".utf8))
+        try await a.engine.pass()
+        try await b.engine.pass()
+        try a.write("docs/old/new.txt", Data("new on A".utf8))
+        try await a.engine.pass()
+        return (a, b)
+    }
+
     /// A has `file` ("new on A"); B includes `docs` again: both converge, with one record for
     /// `folder` and nothing held back on B.
     static func includedAgainOnB(_ a: Device, _ b: Device, file: String, folder: String) async throws {
@@ -219,12 +231,7 @@ extension KeptBackFolderTests {
     /// device's scan, and the file was left under no folder (sync simulator seed 6206).
     @Test func aFolderMarkedHereWhileAFileArrivesDeeperInItKeepsTheFoldersOnTheWay() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("docs/old/a.txt", Data("a".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("docs/old/new.txt", Data("new on A".utf8))
-            try await a.engine.pass()
+            let (a, b) = try await Self.newFileDeeperOnA(harness)
             try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
             try await b.engine.pass()
             let server = try await Self.serverPaths(harness)
@@ -295,12 +302,7 @@ extension KeptBackFolderTests {
     /// file was left under no folder on the server (sync simulator seed 6618).
     @Test func aFolderMovedOutOfOneMarkedHereWhileAFileArrivesInItStaysForTheFile() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("docs/old/a.txt", Data("a".utf8))
-            try await a.engine.pass()
-            try await b.engine.pass()
-            try a.write("docs/old/new.txt", Data("new on A".utf8))
-            try await a.engine.pass()
+            let (a, b) = try await Self.newFileDeeperOnA(harness)
             try FileManager.default.createDirectory(atPath: Self.path(b, "media"), withIntermediateDirectories: false)
             try FileManager.default.moveItem(atPath: Self.path(b, "docs/old"), toPath: Self.path(b, "media/old"))
             try BackupExclusion.setExcluded(true, Self.path(b, "docs"))

@@ -212,6 +212,19 @@ import Ubiquity
 }
 
 extension SyncDuplicateRecordTests {
+    /// A and B with eight files `media/docN.txt` ("first docN.txt") synced; their names.
+    static func eightFilesInMedia(_ harness: Harness) async throws -> (SyncBatchTests.Device, SyncBatchTests.Device, [String]) {
+        let a = try await harness.device("A")
+        let b = try await harness.device("B")
+        let names = (0..<8).map { "doc\($0).txt" }
+        for name in names { try a.write("media/" + name, text("first \(name)")) }
+        try await a.engine.pass()
+        try await b.engine.pass()
+        return (a, b, names)
+    }
+}
+
+extension SyncDuplicateRecordTests {
     /// B moves `media` into `old` while A edits the files in it: B's fetch writes A's versions
     /// back at their old names, and the files B moved become new records in `old/media`. A,
     /// moving the folder along, finds each at the name its own record moved to: two records for
@@ -223,12 +236,7 @@ extension SyncDuplicateRecordTests {
     /// random record names: eight pairs make both outcomes all but certain. Every content is kept.
     @Test func aDroppedRecordSavedElsewhereAfterTheFetchIsKept() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A")
-            let b = try await harness.device("B")
-            let names = (0..<8).map { "doc\($0).txt" }
-            for name in names { try a.write("media/" + name, Self.text("first \(name)")) }
-            try await a.engine.pass()
-            try await b.engine.pass()
+            let (a, b, names) = try await Self.eightFilesInMedia(harness)
             try FileManager.default.createDirectory(at: b.folder.appendingPathComponent("old"), withIntermediateDirectories: false)
             try FileManager.default.moveItem(at: b.folder.appendingPathComponent("media"), to: b.folder.appendingPathComponent("old/media"))
             for name in names { try a.write("media/" + name, Self.text("A's \(name)")) }
@@ -263,12 +271,7 @@ extension SyncDuplicateRecordTests {
     /// kept. Which record of a pair would lose depends on the random record names: eight pairs.
     @Test func filesMovedAlongOntoNamesNewRecordsTakeMoveAside() async throws {
         try await Harness.with { harness in
-            let a = try await harness.device("A")
-            let b = try await harness.device("B")
-            let names = (0..<8).map { "doc\($0).txt" }
-            for name in names { try a.write("media/" + name, Self.text("first \(name)")) }
-            try await a.engine.pass()
-            try await b.engine.pass()
+            let (a, b, names) = try await Self.eightFilesInMedia(harness)
             for name in names { try b.write("media/" + name, Self.text("B's \(name)")) }
             try await b.engine.pass()
             for name in names { _ = try await b.engine.evict(b.folder.appendingPathComponent("media/" + name).path) }

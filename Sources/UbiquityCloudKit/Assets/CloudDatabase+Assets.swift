@@ -124,18 +124,19 @@ final class RecordUploadProgress: Sendable {
 
     private func set(file: Int, fraction: Double) {
         let sizes = self.sizes
-        let value = state.withLock { state -> Double? in
+        // Reported under the lock: chunks are sent at once from several threads, and a value
+        // computed first must not reach the caller after a later one.
+        state.withLock { state in
             state.done[file] = max(state.done[file], min(1, fraction))
             // Empty files weigh as one byte, so a record of empty files still moves to 1.
             let weights = sizes.map { Double(max(1, $0)) }
             let overall = zip(state.done, weights).reduce(0.0) { $0 + $1.0 * $1.1 } / weights.reduce(0, +)
             // Reported only when it moved (by 0.1 % or to the end), never backwards.
             let ended = state.done.allSatisfy { $0 >= 1 }
-            guard ended ? state.reported < 1 : overall - state.reported >= 0.001 else { return nil }
+            guard ended ? state.reported < 1 : overall - state.reported >= 0.001 else { return }
             state.reported = ended ? 1 : overall
-            return state.reported
+            report(state.reported)
         }
-        if let value { report(value) }
     }
 }
 

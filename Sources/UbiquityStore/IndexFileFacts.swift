@@ -22,6 +22,9 @@ package struct IndexFileFacts: Sendable, Hashable {
     package var linkTarget: String?
     /// Whether the row stands for an evicted file's stub.
     package var isStub: Bool
+    /// The birth time in nanoseconds since 1970, when the file system reported one (kept as
+    /// seconds in a `REAL`: to within a microsecond).
+    package var birthNanoseconds: Int64?
 
     /// Whether the item is a symbolic link.
     package var isSymbolicLink: Bool { mode & 0o170000 == 0o120000 }
@@ -39,7 +42,11 @@ package struct IndexFileFacts: Sendable, Hashable {
         mode = UInt32(truncatingIfNeeded: row[5] as Int64)
         linkTarget = row[6]
         isStub = row[7]
+        birthNanoseconds = (row[8] as Double?).map { Int64(($0 * 1e9).rounded()) }
     }
+
+    /// How many columns ``init(_:)`` reads.
+    package static let columnCount = 9
 }
 
 extension MetadataIndex {
@@ -49,7 +56,7 @@ extension MetadataIndex {
     /// The columns ``IndexFileFacts`` reads, in its order, of the items table named `table` in
     /// a query (a join's alias), or unqualified.
     package static func factColumns(of table: String?) -> String {
-        ["path", "is_directory", "size", "mtime_ns", "inode", "mode", "link_target", "stub"]
+        ["path", "is_directory", "size", "mtime_ns", "inode", "mode", "link_target", "stub", "creation_date"]
             .map { column in table.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
     }
 

@@ -167,7 +167,11 @@ package enum SyncDecision {
     }
 
     /// Pairs journal entries whose path vanished with new local items: the same inode (and kind)
-    /// first, then, for files, the same content hash; last, a file left unpaired inside a folder
+    /// first — never an entry whose inode had another birth time (a freed inode handed out
+    /// again), and among several entries journaled on one inode the one with the same birth
+    /// time before one whose birth time is not known (an evicted file's stub that took a
+    /// deleted file's inode is the evicted file's; sync simulator seed 10625) — then, for
+    /// files, the same content hash; last, a file left unpaired inside a folder
     /// that moved pairs with a new file at its name in the folder's new place (an editor's save
     /// by rename after the folder's rename, no pass between: at an unmoved path that is an edit
     /// of the same item, and so it is here; sync simulator seed 302). The result maps each moved
@@ -181,7 +185,9 @@ package enum SyncDecision {
         var byInode: [UInt64: [JournalEntry]] = [:]
         for entry in missing { byInode[entry.stat.inode, default: []].append(entry) }
         for item in created.sorted(by: { $0.path < $1.path }) {
-            if let entry = byInode[item.stat.inode]?.first(where: { $0.stat.kind == item.stat.kind && moves[$0.id] == nil }) {
+            let candidates = byInode[item.stat.inode]?.filter { $0.stat.kind == item.stat.kind && moves[$0.id] == nil } ?? []
+            if let entry = candidates.first(where: { item.stat.sameBirth(as: $0.stat) == true })
+                ?? candidates.first(where: { item.stat.sameBirth(as: $0.stat) == nil }) {
                 moves[entry.id] = item.path
                 taken.insert(item.path)
             }

@@ -350,10 +350,14 @@ extension SyncEngine {
     }
 
     /// Writes the stub of the evicted `entry` again from what the journal knows (its stub was
-    /// renamed to a name that is not a stub's), and journals it.
-    func restoreStub(_ entry: JournalEntry) async throws {
-        guard let changeTag = entry.changeTag else { return }
+    /// renamed to a name that is not a stub's), and journals it. Returns false, writing nothing,
+    /// when the folder it was in is gone: the stub went with it, and the entry goes as deleted
+    /// (written into a folder that is not there, it failed every pass for good: sync simulator
+    /// seed 10956, a new file that took the deleted stub's inode, before birth times told).
+    func restoreStub(_ entry: JournalEntry) async throws -> Bool {
+        guard let changeTag = entry.changeTag else { return true }
         let target = absolute(entry.path), path = entry.path
+        guard FileStamp.of(SyncFiles.parent(of: target))?.isDirectory == true else { return false }
         let marker = Placeholder(name: (entry.path as NSString).lastPathComponent, id: entry.id, changeTag: changeTag,
                                  hash: entry.contentHash, size: entry.stat.size)
         let mode = entry.stat.mode, modified = entry.stat.modifiedNanoseconds / 1_000_000
@@ -368,6 +372,7 @@ extension SyncEngine {
         }
         logger.notice("an evicted file's stub was renamed to a document's name: the stub is written again, the renamed file is a new item",
                       metadata: ["ubiquity.path": "\(entry.path)"])
+        return true
     }
 
     /// Whether the item now at `local`'s path is the untouched stub of the evicted `entry` that

@@ -153,9 +153,21 @@ extension SyncEngine {
     /// marked one (`moves`, entry ID → new path) stays too: its move is dropped, and where it went
     /// is a new folder (moved, its record left the record waiting in it under no folder on the
     /// server: seed 6618, a folder moved out of `docs`, then `docs` marked, in one pass).
+    ///
+    /// In a pass that did not fetch, what waits is not known: such folders are neither deleted
+    /// nor held back, as the marked folder's own record is not (``pushLocal(pulled:)``), and the
+    /// next pass that fetches judges them (deleted then, a file another device had just put in
+    /// one stayed under no folder on the server, for good once that device signed in to another
+    /// account: sync simulator seed 11251).
     func waitingUnderKeptBack(_ missing: [JournalEntry], keptBack: [String], pulled: Bool, moves: inout [String: String]) throws -> Set<String> {
         let under = { (entry: JournalEntry) in keptBack.contains { entry.path.hasPrefix($0 + "/") } }
-        guard pulled, !keptBack.isEmpty, missing.contains(where: under) else { return [] }
+        guard !keptBack.isEmpty, missing.contains(where: under) else { return [] }
+        guard pulled else {
+            let unknown = missing.filter { $0.stat.kind == .folder && under($0) }
+            for entry in unknown { moves[entry.id] = nil }
+            if !unknown.isEmpty { wakeLater() }
+            return Set(unknown.map(\.id))
+        }
         let held = Array(try heldBack().values)
         let waiting = missing.filter { entry in
             entry.stat.kind == .folder && under(entry) && held.contains { $0.hasPrefix(entry.path + "/") }

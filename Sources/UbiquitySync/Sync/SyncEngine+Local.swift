@@ -220,8 +220,7 @@ extension SyncEngine {
         for entry in missing where evicted.contains(entry.id) {
             guard let path = moves[entry.id], items[path]?.isStub == false else { continue }
             moves[entry.id] = nil
-            try await restoreStub(entry)
-            restored.insert(entry.id)
+            if try await restoreStub(entry) { restored.insert(entry.id) }
         }
         try await unpairReusedInodes(missing, evicted: evicted, items: items, moves: &moves, hashes: &createdHashes)  // SyncEngine+ReusedInodes.swift
         let movedPaths = Set(moves.values)

@@ -94,7 +94,7 @@ extension SyncFiles {
         guard row.mode != 0 else { return item(path: path, absolute: absolute) }
         let kind: SyncItemKind = row.isSymbolicLink ? .symlink : row.isDirectory ? .folder : .file
         let stat = SyncStat(kind: kind, size: kind == .folder ? 0 : row.size, modifiedNanoseconds: kind == .folder ? 0 : row.mtimeNanoseconds,
-                            inode: row.inode, mode: row.mode & 0o7777)
+                            inode: row.inode, mode: row.mode & 0o7777, birthNanoseconds: row.birthNanoseconds)
         if row.isStub { return LocalItem(path: path, stat: stat, target: nil, excluded: false, isStub: true) }
         let excluded = kind != .symlink && ((try? BackupExclusion.isExcluded(absolute)) ?? false)
         return LocalItem(path: path, stat: stat, target: kind == .symlink ? row.linkTarget : nil, excluded: excluded)

@@ -28,14 +28,19 @@ package struct SyncStat: Sendable, Hashable {
     package var inode: UInt64
     /// The permission bits.
     package var mode: UInt32
+    /// The inode's birth time in nanoseconds since 1970, when known (``FileStamp/birthNanoseconds``):
+    /// evidence of identity only, not part of the stat's equality (the index keeps it less
+    /// precisely than `statx` reports it).
+    package var birthNanoseconds: Int64?
 
     /// A stat from its parts.
-    package init(kind: SyncItemKind, size: Int64, modifiedNanoseconds: Int64, inode: UInt64, mode: UInt32) {
+    package init(kind: SyncItemKind, size: Int64, modifiedNanoseconds: Int64, inode: UInt64, mode: UInt32, birthNanoseconds: Int64? = nil) {
         self.kind = kind
         self.size = size
         self.modifiedNanoseconds = modifiedNanoseconds
         self.inode = inode
         self.mode = mode
+        self.birthNanoseconds = birthNanoseconds
     }
 
     /// The stat of a ``FileStamp``.
@@ -45,6 +50,30 @@ package struct SyncStat: Sendable, Hashable {
         modifiedNanoseconds = kind == .folder ? 0 : stamp.modificationNanoseconds
         inode = stamp.inode
         mode = stamp.mode
+        birthNanoseconds = stamp.birthNanoseconds
+    }
+
+    /// Whether `self` and `other` are one life of their inode: nil when either lacks its birth
+    /// time; false when the times differ by more than a millisecond (the index's precision is
+    /// better than a microsecond), so the inode was freed and handed out again in between.
+    package func sameBirth(as other: SyncStat) -> Bool? {
+        guard inode == other.inode, let birth = birthNanoseconds, let otherBirth = other.birthNanoseconds else { return nil }
+        return abs(birth - otherBirth) <= 1_000_000
+    }
+
+    /// Whether the stats agree on everything but the birth time.
+    package static func == (lhs: SyncStat, rhs: SyncStat) -> Bool {
+        lhs.kind == rhs.kind && lhs.size == rhs.size && lhs.modifiedNanoseconds == rhs.modifiedNanoseconds && lhs.inode == rhs.inode
+            && lhs.mode == rhs.mode
+    }
+
+    /// Hashes what ``==`` compares.
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(size)
+        hasher.combine(modifiedNanoseconds)
+        hasher.combine(inode)
+        hasher.combine(mode)
     }
 
     /// Whether the item may have changed since `other` was recorded: kind, size, modification

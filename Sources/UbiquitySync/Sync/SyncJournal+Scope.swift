@@ -105,7 +105,8 @@ extension SyncJournal {
                 WHERE i.path > ? AND i.path < ? ORDER BY i.path
                 """), arguments: [scope, folder.unicodeScalars.count + 2, folder + "/", folder + "0"])
             while let row = try rows.next() {
-                try body(IndexFileFacts(row), (row[8] as String?) == nil ? nil : Self.entry(row, from: 8))
+                let entry = IndexFileFacts.columnCount
+                try body(IndexFileFacts(row), (row[entry] as String?) == nil ? nil : Self.entry(row, from: entry))
             }
         }
     }

@@ -129,8 +129,8 @@ package final class SyncJournal: Sendable {
             // statements compiled once per transaction, not once per entry; (`OR REPLACE` also
             // deletes an entry at the same path with another ID: `path` is unique)
             let insert = try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO sync_items (journal, id, path, kind, size, mtime, inode, mode, hash, target, tag, base, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO sync_items (journal, id, path, kind, size, mtime, inode, mode, hash, target, tag, base, state, birth)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             let queue = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sync_pending (journal, path, since) VALUES (?, ?, ?)")
             let dequeue = try db.cachedStatement(sql: "DELETE FROM sync_pending WHERE journal = ? AND path = ?")
@@ -143,7 +143,7 @@ package final class SyncJournal: Sendable {
             // an entry already journaled under its ID and path (an upload's answer after its new
             // item was journaled, an edit): updated in place, no index entry touched
             let update = try db.cachedStatement(sql: """
-                UPDATE sync_items SET kind = ?, size = ?, mtime = ?, inode = ?, mode = ?, hash = ?, target = ?, tag = ?, base = ?, state = ?
+                UPDATE sync_items SET kind = ?, size = ?, mtime = ?, inode = ?, mode = ?, hash = ?, target = ?, tag = ?, base = ?, state = ?, birth = ?
                 WHERE journal = ? AND id = ? AND path = ?
                 """)
             for entry in entries {
@@ -152,7 +152,7 @@ package final class SyncJournal: Sendable {
                 if !enqueue {
                     try update.execute(arguments: [entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
                                                    Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                                   entry.changeTag, entry.baseHash, state.rawValue, scope, entry.id, entry.path])
+                                                   entry.changeTag, entry.baseHash, state.rawValue, entry.stat.birthNanoseconds, scope, entry.id, entry.path])
                     if db.changesCount > 0 {
                         if queued { try dequeue.execute(arguments: [scope, entry.path]) }
                         if excludes { try include.execute(arguments: [scope, entry.path]) }
@@ -161,7 +161,7 @@ package final class SyncJournal: Sendable {
                 }
                 try insert.execute(arguments: [scope, entry.id, entry.path, entry.stat.kind.rawValue, entry.stat.size, entry.stat.modifiedNanoseconds,
                                                Int64(bitPattern: entry.stat.inode), Int64(entry.stat.mode), entry.contentHash, entry.target,
-                                               entry.changeTag, entry.baseHash, state.rawValue])
+                                               entry.changeTag, entry.baseHash, state.rawValue, entry.stat.birthNanoseconds])
                 if enqueue {
                     try queue.execute(arguments: [scope, entry.path, now])
                 } else {
@@ -387,14 +387,15 @@ package final class SyncJournal: Sendable {
     }
 
     /// The columns ``entry(_:)`` reads, in its order.
-    static let itemColumns = "id, path, kind, size, mtime, inode, mode, hash, target, tag, base"
+    static let itemColumns = "id, path, kind, size, mtime, inode, mode, hash, target, tag, base, birth"
 
     /// The entry in a row of ``itemColumns`` (from column `offset` on), read by position (by
     /// name, GRDB looks each column up, lowercasing names: ~1 % of a daemon's pass over 10,000
     /// new files).
     static func entry(_ row: Row, from offset: Int = 0) -> JournalEntry {
         let stat = SyncStat(kind: SyncItemKind(rawValue: row[offset + 2]) ?? .file, size: row[offset + 3], modifiedNanoseconds: row[offset + 4],
-                            inode: UInt64(bitPattern: row[offset + 5] as Int64), mode: UInt32(truncatingIfNeeded: row[offset + 6] as Int64))
+                            inode: UInt64(bitPattern: row[offset + 5] as Int64), mode: UInt32(truncatingIfNeeded: row[offset + 6] as Int64),
+                            birthNanoseconds: row[offset + 11])
         return JournalEntry(id: row[offset], path: row[offset + 1], stat: stat, contentHash: row[offset + 7], target: row[offset + 8],
                             changeTag: row[offset + 9], baseHash: row[offset + 10])
     }

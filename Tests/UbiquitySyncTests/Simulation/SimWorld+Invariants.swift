@@ -100,6 +100,12 @@ extension SimWorld {
         }
         present.formUnion(try await keptAsideOnTheServer())
         for lost in ledger.lost(present: present) { failures.append("write lost: \(lost)") }
+        if ProcessInfo.processInfo.environment["UBIQUITY_SIM_DUMP"] != nil {  // the end state, for debugging a failure (printed: the trace's hash stays the run's)
+            for (device, listing) in zip(devices, listings) {
+                print("end: \(device.name) (\(device.account)): \(listing.items.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" })")
+            }
+            for item in items { print("end: server \(item.id.prefix(8)) \(item.path) \(item.contentHash.prefix(12))") }
+        }
 
         var hasher = SHA256()
         for line in ledger.trace { hasher.update(data: Data((line + "\n").utf8)) }

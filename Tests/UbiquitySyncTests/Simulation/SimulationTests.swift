@@ -8,7 +8,9 @@ import Testing
 /// checked against the invariants after quiescence. CI runs a bounded batch of seeds;
 /// `UBIQUITY_SIM_SEEDS=N` runs N, `UBIQUITY_SIM_FIRST_SEED=S` starts elsewhere, and
 /// `UBIQUITY_SIM_SEED=S` replays one seed with its trace (the line a failure prints;
-/// `UBIQUITY_SIM_MODEL=without-power-loss` for the older regressions' world).
+/// `UBIQUITY_SIM_MODEL=without-power-loss` for the older regressions' world). Debugging a lost
+/// write: `UBIQUITY_SIM_WATCH=DIGEST-PREFIX` logs where that content is after every step, and
+/// `UBIQUITY_SIM_DUMP=1` prints every device's and account's items at the end.
 /// Serialized: a seed replays the same run when the machine's load does not reorder what a
 /// pass does concurrently (its parallel uploads), which the seeded plan does not order yet.
 @Suite(.serialized) struct SimulationTests {
@@ -126,10 +128,16 @@ import Testing
     ///   or in a pass whose fetch failed (2456);
     /// - a file written over an evicted one, its folder then marked skip-backup: the download
     ///   before the exclusion refused at every pass, the server's content on no device (3131);
-    /// - a stub hidden behind a file moved onto its name (1817).
+    /// - a stub hidden behind a file moved onto its name (1817);
+    /// - an evicted file's stub that took a deleted file's inode, paired with the deleted file:
+    ///   the evicted file's record deleted, its content with it (10625; birth times tell); a new
+    ///   file that took a deleted folder's stub's inode: the stub written again into the folder
+    ///   that was gone, every pass failing (10956);
+    /// - a folder inside one marked skip-backup, deleted in a pass whose fetch failed while a
+    ///   file from elsewhere arrived in it: the file under no folder on the server (11251).
     /// (314 and 366 take other paths in most runs: `PowerLossTests` and
     /// `SyncDuplicateRecordTests` hold them, and they are not replayed here.)
-    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346, 513, 532, 547, 565, 595, 628, 711, 804, 838, 879, 923, 1086, 1161, 1292, 1497, 1652, 1706, 1715, 1738, 1755, 1775, 1813, 1817, 1836, 1841, 2112, 2456, 3131, 3814, 3877, 4164, 5358, 5548, 6206, 6329, 6618, 6862, 7013, 7364, 9185, 9695, 9773, 10026, 10101, 10117, 10356]
+    static let powerLossRegressions: [UInt64] = [9, 17, 19, 174, 178, 186, 206, 309, 322, 346, 513, 532, 547, 565, 595, 628, 711, 804, 838, 879, 923, 1086, 1161, 1292, 1497, 1652, 1706, 1715, 1738, 1755, 1775, 1813, 1817, 1836, 1841, 2112, 2456, 3131, 3814, 3877, 4164, 5358, 5548, 6206, 6329, 6618, 6862, 7013, 7364, 9185, 9695, 9773, 10026, 10101, 10117, 10356, 10625, 10956, 11251]
 
     /// Seeds of CI's batch that still find bugs (open in issue 27), by what they find: their
     /// failures are reported as known issues until fixed.

@@ -538,4 +538,59 @@ extension EvictionStubTests {
             #expect(SyncBatchTests.files(in: b.folder).count == 2 && b.read("docs/Notes.md") == nil)
         }
     }
+
+    /// A file deleted here, then another evicted, whose stub took the deleted file's inode, then
+    /// the evicted file's folder moved, no pass between (sync simulator seed 10625): the stub
+    /// is the evicted file's, moved with its folder, and the deleted file is what goes. Paired
+    /// with the deleted file by the inode, the evicted file's record was deleted instead, and
+    /// with it the only copy of its content.
+    @Test func aStubThatTookADeletedFilesInodeStaysTheEvictedFiles() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/old/c.bin", Data("deleted here".utf8))
+            try a.write("media/c.bin", Data("evicted, only on the server".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let deleted = try #require(try a.openJournal().entry(path: "docs/old/c.bin"))
+            let evicted = try #require(try a.openJournal().entry(path: "media/c.bin"))
+            try FileManager.default.removeItem(atPath: Self.path(a, "docs/old/c.bin"))
+            #expect(try await a.engine.evict(Self.path(a, "media/c.bin")) == [Self.path(a, "media/c.bin")])
+            // (ext4 hands the freed inode to the stub at once, unless a test beside this one took it)
+            guard FileStamp.of(Self.path(a, "media/.c.bin.icloud"))?.inode == deleted.stat.inode else { return }
+            try FileManager.default.moveItem(atPath: Self.path(a, "media"), toPath: Self.path(a, "docs/old/media"))
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(try a.openJournal().entry(path: "docs/old/media/c.bin")?.id == evicted.id, "the evicted file moved with its folder")
+            #expect(try a.openJournal().entry(id: deleted.id) == nil)
+            #expect(Self.stub(a, "docs/old/media/c.bin") != nil, "still evicted")
+            try await b.engine.pass()
+            #expect(b.read("docs/old/media/c.bin") == Data("evicted, only on the server".utf8))
+            #expect(b.read("docs/old/c.bin") == nil && b.read("media/c.bin") == nil)
+        }
+    }
+
+    /// An evicted file's folder deleted here while a new file with the evicted content is
+    /// written elsewhere, no pass between: the new file pairs with the evicted entry by its
+    /// content, and the stub cannot be written again where the folder was (sync simulator seed
+    /// 10956, by a reused inode: every pass failed for good). The entry goes with its folder,
+    /// the new file is a new item.
+    @Test func anEvictedFileWhoseFolderIsGoneGoesWithIt() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/C.bin", Data("the content".utf8))
+            try a.write("n.md", Data("n".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            #expect(try await a.engine.evict(Self.path(a, "docs/C.bin")) == [Self.path(a, "docs/C.bin")])
+            try FileManager.default.removeItem(atPath: Self.path(a, "docs"))
+            try a.write("media/b.txt", Data("the content".utf8))
+            try await a.engine.pass()
+            try await a.engine.pass()
+            #expect(a.read("media/b.txt") == Data("the content".utf8))
+            try await b.engine.pass()
+            #expect(b.read("media/b.txt") == Data("the content".utf8))
+            #expect(b.read("docs/C.bin") == nil)
+            #expect(SyncBatchTests.files(in: a.folder) == SyncBatchTests.files(in: b.folder))
+        }
+    }
 }

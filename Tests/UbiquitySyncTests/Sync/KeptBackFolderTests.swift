@@ -296,6 +296,38 @@ extension KeptBackFolderTests {
 }
 
 extension KeptBackFolderTests {
+    /// The same for a synced folder inside the one marked here, in a pass whose fetch failed,
+    /// while another device had put a file in it: the inner folder is outside the scan, and its
+    /// record was deleted, leaving the file under no folder on the server (sync simulator seed
+    /// 11251). It waits with the marked folder for a pass that fetches.
+    @Test func aFolderInsideOneMarkedHereInAPassThatDidNotFetchKeepsItsRecord() async throws {
+        try await Harness.with { harness in
+            let offline = Mutex(false)
+            let a = try await harness.device("a")
+            let b = try await harness.device("b", rewrite: SyncBatchTests.refusing { request in
+                offline.withLock { $0 } && request.path.hasSuffix("changes/zone")
+            })
+            try a.write("docs/old/a.txt", Data("a".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            try a.write("docs/old/new.txt", Data("new on A".utf8))
+            try await a.engine.pass()
+            try BackupExclusion.setExcluded(true, Self.path(b, "docs"))
+            offline.withLock { $0 = true }
+            try? await b.engine.pass()
+            var server = try await Self.serverPaths(harness)
+            #expect(server.isSuperset(of: ["docs", "docs/old", "docs/old/new.txt"]), "\(server.sorted())")
+            offline.withLock { $0 = false }
+            try await b.engine.pass()
+            try await b.engine.pass()
+            server = try await Self.serverPaths(harness)
+            #expect(server.isSuperset(of: ["docs", "docs/old", "docs/old/new.txt"]), "\(server.sorted())")
+            #expect(server.allSatisfy { !$0.contains("/") || server.contains(($0 as NSString).deletingLastPathComponent) }, "every item under its folder: \(server.sorted())")
+            #expect(try await b.engine.heldBack().values.contains("docs/old/new.txt"))
+            try await Self.includedAgainOnB(a, b, file: "docs/old/new.txt", folder: "docs/old")
+        }
+    }
+
     /// The same with the folder inside moved out of the one marked here before it was marked
     /// (in one pass): the moved folder is a new folder where it went, and the folder's record
     /// stays where the file waits in it. Before, the record moved away with the folder, and the

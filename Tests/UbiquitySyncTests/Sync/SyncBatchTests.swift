@@ -834,4 +834,53 @@ extension SyncBatchTests {
             #expect(try b.openJournal().entry(path: "docs/b.txt")?.id == new.id)
         }
     }
+
+    /// The same in the file's own folder, where only the inode's birth time (journaled with the
+    /// entry) tells a new file from the deleted one renamed and edited.
+    @Test func aNewFileThatTookADeletedFilesInodeInItsFolderIsANewItem() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/Notes.md", Data("the notes".utf8))
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let old = try #require(try a.openJournal().entry(path: "docs/Notes.md"))
+            // (a file system without birth times cannot tell; ext4 and tmpfs have them)
+            guard old.stat.birthNanoseconds != nil else { return }
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("docs/Notes.md"))
+            try a.write("docs/b.txt", Data("a new file, longer".utf8))
+            guard FileStamp.of(a.folder.appendingPathComponent("docs/b.txt").path)?.inode == old.stat.inode else { return }
+            try await a.engine.pass()
+            let new = try #require(try a.openJournal().entry(path: "docs/b.txt"))
+            #expect(new.id != old.id, "a new record, not the deleted file's renamed")
+            try await b.engine.pass()
+            #expect(b.read("docs/b.txt") == Data("a new file, longer".utf8))
+            #expect(b.read("docs/Notes.md") == nil)
+            #expect(try b.openJournal().entry(path: "docs/b.txt")?.id == new.id)
+        }
+    }
+
+    /// A file renamed and edited in one pass, into another folder too, is still its record's:
+    /// the inode and its birth time are the same.
+    @Test func aFileRenamedAndEditedInOnePassKeepsItsRecord() async throws {
+        try await Harness.with { harness in
+            let a = try await harness.device("a"), b = try await harness.device("b")
+            try a.write("docs/Notes.md", Data("the notes".utf8))
+            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("media"), withIntermediateDirectories: true)
+            try await a.engine.pass()
+            try await b.engine.pass()
+            let old = try #require(try a.openJournal().entry(path: "docs/Notes.md"))
+            guard old.stat.birthNanoseconds != nil else { return }
+            try FileManager.default.moveItem(at: a.folder.appendingPathComponent("docs/Notes.md"), to: a.folder.appendingPathComponent("media/Kept.md"))
+            let handle = try FileHandle(forWritingTo: a.folder.appendingPathComponent("media/Kept.md"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(", and more".utf8))
+            try handle.close()
+            try await a.engine.pass()
+            #expect(try a.openJournal().entry(path: "media/Kept.md")?.id == old.id, "the record moved and changed, not a new one")
+            try await b.engine.pass()
+            #expect(b.read("media/Kept.md") == Data("the notes, and more".utf8))
+            #expect(b.read("docs/Notes.md") == nil)
+            #expect(try b.openJournal().entry(path: "media/Kept.md")?.id == old.id)
+        }
+    }
 }

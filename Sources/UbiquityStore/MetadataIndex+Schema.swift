@@ -123,7 +123,7 @@ extension MetadataIndex {
         migrator.registerMigration("v7-sync-birth-times") { db in
             // The birth time (nanoseconds) of the inode an item was synced with: a file found on
             // that inode under another name with another birth time is a new file that took the
-            // freed inode, not a rename (SyncEngine+ReusedInodes.swift). NULL: not known.
+            // freed inode, not a rename (SyncDecision.matchMoves). NULL: not known.
             try db.execute(sql: "ALTER TABLE sync_items ADD COLUMN birth INTEGER")
         }
         return migrator

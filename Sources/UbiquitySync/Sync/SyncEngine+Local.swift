@@ -290,6 +290,7 @@ extension SyncEngine {
             if !deletes.isEmpty { try clearMassDeleteConfirmation() }
         }
         let held = excludedNow.isEmpty ? [:] : try heldBack()
+        let heldBehind = excludedNow.isEmpty ? [] : try heldBehindEntries()
         for (path, entry, inode) in excludedNow {
             if let entry, entry.stat.kind == .folder, held.values.contains(where: { $0.hasPrefix(path + "/") }) {
                 // records from elsewhere wait under it here (SyncEngine+HeldBack.swift): deleted,
@@ -327,6 +328,7 @@ extension SyncEngine {
             try journal.setExcluded(path, true, inode: inode)  // excluded in the index too
             logger.info("not uploaded: the item is excluded from backup", metadata: ["ubiquity.path": "\(path)"])
         }
+        failed += await applyHeldBackForgotten(heldBehind, pulled: pulled)  // SyncEngine+HeldBack.swift
         // the pass counts as failed, so retries back off instead of spinning
         failed += failedSettles
         if failed > 0 { throw UbiquityError(.io, "\(failed) upload(s) or delete(s) failed; they are retried") }

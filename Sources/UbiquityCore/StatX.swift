@@ -45,25 +45,23 @@ package struct StatX: ~Copyable {
     /// Stats `name` relative to the folder `directory` (a descriptor, or `AT_FDCWD` for an
     /// absolute path) without following a final symbolic link. Returns nil and leaves `errno` set.
     package mutating func stat(_ name: UnsafePointer<CChar>, in directory: Int32) -> Result? {
-        if useStatx, let function = StatX.function {
-            if function(directory, name, AT_SYMLINK_NOFOLLOW, StatX.basicStats | StatX.birthTime, buffer) == 0 { return result() }
-            guard errno == ENOSYS else { return nil }
-            useStatx = false
-        }
-        var st = Glibc.stat()
-        guard fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return Self.result(st)
+        stat(name, in: directory, flags: AT_SYMLINK_NOFOLLOW)
     }
 
     /// Stats the open file `descriptor` (`AT_EMPTY_PATH`). Returns nil and leaves `errno` set.
     package mutating func stat(descriptor: Int32) -> Result? {
+        stat("", in: descriptor, flags: StatX.emptyPath)
+    }
+
+    /// `statx`, or `fstatat` with the same flags when the C library or the kernel lacks it.
+    private mutating func stat(_ name: UnsafePointer<CChar>, in directory: Int32, flags: Int32) -> Result? {
         if useStatx, let function = StatX.function {
-            if function(descriptor, "", StatX.emptyPath, StatX.basicStats | StatX.birthTime, buffer) == 0 { return result() }
+            if function(directory, name, flags, StatX.basicStats | StatX.birthTime, buffer) == 0 { return result() }
             guard errno == ENOSYS else { return nil }
             useStatx = false
         }
         var st = Glibc.stat()
-        guard fstat(descriptor, &st) == 0 else { return nil }
+        guard fstatat(directory, name, &st, flags) == 0 else { return nil }
         return Self.result(st)
     }
 

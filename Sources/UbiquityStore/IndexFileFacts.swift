@@ -46,7 +46,7 @@ package struct IndexFileFacts: Sendable, Hashable {
     }
 
     /// How many columns ``init(_:)`` reads.
-    package static let columnCount = 9
+    package static let columnCount = MetadataIndex.factColumnNames.count
 }
 
 extension MetadataIndex {
@@ -56,9 +56,11 @@ extension MetadataIndex {
     /// The columns ``IndexFileFacts`` reads, in its order, of the items table named `table` in
     /// a query (a join's alias), or unqualified.
     package static func factColumns(of table: String?) -> String {
-        ["path", "is_directory", "size", "mtime_ns", "inode", "mode", "link_target", "stub", "creation_date"]
-            .map { column in table.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+        factColumnNames.map { column in table.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
     }
+
+    /// The columns ``IndexFileFacts`` reads, in its order, unqualified.
+    static let factColumnNames = ["path", "is_directory", "size", "mtime_ns", "inode", "mode", "link_target", "stub", "creation_date"]
 
     /// The facts of the rows strictly under `root`, sorted by path.
     package func facts(under root: String) throws -> [IndexFileFacts] {

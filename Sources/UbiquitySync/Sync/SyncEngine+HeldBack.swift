@@ -109,15 +109,15 @@ extension SyncEngine {
         try setHeldBack(waiting)
     }
 
-    /// The held-back records that wait behind an entry of this journal: this device's own
-    /// upload, never confirmed, of an item then marked skip-backup here, whose record was taken
-    /// over elsewhere (``applyHeldBack()`` keeps them waiting).
-    func heldBehindEntries() throws -> Set<String> {
-        Set(try heldBack().keys.filter { try journal.entry(id: $0) != nil })
+    /// The records among `held` (``heldBack()``) that wait behind an entry of this journal:
+    /// this device's own upload, never confirmed, of an item then marked skip-backup here,
+    /// whose record was taken over elsewhere (``applyHeldBack()`` keeps them waiting).
+    func heldBehindEntries(_ held: [String: String]) throws -> Set<String> {
+        Set(try held.keys.filter { try journal.entry(id: $0) != nil })
     }
 
     /// Applies the held-back records now when the local pass let go of an entry one of them
-    /// waited behind (`behind`: ``heldBehindEntries()`` before it): the entry, forgotten by the
+    /// waited behind (`behind`: ``heldBehindEntries(_:)`` before it): the entry, forgotten by the
     /// pass, was the record's (this device's upload, its answer lost, then marked skip-backup
     /// here), and the record, renamed elsewhere meanwhile, was fetched first and held back.
     /// Applied only at the next pull, which nothing asked for, it never came (sync simulator

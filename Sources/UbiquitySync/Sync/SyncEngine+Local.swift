@@ -290,7 +290,7 @@ extension SyncEngine {
             if !deletes.isEmpty { try clearMassDeleteConfirmation() }
         }
         let held = excludedNow.isEmpty ? [:] : try heldBack()
-        let heldBehind = excludedNow.isEmpty ? [] : try heldBehindEntries()
+        let heldBehind = try heldBehindEntries(held)
         for (path, entry, inode) in excludedNow {
             if let entry, entry.stat.kind == .folder, held.values.contains(where: { $0.hasPrefix(path + "/") }) {
                 // records from elsewhere wait under it here (SyncEngine+HeldBack.swift): deleted,

@@ -812,41 +812,29 @@ extension SyncBatchTests {
     /// bytes became an edit of an unrelated record (sync simulator seed 10356, where that
     /// record's edit elsewhere then lost them).
     @Test func aNewFileThatTookADeletedFilesInodeIsANewItem() async throws {
-        try await Harness.with { harness in
-            let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("media/Notes.md", Data("the notes".utf8))
-            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("docs"), withIntermediateDirectories: true)
-            try await a.engine.pass()
-            try await b.engine.pass()
-            let old = try #require(try a.openJournal().entry(path: "media/Notes.md"))
-            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("media/Notes.md"))
-            // (ext4 hands the freed inode out again at once, unless a test beside this one took
-            // it first: then it is not tested, and nothing is expected)
-            let file = a.folder.appendingPathComponent("docs/b.txt")
-            try a.write("docs/b.txt", Data("a new file, longer".utf8))
-            guard FileStamp.of(file.path)?.inode == old.stat.inode else { return }
-            try await a.engine.pass()
-            let new = try #require(try a.openJournal().entry(path: "docs/b.txt"))
-            #expect(new.id != old.id, "a new record, not the deleted file's renamed")
-            try await b.engine.pass()
-            #expect(b.read("docs/b.txt") == Data("a new file, longer".utf8))
-            #expect(b.read("media/Notes.md") == nil)
-            #expect(try b.openJournal().entry(path: "docs/b.txt")?.id == new.id)
-        }
+        try await Self.newFileTakesTheInode(of: "media/Notes.md", needsBirthTimes: false)
     }
 
     /// The same in the file's own folder, where only the inode's birth time (journaled with the
     /// entry) tells a new file from the deleted one renamed and edited.
     @Test func aNewFileThatTookADeletedFilesInodeInItsFolderIsANewItem() async throws {
+        try await Self.newFileTakesTheInode(of: "docs/Notes.md", needsBirthTimes: true)
+    }
+
+    /// A syncs `deleted` to B, deletes it and writes `docs/b.txt`, which takes the freed inode:
+    /// a new record on both devices, and `deleted` gone. Nothing is tested, and nothing
+    /// expected, when a test beside this one took the inode first (ext4 hands it out again at
+    /// once), or with `needsBirthTimes` on a file system without them.
+    static func newFileTakesTheInode(of deleted: String, needsBirthTimes: Bool) async throws {
         try await Harness.with { harness in
             let a = try await harness.device("a"), b = try await harness.device("b")
-            try a.write("docs/Notes.md", Data("the notes".utf8))
+            try a.write(deleted, Data("the notes".utf8))
+            try FileManager.default.createDirectory(at: a.folder.appendingPathComponent("docs"), withIntermediateDirectories: true)
             try await a.engine.pass()
             try await b.engine.pass()
-            let old = try #require(try a.openJournal().entry(path: "docs/Notes.md"))
-            // (a file system without birth times cannot tell; ext4 and tmpfs have them)
-            guard old.stat.birthNanoseconds != nil else { return }
-            try FileManager.default.removeItem(at: a.folder.appendingPathComponent("docs/Notes.md"))
+            let old = try #require(try a.openJournal().entry(path: deleted))
+            if needsBirthTimes && old.stat.birthNanoseconds == nil { return }
+            try FileManager.default.removeItem(at: a.folder.appendingPathComponent(deleted))
             try a.write("docs/b.txt", Data("a new file, longer".utf8))
             guard FileStamp.of(a.folder.appendingPathComponent("docs/b.txt").path)?.inode == old.stat.inode else { return }
             try await a.engine.pass()
@@ -854,7 +842,7 @@ extension SyncBatchTests {
             #expect(new.id != old.id, "a new record, not the deleted file's renamed")
             try await b.engine.pass()
             #expect(b.read("docs/b.txt") == Data("a new file, longer".utf8))
-            #expect(b.read("docs/Notes.md") == nil)
+            #expect(b.read(deleted) == nil)
             #expect(try b.openJournal().entry(path: "docs/b.txt")?.id == new.id)
         }
     }
